@@ -1,0 +1,110 @@
+# Makefile — builds ./agor (static musl), its dependencies (mk/deps.sh), and runs the tests.
+# `make` → ./agor;  `make test` → unit + integration tests, on the musl binary and on an ASan/UBSan build.
+
+AGOR_VERSION := 0.1.0
+GIT_REV := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+VERSION_STRING := $(AGOR_VERSION)$(if $(GIT_REV),+g$(GIT_REV))
+
+DEPS_MUSL := build/deps/musl
+DEPS_GLIBC := build/deps/glibc
+DEPS_STAMP_MUSL := $(DEPS_MUSL)/VERSIONS
+DEPS_STAMP_GLIBC := $(DEPS_GLIBC)/VERSIONS
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wpointer-arith -Wstrict-prototypes \
+	-Wmissing-prototypes -Wno-missing-field-initializers
+COMMON_CFLAGS := -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -I. -Ilib -Iapplets -MMD -MP \
+	-fno-strict-aliasing -fstack-protector-strong
+LIBS := -lgit2 -lhttp_parser -lmbedtls -lmbedx509 -lmbedcrypto -lz -lsqlite3 -ljansson -lyaml -lpthread
+
+# The product: musl, static, stripped, sections garbage-collected.
+MUSL_CC := musl-gcc
+MUSL_CFLAGS := $(COMMON_CFLAGS) -Os -ffunction-sections -fdata-sections -isystem $(DEPS_MUSL)/include
+MUSL_LDFLAGS := -static -s -Wl,--gc-sections -L$(DEPS_MUSL)/lib
+
+# The test build: glibc with AddressSanitizer and UndefinedBehaviorSanitizer.
+ASAN_CC := gcc
+ASAN_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined -isystem $(DEPS_GLIBC)/include
+ASAN_LDFLAGS := -fsanitize=address,undefined -L$(DEPS_GLIBC)/lib
+
+LIB_SRCS := $(sort $(wildcard lib/*.c))
+APPLET_SRCS := $(sort $(wildcard applets/*.c))
+UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
+SRCS := main.c $(LIB_SRCS) $(APPLET_SRCS)
+
+MUSL_OBJS := $(SRCS:%.c=build/musl/%.o)
+ASAN_OBJS := $(SRCS:%.c=build/asan/%.o)
+MUSL_LIB_OBJS := $(LIB_SRCS:%.c=build/musl/%.o)
+ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
+MUSL_UNIT_OBJS := $(UNIT_SRCS:%.c=build/musl/%.o)
+ASAN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
+
+.PHONY: all deps deps-musl deps-glibc test unit integration bench run format clean distclean
+.DEFAULT_GOAL := all
+
+all: agor
+
+deps: deps-musl deps-glibc
+deps-musl: $(DEPS_STAMP_MUSL)
+deps-glibc: $(DEPS_STAMP_GLIBC)
+
+$(DEPS_STAMP_MUSL): mk/deps.sh mk/deps.lock
+	mk/deps.sh musl
+$(DEPS_STAMP_GLIBC): mk/deps.sh mk/deps.lock
+	mk/deps.sh glibc
+
+# The version string changes with every commit: only version.o depends on it.
+build/version-string: FORCE
+	@mkdir -p build
+	@echo '$(VERSION_STRING)' | cmp -s - $@ || echo '$(VERSION_STRING)' > $@
+FORCE:
+build/musl/lib/version.o build/asan/lib/version.o: build/version-string
+build/musl/lib/version.o build/asan/lib/version.o: EXTRA_CFLAGS = -DAGOR_VERSION='"$(VERSION_STRING)"'
+
+build/musl/%.o: %.c $(DEPS_STAMP_MUSL)
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(MUSL_CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
+
+build/asan/%.o: %.c $(DEPS_STAMP_GLIBC)
+	@mkdir -p $(dir $@)
+	$(ASAN_CC) $(ASAN_CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
+
+agor: $(MUSL_OBJS)
+	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $(MUSL_OBJS) $(LIBS)
+
+build/asan/agor: $(ASAN_OBJS)
+	$(ASAN_CC) $(ASAN_LDFLAGS) -o $@ $(ASAN_OBJS) $(LIBS) -ldl -lm
+
+build/musl/unit-tests: $(MUSL_UNIT_OBJS) $(MUSL_LIB_OBJS)
+	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
+
+build/asan/unit-tests: $(ASAN_UNIT_OBJS) $(ASAN_LIB_OBJS)
+	$(ASAN_CC) $(ASAN_LDFLAGS) -o $@ $^ $(LIBS) -ldl -lm
+
+# `make test`: every test, on both builds; the last line is "N passed, N failed[, N skipped]".
+test: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests
+	test/run
+
+unit: build/musl/unit-tests build/asan/unit-tests
+	test/run --unit-only
+
+integration: agor build/asan/agor
+	test/run --integration-only
+
+bench: agor
+	test/bench/run
+
+# `make run`: build, then start the daemon on its embedded defaults.
+run: agor
+	./agor daemon --foreground
+
+format:
+	clang-format -i main.c lib/*.[ch] applets/*.[ch] test/unit/*.[ch]
+
+clean:
+	rm -rf build/musl build/asan build/test-tmp build/version-string agor
+
+distclean:
+	rm -rf build agor
+
+-include $(MUSL_OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(MUSL_UNIT_OBJS:.o=.d) $(ASAN_UNIT_OBJS:.o=.d)

@@ -1,0 +1,30 @@
+/* applet.h — what every applet exports: one `const struct applet`, registered in main.c's table.
+ * Applets hold no logic another applet needs (that goes to lib/); privilege checks live in main.c only. */
+#ifndef AGOR_APPLET_H
+#define AGOR_APPLET_H
+
+enum applet_flags {
+	APPLET_ROOT_ONLY = 1 << 0, /* main.c refuses to run it unless euid is 0 */
+	APPLET_NOT_BUILT = 1 << 1, /* registered with usage, answers "not built yet" (exit 2) */
+	APPLET_HIDDEN = 1 << 2,	   /* not listed by --list / --install */
+	APPLET_CLIENT = 1 << 3,	   /* a client command talking to a running daemon */
+};
+
+struct applet {
+	const char *name;
+	const char *summary; /* one line for --list --verbose and --help */
+	const char *usage;   /* full text for `agor NAME --help` */
+	int (*main)(int argc, char **argv); /* argv[0] is the applet name */
+	unsigned flags;
+	const char *built_by; /* for NOT_BUILT applets: which issue builds it */
+};
+
+/* Exit statuses shared by every applet (SPEC §1, §3.3). */
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNKNOWN_APPLET = 127 };
+
+/* Prints "agor NAME: message" and a hint to stderr; returns EXIT_USAGE. */
+int applet_usage_error(const struct applet *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when argv holds exactly one argument equal to --help or -h. */
+int applet_wants_help(int argc, char **argv);
+
+#endif

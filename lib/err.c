@@ -1,0 +1,89 @@
+/* err.c — the error object of err.h.
+ * Never aborts and never logs: reporting is the caller's decision. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "err.h"
+
+static char *vformat(const char *fmt, va_list ap)
+{
+	va_list cp;
+	va_copy(cp, ap);
+	int len = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	char *s = xmalloc((size_t)(len < 0 ? 0 : len) + 1);
+	vsnprintf(s, (size_t)(len < 0 ? 0 : len) + 1, fmt, ap);
+	return s;
+}
+
+static int vset(struct err *e, const char *code, json_t *details, const char *fmt, va_list ap)
+{
+	char *msg = vformat(fmt, ap); /* format first: an argument may point into the old message */
+	err_clear(e);
+	e->code = code;
+	e->message = msg;
+	e->details = details;
+	return -1;
+}
+
+int err_set(struct err *e, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(e, code, NULL, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int err_setd(struct err *e, const char *code, json_t *details, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(e, code, details, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int err_errno(struct err *e, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *what = vformat(fmt, ap);
+	va_end(ap);
+	err_set(e, E_SYSTEM, "%s: %s", what, strerror(errnum));
+	free(what);
+	return -1;
+}
+
+void err_prefix(struct err *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *prefix = vformat(fmt, ap);
+	va_end(ap);
+	char *msg = xasprintf("%s: %s", prefix, e->message ? e->message : "");
+	free(prefix);
+	free(e->message);
+	e->message = msg;
+}
+
+void err_clear(struct err *e)
+{
+	free(e->message);
+	if (e->details)
+		json_decref(e->details);
+	e->code = NULL;
+	e->message = NULL;
+	e->details = NULL;
+}
+
+json_t *err_to_json(const struct err *e)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "code", json_string(e->code ? e->code : E_INTERNAL));
+	json_object_set_new(o, "message", json_string(e->message ? e->message : "unknown error"));
+	if (e->details)
+		json_object_set(o, "details", e->details);
+	return o;
+}

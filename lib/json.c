@@ -1,0 +1,66 @@
+/* json.c — the helpers of json.h.
+ * Never loses bytes on partial writes; never returns a partially parsed value. */
+#include <errno.h>
+#include <string.h>
+
+#include "json.h"
+
+char *json_to_compact(const json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!s)
+		abort(); /* only on allocation failure */
+	return s;
+}
+
+static int add_chunk(const char *buffer, size_t size, void *data)
+{
+	strbuf_add(data, buffer, size);
+	return 0;
+}
+
+void json_add_to_strbuf(struct strbuf *sb, const json_t *j)
+{
+	json_dump_callback(j, add_chunk, sb, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+int json_write_line(int fd, const json_t *j)
+{
+	struct strbuf sb = STRBUF_INIT;
+	json_add_to_strbuf(&sb, j);
+	strbuf_addch(&sb, '\n');
+	size_t off = 0;
+	while (off < sb.len) {
+		ssize_t n = write(fd, sb.buf + off, sb.len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+			strbuf_release(&sb);
+			errno = saved;
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	strbuf_release(&sb);
+	return 0;
+}
+
+json_t *json_parse(const char *text, size_t len, struct err *e)
+{
+	json_error_t je;
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	if (j)
+		return j;
+	json_t *details = json_pack("{s:i,s:i,s:i,s:s}", "line", je.line, "column", je.column,
+				    "position", je.position, "reason", je.text);
+	err_setd(e, E_INVALID_JSON, details, "invalid JSON at line %d column %d: %s", je.line,
+		 je.column, je.text);
+	return NULL;
+}
+
+const char *json_get_str(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
