@@ -27,6 +27,10 @@ ASAN_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=addres
 	-fno-sanitize-recover=undefined -isystem $(DEPS_GLIBC)/include
 ASAN_LDFLAGS := -fsanitize=address,undefined -L$(DEPS_GLIBC)/lib
 
+# V=1 shows full command lines.
+Q := $(if $(V),,@)
+say = $(if $(V),,@printf '  %-8s %s\n' $(1) $(2))
+
 LIB_SRCS := $(sort $(wildcard lib/*.c))
 APPLET_SRCS := $(sort $(wildcard applets/*.c))
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
@@ -63,11 +67,13 @@ build/musl/lib/version.o build/asan/lib/version.o: EXTRA_CFLAGS = -DAGOR_VERSION
 
 build/musl/%.o: %.c $(DEPS_STAMP_MUSL)
 	@mkdir -p $(dir $@)
-	$(MUSL_CC) $(MUSL_CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
 
 build/asan/%.o: %.c $(DEPS_STAMP_GLIBC)
 	@mkdir -p $(dir $@)
-	$(ASAN_CC) $(ASAN_CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
+	$(call say,CC-ASAN,$<)
+	$(Q)$(ASAN_CC) $(ASAN_CFLAGS) $(EXTRA_CFLAGS) -c $< -o $@
 
 agor: $(MUSL_OBJS)
 	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $(MUSL_OBJS) $(LIBS)
@@ -83,6 +89,7 @@ build/asan/unit-tests: $(ASAN_UNIT_OBJS) $(ASAN_LIB_OBJS)
 
 # `make test`: every test, on both builds; the last line is "N passed, N failed[, N skipped]".
 test: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests
+	mk/check-sources.sh
 	test/run
 
 unit: build/musl/unit-tests build/asan/unit-tests

@@ -11,6 +11,7 @@
 #include "lib/log.h"
 #include "lib/strbuf.h"
 #include "lib/version.h"
+#include "lib/banned.h"
 
 extern const struct applet applet_admin, applet_approvals, applet_config, applet_daemon,
 	applet_executor, applet_node;

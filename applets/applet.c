@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "applet.h"
+#include "banned.h"
 
 int applet_usage_error(const struct applet *a, const char *fmt, ...)
 {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "applet.h"
+#include "banned.h"
 
 static int config_main(int argc, char **argv)
 {

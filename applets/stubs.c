@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "applet.h"
+#include "banned.h"
 
 static int not_built_main(int argc, char **argv)
 {

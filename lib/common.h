@@ -46,6 +46,5 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
 
-#include "banned.h"
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "banned.h"
 
 static char *vformat(const char *fmt, va_list ap)
 {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "banned.h"
 
 char *json_to_compact(const json_t *j)
 {

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "strbuf.h"
+#include "banned.h"
 
 static enum log_level current_level = LOG_INFO;
 static char process_name[64] = "agor";

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "strbuf.h"
+#include "banned.h"
 
 char strbuf_empty[1];
 

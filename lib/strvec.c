@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "strvec.h"
+#include "banned.h"
 
 char *strvec_empty[1];
 

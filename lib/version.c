@@ -10,6 +10,7 @@
 
 #include "agor_deps_versions.h"
 #include "version.h"
+#include "banned.h"
 
 #ifndef AGOR_VERSION
 #define AGOR_VERSION "0.0.0-unknown"

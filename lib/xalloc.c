@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "banned.h"
 
 static void NORETURN out_of_memory(size_t n)
 {

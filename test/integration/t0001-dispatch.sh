@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# t0001-dispatch — the multi-call binary (SPEC §1): applet selection, global flags, exit codes, static build.
+. "$(dirname "$0")/../lib.sh"
+
+test_case "--help prints usage to stdout and exits 0" '
+  expect_exit 0 "$AGOR" --help
+  expect_contains out "Usage: agor APPLET"
+  expect_empty err
+'
+
+test_case "no arguments is a usage error (exit 2, stderr)" '
+  expect_exit 2 "$AGOR"
+  expect_empty out
+  expect_contains err "Usage:"
+'
+
+test_case "--list prints one applet per line" '
+  expect_exit 0 "$AGOR" --list
+  for a in admin approvals config daemon executor node; do grep -qx "$a" out || fail "missing $a"; done
+  [ "$(wc -l < out)" -eq "$(sort -u out | wc -l)" ] || fail "duplicate lines"
+  sort -c out
+'
+
+test_case "--list --verbose marks applets not built yet and root-only ones" '
+  expect_exit 0 "$AGOR" --list --verbose
+  grep -E "^node +not-built" out
+  grep -E "^admin +not-built +root-only" out
+  grep -E "^config +built" out
+'
+
+test_case "--version names agor and every linked library with its Debian revision" '
+  expect_exit 0 "$AGOR" --version
+  grep -E "^agor [0-9]+\.[0-9]+\.[0-9]+" out
+  grep -E "^libgit2 1\.5\.[0-9]+ \(Debian 1\.5\.[0-9]+\+ds-[0-9]" out
+  for lib in mbedtls zlib http-parser sqlite jansson libyaml; do grep -E "^$lib [0-9.]+ \(Debian " out || fail "$lib missing"; done
+'
+
+test_case "unknown applet exits 127 with a message on stderr" '
+  expect_exit 127 "$AGOR" nosuch
+  expect_contains err "unknown applet"
+  expect_empty out
+'
+
+test_case "unknown global option is a usage error (exit 2)" '
+  expect_exit 2 "$AGOR" --frobnicate
+  expect_contains err "unknown option"
+'
+
+test_case "APPLET --help prints its usage for every applet, built or not" '
+  for a in $("$AGOR" --list); do
+    expect_exit 0 "$AGOR" "$a" --help
+    grep -q "Usage: agor $a" out || fail "$a --help: no usage"
+  done
+'
+
+test_case "an applet not built yet says so and exits 2" '
+  expect_exit 2 "$AGOR" node run
+  expect_contains err "not built yet"
+'
+
+test_case "a symlink named agor-executor selects the executor applet" '
+  ln -s "$AGOR" agor-executor
+  expect_exit 0 ./agor-executor --help
+  expect_contains out "Usage: agor executor"
+'
+
+test_case "a link named after the applet (no prefix) selects it" '
+  ln -s "$AGOR" executor
+  expect_exit 0 ./executor --help
+  expect_contains out "Usage: agor executor"
+'
+
+test_case "an agor-NAME link with an unknown NAME exits 127" '
+  ln -s "$AGOR" agor-bogus
+  expect_exit 127 ./agor-bogus --help
+  expect_contains err "unknown applet"
+'
+
+test_case "--install -s DIR twice leaves one working symlink per applet" '
+  mkdir bin
+  expect_exit 0 "$AGOR" --install -s bin
+  expect_exit 0 "$AGOR" --install -s bin
+  [ "$(ls -A bin | wc -l)" -eq "$("$AGOR" --list | wc -l)" ] || { ls -la bin; fail "wrong entry count"; }
+  for a in $("$AGOR" --list); do
+    [ -L "bin/agor-$a" ] || fail "bin/agor-$a is not a symlink"
+    expect_exit 0 "bin/agor-$a" --help
+    expect_contains out "Usage: agor $a"
+  done
+'
+
+test_case "--install DIR makes hard links, idempotent, replacing stale entries" '
+  mkdir bin
+  cp "$AGOR" ./agorbin
+  echo stale > bin/agor-node
+  expect_exit 0 ./agorbin --install bin
+  expect_exit 0 ./agorbin --install bin
+  [ "$(stat -c %i bin/agor-node)" = "$(stat -c %i agorbin)" ] || fail "not a hard link"
+  [ "$(ls -A bin | wc -l)" -eq "$("$AGOR" --list | wc -l)" ]
+  expect_exit 0 bin/agor-config --help
+'
+
+test_case "--install refuses a missing directory and bad usage" '
+  expect_exit 1 "$AGOR" --install ./nope
+  expect_exit 2 "$AGOR" --install
+  expect_exit 2 "$AGOR" --install -x dir extra
+'
+
+if is_root && command -v setpriv >/dev/null; then
+test_case "a root-only applet refuses a non-root caller (checked centrally)" '
+  cp "$AGOR" ./agorbin && chmod 755 . ./agorbin
+  expect_exit 1 setpriv --reuid=65534 --regid=65534 --clear-groups ./agorbin admin setup-unix-user alice
+  expect_contains err "must run as root"
+'
+else
+test_skip "root-only applet refusal" "needs root and setpriv"
+fi
+
+if is_musl; then
+test_case "the product binary is static, stripped, and at most 4 MB" '
+  file "$AGOR" | grep -q "statically linked" || fail "$(file "$AGOR")"
+  file "$AGOR" | grep -q ", stripped" || fail "not stripped"
+  ! readelf -l "$AGOR" | grep -q INTERP || fail "has PT_INTERP"
+  size=$(stat -c %s "$AGOR"); [ "$size" -le 4194304 ] || fail "size $size > 4 MB"
+'
+  if is_root && command -v chroot >/dev/null; then
+test_case "agor --version runs alone in an empty root (chroot)" '
+  mkdir root && cp "$AGOR" root/agor
+  expect_exit 0 chroot root /agor --version
+  expect_contains out "libgit2"
+  [ "$(ls root)" = agor ] || fail "chroot gained files: $(ls root)"
+'
+  else
+test_skip "version in an empty chroot" "needs root and chroot"
+  fi
+fi
+
+test_done

@@ -1,0 +1,125 @@
+/* test_strbuf.c — unit tests of strbuf, strvec, err and json helpers.
+ * Never depends on files outside its scratch directory. */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "json.h"
+#include "strbuf.h"
+#include "strvec.h"
+#include "unit.h"
+#include "banned.h"
+
+TEST(strbuf_grows_and_stays_terminated)
+{
+	struct strbuf sb = STRBUF_INIT;
+	CHECK_STR(sb.buf, "");
+	for (int i = 0; i < 10000; i++)
+		strbuf_addch(&sb, 'a' + i % 26);
+	CHECK_INT(sb.len, 10000);
+	CHECK_INT(sb.buf[sb.len], 0);
+	strbuf_addf(&sb, "%d-%s", 42, "x");
+	CHECK(!strcmp(sb.buf + 10000, "42-x"));
+	strbuf_remove_front(&sb, 10000);
+	CHECK_STR(sb.buf, "42-x");
+	strbuf_release(&sb);
+	CHECK_INT(sb.len, 0);
+}
+
+TEST(strbuf_holds_nul_bytes)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, "a\0b", 3);
+	CHECK_INT(sb.len, 3);
+	CHECK(!memcmp(sb.buf, "a\0b", 4));
+	size_t len;
+	char *p = strbuf_detach(&sb, &len);
+	CHECK_INT(len, 3);
+	free(p);
+	CHECK_INT(sb.len, 0);
+}
+
+TEST(strbuf_shell_quoting_survives_quotes)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_shell_quoted(&sb, "it's $(rm -rf /) `x`\n\"y\"");
+	CHECK_STR(sb.buf, "'it'\\''s $(rm -rf /) `x`\n\"y\"'");
+	strbuf_release(&sb);
+}
+
+TEST(strbuf_read_fd_enforces_limit)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/f", unit_tmpdir());
+	int fd = open(path, O_CREAT | O_WRONLY, 0600);
+	char block[4096];
+	memset(block, 'x', sizeof(block));
+	for (int i = 0; i < 100; i++)
+		CHECK_INT(write(fd, block, sizeof(block)), sizeof(block));
+	close(fd);
+	struct strbuf sb = STRBUF_INIT;
+	fd = open(path, O_RDONLY);
+	CHECK_INT(strbuf_read_fd(&sb, fd, 1000), -2);
+	CHECK_INT(sb.len, 1001);
+	close(fd);
+	strbuf_reset(&sb);
+	CHECK_INT(strbuf_read_file(&sb, path, 0), 0);
+	CHECK_INT(sb.len, 409600);
+	strbuf_release(&sb);
+}
+
+TEST(strvec_push_find_and_env)
+{
+	struct strvec sv = STRVEC_INIT;
+	CHECK(sv.v[0] == NULL);
+	strvec_push(&sv, "a");
+	strvec_pushf(&sv, "b%d", 2);
+	CHECK_INT(sv.nr, 2);
+	CHECK(sv.v[2] == NULL);
+	CHECK_INT(strvec_find(&sv, "b2"), 1);
+	CHECK_INT(strvec_find(&sv, "zz"), -1);
+	strvec_setenv(&sv, "HOME", "/h");
+	strvec_setenv(&sv, "HOME", "/h2");
+	CHECK_STR(strvec_getenv(&sv, "HOME"), "/h2");
+	CHECK(strvec_getenv(&sv, "HOM") == NULL);
+	CHECK_INT(sv.nr, 3);
+	strvec_pop(&sv);
+	CHECK_INT(sv.nr, 2);
+	strvec_clear(&sv);
+	CHECK(sv.v[0] == NULL);
+}
+
+TEST(err_set_prefix_and_json)
+{
+	struct err e = ERR_INIT;
+	CHECK(!err_is_set(&e));
+	CHECK_INT(err_setd(&e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "params.url"),
+			   "bad %s", "url"),
+		  -1);
+	err_prefix(&e, "clone");
+	CHECK_STR(e.message, "clone: bad url");
+	json_t *j = err_to_json(&e);
+	CHECK_STR(json_string_value(json_object_get(j, "code")), "INVALID_PAYLOAD");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(j, "details"), "path")), "params.url");
+	json_decref(j);
+	err_set(&e, E_INTERNAL, "message that refers to %s", e.message);
+	CHECK_STR(e.message, "message that refers to clone: bad url");
+	err_clear(&e);
+	CHECK(!err_is_set(&e));
+}
+
+TEST(json_parse_reports_position_and_rejects_duplicates)
+{
+	struct err e = ERR_INIT;
+	CHECK(json_parse("{\"a\":1,\"a\":2}", 13, &e) == NULL);
+	CHECK_STR(e.code, E_INVALID_JSON);
+	CHECK(json_integer_value(json_object_get(e.details, "line")) == 1);
+	err_clear(&e);
+	json_t *j = json_parse("{\"k\":\"v\"}", 9, &e);
+	CHECK(j != NULL);
+	CHECK_STR(json_get_str(j, "k"), "v");
+	char *s = json_to_compact(j);
+	CHECK_STR(s, "{\"k\":\"v\"}");
+	free(s);
+	json_decref(j);
+}
