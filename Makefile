@@ -102,8 +102,10 @@ bench: agor
 	test/bench/run
 
 # `make run`: build, then start the daemon on its embedded defaults.
+# Until the daemon applet lands (issue 5) this shows its usage instead.
 run: agor
-	./agor daemon --foreground
+	@if ./agor --list --verbose | grep -q '^daemon  *built'; then ./agor daemon --foreground; \
+	else ./agor daemon --help; echo "(the daemon is not built yet: see 'agor --list --verbose')"; fi
 
 format:
 	clang-format -i main.c lib/*.[ch] applets/*.[ch] test/unit/*.[ch]

@@ -178,6 +178,10 @@ build_libyaml() {
 }
 
 # --- main -------------------------------------------------------------------------------
+# one deps build at a time (make -j runs the musl and glibc builds side by side; apt has one lock)
+mkdir -p "$deps"
+exec 9> "$deps/.lock"
+flock 9
 ensure_host_tools
 mkdir -p "$src" "$work"
 rm -rf "$prefix" && mkdir -p "$prefix/lib" "$prefix/include"

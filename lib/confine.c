@@ -1,0 +1,194 @@
+/* confine.c — resolves paths beneath a root with openat2(RESOLVE_BENEATH) (confine.h).
+ * Never trusts a path string: the canonical result is read back from the opened descriptor. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+/* musl's headers carry no kernel uapi: the openat2 ABI (stable since Linux 5.6) is declared here. */
+struct agor_open_how {
+	unsigned long long flags, mode, resolve;
+};
+#define AGOR_RESOLVE_NO_MAGICLINKS 0x02
+#define AGOR_RESOLVE_BENEATH 0x08
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+#include "confine.h"
+#include "strbuf.h"
+#include "strvec.h"
+#include "banned.h"
+
+static int outside(struct err *e, const char *path, const char *root, const char *why)
+{
+	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s,s:s}", "path", path, "root", root, "reason", why),
+			"%s is outside %s (%s)", path, root, why);
+}
+
+static int open_beneath_openat2(int rootfd, const char *rel)
+{
+	struct agor_open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = AGOR_RESOLVE_BENEATH | AGOR_RESOLVE_NO_MAGICLINKS,
+	};
+	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+}
+
+/* Fallback without openat2: walk component by component, refusing every symlink and "..". */
+static int open_beneath_walk(int rootfd, const char *rel)
+{
+	_cleanup_free_ char *copy = xstrdup(rel);
+	int fd = dup(rootfd);
+	char *save = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			close(fd);
+			errno = EXDEV;
+			return -1;
+		}
+		int next = openat(fd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+			close(fd);
+			errno = ELOOP;
+			return -1;
+		}
+	}
+	return fd;
+}
+
+static int open_beneath(int rootfd, const char *rel)
+{
+	static int have_openat2 = 1;
+	if (have_openat2) {
+		int fd = open_beneath_openat2(rootfd, rel);
+		if (fd >= 0 || errno != ENOSYS)
+			return fd;
+		have_openat2 = 0;
+	}
+	return open_beneath_walk(rootfd, rel);
+}
+
+static char *fd_path(int fd)
+{
+	char link[64], buf[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
+/* The part of path below root; NULL when an absolute path is not lexically under root. */
+static const char *relative_part(const char *path, const char *root, const char *canonical_root)
+{
+	if (path[0] != '/')
+		return path;
+	const char *const candidates[] = { root, canonical_root };
+	for (size_t i = 0; i < ARRAY_SIZE(candidates); i++) {
+		size_t n = strlen(candidates[i]);
+		while (n > 1 && candidates[i][n - 1] == '/')
+			n--;
+		if (!strncmp(path, candidates[i], n) && (path[n] == '/' || path[n] == '\0'))
+			return path[n] ? path + n + 1 : ".";
+	}
+	return NULL;
+}
+
+static int is_plain_name(const char *s, size_t n)
+{
+	return n > 0 && !(n == 1 && s[0] == '.') && !(n == 2 && s[0] == '.' && s[1] == '.');
+}
+
+/* Splits off the last component of rel (in place); returns it, or NULL when it is not a plain name. */
+static char *pop_component(char *rel)
+{
+	size_t len = strlen(rel);
+	while (len > 1 && rel[len - 1] == '/')
+		rel[--len] = '\0';
+	char *slash = strrchr(rel, '/');
+	char *last = slash ? slash + 1 : rel;
+	if (!is_plain_name(last, strlen(last)))
+		return NULL;
+	char *copy = xstrdup(last);
+	if (slash)
+		*slash = '\0';
+	else
+		rel[0] = '.', rel[1] = '\0';
+	return copy;
+}
+
+static int open_root(const char *root, char **canonical, struct err *e)
+{
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_errno(e, errno, "opening %s", root), -1;
+	*canonical = fd_path(fd);
+	if (!*canonical) {
+		char buf[PATH_MAX];
+		*canonical = realpath(root, buf) ? xstrdup(buf) : xstrdup(root);
+	}
+	return fd;
+}
+
+int confine_path(const char *root, const char *path, int must_exist, char **out, struct err *e)
+{
+	_cleanup_free_ char *canonical_root = NULL;
+	_cleanup_close_ int rootfd = open_root(root, &canonical_root, e);
+	if (rootfd < 0)
+		return -1;
+	const char *rel0 = relative_part(path, root, canonical_root);
+	if (!rel0)
+		return outside(e, path, root, "not under the root");
+	_cleanup_free_ char *rel = xstrdup(*rel0 ? rel0 : ".");
+	struct strbuf missing = STRBUF_INIT;
+	struct strvec tail = STRVEC_INIT; /* components that do not exist yet, last first */
+	int fd, rc = -1;
+	while ((fd = open_beneath(rootfd, rel)) < 0 && errno == ENOENT && !must_exist && tail.nr < 256) {
+		char *last = pop_component(rel);
+		if (!last) {
+			outside(e, path, root, "a missing component is not a plain name");
+			goto out;
+		}
+		strvec_push_nodup(&tail, last);
+	}
+	if (fd < 0) {
+		if (errno == ENOENT)
+			err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", path), "%s does not exist", path);
+		else if (errno == EXDEV || errno == ELOOP)
+			outside(e, path, root, errno == EXDEV ? "resolves outside the root" : "symlink not allowed");
+		else
+			err_errno(e, errno, "resolving %s", path);
+		goto out;
+	}
+	char *resolved = fd_path(fd);
+	close(fd);
+	if (!resolved) {
+		err_set(e, E_INTERNAL, "cannot read back the resolved path of %s (is /proc mounted?)", path);
+		goto out;
+	}
+	strbuf_addstr(&missing, resolved);
+	free(resolved);
+	for (size_t i = tail.nr; i-- > 0;)
+		strbuf_addf(&missing, "/%s", tail.v[i]);
+	size_t n = strlen(canonical_root);
+	if (strncmp(missing.buf, canonical_root, n) || (missing.buf[n] != '/' && missing.buf[n] != '\0')) {
+		outside(e, path, root, "resolves outside the root");
+		goto out;
+	}
+	*out = strbuf_detach(&missing, NULL);
+	rc = 0;
+out:
+	strvec_clear(&tail);
+	strbuf_release(&missing);
+	return rc;
+}

@@ -1,0 +1,111 @@
+/* fsutil.c — the helpers of fsutil.h, built on descriptor-relative calls.
+ * Never follows symlinks during removal and never recurses through a mount-point swap. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsutil.h"
+#include "banned.h"
+
+int fs_mkdir_p(const char *path, mode_t mode, struct err *e)
+{
+	_cleanup_free_ char *copy = xstrdup(path);
+	for (char *p = copy + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(copy, mode) < 0 && errno != EEXIST)
+			return err_errno(e, errno, "mkdir %s", copy);
+		*p = '/';
+	}
+	if (mkdir(copy, mode) < 0 && errno != EEXIST)
+		return err_errno(e, errno, "mkdir %s", copy);
+	return 0;
+}
+
+static int remove_entries(int dirfd, const char *where, struct err *e);
+
+static int remove_entry(int dirfd, const char *name, const char *where, struct err *e)
+{
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return err_errno(e, errno, "unlink %s/%s", where, name);
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_errno(e, errno, "open %s/%s", where, name);
+	_cleanup_free_ char *sub = xasprintf("%s/%s", where, name);
+	int rc = remove_entries(fd, sub, e);
+	close(fd);
+	if (rc < 0)
+		return -1;
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return err_errno(e, errno, "rmdir %s", sub);
+	return 0;
+}
+
+/* Removes everything inside the directory open at dirfd (which it consumes a dup of). */
+static int remove_entries(int dirfd, const char *where, struct err *e)
+{
+	int fd = dup(dirfd);
+	if (fd < 0)
+		return err_errno(e, errno, "dup");
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return err_errno(e, errno, "opendir %s", where);
+	}
+	struct dirent *de;
+	int rc = 0;
+	while (rc == 0 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		rc = remove_entry(dirfd, de->d_name, where, e);
+	}
+	closedir(d);
+	return rc;
+}
+
+int fs_remove_tree(const char *path, struct err *e)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : err_errno(e, errno, "stat %s", path);
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			return err_errno(e, errno, "unlink %s", path);
+		return 0;
+	}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_errno(e, errno, "open %s", path);
+	int rc = remove_entries(fd, path, e);
+	close(fd);
+	if (rc == 0 && rmdir(path) < 0 && errno != ENOENT)
+		return err_errno(e, errno, "rmdir %s", path);
+	return rc;
+}
+
+int fs_dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOTDIR ? 0 : -1;
+	struct dirent *de;
+	int empty = 1;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			empty = 0;
+			break;
+		}
+	closedir(d);
+	return empty;
+}
+
+int fs_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}

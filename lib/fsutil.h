@@ -1,0 +1,19 @@
+/* fsutil.h — small filesystem helpers shared by the executor's commands: mkdir -p, no-follow recursive
+ * removal, emptiness checks. Never follows a symlink while deleting: a link is removed, not its target. */
+#ifndef AGOR_FSUTIL_H
+#define AGOR_FSUTIL_H
+
+#include <sys/types.h>
+
+#include "err.h"
+
+/* Creates path and its missing parents with mode (existing directories are fine). */
+int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
+/* Removes path recursively; symlinks are unlinked, never followed; a missing path is success. */
+int fs_remove_tree(const char *path, struct err *e);
+/* 1 when path is a directory without entries, 0 when it has some or is not a directory, -1 on error. */
+int fs_dir_is_empty(const char *path);
+/* 1 when something (anything, even a dangling symlink) exists at path. */
+int fs_exists(const char *path);
+
+#endif

@@ -1,0 +1,57 @@
+/* gitops.h — the executor's git operations on libgit2, in-process: clone, worktree add/remove.
+ * Never runs hooks, filters, fsmonitor or any external program; never reads the user's or system's
+ * git config; never writes progress to stdout. libgit2 is initialised lazily (it costs milliseconds).
+ *
+ * Paths given here are already confined (lib/confine.h) and absolute. On failure every function
+ * leaves nothing half-made behind (a failed clone or worktree add removes what it created) and sets
+ * e to E_GIT_ERROR (details: {"class":…,"klass":n,"message":…}), E_NOT_FOUND, E_ALREADY_EXISTS,
+ * E_WORKTREE_DIRTY (details: {"paths":[…]}) or E_AUTH_FAILED.
+ */
+#ifndef AGOR_GITOPS_H
+#define AGOR_GITOPS_H
+
+#include <jansson.h>
+
+#include "err.h"
+
+/* Supplies credentials for an HTTPS URL just in time; returns 0 and malloc'd strings, or -1. */
+typedef int (*gitops_credential_fn)(void *arg, const char *url, char **username, char **password,
+				     struct err *e);
+
+struct gitops_clone {
+	const char *url;
+	const char *path; /* where the repository goes; must not exist or be an empty directory */
+	const char *branch; /* NULL: the remote's default */
+	int bare;
+	gitops_credential_fn credentials; /* NULL: none available */
+	void *credentials_arg;
+	int progress; /* print progress lines on stderr */
+};
+
+struct gitops_worktree_add {
+	const char *repo_path;
+	const char *name;
+	const char *path;
+	const char *branch;	   /* NULL with create_branch 0: detached HEAD */
+	const char *source_branch; /* start point for a new branch or a detached HEAD; NULL: HEAD */
+	int create_branch;
+};
+
+/* Initialises libgit2 once: CA bundle discovery (SSL_CERT_FILE, SSL_CERT_DIR, then distribution
+ * paths), empty config search paths, owner validation off (paths are confined by the caller). */
+int gitops_init(struct err *e);
+/* The CA bundle file gitops uses, or NULL when none was found. */
+const char *gitops_ca_bundle(void);
+
+/* What kind of URL this is: "https", "http", "ssh", "git", "file", "local" (absolute path), or NULL
+ * when it is none of them. scp-like user@host:path counts as "ssh". */
+const char *gitops_url_kind(const char *url);
+/* The default repository location under repos/: "<provider>/<org>/<repo>.git" (provider = host, or
+ * "local" for paths and file://). NULL with e set when the URL has no usable org/repo. */
+char *gitops_default_repo_subpath(const char *url, struct err *e);
+
+int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e);
+int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, struct err *e);
+int gitops_worktree_remove(const char *worktree_path, int force, json_t **result, struct err *e);
+
+#endif
