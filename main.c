@@ -1,6 +1,7 @@
 /* main.c — the multi-call dispatcher: one sorted applet table, lookup by argv[0] then argv[1],
  * the global flags (--list, --install, --version, --help) and the central privilege check. No applet logic. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,8 +209,22 @@ static const struct applet *applet_from_program_name(const char *argv0, int *unk
 	return find_applet(base);
 }
 
+/* A process started with fd 0, 1 or 2 closed would hand its next open() to a standard stream
+ * (and a result line to a file it opened): fill any gap with /dev/null first. */
+static void ensure_standard_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (opened >= 0 && opened != fd)
+			close(opened);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	ensure_standard_fds();
 	if (!table_is_sorted()) {
 		fprintf(stderr, "agor: internal error: applet table is not sorted\n");
 		return EXIT_FAILED;

@@ -1,0 +1,231 @@
+/* executor.c — `agor executor`: reads one JSON payload, runs it (lib/executor), prints one result line.
+ * Never writes anything but the result line to stdout; never echoes a secret from the payload. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "applet.h"
+#include "config.h"
+#include "executor.h"
+#include "impersonate.h"
+#include "json.h"
+#include "log.h"
+#include "payload.h"
+#include "banned.h"
+
+extern const struct applet applet_executor;
+
+struct executor_args {
+	int from_stdin;
+	int dry_run;
+	const char *session_token, *session_id, *task_id, *prompt, *tool, *permission_mode, *daemon_url;
+};
+
+/* Prints the one result line and returns the exit status of SPEC §3.3. */
+static int print_result(json_t *data, const struct err *e)
+{
+	json_t *line = err_is_set(e) ? json_pack("{s:b,s:o}", "success", 0, "error", err_to_json(e))
+				     : json_pack("{s:b,s:O}", "success", 1, "data", data ? data : json_object());
+	if (json_write_line(1, line) < 0)
+		log_error("cannot write the result line: %m");
+	json_decref(line);
+	return err_is_set(e) ? executor_exit_status(e->code) : EXIT_OK;
+}
+
+static int load_config(const struct payload *p, struct config *cfg, struct err *e)
+{
+	if (p->data_home && config_set_flag(cfg, "paths.data_home", p->data_home, e) < 0) {
+		struct err wrapped = ERR_INIT;
+		err_setd(&wrapped, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", "dataHome", "reason", e->message),
+			 "dataHome: %s", e->message);
+		err_clear(e);
+		*e = wrapped;
+		return -1;
+	}
+	if (config_load(cfg, NULL, e) < 0) {
+		e->code = E_INTERNAL;
+		err_prefix(e, "configuration");
+		return -1;
+	}
+	return 0;
+}
+
+/* Hands the payload to `sudo -n -u USER agor executor --stdin` and relays its result and status. */
+static int run_impersonated(const struct payload *p, const struct config *cfg)
+{
+	struct err e = ERR_INIT;
+	_cleanup_free_ char *self = impersonate_self_path();
+	_cleanup_free_ char *forward = executor_forward_payload(p, cfg);
+	struct strbuf line = STRBUF_INIT;
+	int status = EXIT_FAILED;
+	if (!self)
+		err_set(&e, E_IMPERSONATION_FAILED, "cannot find this executable's path (/proc/self/exe)");
+	else if (impersonate_run(p->as_user, self, forward, strlen(forward), (int)cfg->execution.timeout_ms, &line,
+				 &status, &e) == 0) {
+		strbuf_addch(&line, '\n');
+		(void)!write(1, line.buf, line.len);
+	}
+	explicit_bzero(forward, strlen(forward));
+	strbuf_release(&line);
+	if (err_is_set(&e))
+		status = print_result(NULL, &e);
+	err_clear(&e);
+	return status;
+}
+
+static int run_payload(const char *text, size_t len, int dry_run)
+{
+	struct err e = ERR_INIT;
+	struct payload p;
+	json_t *data = NULL;
+	struct config *cfg = NULL;
+	_cleanup_free_ char *me = NULL;
+	int status;
+	if (payload_parse(text, len, &p, &e) < 0) {
+		status = print_result(NULL, &e);
+		goto out;
+	}
+	cfg = config_new();
+	int needs = 0;
+	if (load_config(&p, cfg, &e) < 0 || (needs = executor_needs_impersonation(&p, &me, &e)) < 0) {
+		status = print_result(NULL, &e);
+		goto out;
+	}
+	if (needs && !dry_run) {
+		status = run_impersonated(&p, cfg);
+		goto out;
+	}
+	struct executor_context ctx = { .cfg = cfg, .dry_run = dry_run, .progress = 1 };
+	executor_execute(&p, &ctx, &data, &e);
+	status = print_result(data, &e);
+out:
+	if (data)
+		json_decref(data);
+	payload_release(&p);
+	if (cfg)
+		config_free(cfg);
+	err_clear(&e);
+	return status;
+}
+
+static int run_from_stdin(int dry_run)
+{
+	struct strbuf in = STRBUF_INIT;
+	ssize_t n = strbuf_read_fd(&in, 0, PAYLOAD_MAX_BYTES);
+	int status;
+	struct err e = ERR_INIT;
+	if (n == -2) {
+		err_setd(&e, E_PAYLOAD_TOO_LARGE, json_pack("{s:I}", "maxBytes", (json_int_t)PAYLOAD_MAX_BYTES),
+			 "payload is larger than %u bytes (4 MiB)", PAYLOAD_MAX_BYTES);
+		status = print_result(NULL, &e);
+	} else if (n < 0) {
+		err_errno(&e, errno, "reading stdin");
+		e.code = E_INVALID_JSON;
+		status = print_result(NULL, &e);
+	} else {
+		status = run_payload(in.buf, in.len, dry_run);
+	}
+	explicit_bzero(in.buf, in.len);
+	strbuf_release(&in);
+	err_clear(&e);
+	return status;
+}
+
+static void set_if_given(json_t *obj, const char *key, const char *value)
+{
+	if (value)
+		json_object_set_new(obj, key, json_string(value));
+}
+
+/* Legacy prompt mode (SPEC §3.1): the same payload, built from flags. */
+static int run_legacy(const struct executor_args *a)
+{
+	char cwd[4096];
+	json_t *params = json_object();
+	set_if_given(params, "sessionId", a->session_id);
+	set_if_given(params, "taskId", a->task_id);
+	set_if_given(params, "prompt", a->prompt);
+	set_if_given(params, "tool", a->tool);
+	set_if_given(params, "permissionMode", a->permission_mode);
+	set_if_given(params, "cwd", getcwd(cwd, sizeof(cwd)));
+	json_t *payload = json_pack("{s:s,s:o}", "command", "prompt", "params", params);
+	set_if_given(payload, "sessionToken", a->session_token);
+	set_if_given(payload, "daemonUrl", a->daemon_url);
+	char *text = json_to_compact(payload);
+	json_decref(payload);
+	int status = run_payload(text, strlen(text), a->dry_run);
+	free(text);
+	return status;
+}
+
+static int parse_args(int argc, char **argv, struct executor_args *a)
+{
+	enum { O_TOKEN = 256, O_SID, O_TID, O_PROMPT, O_TOOL, O_PMODE, O_URL, O_DRY };
+	static const struct option options[] = {
+		{ "stdin", no_argument, NULL, 's' },
+		{ "dry-run", no_argument, NULL, O_DRY },
+		{ "session-token", required_argument, NULL, O_TOKEN },
+		{ "session-id", required_argument, NULL, O_SID },
+		{ "task-id", required_argument, NULL, O_TID },
+		{ "prompt", required_argument, NULL, O_PROMPT },
+		{ "tool", required_argument, NULL, O_TOOL },
+		{ "permission-mode", required_argument, NULL, O_PMODE },
+		{ "daemon-url", required_argument, NULL, O_URL },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char **targets[] = { &a->session_token, &a->session_id, &a->task_id, &a->prompt,
+				   &a->tool, &a->permission_mode, &a->daemon_url };
+	int opt;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+		if (opt == 's')
+			a->from_stdin = 1;
+		else if (opt == O_DRY)
+			a->dry_run = 1;
+		else if (opt >= O_TOKEN && opt <= O_URL)
+			*targets[opt - O_TOKEN] = optarg;
+		else
+			return applet_usage_error(&applet_executor, "unknown option or missing value: %s", argv[optind - 1]);
+	}
+	if (optind < argc)
+		return applet_usage_error(&applet_executor, "unexpected argument '%s'", argv[optind]);
+	int legacy = a->session_token || a->session_id || a->task_id || a->prompt || a->tool;
+	if (a->from_stdin && legacy)
+		return applet_usage_error(&applet_executor, "--stdin and the legacy prompt flags exclude each other");
+	if (!a->from_stdin && !legacy)
+		return applet_usage_error(&applet_executor, "expected --stdin (or the legacy prompt flags)");
+	return 0;
+}
+
+static int executor_main(int argc, char **argv)
+{
+	struct executor_args a = { 0 };
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc;
+	return a.from_stdin ? run_from_stdin(a.dry_run) : run_legacy(&a);
+}
+
+const struct applet applet_executor = {
+	.name = "executor",
+	.summary = "untrusted worker: one typed JSON payload on stdin, one JSON result line on stdout",
+	.usage = "Usage: agor executor --stdin [--dry-run]\n"
+		 "       agor executor --session-token T --session-id S --task-id K --prompt P\n"
+		 "                     --tool claude-code|codex|gemini|opencode\n"
+		 "                     [--permission-mode M] [--daemon-url URL] [--dry-run]\n"
+		 "\n"
+		 "Reads one JSON payload {\"command\":…,\"params\":{…}} from stdin (at most 4 MiB), runs it\n"
+		 "and prints exactly one result line on stdout:\n"
+		 "  {\"success\":true,\"data\":{…}}  or  {\"success\":false,\"error\":{\"code\",\"message\",\"details\"}}\n"
+		 "Exit status: 0 success, 1 the command failed, 2 the input was invalid.\n"
+		 "\n"
+		 "Commands: git.clone, git.worktree.add, git.worktree.remove, prompt, tmux.attach, zellij.attach\n"
+		 "Base fields: asUser, daemonUrl, sessionToken, env, dataHome (unknown fields are errors).\n"
+		 "\n"
+		 "  --stdin          read the payload from standard input\n"
+		 "  --dry-run        validate, resolve paths and the user, print the plan; change nothing\n",
+	.main = executor_main,
+	.flags = 0,
+};

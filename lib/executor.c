@@ -1,0 +1,295 @@
+/* executor.c — command dispatch for validated executor payloads (executor.h): confine, plan, run.
+ * Never operates on a path that confine_path() has not resolved inside the data home. */
+#include <errno.h>
+#include <pwd.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "confine.h"
+#include "executor.h"
+#include "fsutil.h"
+#include "gitops.h"
+#include "impersonate.h"
+#include "json.h"
+#include "banned.h"
+
+int executor_exit_status(const char *code)
+{
+	static const char *const invalid_input[] = { E_INVALID_JSON, E_INVALID_PAYLOAD, E_UNKNOWN_COMMAND,
+						     E_PAYLOAD_TOO_LARGE };
+	for (size_t i = 0; i < ARRAY_SIZE(invalid_input); i++)
+		if (code && !strcmp(code, invalid_input[i]))
+			return 2;
+	return 1;
+}
+
+static int invalid_param(struct err *e, const char *path, const char *reason)
+{
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", path, "reason", reason), "%s: %s", path,
+			reason);
+}
+
+static void plan_add(json_t *plan, json_t *step)
+{
+	if (plan)
+		json_array_append_new(plan, step);
+}
+
+/* --- the data home ------------------------------------------------------------------------ */
+
+/* Creates the data home (0700, it may be AGOR_HOME itself) and repos/ worktrees/ (0755) if missing. */
+static int ensure_data_dirs(const struct config *cfg, struct err *e)
+{
+	if (!fs_exists(cfg->paths.data_home)) {
+		if (fs_mkdir_p(cfg->paths.data_home, 0700, e) < 0)
+			return -1;
+	}
+	const char *const dirs[] = { cfg->paths.repos_dir, cfg->paths.worktrees_dir };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+		if (!fs_exists(dirs[i]) && fs_mkdir_p(dirs[i], 0755, e) < 0)
+			return -1;
+	return 0;
+}
+
+/* For a dry run under a root that does not exist yet: the path, checked lexically (nothing can be a
+ * symlink below a missing directory). */
+static int confine_lexically(const char *root, const char *given, char **out, struct err *e)
+{
+	size_t n = strlen(root);
+	const char *rel = given;
+	if (given[0] == '/') {
+		if (strncmp(given, root, n) || (given[n] != '/' && given[n]))
+			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", given, "root", root),
+					"%s is outside %s", given, root);
+		rel = given[n] ? given + n + 1 : "";
+	}
+	if (!strcmp(rel, "..") || !strncmp(rel, "../", 3) || strstr(rel, "/../") ||
+	    (strlen(rel) >= 3 && !strcmp(rel + strlen(rel) - 3, "/..")))
+		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", given, "root", root),
+				"%s leaves %s through '..'", given, root);
+	*out = *rel ? xasprintf("%s/%s", root, rel) : xstrdup(root);
+	return 0;
+}
+
+/* Resolves params.FIELD (or `given`) beneath root and records it in the plan. */
+static int resolve_path(const char *field, const char *given, const char *root, int must_exist,
+			const struct executor_context *ctx, json_t *plan, char **out, struct err *e)
+{
+	int rc;
+	if (ctx->dry_run && !fs_exists(root)) {
+		plan_add(plan, json_pack("{s:s,s:s}", "step", "mkdir", "path", root));
+		rc = must_exist ? err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", given), "%s does not exist", given)
+				: confine_lexically(root, given, out, e);
+	} else {
+		rc = confine_path(root, given, must_exist, out, e);
+	}
+	if (rc < 0) {
+		if (e->details && json_is_object(e->details))
+			json_object_set_new(e->details, "field", json_sprintf("params.%s", field));
+		err_prefix(e, "params.%s", field);
+		return -1;
+	}
+	plan_add(plan, json_pack("{s:s,s:s,s:s,s:s}", "step", "resolve", "field", field, "given", given, "path", *out));
+	return 0;
+}
+
+/* --- git.clone ---------------------------------------------------------------------------- */
+
+static int check_clone_url(const char *url, struct err *e)
+{
+	const char *kind = gitops_url_kind(url);
+	if (!kind)
+		return invalid_param(e, "params.url",
+				     "unsupported URL: use https://, ssh://, git://, file://, user@host:path or an absolute path");
+	if (!strcmp(kind, "http"))
+		return invalid_param(e, "params.url", "plain http:// is refused (credentials and code in clear text): use https://");
+	return 0;
+}
+
+static int run_clone(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+		     struct err *e)
+{
+	const char *url = payload_str(p, "url");
+	if (check_clone_url(url, e) < 0)
+		return -1;
+	_cleanup_free_ char *derived = NULL;
+	const char *given = payload_str(p, "outputPath");
+	if (!given && !(given = derived = gitops_default_repo_subpath(url, e))) {
+		json_decref(e->details);
+		e->details = json_pack("{s:s,s:s}", "path", "params.outputPath", "reason", "required: cannot derive it from the URL");
+		return -1;
+	}
+	_cleanup_free_ char *path = NULL;
+	if (resolve_path("outputPath", given, ctx->cfg->paths.repos_dir, 0, ctx, plan, &path, e) < 0)
+		return -1;
+	struct gitops_clone o = {
+		.url = url,
+		.path = path,
+		.branch = payload_str(p, "branch"),
+		.bare = payload_bool(p, "bare", 1),
+		.progress = ctx->progress,
+	};
+	plan_add(plan, json_pack("{s:s,s:s,s:s,s:b,s:o}", "step", "git.clone", "url", url, "path", path, "bare", o.bare,
+				 "branch", o.branch ? json_string(o.branch) : json_null()));
+	if (ctx->dry_run)
+		return 0;
+	_cleanup_free_ char *parent = xstrdup(path);
+	*strrchr(parent, '/') = '\0';
+	if (fs_mkdir_p(parent, 0755, e) < 0)
+		return -1;
+	return gitops_clone(&o, data, e);
+}
+
+/* --- git.worktree.add / remove ------------------------------------------------------------ */
+
+static int refuse_unix_group_options(const struct payload *p, struct err *e)
+{
+	const char *access = payload_str(p, "othersFsAccess");
+	if (payload_bool(p, "initUnixGroup", 0) || (access && strcmp(access, "none")))
+		return err_setd(e, E_NOT_BUILT, json_pack("{s:s}", "missing", "worktree unix groups (agor admin via the daemon)"),
+				"initUnixGroup/othersFsAccess: worktree Unix groups are made by `agor admin` through the daemon, "
+				"which is not wired to the executor yet; omit these fields");
+	return 0;
+}
+
+static int run_worktree_add(const struct payload *p, const struct executor_context *ctx, json_t *plan,
+			    json_t **data, struct err *e)
+{
+	struct gitops_worktree_add o = {
+		.name = payload_str(p, "worktreeName"),
+		.branch = payload_str(p, "branch"),
+		.source_branch = payload_str(p, "sourceBranch"),
+		.create_branch = payload_bool(p, "createBranch", 0),
+	};
+	if (o.create_branch && !o.branch)
+		return invalid_param(e, "params.branch", "required when createBranch is true");
+	if (refuse_unix_group_options(p, e) < 0)
+		return -1;
+	_cleanup_free_ char *repo = NULL, *path = NULL;
+	const struct config *cfg = ctx->cfg;
+	if (resolve_path("repoPath", payload_str(p, "repoPath"), cfg->paths.repos_dir, 1, ctx, plan, &repo, e) < 0 ||
+	    resolve_path("worktreePath", payload_str(p, "worktreePath"), cfg->paths.worktrees_dir, 0, ctx, plan, &path,
+			 e) < 0)
+		return -1;
+	o.repo_path = repo;
+	o.path = path;
+	plan_add(plan, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:b}", "step", "git.worktree.add", "repoPath", repo, "path",
+				 path, "name", o.name, "branch", o.branch ? json_string(o.branch) : json_null(),
+				 "sourceBranch", o.source_branch ? json_string(o.source_branch) : json_null(),
+				 "createBranch", o.create_branch));
+	if (ctx->dry_run)
+		return 0;
+	_cleanup_free_ char *parent = xstrdup(path);
+	*strrchr(parent, '/') = '\0';
+	if (fs_mkdir_p(parent, 0755, e) < 0)
+		return -1;
+	return gitops_worktree_add(&o, data, e);
+}
+
+static int run_worktree_remove(const struct payload *p, const struct executor_context *ctx, json_t *plan,
+			       json_t **data, struct err *e)
+{
+	_cleanup_free_ char *path = NULL;
+	if (resolve_path("worktreePath", payload_str(p, "worktreePath"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan,
+			 &path, e) < 0)
+		return -1;
+	if (!strcmp(path, ctx->cfg->paths.worktrees_dir))
+		return invalid_param(e, "params.worktreePath", "must name a worktree, not the worktrees directory");
+	int force = payload_bool(p, "force", 0);
+	plan_add(plan, json_pack("{s:s,s:s,s:b}", "step", "git.worktree.remove", "path", path, "force", force));
+	if (ctx->dry_run)
+		return 0;
+	return gitops_worktree_remove(path, force, data, e);
+}
+
+/* --- commands that land with later issues -------------------------------------------------- */
+
+static int run_not_built(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			 struct err *e)
+{
+	(void)data;
+	_cleanup_free_ char *cwd = NULL;
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+		return -1;
+	const char *missing = p->command == CMD_PROMPT ? "agent execution (the prompt command)"
+						       : "terminals (tmux.attach / zellij.attach)";
+	plan_add(plan, json_pack("{s:s,s:s}", "step", p->command_name, "cwd", cwd));
+	if (ctx->dry_run)
+		return 0;
+	return err_setd(e, E_NOT_BUILT, json_pack("{s:s,s:s}", "command", p->command_name, "missing", missing),
+			"%s is validated but not built yet: %s lands in a later release", p->command_name, missing);
+}
+
+/* --- dispatch ----------------------------------------------------------------------------- */
+
+typedef int (*command_fn)(const struct payload *, const struct executor_context *, json_t *, json_t **, struct err *);
+
+static command_fn command_handler(enum payload_command cmd)
+{
+	switch (cmd) {
+	case CMD_GIT_CLONE: return run_clone;
+	case CMD_GIT_WORKTREE_ADD: return run_worktree_add;
+	case CMD_GIT_WORKTREE_REMOVE: return run_worktree_remove;
+	case CMD_PROMPT:
+	case CMD_TMUX_ATTACH:
+	case CMD_ZELLIJ_ATTACH: return run_not_built;
+	}
+	return run_not_built;
+}
+
+static json_t *dry_run_result(const struct payload *p, const struct config *cfg, json_t *plan)
+{
+	_cleanup_free_ char *me = impersonate_current_user();
+	const char *user = p->as_user ? p->as_user : (me ? me : "?");
+	int impersonate = p->as_user && (!me || strcmp(p->as_user, me));
+	json_t *data = json_pack("{s:b,s:s,s:s,s:b,s:s,s:O}", "dryRun", 1, "command", p->command_name, "user", user,
+				 "impersonate", impersonate, "dataHome", cfg->paths.data_home, "plan", plan);
+	if (impersonate) {
+		struct strvec argv = STRVEC_INIT;
+		_cleanup_free_ char *self = impersonate_self_path();
+		impersonate_argv(p->as_user, self ? self : "agor", &argv);
+		json_t *a = json_array();
+		for (size_t i = 0; i < argv.nr; i++)
+			json_array_append_new(a, json_string(argv.v[i]));
+		json_array_insert_new(plan, 0, json_pack("{s:s,s:s,s:o}", "step", "impersonate", "user", p->as_user, "argv", a));
+		strvec_clear(&argv);
+	}
+	return data;
+}
+
+int executor_execute(const struct payload *p, const struct executor_context *ctx, json_t **data, struct err *e)
+{
+	*data = NULL;
+	if (!ctx->dry_run && ensure_data_dirs(ctx->cfg, e) < 0)
+		return -1;
+	_cleanup_json_ json_t *plan = ctx->dry_run ? json_array() : NULL;
+	if (command_handler(p->command)(p, ctx, plan, data, e) < 0)
+		return -1;
+	if (ctx->dry_run)
+		*data = dry_run_result(p, ctx->cfg, plan);
+	return 0;
+}
+
+int executor_needs_impersonation(const struct payload *p, char **current_user, struct err *e)
+{
+	*current_user = impersonate_current_user();
+	if (!p->as_user || (*current_user && !strcmp(*current_user, p->as_user)))
+		return 0;
+	const char *marker = getenv(IMPERSONATED_ENV);
+	if (marker && !strcmp(marker, "1"))
+		return err_set(e, E_IMPERSONATION_FAILED, "impersonated executor runs as %s, not %s (refusing to re-enter sudo)",
+			       *current_user ? *current_user : "an unknown user", p->as_user);
+	if (!getpwnam(p->as_user))
+		return err_setd(e, E_IMPERSONATION_FAILED, json_pack("{s:s}", "user", p->as_user),
+				"asUser: no such user '%s'", p->as_user);
+	return 1;
+}
+
+char *executor_forward_payload(const struct payload *p, const struct config *cfg)
+{
+	json_t *copy = json_deep_copy(p->root);
+	json_object_set_new(copy, "dataHome", json_string(cfg->paths.data_home));
+	char *s = json_to_compact(copy);
+	json_decref(copy);
+	return s;
+}

@@ -1,0 +1,41 @@
+/* executor.h — runs one validated executor payload (SPEC §3): resolves and confines its paths, decides
+ * the execution user, and performs (or, for a dry run, plans) the command.
+ * Never touches anything outside the data home's repos/ and worktrees/, never prints to stdout.
+ *
+ * executor_execute(p, ctx, &data, e):
+ *   0 with data = the command's result object (or {dryRun, command, user, impersonate, dataHome, plan}
+ *   for a dry run), or -1 with e set to one of the SPEC §3.3 codes.
+ *   Impersonation (asUser ≠ the current user) is the caller's job: executor_needs_impersonation()
+ *   tells, and executor_forward_payload() gives the text to hand to the impersonated executor
+ *   (with dataHome pinned to this executor's effective data home).
+ *   Commands whose machinery lands later (prompt, tmux.attach, zellij.attach) are validated and
+ *   their paths confined in full, then answered with E_NOT_BUILT naming what is missing.
+ */
+#ifndef AGOR_EXECUTOR_H
+#define AGOR_EXECUTOR_H
+
+#include <jansson.h>
+
+#include "config.h"
+#include "err.h"
+#include "payload.h"
+#include "strbuf.h"
+
+struct executor_context {
+	const struct config *cfg; /* loaded with the payload's dataHome applied as a flag */
+	int dry_run;
+	int progress; /* git progress lines on stderr */
+};
+
+int executor_execute(const struct payload *p, const struct executor_context *ctx, json_t **data, struct err *e);
+
+/* 1 when p asks for a user other than the effective one (and sets *user, malloc'd); 0 otherwise;
+ * -1 with E_IMPERSONATION_FAILED when asUser is unusable (no such user, or already impersonated as
+ * someone else). */
+int executor_needs_impersonation(const struct payload *p, char **current_user, struct err *e);
+/* The payload to send to the impersonated executor: p's text with dataHome set. */
+char *executor_forward_payload(const struct payload *p, const struct config *cfg);
+/* Exit status for an error code (SPEC §3.3): 2 for invalid input, 1 otherwise. */
+int executor_exit_status(const char *code);
+
+#endif
