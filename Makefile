@@ -92,7 +92,7 @@ test: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests
 	mk/check-sources.sh
 	test/run
 
-unit: build/musl/unit-tests build/asan/unit-tests
+unit: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests
 	test/run --unit-only
 
 integration: agor build/asan/agor
