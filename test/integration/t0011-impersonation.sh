@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# t0011-impersonation — SPEC §3.5 for real: users made in a scratch /etc, sudo rules, an executor that
+# re-executes itself as asUser; ownership, confinement of the other user's AGOR_HOME, no secrets in argv.
+. "$(dirname "$0")/../lib.sh"
+
+if ! is_root || ! command -v sudo >/dev/null || ! command -v unshare >/dev/null; then
+  test_skip "impersonation through sudo" "needs root, sudo and unshare"
+  test_done; exit
+fi
+
+# The common scene, run inside the private namespace: a daemon user `agord` whose AGOR_HOME is 0700,
+# an execution user `alice` it may run `BIN executor --stdin` as, a user `bob` it may not, a shared data home.
+SCENE='
+  groupadd -f agor_users
+  useradd -m -s /bin/sh agord
+  useradd -m -s /bin/sh -G agor_users alice
+  useradd -m -s /bin/sh bob
+  mkdir -p bin && cp "$AGOR" bin/agor && chmod 755 bin bin/agor
+  BIN="$T/bin/agor"
+  chmod 755 "$T" && d="$T"; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+  printf "agord ALL=(alice) NOPASSWD: %s executor --stdin\nDefaults!%s env_keep += \"AGOR_IMPERSONATED\"\n" "$BIN" "$BIN" > /etc/sudoers.d/agor-test
+  chmod 440 /etc/sudoers.d/agor-test && visudo -cf /etc/sudoers.d/agor-test >/dev/null
+  mkdir -p data && chown alice:agor_users data && chmod 2770 data
+  make_source_repo src && chmod -R a+rX src
+  as_agord() { setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin "$@"; }
+  run_as_agord() { rc=0; printf "%s" "$1" | as_agord "$BIN" executor --stdin > out 2> err || rc=$?; }
+  as_agord mkdir -m 700 /home/agord/.agor
+'
+
+test_case "asUser runs the command as that user: files owned by alice" '
+  in_scratch_system "$SCENE"'"'"'
+  run_as_agord "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\",\"outputPath\":\"acme/src.git\"},\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
+  expect_success
+  [ "$(stat -c %U data/repos/acme/src.git/HEAD)" = alice ] || fail "owned by $(stat -c %U data/repos/acme/src.git/HEAD)"
+  run_as_agord "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"acme/src/w\",\"branch\":\"main\"},\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
+  expect_success
+  [ "$(stat -c %U data/worktrees/acme/src/w/hello.txt)" = alice ]
+'"'"'
+'
+
+test_case "the impersonated executor cannot read the invoking user's 0700 AGOR_HOME" '
+  in_scratch_system "$SCENE"'"'"'
+  as_agord git init -q --bare /home/agord/.agor/secret.git
+  as_agord sh -c "echo jwt-secret > /home/agord/.agor/jwt.secret && chmod 600 /home/agord/.agor/jwt.secret"
+  run_as_agord "{\"command\":\"git.clone\",\"params\":{\"url\":\"/home/agord/.agor/secret.git\",\"outputPath\":\"stolen.git\"},\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
+  expect_error GIT_ERROR 1
+  [ ! -e data/repos/stolen.git ]
+  ! setpriv --reuid=alice --regid=alice --init-groups cat /home/agord/.agor/jwt.secret 2>/dev/null
+'"'"'
+'
+
+test_case "a user the sudo rules do not allow is IMPERSONATION_FAILED with the message of sudo" '
+  in_scratch_system "$SCENE"'"'"'
+  run_as_agord "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\"},\"asUser\":\"bob\",\"dataHome\":\"$T/data\"}"
+  expect_error IMPERSONATION_FAILED 1
+  expect_contains out "password is required"
+  run_as_agord "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\"},\"asUser\":\"nosuchuser\",\"dataHome\":\"$T/data\"}"
+  expect_error IMPERSONATION_FAILED 1
+  expect_contains out "no such user"
+'"'"'
+'
+
+test_case "no secret in any argv: the session token travels on stdin only" '
+  in_scratch_system "$SCENE"'"'"'
+  python3 -c "
+import socket, time, sys
+s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(4)
+open(\"port\", \"w\").write(str(s.getsockname()[1]))
+c, _ = s.accept(); time.sleep(4)
+" & stall=$!
+  while [ ! -s port ]; do sleep 0.05; done
+  payload="{\"command\":\"git.clone\",\"params\":{\"url\":\"https://localhost:$(cat port)/o/r.git\"},\"sessionToken\":\"TOKEN-SHOULD-STAY-SECRET\",\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
+  run_as_agord "$payload" & runner=$!
+  seen=0
+  for i in $(seq 1 60); do
+    for p in $(pgrep -f "executor --stdin" || true); do
+      tr "\0" " " < /proc/$p/cmdline >> cmdlines 2>/dev/null || true; echo >> cmdlines
+      tr "\0" "\n" < /proc/$p/environ >> environs 2>/dev/null || true
+      seen=1
+    done
+    [ $seen = 1 ] && [ "$(pgrep -fc "executor --stdin")" -ge 2 ] && break
+    sleep 0.05
+  done
+  kill $stall 2>/dev/null || true; wait $runner || true; wait $stall 2>/dev/null || true
+  [ -s cmdlines ] || fail "never saw an executor process"
+  grep -q "sudo -n -u alice -- $T/bin/agor executor --stdin" cmdlines || { cat cmdlines; fail "no sudo re-exec seen"; }
+  ! grep -q TOKEN-SHOULD-STAY-SECRET cmdlines environs || fail "token leaked into argv or environment"
+'"'"'
+'
+
+test_case "running as the requested user already needs no sudo (and never loops)" '
+  in_scratch_system "$SCENE"'"'"'
+  rc=0; printf "%s" "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\",\"outputPath\":\"self.git\"},\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}" \
+    | setpriv --reuid=alice --regid=alice --init-groups env -i HOME=/home/alice PATH=/usr/bin:/bin "$BIN" executor --stdin > out 2> err || rc=$?
+  expect_success
+  rc=0; printf "%s" "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\"},\"asUser\":\"bob\",\"dataHome\":\"$T/data\"}" \
+    | setpriv --reuid=alice --regid=alice --init-groups env -i HOME=/home/alice PATH=/usr/bin:/bin AGOR_IMPERSONATED=1 "$BIN" executor --stdin > out 2> err || rc=$?
+  expect_error IMPERSONATION_FAILED 1
+  expect_contains out "refusing to re-enter sudo"
+'"'"'
+'
+
+test_case "nothing leaked to the host: no agord/alice/bob users, no sudoers file" '
+  ! getent passwd agord alice bob
+  [ ! -e /etc/sudoers.d/agor-test ]
+'
+
+test_done
