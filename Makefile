@@ -87,6 +87,15 @@ build/musl/unit-tests: $(MUSL_UNIT_OBJS) $(MUSL_LIB_OBJS)
 build/asan/unit-tests: $(ASAN_UNIT_OBJS) $(ASAN_LIB_OBJS)
 	$(ASAN_CC) $(ASAN_LDFLAGS) -o $@ $^ $(LIBS) -ldl -lm
 
+# Benchmark helpers (test/bench/*.c): the musl build, linked against lib/.
+build/bench/startup: test/bench/startup.c
+	@mkdir -p $(dir $@)
+	gcc -O2 -o $@ $<
+
+build/bench/executor_rtt: build/musl/test/bench/executor_rtt.o $(MUSL_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
+
 # `make test`: every test, on both builds; the last line is "N passed, N failed[, N skipped]".
 test: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests
 	mk/check-sources.sh

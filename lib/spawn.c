@@ -93,6 +93,8 @@ static int build_argv(const struct spawn_request *r, struct child *c, struct err
 	switch (r->mode) {
 	case SPAWN_LOCAL:
 		strvec_pushv(&c->args, (const char *const[]){ r->agor_path, "executor", "--stdin", NULL });
+		if (r->dry_run)
+			strvec_push(&c->args, "--dry-run");
 		return 0;
 	case SPAWN_SUDO:
 		if (!r->unix_user)
@@ -100,7 +102,10 @@ static int build_argv(const struct spawn_request *r, struct child *c, struct err
 		if (!impersonate_sudo_path())
 			return err_set(e, E_IMPERSONATION_FAILED, "cannot run executors as %s: sudo is not installed",
 				       r->unix_user);
-		impersonate_argv(r->unix_user, r->agor_path, &c->args);
+		if (r->dry_run) /* the sudo rule allows `executor --stdin` only: plan as ourselves */
+			strvec_pushv(&c->args, (const char *const[]){ r->agor_path, "executor", "--stdin", "--dry-run", NULL });
+		else
+			impersonate_argv(r->unix_user, r->agor_path, &c->args);
 		strvec_pushf(&c->env, "%s=1", IMPERSONATED_ENV);
 		return 0;
 	case SPAWN_TEMPLATE: {

@@ -35,6 +35,7 @@ struct spawn_request {
 	size_t payload_len;
 	/* Template values (NULL → empty string). */
 	const char *command, *task_id, *session_id, *worktree_id, *daemon_url;
+	int dry_run;		/* LOCAL/SUDO: add --dry-run (plan only) */
 	int timeout_ms;		/* 0 = none */
 	int kill_grace_ms;	/* 0 = 5000 */
 };

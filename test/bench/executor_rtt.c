@@ -1,0 +1,56 @@
+/* executor_rtt.c — benchmark helper: median/p90/p99 wall time of N executor round trips through
+ * lib/spawn (spawn → payload on stdin → result line parsed). Prints numbers; never asserts a time. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "spawn.h"
+#include "strbuf.h"
+#include "banned.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* usage: executor_rtt N AGOR PAYLOAD_FILE (run with --dry-run) → "median p90 p99" in microseconds */
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s N AGOR PAYLOAD_FILE\n", argv[0]);
+		return 2;
+	}
+	int n = atoi(argv[1]);
+	struct strbuf payload = STRBUF_INIT;
+	if (n <= 0 || strbuf_read_file(&payload, argv[3], 0) < 0) {
+		perror(argv[3]);
+		return 2;
+	}
+	double *samples = xcalloc((size_t)n, sizeof(double));
+	struct spawn_request r = { .mode = SPAWN_LOCAL, .agor_path = argv[2], .payload = payload.buf,
+				   .payload_len = payload.len, .dry_run = 1, .timeout_ms = 10000 };
+	for (int i = 0; i < n; i++) {
+		struct spawn_result res;
+		struct err e = ERR_INIT;
+		double t0 = now_us();
+		if (spawn_executor(&r, &res, &e) < 0 || !json_is_true(json_object_get(res.result, "success"))) {
+			fprintf(stderr, "round trip %d failed: %s\n", i, e.message ? e.message : "success=false");
+			return 1;
+		}
+		samples[i] = now_us() - t0;
+		spawn_result_release(&res);
+	}
+	qsort(samples, (size_t)n, sizeof(double), compare_double);
+	printf("%.1f %.1f %.1f\n", samples[n / 2], samples[n * 9 / 10], samples[n * 99 / 100]);
+	free(samples);
+	strbuf_release(&payload);
+	return 0;
+}
