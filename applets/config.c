@@ -1,21 +1,172 @@
-/* config.c — `agor config`: shows the effective configuration and where each setting came from.
- * Never writes config.yaml without validating it first. */
+/* config.c — `agor config show`: every effective setting and its source (logic in lib/config).
+ * Never writes config.yaml; never prints anything but the result on stdout. */
 #include <stdio.h>
+#include <string.h>
 
 #include "applet.h"
+#include "config.h"
+#include "json.h"
 #include "banned.h"
+
+extern const struct applet applet_config;
+
+#define CONFIG_USAGE                                                                               \
+	"Usage: agor config show [--json] [--config PATH] [--home DIR] [--data-home DIR]\n"        \
+	"                        [--host HOST] [--port N] [--set KEY=VALUE]…\n"                  \
+	"\n"                                                                                       \
+	"Prints every effective setting, its value and where it came from:\n"                      \
+	"flag > environment > config.yaml > built-in default.\n"                                   \
+	"\n"                                                                                       \
+	"  --json             one JSON object: "                                                   \
+	"{\"settings\":[{key,value,source,file?,line?,env?}…],\n"                                \
+	"                     \"configFile\":PATH,\"configFileFound\":BOOL}\n"                     \
+	"  --config PATH      read this file (it must exist); default $AGOR_CONFIG_PATH,\n"        \
+	"                     else $AGOR_HOME/config.yaml\n"                                       \
+	"  --home DIR         paths.agor_home (also moves the default config file)\n"              \
+	"  --data-home DIR    paths.data_home\n"                                                   \
+	"  --host HOST        daemon.host\n"                                                       \
+	"  --port N           daemon.port\n"                                                       \
+	"  --set KEY=VALUE    any setting by its dotted key (repeatable)\n"                        \
+	"\n"                                                                                       \
+	"Environment: AGOR_HOME AGOR_DATA_HOME AGOR_CONFIG_PATH AGOR_DAEMON_HOST "                 \
+	"AGOR_DAEMON_PORT\n"                                                                       \
+	"Exit status: 0 ok, 1 configuration error, 2 usage error.\n"
+
+/* Flags that set one key. */
+static const struct {
+	const char *flag;
+	const char *key;
+} key_flags[] = {
+	{"--home", "paths.agor_home"},
+	{"--data-home", "paths.data_home"},
+	{"--host", "daemon.host"},
+	{"--port", "daemon.port"},
+};
+
+struct show_options {
+	bool json;
+	const char *config_path;
+};
+
+/* Splits "--name=value" / "--name value"; returns the value or NULL (usage error printed). */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *usage_rc)
+{
+	const char *arg = argv[*i];
+	size_t n = strlen(name);
+	if (arg[n] == '=')
+		return arg + n + 1;
+	if (*i + 1 >= argc) {
+		*usage_rc = applet_usage_error(&applet_config, "show: %s needs an argument", name);
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+static bool option_is(const char *arg, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
+}
+
+/* A flag whose value is a setting: a bad value is a usage error naming the flag. */
+static int set_from_flag(struct config *cfg, const char *flag, const char *key, const char *value)
+{
+	_cleanup_err_ struct err e = ERR_INIT;
+	int rc = key ? config_set_flag(cfg, key, value, &e)
+		     : config_set_flag_assignment(cfg, value, &e);
+	if (rc < 0)
+		return applet_usage_error(&applet_config, "%s: %s", flag, e.message);
+	return 0;
+}
+
+static int parse_show_args(int argc, char **argv, struct config *cfg, struct show_options *opt)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		int rc = 0;
+		if (!strcmp(arg, "--json")) {
+			opt->json = true;
+			continue;
+		}
+		if (option_is(arg, "--config")) {
+			if (!(opt->config_path = option_value(argc, argv, &i, "--config", &rc)))
+				return rc;
+			continue;
+		}
+		if (option_is(arg, "--set")) {
+			const char *v = option_value(argc, argv, &i, "--set", &rc);
+			if (!v || set_from_flag(cfg, "--set", NULL, v))
+				return v ? EXIT_USAGE : rc;
+			continue;
+		}
+		size_t k = 0;
+		while (k < ARRAY_SIZE(key_flags) && !option_is(arg, key_flags[k].flag))
+			k++;
+		if (k == ARRAY_SIZE(key_flags))
+			return applet_usage_error(&applet_config, "show: unknown %s '%s'",
+						  arg[0] == '-' ? "option" : "argument", arg);
+		const char *v = option_value(argc, argv, &i, key_flags[k].flag, &rc);
+		if (!v || set_from_flag(cfg, key_flags[k].flag, key_flags[k].key, v))
+			return v ? EXIT_USAGE : rc;
+	}
+	return 0;
+}
+
+static int print_config(const struct config *cfg, bool json)
+{
+	if (json) {
+		json_t *j = config_to_json(cfg);
+		int rc = json_write_line(1, j);
+		json_decref(j);
+		return rc < 0 ? EXIT_FAILED : EXIT_OK;
+	}
+	struct strbuf sb = STRBUF_INIT;
+	config_format_text(cfg, &sb);
+	fwrite(sb.buf, 1, sb.len, stdout);
+	strbuf_release(&sb);
+	return fflush(stdout) ? EXIT_FAILED : EXIT_OK;
+}
+
+static int config_show(int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(CONFIG_USAGE, stdout);
+		return EXIT_OK;
+	}
+	struct config *cfg = config_new();
+	struct show_options opt = {0};
+	int rc = parse_show_args(argc, argv, cfg, &opt);
+	if (rc == 0) {
+		_cleanup_err_ struct err e = ERR_INIT;
+		if (config_load(cfg, &(struct config_overrides){.config_path = opt.config_path},
+				&e) < 0) {
+			fprintf(stderr, "agor config: %s\n", e.message);
+			rc = EXIT_FAILED;
+		} else {
+			rc = print_config(cfg, opt.json);
+		}
+	}
+	config_free(cfg);
+	return rc;
+}
 
 static int config_main(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "agor %s: not built yet\n", argv[0]);
-	return EXIT_USAGE;
+	if (argc < 2)
+		return applet_usage_error(&applet_config, "missing subcommand (show)");
+	if (!strcmp(argv[1], "show"))
+		return config_show(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "get") || !strcmp(argv[1], "set")) {
+		fprintf(stderr, "agor config %s: not built yet (it needs the daemon)\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	return applet_usage_error(&applet_config, "unknown subcommand '%s'", argv[1]);
 }
 
 const struct applet applet_config = {
 	.name = "config",
 	.summary = "show the effective configuration and where each setting came from",
-	.usage = "Usage: agor config show [--json]\n",
+	.usage = CONFIG_USAGE,
 	.main = config_main,
 	.flags = APPLET_CLIENT,
 };

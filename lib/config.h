@@ -1,0 +1,209 @@
+/* config.h — agor's settings (SPEC §2): one table of typed keys; defaults, file, env, flags.
+ * Never writes config.yaml, never keeps an unchecked value, never reads a file others can write. */
+#ifndef AGOR_CONFIG_H
+#define AGOR_CONFIG_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "err.h"
+#include "strbuf.h"
+
+/*
+ * The contract
+ * ------------
+ * Every setting is one row of the table in config.c: a dotted key
+ * ("execution.executor_pool.max_executors"), a type, a built-in default (or a default derived
+ * from other settings), optionally an environment variable, and the field of struct config it
+ * fills. Adding a setting = adding a field below and one row to the table.
+ *
+ * Precedence, per setting: flag > environment > config.yaml > built-in default.
+ *
+ * Loading:
+ *     struct config *cfg = config_new();
+ *     config_set_flag(cfg, "daemon.port", "4000", &e);       // the applet's own flags, if any
+ *     config_load(cfg, &(struct config_overrides){ .config_path = opt_config }, &e);
+ *     ... cfg->daemon.port, cfg->execution.unix_user_mode ...
+ *     config_free(cfg);
+ *
+ * Which file: --config (config_overrides.config_path; relative to the working directory) >
+ * AGOR_CONFIG_PATH (must be absolute, `~/` expanded) > <agor_home>/config.yaml, where agor_home
+ * is the flag, else AGOR_HOME, else ~/.agor ("~" is $HOME, else the passwd entry of the
+ * effective uid). paths.agor_home set *inside* config.yaml moves everything else
+ * (database, logs, run/) but not the file that was already read. A missing file is fine at the
+ * default location and an error when named explicitly.
+ *
+ * The file must be a regular file owned by the effective uid or root and not writable by group
+ * or others; a symlink is followed and the target is what is checked.
+ *
+ * Values, by type (the same rules for file, environment and flags):
+ *   string    non-empty, no control characters; some keys add a check (user names follow
+ *             SPEC §3.5: ^[a-z_][a-z0-9_-]{0,31}$).
+ *   path      absolute after expanding a leading "~/" (or a lone "~"); trailing slashes dropped;
+ *             "~user/" is not expanded and is refused like any relative path.
+ *   integer   decimal digits with an optional sign, no leading zeros (YAML 1.1 would read 010
+ *             as octal), inside the key's [min, max].
+ *   boolean   exactly `true` or `false`.
+ *   enum      one of the key's words.
+ *   nullable  a string or null (YAML: `null`, `~`, empty; environment/flag: the empty string).
+ * In config.yaml, a quoted scalar is a string: `port: "3030"` is refused (integers and
+ * booleans are written bare). A section (`daemon:`) may be empty or null (every key commented
+ * out). Unknown keys, duplicate keys, a sequence or mapping where a scalar belongs (and the
+ * reverse), more than one YAML document, or a top level that is not a mapping are errors.
+ * Empty environment variables count as unset.
+ *
+ * Derived defaults, computed after every source is applied (so AGOR_DATA_HOME moves repos_dir
+ * unless repos_dir itself is set): paths.data_home = agor_home; paths.repos_dir,
+ * worktrees_dir, zellij_dir = data_home/{repos,worktrees,zellij}; daemon.socket_path =
+ * agor_home/run/agor.sock; execution.worktree_rbac = (unix_user_mode == strict). In strict
+ * mode an explicit `worktree_rbac: false` is an error (SPEC §5.1: groups are made in strict).
+ *
+ * executor_command_template: placeholders are `{name}` with name of [A-Za-z0-9_]+; only those
+ * of SPEC §3.6 are allowed. `${...}` is shell parameter expansion, not a placeholder, and
+ * braces around anything else (`{a,b}`, `{print $1}`) are left to the shell.
+ * config_template_next() is the one scanner; the spawner must use it too.
+ *
+ * Errors (struct err, code E_CONFIG) say where the value came from, then the key:
+ *   FILE:12: execution.unix_user_mode: expected one of simple|insulated|strict, got "x"
+ *   FILE:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path)
+ *   FILE:2: invalid YAML: did not find expected key (while parsing a block mapping that …)
+ *   AGOR_DAEMON_PORT: daemon.port: expected an integer 1..65535, got "abc"
+ *   daemon.port: expected an integer 1..65535, got "abc"    (config_set_flag: no origin;
+ *                                                           callers prefix their flag name)
+ * FILE is the absolute path of the config file. Values quoted in messages are cut to about
+ * 60 bytes and escaped so that a message is always valid UTF-8. Only the first error is
+ * reported.
+ */
+
+enum config_type {
+	CONFIG_STRING,
+	CONFIG_PATH,
+	CONFIG_INT,
+	CONFIG_BOOL,
+	CONFIG_ENUM,
+	CONFIG_NULLABLE_STRING,
+};
+
+/* Ordered by precedence: a source overrides every source below it. */
+enum config_source {
+	CONFIG_SOURCE_DEFAULT,
+	CONFIG_SOURCE_FILE,
+	CONFIG_SOURCE_ENV,
+	CONFIG_SOURCE_FLAG,
+};
+
+/* execution.unix_user_mode (SPEC §5.1). */
+enum config_user_mode {
+	CONFIG_MODE_SIMPLE,
+	CONFIG_MODE_INSULATED,
+	CONFIG_MODE_STRICT,
+};
+
+struct config_state; /* private to config.c */
+
+/*
+ * The effective configuration, typed. Fields are valid after a successful config_load();
+ * strings are borrowed from cfg (valid until config_free or the next config_set_flag) and
+ * never NULL except executor_command_template (NULL = no template).
+ */
+struct config {
+	struct {
+		const char *agor_home;
+		const char *data_home;
+		const char *repos_dir;
+		const char *worktrees_dir;
+		const char *zellij_dir;
+	} paths;
+	struct {
+		const char *host;
+		int port;
+		const char *unix_user;
+		const char *socket_path;
+	} daemon;
+	struct {
+		enum config_user_mode unix_user_mode;
+		const char *executor_unix_user;
+		const char *executor_command_template;
+		bool worktree_rbac;
+		bool fallback_to_unified;
+		struct {
+			int max_executors;
+			long long idle_timeout_ms;
+		} executor_pool;
+		struct {
+			long long expiration_ms;
+		} session_tokens;
+		long long timeout_ms;
+	} execution;
+
+	const char *config_file; /* the file read, or that would be read (absolute) */
+	bool config_file_found; /* false: it did not exist (only allowed at the default location) */
+
+	struct config_state *state;
+};
+
+/* What config_load takes besides flags. Every member may be NULL. */
+struct config_overrides {
+	const char *config_path; /* --config: this file, which must exist */
+	char *const *env; /* "NAME=value" strings to read instead of the process environment */
+};
+
+/* One setting as config_entry_at() describes it. */
+struct config_entry {
+	const char *key;
+	enum config_type type;
+	const char *value; /* canonical text ("3030", "true", "/abs/path"); NULL when null */
+	enum config_source source;
+	const char *env;  /* the environment variable this key reads, or NULL */
+	const char *file; /* source == FILE: the file */
+	int line;	  /* source == FILE: the 1-based line of the key */
+};
+
+struct config *config_new(void);
+void config_free(struct config *cfg);
+
+/* Sets key from the command line (source flag), parsing value by the key's type. Call before
+ * config_load (flags for paths.agor_home decide where config.yaml is); calling it after a load
+ * also works and recomputes derived defaults. -1 on an unknown key or a bad value. */
+int config_set_flag(struct config *cfg, const char *key, const char *value, struct err *e);
+/* The same for "KEY=VALUE" (the --set form). */
+int config_set_flag_assignment(struct config *cfg, const char *assignment, struct err *e);
+
+/* Applies the environment and the config file under the flags already set, derives the
+ * remaining defaults and fills the typed fields. On -1 the typed fields are unspecified. */
+int config_load(struct config *cfg, const struct config_overrides *ov, struct err *e);
+
+/* Typed access by key, for code that iterates keys; the rest should read the struct.
+ * Asking for an unknown key or the wrong type is a programming error: it aborts. */
+const char *config_str(const struct config *cfg,
+		       const char *key); /* string, path, enum, nullable */
+long long config_int(const struct config *cfg, const char *key);
+bool config_bool(const struct config *cfg, const char *key);
+
+/* Iteration in table order: 0 and *out filled for i < count, -1 past the end. */
+size_t config_count(void);
+int config_entry_at(const struct config *cfg, size_t i, struct config_entry *out);
+/* The entry of key; -1 when key is not a setting. */
+int config_entry_get(const struct config *cfg, const char *key, struct config_entry *out);
+
+const char *config_source_name(enum config_source source); /* default | file | env | flag */
+const char *config_user_mode_name(enum config_user_mode mode);
+
+/* `agor config show`: one aligned line per setting, `key  value  (source[, file:line])`, after
+ * a `# config file: …` line. */
+void config_format_text(const struct config *cfg, struct strbuf *out);
+/* `agor config show --json`: {"settings":[{"key","value","source","env"?,"file"?,"line"?}…],
+ * "configFile": path, "configFileFound": bool}; values typed (numbers, booleans, null). */
+json_t *config_to_json(const struct config *cfg);
+
+/* Refuses a config file that others could have written: not a regular file, owned by someone
+ * other than the effective uid or root, or writable by group/others. The message names the fix. */
+int config_check_file_security(const struct stat *st, const char *path, struct err *e);
+
+/* Template placeholders (SPEC §3.6). Finds the next `{name}` at or after s (skipping
+ * `${…}`): returns a pointer to its '{' and sets *name and *name_len, or NULL when none is left. */
+const char *config_template_next(const char *s, const char **name, size_t *name_len);
+/* True when name[0..len) is one of the placeholders SPEC §3.6 allows. */
+bool config_template_placeholder_known(const char *name, size_t len);
+
+#endif
