@@ -11,6 +11,7 @@
 #include "gitops.h"
 #include "impersonate.h"
 #include "json.h"
+#include "paths.h"
 #include "banned.h"
 
 int executor_exit_status(const char *code)
@@ -37,18 +38,13 @@ static void plan_add(json_t *plan, json_t *step)
 
 /* --- the data home ------------------------------------------------------------------------ */
 
-/* Creates the data home (0700, it may be AGOR_HOME itself) and repos/ worktrees/ (0755) if missing. */
 static int ensure_data_dirs(const struct config *cfg, struct err *e)
 {
-	if (!fs_exists(cfg->paths.data_home)) {
-		if (fs_mkdir_p(cfg->paths.data_home, 0700, e) < 0)
-			return -1;
-	}
-	const char *const dirs[] = { cfg->paths.repos_dir, cfg->paths.worktrees_dir };
-	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
-		if (!fs_exists(dirs[i]) && fs_mkdir_p(dirs[i], 0755, e) < 0)
-			return -1;
-	return 0;
+	struct agor_paths paths;
+	paths_from_config(&paths, cfg);
+	int rc = paths_ensure_data(&paths, e);
+	paths_release(&paths);
+	return rc;
 }
 
 /* For a dry run under a root that does not exist yet: the path, checked lexically (nothing can be a

@@ -139,25 +139,26 @@ int paths_ensure_home(const struct agor_paths *p, struct err *e)
 }
 
 /* mkdir -p path with mode 0755 for what it creates; the result must be a directory. */
-static int ensure_shared_dir(const char *path, struct err *e)
+static int ensure_data_dir(const char *path, mode_t mode, struct err *e)
 {
 	bool created;
-	if (make_parents(path, e) < 0 || make_dir_at(AT_FDCWD, path, path, 0755, &created, e) < 0)
+	if (make_parents(path, e) < 0 || make_dir_at(AT_FDCWD, path, path, mode, &created, e) < 0)
 		return -1;
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOTDIR
 			       ? err_set(e, E_SYSTEM, "%s exists and is not a directory", path)
 			       : err_errno(e, errno, "cannot open %s", path);
-	if (created && fchmod(fd, 0755) < 0) /* exactly 0755 whatever the umask */
-		return err_errno(e, errno, "cannot set mode 0755 on %s", path);
+	if (created && fchmod(fd, mode) < 0) /* exactly mode whatever the umask */
+		return err_errno(e, errno, "cannot set mode %04o on %s", (unsigned)mode, path);
 	return 0;
 }
 
 int paths_ensure_data(const struct agor_paths *p, struct err *e)
 {
-	if (ensure_shared_dir(p->data_home, e) < 0 || ensure_shared_dir(p->repos, e) < 0 ||
-	    ensure_shared_dir(p->worktrees, e) < 0)
+	/* a new data home is private (by default it is AGOR_HOME itself); `agor setup` opens it up */
+	if (ensure_data_dir(p->data_home, 0700, e) < 0 || ensure_data_dir(p->repos, 0755, e) < 0 ||
+	    ensure_data_dir(p->worktrees, 0755, e) < 0)
 		return -1;
 	return 0;
 }

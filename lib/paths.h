@@ -46,7 +46,8 @@ void paths_release(struct agor_paths *p);
  * at logs/, cache/, run/ (O_NOFOLLOW); parents are resolved normally. */
 int paths_ensure_home(const struct agor_paths *p, struct err *e);
 
-/* Creates the data home, repos/ and worktrees/ (0755; missing parents 0755) for the executor.
+/* Creates the data home (0700: by default it is AGOR_HOME), repos/ and worktrees/ (0755; missing
+ * parents 0755) for the executor.
  * Existing directories are left as they are (admin manages their groups and modes). */
 int paths_ensure_data(const struct agor_paths *p, struct err *e);
 
