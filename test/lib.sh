@@ -5,8 +5,8 @@ set -u
 : "${AGOR_FLAVOR:=musl}"
 TEST_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TEST_NAME=$(basename "$0" .sh)
-TEST_TMP_ROOT="$TEST_TOP/build/test-tmp/$TEST_NAME-$AGOR_FLAVOR"
-rm -rf "$TEST_TMP_ROOT" && mkdir -p "$TEST_TMP_ROOT"
+TEST_TMP_ROOT="$TEST_TOP/build/test-tmp/$TEST_NAME-$AGOR_FLAVOR.$$"   # per run: concurrent runs never collide
+mkdir -p "$TEST_TMP_ROOT"
 _passed=0 _failed=0 _skipped=0 _n=0
 
 # test_case NAME BODY — BODY is shell code; the case passes when it exits 0.
@@ -42,6 +42,7 @@ test_skip() {
 # test_done — records the counts for test/run; call last.
 test_done() {
   echo "$_passed $_failed $_skipped" > "${TEST_RESULTS:-/dev/null}"
+  [ "$_failed" -eq 0 ] && rm -rf "$TEST_TMP_ROOT"   # kept for inspection when something failed
   [ "$_failed" -eq 0 ]
 }
 
@@ -50,13 +51,19 @@ test_done() {
 
 # in_scratch_system BODY — runs BODY (with `set -e`) as root in a private mount namespace where /etc is a
 # scratch copy and /home, /run are empty tmpfs: users, groups and sudoers made there never reach the host.
+# Every set-up step is checked on its own, and BODY runs only once /etc is proven to be the scratch copy.
 in_scratch_system() {
-  local script="$T/.scratch-body.sh"
+  local script="$T/.scratch-body.sh" marker
+  marker="agor-scratch-$$-$RANDOM"
   { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
-  T="$T" AGOR="$AGOR" unshare --mount --propagation private -- bash -c '
+  T="$T" AGOR="$AGOR" MARKER="$marker" unshare --mount --propagation private -- bash -c '
     set -e
-    cp -a /etc "$T/.etc" && mount --bind "$T/.etc" /etc
+    rm -rf "$T/.etc"
+    cp -a /etc "$T/.etc"
+    touch "$T/.etc/$MARKER"
+    mount --bind "$T/.etc" /etc
     mount -t tmpfs -o mode=755 tmpfs /home
     mount -t tmpfs -o mode=755 tmpfs /run
+    if [ ! -e "/etc/$MARKER" ]; then echo "scratch /etc is not in place: refusing to run" >&2; exit 99; fi
     exec bash "$1"' _ "$script"
 }
