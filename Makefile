@@ -43,7 +43,7 @@ ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
 MUSL_UNIT_OBJS := $(UNIT_SRCS:%.c=build/musl/%.o)
 ASAN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps deps-musl deps-glibc test unit integration bench run format clean distclean
+.PHONY: all deps deps-musl deps-glibc test unit integration bench fuzz run format clean distclean
 .DEFAULT_GOAL := all
 
 all: agor
@@ -96,15 +96,41 @@ build/bench/executor_rtt: build/musl/test/bench/executor_rtt.o $(MUSL_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
 
+# Network test server (test/helpers/net_echo.c) for t0020-net, in both flavors. It links only the modules the
+# message server needs (lib/net and what it uses), so a half-written unrelated module never breaks it.
+NET_HELPER_LIB := net http ws ndjson tls loop strbuf err xalloc log json
+build/musl/net-echo: build/musl/test/helpers/net_echo.o $(NET_HELPER_LIB:%=build/musl/lib/%.o)
+	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^ $(LIBS)
+
+build/asan/net-echo: build/asan/test/helpers/net_echo.o $(NET_HELPER_LIB:%=build/asan/lib/%.o)
+	$(ASAN_CC) $(ASAN_LDFLAGS) -o $@ $^ $(LIBS) -ldl -lm
+
+TEST_HELPERS := build/musl/net-echo build/asan/net-echo
+
+# Fuzz targets (test/fuzz/*.c, libFuzzer): not part of `make test`. Needs clang (Debian package clang). Run with a
+# scratch corpus first (libFuzzer writes new inputs there) and the checked-in seeds second, e.g.
+#   make fuzz && mkdir -p build/fuzz/corpus-ws && build/fuzz/ws_frame_fuzz -max_total_time=60 build/fuzz/corpus-ws test/fuzz/seeds/ws
+#   mkdir -p build/fuzz/corpus-http && build/fuzz/http_fuzz -max_total_time=60 build/fuzz/corpus-http test/fuzz/seeds/http
+FUZZ_CC := clang
+FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -g -O1 -D_GNU_SOURCE -I. -Ilib -isystem $(DEPS_GLIBC)/include \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB := lib/ws.c lib/http.c lib/ndjson.c lib/strbuf.c lib/xalloc.c lib/err.c
+FUZZ_TARGETS := build/fuzz/ws_frame_fuzz build/fuzz/http_fuzz
+fuzz: $(FUZZ_TARGETS)
+build/fuzz/%: test/fuzz/%.c $(FUZZ_LIB) $(DEPS_STAMP_GLIBC)
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang with libFuzzer (apt-get install clang)"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB) -L$(DEPS_GLIBC)/lib -lhttp_parser -lmbedcrypto -ljansson
+
 # `make test`: every test, on both builds; the last line is "N passed, N failed[, N skipped]".
-test: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests
+test: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests $(TEST_HELPERS)
 	mk/check-sources.sh
 	test/run
 
 unit: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests
 	test/run --unit-only
 
-integration: agor build/asan/agor
+integration: agor build/asan/agor $(TEST_HELPERS)
 	test/run --integration-only
 
 bench: agor
@@ -120,9 +146,10 @@ format:
 	clang-format -i main.c lib/*.[ch] applets/*.[ch] test/unit/*.[ch]
 
 clean:
-	rm -rf build/musl build/asan build/test-tmp build/version-string agor
+	rm -rf build/musl build/asan build/fuzz build/test-tmp build/version-string agor
 
 distclean:
 	rm -rf build agor
 
--include $(MUSL_OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(MUSL_UNIT_OBJS:.o=.d) $(ASAN_UNIT_OBJS:.o=.d)
+-include $(MUSL_OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(MUSL_UNIT_OBJS:.o=.d) $(ASAN_UNIT_OBJS:.o=.d) \
+	$(wildcard build/musl/test/helpers/*.d build/asan/test/helpers/*.d)

@@ -12,21 +12,6 @@ static int not_built_main(int argc, char **argv)
 	return EXIT_USAGE;
 }
 
-const struct applet applet_daemon = {
-	.name = "daemon",
-	.summary = "trusted control plane: database, tokens, JSON-RPC, executor orchestration",
-	.usage = "Usage: agor daemon [--foreground] [--config PATH]\n"
-		 "\n"
-		 "Runs the trusted control plane: the SQLite database, JWT secret and master key,\n"
-		 "JSON-RPC over the Unix socket and HTTP/WebSocket, and executor orchestration.\n"
-		 "\n"
-		 "  --foreground     stay attached to the terminal, log to stderr\n"
-		 "  --config PATH    config.yaml to read (default: $AGOR_HOME/config.yaml)\n",
-	.main = not_built_main,
-	.flags = APPLET_NOT_BUILT,
-	.built_by = "issue 5 (daemon)",
-};
-
 const struct applet applet_approvals = {
 	.name = "approvals",
 	.summary = "exec-approval policy: allowlists, ask flow, policy-checked exec",

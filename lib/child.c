@@ -616,6 +616,8 @@ int child_start(struct child *c, struct err *e)
 		return -1;
 	}
 	c->pidfd = open_pidfd(pid);
+	if (c->on_started)
+		c->on_started(pid, c->on_started_arg);
 	return 0;
 }
 

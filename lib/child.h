@@ -115,6 +115,10 @@ struct child {
 	int (*before_exec)(void *arg);
 	void *before_exec_arg;
 
+	/* Called in the parent once the child has exec'd (e.g. to let another thread cancel it). */
+	void (*on_started)(pid_t pid, void *arg);
+	void *on_started_arg;
+
 	/* Results (read-only for callers). */
 	pid_t pid;  /* > 0 once started; kept after reaping for reference */
 	int pidfd;  /* pidfd_open() of pid if the kernel allows it, else -1; closed when reaped */

@@ -70,7 +70,7 @@ static const struct config_key keys[] = {
 	  FIELD(paths.zellij_dir) },
 	{ .key = "daemon.host", .type = CONFIG_STRING, .def = "127.0.0.1", .check = check_host,
 	  .env = "AGOR_DAEMON_HOST", FIELD(daemon.host) },
-	{ .key = "daemon.port", .type = CONFIG_INT, .def = "3030", .min = 1, .max = 65535,
+	{ .key = "daemon.port", .type = CONFIG_INT, .def = "3030", .min = 0, .max = 65535, /* 0: any free port (tests) */
 	  .env = "AGOR_DAEMON_PORT", FIELD(daemon.port) },
 	{ .key = "daemon.unix_user", .type = CONFIG_STRING, .def = "agor", .check = check_user_name,
 	  FIELD(daemon.unix_user) },

@@ -88,3 +88,19 @@ json_t *err_to_json(const struct err *e)
 		json_object_set(o, "details", e->details);
 	return o;
 }
+
+const char *err_code_intern(const char *code)
+{
+	static const char *const known[] = {
+		E_INVALID_JSON,	    E_INVALID_PAYLOAD,	    E_UNKNOWN_COMMAND,	 E_PAYLOAD_TOO_LARGE,
+		E_PATH_OUTSIDE_DATA_HOME, E_NOT_FOUND,	    E_ALREADY_EXISTS,	 E_WORKTREE_DIRTY,
+		E_GIT_ERROR,	    E_AUTH_FAILED,	    E_IMPERSONATION_FAILED, E_ISOLATION_UNAVAILABLE,
+		E_PERMISSION_DENIED, E_TIMEOUT,		    E_CANCELLED,	 E_NOT_BUILT,
+		E_INTERNAL,	    E_CONFIG,		    E_USAGE,		 E_SYSTEM,
+		E_EXECUTOR_RESULT_MISSING,
+	};
+	for (size_t i = 0; code && i < ARRAY_SIZE(known); i++)
+		if (!strcmp(code, known[i]))
+			return known[i];
+	return E_INTERNAL;
+}

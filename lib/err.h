@@ -46,6 +46,8 @@ int err_errno(struct err *e, int errnum, const char *fmt, ...) PRINTF_LIKE(3, 4)
 /* Prepends "prefix: " to the message, keeping code and details. */
 void err_prefix(struct err *e, const char *fmt, ...) PRINTF_LIKE(2, 3);
 void err_clear(struct err *e);
+/* The stable code constant equal to code (from another process's JSON), or E_INTERNAL when unknown. */
+const char *err_code_intern(const char *code);
 static inline int err_is_set(const struct err *e) { return e->code != NULL; }
 /* {"code":…,"message":…,"details"?:…} — a new reference. */
 json_t *err_to_json(const struct err *e);

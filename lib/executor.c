@@ -30,10 +30,13 @@ static int invalid_param(struct err *e, const char *path, const char *reason)
 			reason);
 }
 
+/* Records a step of a dry run's plan (a real run keeps no plan: the step is dropped). */
 static void plan_add(json_t *plan, json_t *step)
 {
 	if (plan)
 		json_array_append_new(plan, step);
+	else
+		json_decref(step);
 }
 
 /* --- the data home ------------------------------------------------------------------------ */

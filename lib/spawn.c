@@ -160,6 +160,8 @@ int spawn_executor(const struct spawn_request *r, struct spawn_result *out, stru
 	if (build_argv(r, &c, e) < 0)
 		return -1;
 	c.new_process_group = 1;
+	c.on_started = r->on_started;
+	c.on_started_arg = r->on_started_arg;
 	c.timeout_ms = r->timeout_ms;
 	if (r->kill_grace_ms)
 		c.kill_grace_ms = r->kill_grace_ms;

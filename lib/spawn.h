@@ -36,6 +36,8 @@ struct spawn_request {
 	/* Template values (NULL → empty string). */
 	const char *command, *task_id, *session_id, *worktree_id, *daemon_url;
 	int dry_run;		/* LOCAL/SUDO: add --dry-run (plan only) */
+	void (*on_started)(pid_t pid, void *arg); /* the executor's pid (leader of its process group) */
+	void *on_started_arg;
 	int timeout_ms;		/* 0 = none */
 	int kill_grace_ms;	/* 0 = 5000 */
 };

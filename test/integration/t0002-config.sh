@@ -123,16 +123,16 @@ test_case "an unknown key is an error naming the line and the known keys" '
 test_case "a value of the wrong type is an error naming the line and the key" '
   expect_config_error "daemon:
   port: abc
-" "config.yaml:2: daemon.port: expected an integer 1..65535"
+" "config.yaml:2: daemon.port: expected an integer 0..65535"
   expect_config_error "daemon:
   port: 70000
-" "config.yaml:2: daemon.port: expected an integer 1..65535"
+" "config.yaml:2: daemon.port: expected an integer 0..65535"
   expect_config_error "execution:
   worktree_rbac: yes
 " "config.yaml:2: execution.worktree_rbac: expected true or false"
   expect_config_error "daemon:
   port: [1, 2]
-" "config.yaml:2: daemon.port: expected an integer 1..65535, got a list"
+" "config.yaml:2: daemon.port: expected an integer 0..65535, got a list"
   expect_config_error "daemon: 3030
 " "config.yaml:1: daemon: expected a mapping"
   expect_config_error "paths:
@@ -173,7 +173,7 @@ test_case "an unknown executor_command_template placeholder is named with its li
 test_case "a bad environment value names the variable and the key" '
   AGOR_DAEMON_PORT=abc expect_exit 1 "$AGOR" config show
   expect_empty out
-  expect_contains err "AGOR_DAEMON_PORT: daemon.port: expected an integer 1..65535"
+  expect_contains err "AGOR_DAEMON_PORT: daemon.port: expected an integer 0..65535"
   AGOR_HOME=relative expect_exit 1 "$AGOR" config show
   expect_contains err "AGOR_HOME: paths.agor_home: expected an absolute path"
 '
@@ -247,8 +247,8 @@ test_case "usage errors exit 2; --help exits 0" '
   expect_empty out
   expect_exit 2 "$AGOR" config show --port
   expect_contains err "--port needs an argument"
-  expect_exit 2 "$AGOR" config show --port 0
-  expect_contains err "--port: daemon.port: expected an integer 1..65535"
+  expect_exit 2 "$AGOR" config show --port 70000
+  expect_contains err "--port: daemon.port: expected an integer 0..65535"
   expect_exit 2 "$AGOR" config show --set nosuch.key=1
   expect_contains err "--set: unknown setting \"nosuch.key\""
   expect_exit 2 "$AGOR" config show --set daemon.port

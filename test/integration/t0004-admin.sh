@@ -10,6 +10,7 @@ if ! sandbox_active; then
   exit
 fi
 sandbox_setup
+sandbox_forget_accounts agor agor_executor agor_users alice bob carol dave
 
 DATA="$SANDBOX/data"
 WT_ROOT="$DATA/worktrees"
@@ -42,6 +43,31 @@ expect_refused() {
   expect_exit "$want" "$@"
   [ -s err ] || fail "no message on stderr for: $*"
 }
+
+# expect_jsons FILE PATH=VALUE… — like expect_json for several paths with one python run (startup costs 0.3 s here).
+expect_jsons() {
+  python3 - "$@" <<'PY' || { cat "$1"; fail "unexpected JSON in $1"; }
+import json, sys
+doc = json.load(open(sys.argv[1]))
+bad = 0
+for arg in sys.argv[2:]:
+    path, want = arg.split("=", 1)
+    v = doc
+    try:
+        for part in [p for p in path.split(".") if p]:
+            v = v[int(part)] if isinstance(v, list) else v[part]
+        got = v if isinstance(v, str) else json.dumps(v)
+    except (KeyError, IndexError, ValueError, TypeError):
+        got = "<missing>"
+    if got != want:
+        print(f"{path}: got {got!r}, expected {want!r}", file=sys.stderr)
+        bad = 1
+sys.exit(bad)
+PY
+}
+
+# expect_changed true|false — the admin --json result in ./out says whether anything changed.
+expect_changed() { grep -qE "\"dryRun\":(true|false),\"changed\":$1," out || { cat out; fail "changed is not $1"; }; }
 
 # ---- fixture -------------------------------------------------------------------------------------
 
@@ -185,19 +211,18 @@ test_case "--dry-run prints the exact actions and changes nothing" dry_run
 idempotent() {
   local id w; id=$(uuid); w=$(new_wt twice)
   expect_exit 0 admin create-worktree-group --json "$id" "$w" --others read
-  expect_json out data.changed true
+  expect_changed true
   expect_exit 0 admin create-worktree-group --json "$id" "$w" --others read
-  expect_json out data.changed false
-  expect_json out data.tree.changed 0
+  expect_jsons out data.changed=false data.tree.changed=0
   expect_exit 0 admin add-worktree-owner "$id" bob "$w"
   expect_exit 0 admin add-worktree-owner --json "$id" bob "$w"
-  expect_json out data.changed false
+  expect_changed false
   expect_exit 0 admin remove-worktree-owner "$id" bob
   expect_exit 0 admin remove-worktree-owner --json "$id" bob
-  expect_json out data.changed false
+  expect_changed false
   expect_exit 0 admin delete-worktree-group "$id"
   expect_exit 0 admin delete-worktree-group --json "$id"
-  expect_json out data.changed false
+  expect_changed false
   expect_exit 0 admin setup-unix-user alice
   expect_contains out "nothing to change"
 }
@@ -207,16 +232,10 @@ json_result() {
   local id w; id=$(uuid); w=$(new_wt json)
   expect_exit 0 admin create-worktree-group --json "$id" "$w"
   [ "$(wc -l < out)" -eq 1 ] || fail "not one line"
-  expect_json out success true
-  expect_json out data.command create-worktree-group
-  expect_json out data.others read
-  expect_json out data.dryRun false
-  expect_json out data.tree.dirs 2
-  expect_json out data.tree.files 3
+  expect_jsons out success=true data.command=create-worktree-group data.others=read data.dryRun=false data.tree.dirs=2 data.tree.files=3
   expect_exit 2 admin add-worktree-owner --json "$id" 'bad;name' "$w"
   [ "$(wc -l < out)" -eq 1 ] || fail "not one line"
-  expect_json out success false
-  expect_json out error.code INVALID_PAYLOAD
+  expect_jsons out success=false error.code=INVALID_PAYLOAD
 }
 test_case "--json prints exactly one result object, for success and for refusal" json_result
 
@@ -342,6 +361,7 @@ shadow_race() {
       for i in $(seq 1 150); do echo x > "f$i.n" && mv -fT "f$i.n" "f$i"; rm -f "d$i" && mv -T "d$i.o" "d$i"; done
     done' race "$w/r" > /dev/null 2>&1 &
   pid=$!
+  trap "kill -9 $pid 2> /dev/null || true" EXIT # never leave the racer behind, even on failure
   for k in 1 2 3 4 5 6 7 8; do
     admin set-worktree-permissions "$id" "$w" write > /dev/null 2>&1 ||
       admin create-worktree-group "$id" "$w" --others write > /dev/null 2>&1 || true
@@ -499,14 +519,13 @@ repos() {
   expect_exit 0 admin create-worktree-group "$id" "$w" --others none
   expect_exit 0 admin add-worktree-owner "$id" alice "$w"
   expect_exit 0 admin update-repo-permissions --json "$r" --group
-  expect_json out data.group "$rp"
-  expect_json out data.members '["alice"]'
+  expect_jsons out "data.group=$rp" 'data.members=["alice"]'
   in_group alice "$rp" && ! in_group bob "$rp" || fail "membership wrong"
   can alice cat "$r/.git/HEAD"
   can alice touch "$r/.git/objects/alice-was-here"
   cannot bob cat "$r/.git/HEAD"
   expect_exit 0 admin update-repo-permissions --json "$r" --group
-  expect_json out data.changed false # what alice created inherited the right group and ACL
+  expect_changed false # what alice created inherited the right group and ACL
   expect_exit 0 admin update-repo-permissions "$r" --world
   can bob cat "$r/.git/HEAD"
   can bob touch "$r/.git/objects/bob-was-here"

@@ -248,23 +248,22 @@ TEST(config_integers_parse_in_range_and_reject_the_rest)
 	CHECK_FLAG("daemon.port", "65535", "65535");
 	CHECK_FLAG("daemon.port", "+80", "80");
 	CHECK_FLAG("daemon.port", "0080",
-		   "error: daemon.port: expected an integer 1..65535, got \"0080\"");
+		   "error: daemon.port: expected an integer 0..65535, got \"0080\"");
 	CHECK_FLAG("execution.executor_pool.idle_timeout_ms", "-0", "0");
-	CHECK_FLAG("daemon.port", "0",
-		   "error: daemon.port: expected an integer 1..65535, got \"0\"");
+	CHECK_FLAG("daemon.port", "0", "0"); /* 0: any free port */
 	CHECK_FLAG("daemon.port", "70000",
-		   "error: daemon.port: expected an integer 1..65535, got \"70000\"");
+		   "error: daemon.port: expected an integer 0..65535, got \"70000\"");
 	CHECK_FLAG("daemon.port", "-1",
-		   "error: daemon.port: expected an integer 1..65535, got \"-1\"");
+		   "error: daemon.port: expected an integer 0..65535, got \"-1\"");
 	CHECK_FLAG("daemon.port", "abc",
-		   "error: daemon.port: expected an integer 1..65535, got \"abc\"");
+		   "error: daemon.port: expected an integer 0..65535, got \"abc\"");
 	CHECK_FLAG("daemon.port", "0x10",
-		   "error: daemon.port: expected an integer 1..65535, got \"0x10\"");
+		   "error: daemon.port: expected an integer 0..65535, got \"0x10\"");
 	CHECK_FLAG("daemon.port", "30 30",
-		   "error: daemon.port: expected an integer 1..65535, got \"30 30\"");
-	CHECK_FLAG("daemon.port", "", "error: daemon.port: expected an integer 1..65535, got \"\"");
+		   "error: daemon.port: expected an integer 0..65535, got \"30 30\"");
+	CHECK_FLAG("daemon.port", "", "error: daemon.port: expected an integer 0..65535, got \"\"");
 	CHECK_FLAG("daemon.port", "99999999999999999999999",
-		   "error: daemon.port: expected an integer 1..65535, got "
+		   "error: daemon.port: expected an integer 0..65535, got "
 		   "\"99999999999999999999999\"");
 	CHECK_FLAG("execution.session_tokens.expiration_ms", "2592000000", "2592000000");
 	CHECK_FLAG("execution.executor_pool.idle_timeout_ms", "0", "0");
@@ -551,7 +550,7 @@ TEST(config_wrong_shapes_are_errors)
 	CHECK_LOAD_ERROR("daemon:\n  - port\n", "F:2: daemon: expected a mapping (keys: host, "
 						"port, unix_user, socket_path), got a list");
 	CHECK_LOAD_ERROR("daemon:\n  port:\n    x: 1\n",
-			 "F:3: daemon.port: expected an integer 1..65535, got a mapping");
+			 "F:3: daemon.port: expected an integer 0..65535, got a mapping");
 	CHECK_LOAD_ERROR("daemon:\n  host: [a, b]\n",
 			 "F:2: daemon.host: expected a non-empty string, got a list");
 	CHECK_LOAD_ERROR("- a\n- b\n", "F:1: expected a mapping of settings (paths, daemon, "
@@ -561,12 +560,12 @@ TEST(config_wrong_shapes_are_errors)
 	CHECK_LOAD_ERROR("daemon:\n  ? [a]\n  : 1\n",
 			 "F:2: daemon: expected a key name, got a list");
 	CHECK_LOAD_ERROR("daemon:\n  port: abc\n",
-			 "F:2: daemon.port: expected an integer 1..65535, got \"abc\"");
+			 "F:2: daemon.port: expected an integer 0..65535, got \"abc\"");
 	CHECK_LOAD_ERROR("daemon:\n  port: 70000\n",
-			 "F:2: daemon.port: expected an integer 1..65535, got \"70000\"");
+			 "F:2: daemon.port: expected an integer 0..65535, got \"70000\"");
 	CHECK_LOAD_ERROR(
 		"daemon:\n  port: \"3030\"\n",
-		"F:2: daemon.port: expected an integer 1..65535, got the quoted string \"3030\" "
+		"F:2: daemon.port: expected an integer 0..65535, got the quoted string \"3030\" "
 		"(write it without quotes)");
 }
 
@@ -602,7 +601,7 @@ TEST(config_environment_values_are_validated)
 	const char *const port[] = {"AGOR_DAEMON_PORT=abc", NULL};
 	CHECK_INT(load_env(cfg, NULL, port, &e), -1);
 	CHECK_STR(e.message,
-		  "AGOR_DAEMON_PORT: daemon.port: expected an integer 1..65535, got \"abc\"");
+		  "AGOR_DAEMON_PORT: daemon.port: expected an integer 0..65535, got \"abc\"");
 	const char *const home[] = {"AGOR_HOME=relative", NULL};
 	CHECK_INT(load_env(cfg, NULL, home, &e), -1);
 	CHECK_STR(
@@ -632,7 +631,7 @@ TEST(config_flags_reject_unknown_keys_and_bad_assignments)
 	CHECK_STR(e.message, "expected KEY=VALUE, got \"daemon.port\"");
 	CHECK_INT(config_set_flag_assignment(cfg, "=1", &e), -1);
 	CHECK_INT(config_set_flag_assignment(cfg, "daemon.port=", &e), -1);
-	CHECK_STR(e.message, "daemon.port: expected an integer 1..65535, got \"\"");
+	CHECK_STR(e.message, "daemon.port: expected an integer 0..65535, got \"\"");
 	err_clear(&e);
 	config_free(cfg);
 }

@@ -1,0 +1,54 @@
+/* repo.c — `agor repo`: clone, list, show and forget repositories through the daemon.
+ * Never touches the data home itself: the daemon runs an executor for every clone. */
+#include <stdio.h>
+
+#include "applet.h"
+#include "client.h"
+#include "json.h"
+#include "banned.h"
+
+static int print_repo(const json_t *r)
+{
+	const json_t *repo = json_object_get(r, "repo") ? json_object_get(r, "repo") : r;
+	printf("repo %s\n  url     %s\n  path    %s\n  branch  %s\n", json_get_str(repo, "id") ?: "?",
+	       json_get_str(repo, "url") ?: "?", json_get_str(repo, "path") ?: "?", json_get_str(repo, "default_branch") ?: "-");
+	if (json_get_str(r, "task_id"))
+		printf("  task    %s\n", json_get_str(r, "task_id"));
+	return 0;
+}
+
+static int print_repos(const json_t *rows)
+{
+	client_print_table(rows, (const char *const[]){ "id", "default_branch", "url", NULL });
+	return 0;
+}
+
+static int print_removed(const json_t *r)
+{
+	(void)r;
+	printf("removed\n");
+	return 0;
+}
+
+static const char *const url_arg[] = { "url", NULL }, *const id_arg[] = { "id", NULL };
+static const struct client_flag clone_flags[] = { { "--branch", "branch", CLIENT_FLAG_STRING }, { NULL } };
+
+static const struct client_command commands[] = {
+	{ "clone", "repos.clone", url_arg, clone_flags, "URL [--branch B]", print_repo },
+	{ "list", "repos.list", NULL, NULL, "", print_repos },
+	{ "get", "repos.get", id_arg, NULL, "ID", print_repo },
+	{ "remove", "repos.remove", id_arg, NULL, "ID", print_removed },
+};
+
+static int repo_main(int argc, char **argv)
+{
+	return client_main("repo", commands, ARRAY_SIZE(commands), argc, argv);
+}
+
+const struct applet applet_repo = {
+	.name = "repo",
+	.summary = "clone and list repositories (through the daemon)",
+	.usage = "Usage: agor repo clone URL [--branch B] | list | get ID | remove ID   [--json] [--url URL]\n",
+	.main = repo_main,
+	.flags = APPLET_CLIENT,
+};

@@ -1,0 +1,1069 @@
+/* setup.c — `agor setup sudoers|isolation|validate` (SPEC §5.3): host set-up for isolation.
+ * Never installs sudoers visudo rejected; never writes as root into a user's directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "adminconf.h"
+#include "applet.h"
+#include "config.h"
+#include "fsutil.h"
+#include "json.h"
+#include "unixmode.h"
+#include "unixperm.h"
+#include "banned.h"
+
+#define SUDOERS_DIR    "/etc/sudoers.d"
+#define SUDOERS_NAME   "agor"
+#define RUN_DIR_PARENT "/run"
+#define RUN_DIR_NAME   "agor"
+#define RUN_DIR	       "/run/agor"
+#define RUN_SOCKET     "/run/agor/agor.sock"
+#define TMPFILES_DIR   "/etc/tmpfiles.d"
+#define TMPFILES_NAME  "agor.conf"
+#define ADMIN_DIR      "/etc/agor"
+
+extern const struct applet applet_setup;
+
+struct setup {
+	const char *sub;
+	bool mode_set, dry_run, json;
+	enum unix_mode mode;
+	const char *daemon_user, *executor_user, *bin, *config;
+
+	struct strvec actions;
+	bool changed;
+	int failures; /* validate */
+	struct err e;
+};
+
+/* What the daemon user's configuration says (read as that user). */
+struct daemon_view {
+	char *config_file, *mode, *socket_path, *worktrees_dir, *repos_dir, *executor_user;
+	bool found;
+};
+
+static void PRINTF_LIKE(2, 3) act(struct setup *s, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	strvec_push_nodup(&s->actions, strbuf_detach(&sb, NULL));
+	s->changed = true;
+}
+
+/* ---- the daemon user's configuration ------------------------------------------------------------
+ */
+
+struct config_job {
+	const char *home;	 /* set HOME to this (we are a child that became the daemon user) */
+	const char *config_path; /* --config, or NULL */
+};
+
+static void clear_agor_env(const char *home)
+{
+	static const char *const vars[] = {"AGOR_HOME", "AGOR_DATA_HOME", "AGOR_CONFIG_PATH",
+					   "AGOR_DAEMON_HOST", "AGOR_DAEMON_PORT"};
+	for (size_t i = 0; i < ARRAY_SIZE(vars); i++)
+		unsetenv(vars[i]);
+	setenv("HOME", home, 1);
+}
+
+static int load_config_fn(void *arg, struct strbuf *out, struct err *e)
+{
+	const struct config_job *job = arg;
+	if (job->home)
+		clear_agor_env(job->home);
+	struct config *cfg = config_new();
+	struct config_overrides ov = {.config_path = job->config_path};
+	int rc = config_load(cfg, &ov, e);
+	if (rc == 0)
+		strbuf_addf(out,
+			    "config_file=%s\nfound=%d\nmode=%s\nsocket_path=%s\nworktrees_dir=%"
+			    "s\nrepos_dir=%s\nexecutor_user=%s\n",
+			    cfg->config_file, cfg->config_file_found ? 1 : 0,
+			    config_user_mode_name(cfg->execution.unix_user_mode),
+			    cfg->daemon.socket_path, cfg->paths.worktrees_dir, cfg->paths.repos_dir,
+			    cfg->execution.executor_unix_user);
+	config_free(cfg);
+	return rc;
+}
+
+static char *view_value(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+	for (const char *line = text; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, key, n) && line[n] == '=') {
+			const char *end = strchr(line + n + 1, '\n');
+			return xstrndup(line + n + 1,
+					end ? (size_t)(end - line - n - 1) : strlen(line + n + 1));
+		}
+	return xstrdup("");
+}
+
+static void view_release(struct daemon_view *v)
+{
+	free(v->config_file);
+	free(v->mode);
+	free(v->socket_path);
+	free(v->worktrees_dir);
+	free(v->repos_dir);
+	free(v->executor_user);
+	memset(v, 0, sizeof(*v));
+}
+
+/* Loads the daemon user's config.yaml: in-process when we are that user, else (root) in a
+ * child that became that user, so the file is read with the daemon user's rights only. */
+static int load_daemon_view(struct setup *s, const struct unixperm_user *daemon,
+			    struct daemon_view *v)
+{
+	struct strbuf out = STRBUF_INIT;
+	int rc;
+	if (geteuid() == daemon->uid) {
+		struct config_job job = {NULL, s->config};
+		rc = load_config_fn(&job, &out, &s->e);
+	} else if (geteuid() == 0) {
+		struct config_job job = {daemon->home, s->config};
+		rc = unixperm_run_as_user(daemon, load_config_fn, &job, &out, &s->e);
+	} else {
+		rc = err_set(&s->e, E_PERMISSION_DENIED,
+			     "run as root or as the daemon user %s to read its config",
+			     daemon->name);
+	}
+	if (rc == 0) {
+		v->config_file = view_value(out.buf, "config_file");
+		char *found = view_value(out.buf, "found");
+		v->found = !strcmp(found, "1");
+		free(found);
+		v->mode = view_value(out.buf, "mode");
+		v->socket_path = view_value(out.buf, "socket_path");
+		v->worktrees_dir = view_value(out.buf, "worktrees_dir");
+		v->repos_dir = view_value(out.buf, "repos_dir");
+		v->executor_user = view_value(out.buf, "executor_user");
+	}
+	strbuf_release(&out);
+	return rc;
+}
+
+/* ---- editing config.yaml (as the daemon user)
+ * -------------------------------------------------------- */
+
+struct config_edit {
+	const char *path;
+	const char *mode;
+	const char *socket_path;
+};
+
+static bool yaml_is_null(const yaml_node_t *n)
+{
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	const char *v = (const char *)n->data.scalar.value;
+	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
+	       !strcmp(v, "NULL");
+}
+
+static yaml_node_pair_t *yaml_find_pair(yaml_document_t *doc, int map, const char *key)
+{
+	yaml_node_t *m = yaml_document_get_node(doc, map);
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		if (k && k->type == YAML_SCALAR_NODE &&
+		    !strcmp((const char *)k->data.scalar.value, key))
+			return p;
+	}
+	return NULL;
+}
+
+static int yaml_scalar(yaml_document_t *doc, const char *text)
+{
+	return yaml_document_add_scalar(doc, NULL, (const yaml_char_t *)text, (int)strlen(text),
+					YAML_PLAIN_SCALAR_STYLE);
+}
+
+/* The id of the mapping at map[key], created (or replacing a null) when needed; 0 on error. */
+static int yaml_child_mapping(yaml_document_t *doc, int map, const char *key, struct err *e)
+{
+	yaml_node_pair_t *p = yaml_find_pair(doc, map, key);
+	if (p) {
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+		if (v && v->type == YAML_MAPPING_NODE)
+			return p->value;
+		if (!v || !yaml_is_null(v))
+			return err_set(e, E_CONFIG, "config.yaml: %s is not a mapping", key), 0;
+		int id = yaml_document_add_mapping(doc, NULL, YAML_BLOCK_MAPPING_STYLE);
+		yaml_find_pair(doc, map, key)->value = id; /* re-find: adding may move the arrays */
+		return id;
+	}
+	int k = yaml_scalar(doc, key);
+	int id = yaml_document_add_mapping(doc, NULL, YAML_BLOCK_MAPPING_STYLE);
+	yaml_document_append_mapping_pair(doc, map, k, id);
+	return id;
+}
+
+static void yaml_set_scalar(yaml_document_t *doc, int map, const char *key, const char *value)
+{
+	int v = yaml_scalar(doc, value);
+	yaml_node_pair_t *p = yaml_find_pair(doc, map, key);
+	if (p)
+		p->value = v;
+	else
+		yaml_document_append_mapping_pair(doc, map, yaml_scalar(doc, key), v);
+}
+
+static int emit_to_strbuf(void *data, unsigned char *buffer, size_t size)
+{
+	strbuf_add(data, buffer, size);
+	return 1;
+}
+
+/* Sets daemon.socket_path and execution.unix_user_mode in the YAML text, into out. */
+static int edit_config_text(const struct strbuf *in, const struct config_edit *ed,
+			    struct strbuf *out, struct err *e)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)in->buf, in->len);
+	int ok = yaml_parser_load(&parser, &doc);
+	yaml_parser_delete(&parser);
+	if (!ok)
+		return err_set(e, E_CONFIG, "%s: invalid YAML; fix it first", ed->path);
+	if (!yaml_document_get_root_node(&doc))
+		yaml_document_add_mapping(&doc, NULL, YAML_BLOCK_MAPPING_STYLE);
+	int root = 1, daemon, execution;
+	if (yaml_document_get_root_node(&doc)->type != YAML_MAPPING_NODE ||
+	    !(daemon = yaml_child_mapping(&doc, root, "daemon", e)) ||
+	    !(execution = yaml_child_mapping(&doc, root, "execution", e))) {
+		if (!err_is_set(e))
+			err_set(e, E_CONFIG, "%s: the top level is not a mapping", ed->path);
+		yaml_document_delete(&doc);
+		return -1;
+	}
+	yaml_set_scalar(&doc, daemon, "socket_path", ed->socket_path);
+	yaml_set_scalar(&doc, execution, "unix_user_mode", ed->mode);
+	yaml_emitter_t em;
+	yaml_emitter_initialize(&em);
+	yaml_emitter_set_output(&em, emit_to_strbuf, out);
+	yaml_emitter_set_unicode(&em, 1);
+	ok = yaml_emitter_open(&em) && yaml_emitter_dump(&em, &doc) && yaml_emitter_close(&em);
+	yaml_emitter_delete(&em);
+	return ok ? 0 : err_set(e, E_INTERNAL, "cannot write YAML");
+}
+
+static int write_fd_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Loads path with the real loader: what we write must be a config the daemon accepts. */
+static int check_config_file(const char *path, struct err *e)
+{
+	struct config *cfg = config_new();
+	struct config_overrides ov = {.config_path = path};
+	int rc = config_load(cfg, &ov, e);
+	config_free(cfg);
+	return rc;
+}
+
+static int write_config_fn(void *arg, struct strbuf *out, struct err *e)
+{
+	const struct config_edit *ed = arg;
+	(void)out;
+	struct strbuf in = STRBUF_INIT, text = STRBUF_INIT;
+	char *dir = xstrndup(ed->path, (size_t)(strrchr(ed->path, '/') - ed->path));
+	char *tmp = xasprintf("%s.agor-setup.tmp", ed->path);
+	int fd = -1, rc = -1;
+	if (strbuf_read_file(&in, ed->path, 1 << 20) < 0 && errno != ENOENT) {
+		err_errno(e, errno, "read %s", ed->path);
+		goto out;
+	}
+	if (edit_config_text(&in, ed, &text, e) < 0 || fs_mkdir_p(dir, 0700, e) < 0)
+		goto out;
+	(void)unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
+		err_errno(e, errno, "create %s", tmp);
+		goto out;
+	}
+	if (write_fd_all(fd, text.buf, text.len) < 0 || fsync(fd) < 0) {
+		err_errno(e, errno, "write %s", tmp);
+		goto out;
+	}
+	if (check_config_file(tmp, e) < 0) {
+		err_prefix(e, "the edited config would not load");
+		goto out;
+	}
+	if (rename(tmp, ed->path) < 0) {
+		err_errno(e, errno, "rename %s", tmp);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		(void)unlink(tmp);
+	free(tmp);
+	free(dir);
+	strbuf_release(&in);
+	strbuf_release(&text);
+	return rc;
+}
+
+/* ---- root-owned files, installed atomically
+ * ------------------------------------------------------------ */
+
+/* True when dir/name is a root-owned regular file with exactly this content and mode. */
+static bool file_is_current(const char *dir, const char *name, const struct strbuf *want,
+			    mode_t mode)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	free(path);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	struct strbuf have = STRBUF_INIT;
+	bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+		    (st.st_mode & 07777) == mode && strbuf_read_fd(&have, fd, 1 << 20) >= 0 &&
+		    have.len == want->len && !memcmp(have.buf, want->buf, want->len);
+	close(fd);
+	strbuf_release(&have);
+	return same;
+}
+
+/* Makes a rename in the directory durable (dirfd may be an O_PATH descriptor). */
+static int fsync_dir(int dirfd, const char *dir, struct err *e)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = fd < 0 || fsync(fd) < 0 ? err_errno(e, errno, "fsync %s", dir) : 0;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Writes content to a hidden temporary file in dir, lets check() judge it, renames it over
+ * dir/name. Names with a '.' are ignored by sudo in sudoers.d, so the temporary is inert. */
+static int install_file(const char *dir, const char *name, const struct strbuf *content,
+			mode_t mode, int (*check)(const char *tmp_path, struct err *e),
+			struct err *e)
+{
+	int dirfd = adminconf_open_trusted_dir(dir, e);
+	if (dirfd < 0)
+		return -1;
+	char *tmp = xasprintf(".%s.agor-%d", name, (int)getpid());
+	char *tmp_path = xasprintf("%s/%s", dir, tmp);
+	(void)unlinkat(dirfd, tmp, 0);
+	int rc = -1;
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		err_errno(e, errno, "create %s", tmp_path);
+	else if (write_fd_all(fd, content->buf, content->len) < 0 || fchown(fd, 0, 0) < 0 ||
+		 fchmod(fd, mode) < 0 || fsync(fd) < 0)
+		err_errno(e, errno, "write %s", tmp_path);
+	else if (check && check(tmp_path, e) < 0)
+		;
+	else if (renameat(dirfd, tmp, dirfd, name) < 0)
+		err_errno(e, errno, "install %s/%s", dir, name);
+	else
+		rc = fsync_dir(dirfd, dir, e);
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		(void)unlinkat(dirfd, tmp, 0);
+	close(dirfd);
+	free(tmp);
+	free(tmp_path);
+	return rc;
+}
+
+/* visudo -c -f on the temporary file: only a snippet sudo accepts is installed. */
+static int visudo_check(const char *tmp_path, struct err *e)
+{
+	const char *argv[] = {"/usr/sbin/visudo", "-c", "-q", "-f", tmp_path, NULL};
+	if (unixperm_run_tool(argv, NULL, e) < 0) {
+		err_prefix(e, "visudo refused the generated sudoers (nothing installed)");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- sudoers
+ * --------------------------------------------------------------------------------------------- */
+
+static void default_names(struct setup *s)
+{
+	if (!s->daemon_user)
+		s->daemon_user = UNIX_MODE_DEFAULT_DAEMON_USER;
+	if (!s->executor_user)
+		s->executor_user = UNIX_MODE_DEFAULT_EXECUTOR_USER;
+	if (!s->bin)
+		s->bin = UNIX_MODE_DEFAULT_BIN;
+}
+
+static int render_sudoers(struct setup *s, struct strbuf *out)
+{
+	struct unix_mode_sudoers spec = {s->mode, s->daemon_user, s->executor_user, s->bin};
+	return unix_mode_sudoers(&spec, out, &s->e);
+}
+
+static int cmd_sudoers(struct setup *s)
+{
+	if (!s->mode_set)
+		return err_set(&s->e, E_USAGE, "--mode simple|insulated|strict is required");
+	struct strbuf out = STRBUF_INIT;
+	int rc = render_sudoers(s, &out);
+	if (rc == 0)
+		fputs(out.buf, stdout);
+	strbuf_release(&out);
+	return rc;
+}
+
+/* ---- isolation
+ * ------------------------------------------------------------------------------------------- */
+
+struct isolation_plan {
+	struct unixperm_user daemon;
+	struct daemon_view view;
+	struct strbuf sudoers;
+	struct strbuf tmpfiles;
+	struct strbuf
+		admin_yaml; /* empty when admin.yaml exists (it is validated, never replaced) */
+	bool admin_yaml_exists;
+	gid_t users_gid;
+	bool have_users_gid;
+};
+
+static void plan_release(struct isolation_plan *p)
+{
+	unixperm_user_release(&p->daemon);
+	view_release(&p->view);
+	strbuf_release(&p->sudoers);
+	strbuf_release(&p->tmpfiles);
+	strbuf_release(&p->admin_yaml);
+}
+
+static int check_daemon_user(struct setup *s, struct unixperm_user *u)
+{
+	if (unixperm_check_user_name("--daemon-user", s->daemon_user, &s->e) < 0)
+		return -1;
+	int found = unixperm_user_lookup(s->daemon_user, u, &s->e);
+	if (found < 0)
+		return -1;
+	if (!found)
+		return err_set(&s->e, E_NOT_FOUND,
+			       "daemon user %s does not exist (fix: useradd --system --create-home "
+			       "%s, or --daemon-user)",
+			       s->daemon_user, s->daemon_user);
+	if (u->uid == 0)
+		return err_set(&s->e, E_PERMISSION_DENIED, "the daemon must not run as root");
+	return 0;
+}
+
+static int check_executor_user(struct setup *s)
+{
+	if (s->mode != UNIX_MODE_INSULATED)
+		return 0;
+	struct unixperm_user u;
+	int found = unixperm_user_lookup(s->executor_user, &u, &s->e);
+	if (found <= 0)
+		return found;
+	bool bad = u.uid == 0 || u.uid >= unixperm_uid_min();
+	unixperm_user_release(&u);
+	return bad ? err_set(&s->e, E_PERMISSION_DENIED,
+			     "executor user %s exists and is not a system account",
+			     s->executor_user)
+		   : 0;
+}
+
+/* The binary sudo will run as root must be root's alone, like every directory above it. */
+static int check_bin(struct setup *s)
+{
+	int fd = adminconf_open_trusted(s->bin, &s->e);
+	if (fd < 0) {
+		err_prefix(&s->e,
+			   "--bin %s (sudo runs it as root; fix: install agor there, root-owned, "
+			   "mode 0755)",
+			   s->bin);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int plan_admin_yaml(struct setup *s, struct isolation_plan *p)
+{
+	struct stat st;
+	p->admin_yaml_exists = lstat(ADMINCONF_DEFAULT_PATH, &st) == 0;
+	if (p->admin_yaml_exists) {
+		struct adminconf c;
+		if (adminconf_load(NULL, &c, &s->e) < 0) {
+			err_prefix(&s->e, "existing %s (fix or remove it)", ADMINCONF_DEFAULT_PATH);
+			return -1;
+		}
+		adminconf_release(&c);
+		return 0;
+	}
+	struct adminconf c = {NULL, p->view.worktrees_dir, p->view.repos_dir, NULL};
+	adminconf_format(&c, &p->admin_yaml);
+	struct adminconf parsed;
+	if (adminconf_parse(p->admin_yaml.buf, p->admin_yaml.len, ADMINCONF_DEFAULT_PATH, &parsed,
+			    &s->e) < 0)
+		return -1;
+	adminconf_release(&parsed);
+	return 0;
+}
+
+/* Every check and every file content, before anything is changed. */
+static int plan_isolation(struct setup *s, struct isolation_plan *p)
+{
+	if (!s->mode_set)
+		s->mode = UNIX_MODE_INSULATED;
+	if (s->mode == UNIX_MODE_SIMPLE)
+		return err_set(
+			&s->e, E_USAGE,
+			"simple mode needs no isolation set-up (use --mode insulated|strict)");
+	if (!s->dry_run && geteuid() != 0)
+		return err_set(&s->e, E_PERMISSION_DENIED,
+			       "setup isolation must run as root (try --dry-run)");
+	if (check_daemon_user(s, &p->daemon) < 0 || check_executor_user(s) < 0 ||
+	    render_sudoers(s, &p->sudoers) < 0 || check_bin(s) < 0 ||
+	    load_daemon_view(s, &p->daemon, &p->view) < 0 || plan_admin_yaml(s, p) < 0)
+		return -1;
+	strbuf_addf(&p->tmpfiles,
+		    "# recreates the daemon socket directory at boot (agor setup isolation)\n"
+		    "d %s 0750 %s %s -\n",
+		    RUN_DIR, s->daemon_user, UNIXPERM_USERS_GROUP);
+	p->have_users_gid = unixperm_group_lookup(UNIXPERM_USERS_GROUP, &p->users_gid);
+	return 0;
+}
+
+static int ensure_users_group(struct setup *s, struct isolation_plan *p)
+{
+	if (p->have_users_gid)
+		return 0;
+	act(s, "groupadd --system %s", UNIXPERM_USERS_GROUP);
+	if (s->dry_run)
+		return 0;
+	if (unixperm_groupadd(UNIXPERM_USERS_GROUP, true, &s->e) < 0)
+		return -1;
+	p->have_users_gid = unixperm_group_lookup(UNIXPERM_USERS_GROUP, &p->users_gid);
+	return p->have_users_gid ? 0
+				 : err_set(&s->e, E_SYSTEM, "group %s missing after groupadd",
+					   UNIXPERM_USERS_GROUP);
+}
+
+static int ensure_executor_user(struct setup *s)
+{
+	if (s->mode != UNIX_MODE_INSULATED)
+		return 0;
+	struct unixperm_user u;
+	int found = unixperm_user_lookup(s->executor_user, &u, &s->e);
+	if (found < 0)
+		return -1;
+	char *home = xasprintf("/home/%s", s->executor_user);
+	int rc = 0;
+	if (!found) {
+		act(s,
+		    "useradd --system --create-home --home-dir %s --shell /usr/sbin/nologin "
+		    "--user-group %s",
+		    home, s->executor_user);
+		if (!s->dry_run)
+			rc = unixperm_useradd_system(s->executor_user, home, &s->e);
+	}
+	if (rc == 0 && !s->dry_run && !found)
+		found = unixperm_user_lookup(s->executor_user, &u, &s->e);
+	if (rc == 0 && (!found || !unixperm_user_in_group(&u, UNIXPERM_USERS_GROUP))) {
+		act(s, "gpasswd -a %s %s", s->executor_user, UNIXPERM_USERS_GROUP);
+		if (!s->dry_run)
+			rc = unixperm_group_add_member(UNIXPERM_USERS_GROUP, s->executor_user,
+						       &s->e);
+	}
+	if (found > 0)
+		unixperm_user_release(&u);
+	free(home);
+	return rc;
+}
+
+static int ensure_sudoers(struct setup *s, struct isolation_plan *p)
+{
+	if (file_is_current(SUDOERS_DIR, SUDOERS_NAME, &p->sudoers, 0440))
+		return 0;
+	act(s, "install %s/%s (mode 0440, checked with visudo -cf first)", SUDOERS_DIR,
+	    SUDOERS_NAME);
+	return s->dry_run ? 0
+			  : install_file(SUDOERS_DIR, SUDOERS_NAME, &p->sudoers, 0440, visudo_check,
+					 &s->e);
+}
+
+/* /run/agor: owned by the daemon user, group agor_users, 0750 — never through a symlink. */
+static int ensure_run_dir(struct setup *s, struct isolation_plan *p)
+{
+	int parent = open(RUN_DIR_PARENT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (parent < 0)
+		return err_errno(&s->e, errno, "open %s", RUN_DIR_PARENT);
+	struct stat st;
+	int rc = 0;
+	bool exists = fstatat(parent, RUN_DIR_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (exists && !S_ISDIR(st.st_mode))
+		rc = err_set(&s->e, E_PERMISSION_DENIED, "%s exists and is not a directory",
+			     RUN_DIR);
+	else if (!exists || st.st_uid != p->daemon.uid || st.st_gid != p->users_gid ||
+		 (st.st_mode & 07777) != 0750) {
+		act(s, "install -d -m 0750 -o %s -g %s %s", s->daemon_user, UNIXPERM_USERS_GROUP,
+		    RUN_DIR);
+		if (!s->dry_run) {
+			if (!exists && mkdirat(parent, RUN_DIR_NAME, 0700) < 0 && errno != EEXIST)
+				rc = err_errno(&s->e, errno, "mkdir %s", RUN_DIR);
+			int fd = rc < 0 ? -1
+					: openat(parent, RUN_DIR_NAME,
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (rc == 0 && (fd < 0 || fchown(fd, p->daemon.uid, p->users_gid) < 0 ||
+					fchmod(fd, 0750) < 0))
+				rc = err_errno(&s->e, errno, "set up %s", RUN_DIR);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	close(parent);
+	if (rc == 0 && !file_is_current(TMPFILES_DIR, TMPFILES_NAME, &p->tmpfiles, 0644)) {
+		act(s, "install %s/%s (recreates %s at boot)", TMPFILES_DIR, TMPFILES_NAME,
+		    RUN_DIR);
+		if (!s->dry_run && mkdir(TMPFILES_DIR, 0755) < 0 && errno != EEXIST)
+			rc = err_errno(&s->e, errno, "mkdir %s", TMPFILES_DIR);
+		else if (!s->dry_run)
+			rc = install_file(TMPFILES_DIR, TMPFILES_NAME, &p->tmpfiles, 0644, NULL,
+					  &s->e);
+	}
+	return rc;
+}
+
+static int ensure_admin_yaml(struct setup *s, struct isolation_plan *p)
+{
+	if (p->admin_yaml_exists)
+		return 0;
+	act(s, "install %s (worktrees_dir: %s, repos_dir: %s; root-owned, mode 0644)",
+	    ADMINCONF_DEFAULT_PATH, p->view.worktrees_dir, p->view.repos_dir);
+	if (s->dry_run)
+		return 0;
+	if (mkdir(ADMIN_DIR, 0755) < 0 && errno != EEXIST)
+		return err_errno(&s->e, errno, "mkdir %s", ADMIN_DIR);
+	return install_file(ADMIN_DIR, "admin.yaml", &p->admin_yaml, 0644, NULL, &s->e);
+}
+
+static int ensure_config(struct setup *s, struct isolation_plan *p)
+{
+	const char *mode = unix_mode_name(s->mode);
+	if (!strcmp(p->view.mode, mode) && !strcmp(p->view.socket_path, RUN_SOCKET))
+		return 0;
+	act(s,
+	    "set execution.unix_user_mode: %s and daemon.socket_path: %s in %s  # as %s; comments "
+	    "are not kept",
+	    mode, RUN_SOCKET, p->view.config_file, s->daemon_user);
+	if (s->dry_run)
+		return 0;
+	struct config_edit ed = {p->view.config_file, mode, RUN_SOCKET};
+	return unixperm_run_as_user(&p->daemon, write_config_fn, &ed, NULL, &s->e);
+}
+
+static int cmd_isolation(struct setup *s)
+{
+	struct isolation_plan p = {
+		.sudoers = STRBUF_INIT, .tmpfiles = STRBUF_INIT, .admin_yaml = STRBUF_INIT};
+	int rc = plan_isolation(s, &p);
+	if (rc == 0)
+		rc = ensure_users_group(s, &p);
+	if (rc == 0)
+		rc = ensure_executor_user(s);
+	if (rc == 0)
+		rc = ensure_sudoers(s, &p);
+	if (rc == 0)
+		rc = ensure_run_dir(s, &p);
+	if (rc == 0)
+		rc = ensure_admin_yaml(s, &p);
+	if (rc == 0)
+		rc = ensure_config(s, &p);
+	plan_release(&p);
+	return rc;
+}
+
+/* ---- validate
+ * -------------------------------------------------------------------------------------------- */
+
+static void PRINTF_LIKE(4, 5) check(struct setup *s, bool ok, const char *fix, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	if (ok)
+		printf("ok %s\n", sb.buf);
+	else {
+		printf("FAIL %s — fix: %s\n", sb.buf, fix);
+		s->failures++;
+	}
+	strbuf_release(&sb);
+}
+
+static void check_group_exists(struct setup *s)
+{
+	check(s, unixperm_group_lookup(UNIXPERM_USERS_GROUP, NULL), "sudo agor setup isolation",
+	      "group %s exists", UNIXPERM_USERS_GROUP);
+}
+
+static void check_executor(struct setup *s)
+{
+	struct unixperm_user u;
+	struct err e = ERR_INIT;
+	int found = unixperm_user_lookup(s->executor_user, &u, &e);
+	err_clear(&e);
+	check(s, found == 1, "sudo agor setup isolation", "executor user %s exists",
+	      s->executor_user);
+	if (found != 1)
+		return;
+	bool nologin = strstr(u.shell, "nologin") || strstr(u.shell, "/false");
+	check(s, u.uid != 0 && strcmp(u.name, s->daemon_user), "use a dedicated executor user",
+	      "executor user %s is neither root nor the daemon user", u.name);
+	check(s, nologin, "usermod --shell /usr/sbin/nologin",
+	      "executor user %s has no login shell (%s)", u.name, u.shell);
+	check(s, unixperm_user_in_group(&u, UNIXPERM_USERS_GROUP),
+	      "sudo gpasswd -a EXECUTOR agor_users",
+	      "executor user %s is in %s (to reach the daemon socket)", u.name,
+	      UNIXPERM_USERS_GROUP);
+	unixperm_user_release(&u);
+}
+
+static void check_sudoers_file(struct setup *s)
+{
+	struct strbuf want = STRBUF_INIT;
+	struct err e = ERR_INIT;
+	struct unix_mode_sudoers spec = {s->mode, s->daemon_user, s->executor_user, s->bin};
+	struct stat st;
+	if (unix_mode_sudoers(&spec, &want, &e) < 0)
+		check(s, false, "pass valid --daemon-user/--executor-user/--bin",
+		      "sudoers can be rendered: %s", e.message);
+	else if (geteuid() != 0) /* 0440 root: only its owner and mode can be seen; sudo -l below
+				    checks the rules */
+		check(s,
+		      lstat(SUDOERS_DIR "/" SUDOERS_NAME, &st) == 0 && S_ISREG(st.st_mode) &&
+			      st.st_uid == 0 && (st.st_mode & 07777) == 0440,
+		      "sudo agor setup isolation",
+		      "%s/%s is root's and mode 0440 (its text is checked when run as root)",
+		      SUDOERS_DIR, SUDOERS_NAME);
+	else
+		check(s, file_is_current(SUDOERS_DIR, SUDOERS_NAME, &want, 0440),
+		      "sudo agor setup isolation",
+		      "%s/%s is root's, mode 0440, and equals 'agor setup sudoers --mode %s'",
+		      SUDOERS_DIR, SUDOERS_NAME, unix_mode_name(s->mode));
+	err_clear(&e);
+	strbuf_release(&want);
+}
+
+/* The command lines `sudo -l` lists for the daemon user (the indented lines after "may run"). */
+static int sudo_list(struct setup *s, const struct unixperm_user *daemon, struct strvec *lines,
+		     struct err *e)
+{
+	const char *as_root[] = {"/usr/bin/sudo", "-n", "-l", "-U", daemon->name, NULL};
+	const char *as_self[] = {"/usr/bin/sudo", "-n", "-l", NULL};
+	struct strbuf out = STRBUF_INIT;
+	(void)s;
+	int rc = unixperm_run_tool(geteuid() == 0 ? as_root : as_self, &out, e);
+	const char *section = strstr(out.buf, "may run the following commands");
+	for (const char *line = section ? strchr(section, '\n') : NULL; line && *line;) {
+		line++;
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		if (len && (line[0] == ' ' || line[0] == '\t')) {
+			while (len && (*line == ' ' || *line == '\t'))
+				line++, len--;
+			strvec_push_nodup(lines, xstrndup(line, len));
+		}
+		line = end;
+	}
+	strbuf_release(&out);
+	return rc;
+}
+
+static void check_sudo_rules(struct setup *s, const struct unixperm_user *daemon)
+{
+	struct strvec want = STRVEC_INIT, have = STRVEC_INIT;
+	if (s->mode == UNIX_MODE_INSULATED)
+		strvec_pushf(&want, "(%s) NOPASSWD: %s executor --stdin", s->executor_user, s->bin);
+	if (s->mode == UNIX_MODE_STRICT)
+		strvec_pushf(&want, "(%%%s, !root) NOPASSWD: %s executor --stdin",
+			     UNIXPERM_USERS_GROUP, s->bin);
+	strvec_pushf(&want, "(root) NOPASSWD: %s admin *", s->bin);
+	struct err e = ERR_INIT;
+	int rc = sudo_list(s, daemon, &have, &e);
+	bool same = rc == 0 && have.nr == want.nr;
+	for (size_t i = 0; same && i < want.nr; i++)
+		same = strvec_find(&have, want.v[i]) >= 0;
+	struct strbuf got = STRBUF_INIT;
+	for (size_t i = 0; i < have.nr; i++)
+		strbuf_addf(&got, "%s%s", i ? " | " : "", have.v[i]);
+	check(s, same, "sudo agor setup isolation (and remove other sudo rules of the daemon user)",
+	      "sudo -l for %s lists exactly the executor and admin rules (%s)", daemon->name,
+	      rc < 0	? e.message
+	      : got.len ? got.buf
+			: "none");
+	err_clear(&e);
+	strbuf_release(&got);
+	strvec_clear(&want);
+	strvec_clear(&have);
+}
+
+static void check_run_dir(struct setup *s, const struct unixperm_user *daemon)
+{
+	struct stat st;
+	gid_t gid = 0;
+	bool have_gid = unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid);
+	bool ok = lstat(RUN_DIR, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == daemon->uid &&
+		  have_gid && st.st_gid == gid && (st.st_mode & 07777) == 0750;
+	check(s, ok, "sudo agor setup isolation",
+	      "%s is a directory owned by %s, group %s, mode 0750", RUN_DIR, daemon->name,
+	      UNIXPERM_USERS_GROUP);
+}
+
+static void check_socket(struct setup *s, const struct daemon_view *v)
+{
+	check(s, !strcmp(v->socket_path, RUN_SOCKET),
+	      "sudo agor setup isolation (sets daemon.socket_path)",
+	      "daemon.socket_path is %s (%s)", RUN_SOCKET, v->socket_path);
+	struct stat st;
+	if (lstat(v->socket_path, &st) < 0) {
+		check(s, errno == ENOENT, "check the path",
+		      "socket %s not created yet (the daemon is not running)", v->socket_path);
+		return;
+	}
+	gid_t gid = 0;
+	bool ok = S_ISSOCK(st.st_mode) && unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid) &&
+		  st.st_gid == gid && (st.st_mode & 0777) == 0660;
+	check(s, ok, "restart the daemon (it creates the socket 0660, group agor_users)",
+	      "socket %s is mode 0660, group %s", v->socket_path, UNIXPERM_USERS_GROUP);
+}
+
+/* Members of agor_users must be able to reach the worktrees: every directory above it searchable.
+ */
+static bool reachable_by_users(const char *path)
+{
+	gid_t gid = 0;
+	bool have = unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid);
+	char *copy = xstrdup(path);
+	bool ok = true;
+	for (char *slash = strrchr(copy, '/'); ok && slash && slash != copy;
+	     slash = strrchr(copy, '/')) {
+		*slash = '\0';
+		struct stat st;
+		ok = stat(copy, &st) == 0 &&
+		     ((st.st_mode & 0001) || (have && st.st_gid == gid && (st.st_mode & 0010)));
+	}
+	free(copy);
+	return ok;
+}
+
+static void check_admin_conf(struct setup *s)
+{
+	struct adminconf c;
+	struct err e = ERR_INIT;
+	int rc = adminconf_load(NULL, &c, &e);
+	check(s, rc == 0, "sudo agor setup isolation", "%s is root's and valid%s%s",
+	      ADMINCONF_DEFAULT_PATH, rc < 0 ? ": " : "", rc < 0 ? e.message : "");
+	err_clear(&e);
+	if (rc < 0)
+		return;
+	const char *roots[] = {c.worktrees_dir, c.repos_dir};
+	for (size_t i = 0; i < ARRAY_SIZE(roots); i++) {
+		int fd = unixperm_open_root(roots[i], &e);
+		check(s, fd >= 0,
+		      "create it as the daemon user (agor starts it), without symlinks in its path",
+		      "root %s exists%s%s", roots[i], fd < 0 ? ": " : "", fd < 0 ? e.message : "");
+		if (fd >= 0)
+			close(fd);
+		err_clear(&e);
+		check(s, reachable_by_users(roots[i]),
+		      "keep the data home outside AGOR_HOME (0700), e.g. paths.data_home: "
+		      "/srv/agor",
+		      "every directory above %s is searchable by %s", roots[i],
+		      UNIXPERM_USERS_GROUP);
+	}
+	adminconf_release(&c);
+}
+
+static void check_bin_trusted(struct setup *s)
+{
+	struct err e = ERR_INIT;
+	int fd = adminconf_open_trusted(s->bin, &e);
+	check(s, fd >= 0, "install agor root-owned (0755) in a root-owned directory",
+	      "%s is root's alone%s%s", s->bin, fd < 0 ? ": " : "", fd < 0 ? e.message : "");
+	if (fd >= 0)
+		close(fd);
+	err_clear(&e);
+}
+
+static void validate_isolation(struct setup *s, const struct unixperm_user *daemon,
+			       const struct daemon_view *v)
+{
+	check_group_exists(s);
+	if (s->mode == UNIX_MODE_INSULATED)
+		check_executor(s);
+	check_bin_trusted(s);
+	check_sudoers_file(s);
+	check_sudo_rules(s, daemon);
+	check_run_dir(s, daemon);
+	check_socket(s, v);
+	check_admin_conf(s);
+}
+
+static int cmd_validate(struct setup *s)
+{
+	struct unixperm_user daemon = {0};
+	struct daemon_view v = {0};
+	struct err e = ERR_INIT;
+	int found = unixperm_user_name_valid(s->daemon_user)
+			    ? unixperm_user_lookup(s->daemon_user, &daemon, &e)
+			    : 0;
+	check(s, found == 1 && daemon.uid != 0,
+	      "useradd --system --create-home agor (or pass --daemon-user)",
+	      "daemon user %s exists and is not root", s->daemon_user);
+	if (found == 1 && load_daemon_view(s, &daemon, &v) == 0) {
+		check(s, true, "", "config %s loads (%s)", v.config_file,
+		      v.found ? "found" : "defaults");
+		if (!s->mode_set && unix_mode_parse(v.mode, &s->mode) == 0)
+			s->mode_set = true;
+		if (!s->mode_set || strcmp(v.mode, unix_mode_name(s->mode)))
+			check(s, false, "sudo agor setup isolation --mode MODE",
+			      "execution.unix_user_mode is %s (%s)", unix_mode_name(s->mode),
+			      v.mode);
+		else
+			check(s, true, "", "execution.unix_user_mode is %s", v.mode);
+	} else if (found == 1) {
+		check(s, false, "fix the config file", "config loads: %s", s->e.message);
+		err_clear(&s->e);
+	}
+	if (s->mode_set && s->mode != UNIX_MODE_SIMPLE && found == 1 && v.config_file)
+		validate_isolation(s, &daemon, &v);
+	else if (s->mode_set && s->mode == UNIX_MODE_SIMPLE)
+		check(s, true, "",
+		      "simple mode: executors run as the daemon user (no isolation to check)");
+	view_release(&v);
+	if (found == 1)
+		unixperm_user_release(&daemon);
+	err_clear(&e);
+	return 0;
+}
+
+/* ---- arguments and main
+ * ---------------------------------------------------------------------------------- */
+
+static int parse_setup_args(struct setup *s, int argc, char **argv)
+{
+	if (argc < 2)
+		return applet_usage_error(&applet_setup,
+					  "missing subcommand (sudoers, isolation, validate)");
+	s->sub = argv[1];
+	if (strcmp(s->sub, "sudoers") && strcmp(s->sub, "isolation") && strcmp(s->sub, "validate"))
+		return applet_usage_error(&applet_setup, "unknown subcommand '%s'", s->sub);
+	bool is_isolation = !strcmp(s->sub, "isolation"), is_validate = !strcmp(s->sub, "validate");
+	for (int i = 2; i < argc; i++) {
+		const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+		const char **slot = !strcmp(arg, "--daemon-user")	      ? &s->daemon_user
+				    : !strcmp(arg, "--executor-user")	      ? &s->executor_user
+				    : !strcmp(arg, "--bin")		      ? &s->bin
+				    : !strcmp(arg, "--config") && is_validate ? &s->config
+									      : NULL;
+		if (!strcmp(arg, "--dry-run") && is_isolation)
+			s->dry_run = true;
+		else if (!strcmp(arg, "--mode")) {
+			if (!value || unix_mode_parse(value, &s->mode) < 0)
+				return applet_usage_error(
+					&applet_setup,
+					"--mode must be simple, insulated or strict");
+			s->mode_set = true;
+			i++;
+		} else if (slot) {
+			if (!value)
+				return applet_usage_error(&applet_setup, "%s needs a value", arg);
+			*slot = value;
+			i++;
+		} else
+			return applet_usage_error(&applet_setup, "unknown option '%s' for setup %s",
+						  arg, s->sub);
+	}
+	return EXIT_OK;
+}
+
+static int setup_main(int argc, char **argv)
+{
+	struct setup s = {.actions = STRVEC_INIT, .e = ERR_INIT};
+	int status = parse_setup_args(&s, argc, argv);
+	if (status != EXIT_OK)
+		return status;
+	default_names(&s);
+	int rc = !strcmp(s.sub, "sudoers")     ? cmd_sudoers(&s)
+		 : !strcmp(s.sub, "isolation") ? cmd_isolation(&s)
+					       : cmd_validate(&s);
+	for (size_t i = 0; i < s.actions.nr; i++)
+		printf("%s\n", s.actions.v[i]);
+	if (!strcmp(s.sub, "isolation") && rc == 0 && !s.changed)
+		printf("# nothing to change: isolation already set up\n");
+	if (rc < 0) {
+		fprintf(stderr, "agor setup %s: %s\n", s.sub, s.e.message ? s.e.message : "failed");
+		status = !strcmp(s.e.code, E_USAGE) || !strcmp(s.e.code, E_INVALID_PAYLOAD)
+				 ? EXIT_USAGE
+				 : EXIT_FAILED;
+	} else
+		status = s.failures ? EXIT_FAILED : EXIT_OK;
+	strvec_clear(&s.actions);
+	err_clear(&s.e);
+	return status;
+}
+
+static const char setup_usage[] =
+	"Usage: agor setup sudoers --mode simple|insulated|strict [--daemon-user U]\n"
+	"                          [--executor-user E] [--bin PATH]\n"
+	"       agor setup isolation [--mode insulated|strict] [--daemon-user U]\n"
+	"                          [--executor-user E] [--bin PATH] [--dry-run]\n"
+	"       agor setup validate [--mode M] [--daemon-user U] [--executor-user E]\n"
+	"                          [--bin PATH] [--config PATH]\n"
+	"\n"
+	"sudoers    prints the /etc/sudoers.d/agor snippet: the daemon user may run\n"
+	"           '<bin> executor --stdin' as the execution user(s) and '<bin> admin *'\n"
+	"           as root, nothing else.\n"
+	"isolation  (root) one-time, idempotent host set-up: group agor_users, the executor\n"
+	"           user (insulated), /etc/sudoers.d/agor (checked by visudo -cf, installed\n"
+	"           atomically, 0440), /run/agor (0750, group agor_users) and its tmpfiles.d\n"
+	"           entry, /etc/agor/admin.yaml, and unix_user_mode and daemon.socket_path\n"
+	"           in the daemon user's config.yaml (written as that user).\n"
+	"validate   one line per check, 'ok …' or 'FAIL … — fix: …'; exit 1 when any fails.\n"
+	"\n"
+	"Defaults: --daemon-user agor, --executor-user agor_executor, --bin /usr/local/bin/agor;\n"
+	"isolation defaults to --mode insulated; validate reads the mode from the daemon's\n"
+	"config.yaml.\n";
+
+const struct applet applet_setup = {
+	.name = "setup",
+	.summary = "host set-up for Unix isolation: sudoers snippets, one-time set-up, validation",
+	.usage = setup_usage,
+	.main = setup_main,
+	.flags = 0,
+};

@@ -1,0 +1,61 @@
+/* worktree.c — `agor worktree`: add, list, show and remove worktrees through the daemon.
+ * Never touches the data home itself: the daemon runs an executor for every change. */
+#include <stdio.h>
+
+#include "applet.h"
+#include "client.h"
+#include "json.h"
+#include "banned.h"
+
+static int print_worktree(const json_t *r)
+{
+	const json_t *w = json_object_get(r, "worktree") ? json_object_get(r, "worktree") : r;
+	printf("worktree %s\n  name    %s\n  path    %s\n  branch  %s\n", json_get_str(w, "id") ?: "?",
+	       json_get_str(w, "name") ?: "?", json_get_str(w, "path") ?: "?", json_get_str(w, "branch") ?: "(detached)");
+	return 0;
+}
+
+static int print_worktrees(const json_t *rows)
+{
+	client_print_table(rows, (const char *const[]){ "id", "name", "branch", "path", NULL });
+	return 0;
+}
+
+static int print_removed(const json_t *r)
+{
+	(void)r;
+	printf("removed\n");
+	return 0;
+}
+
+static const char *const add_args[] = { "repo_id", "name", NULL }, *const id_arg[] = { "id", NULL };
+static const struct client_flag add_flags[] = {
+	{ "--branch", "branch", CLIENT_FLAG_STRING },
+	{ "--source-branch", "source_branch", CLIENT_FLAG_STRING },
+	{ "--create-branch", "create_branch", CLIENT_FLAG_BOOL },
+	{ NULL },
+};
+static const struct client_flag list_flags[] = { { "--repo", "repo_id", CLIENT_FLAG_STRING }, { NULL } };
+static const struct client_flag remove_flags[] = { { "--force", "force", CLIENT_FLAG_BOOL }, { NULL } };
+
+static const struct client_command commands[] = {
+	{ "add", "worktrees.add", add_args, add_flags, "REPO NAME [--branch B] [--source-branch S] [--create-branch]",
+	  print_worktree },
+	{ "list", "worktrees.list", NULL, list_flags, "[--repo REPO]", print_worktrees },
+	{ "get", "worktrees.get", id_arg, NULL, "ID", print_worktree },
+	{ "remove", "worktrees.remove", id_arg, remove_flags, "ID [--force]", print_removed },
+};
+
+static int worktree_main(int argc, char **argv)
+{
+	return client_main("worktree", commands, ARRAY_SIZE(commands), argc, argv);
+}
+
+const struct applet applet_worktree = {
+	.name = "worktree",
+	.summary = "add, list and remove worktrees (through the daemon)",
+	.usage = "Usage: agor worktree add REPO NAME [--branch B] [--source-branch S] [--create-branch]\n"
+		 "       agor worktree list [--repo REPO] | get ID | remove ID [--force]   [--json] [--url URL]\n",
+	.main = worktree_main,
+	.flags = APPLET_CLIENT,
+};

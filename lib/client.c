@@ -1,0 +1,179 @@
+/* client.c — the shared machinery of the client commands (client.h): parse, connect, call, print.
+ * Never guesses a daemon address: --url, else the configured Unix socket. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "config.h"
+#include "json.h"
+#include "rpcclient.h"
+#include "banned.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+struct client_opts {
+	const char *url;
+	const char *config_path;
+	int json;
+};
+
+static void print_group_usage(FILE *out, const char *group, const struct client_command *cmds, size_t n)
+{
+	fprintf(out, "Usage: agor %s SUBCOMMAND [--json] [--url URL] [--config PATH]\n\n", group);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "  agor %s %s %s\n", group, cmds[i].name, cmds[i].usage ? cmds[i].usage : "");
+	fprintf(out, "\n  --json         print the daemon's answer as JSON\n"
+		     "  --url URL      the daemon (unix:/path, http://host:port, ws://host:port/ws); default: the\n"
+		     "                 configured Unix socket (daemon.socket_path)\n");
+}
+
+static int usage_error(const char *group, const char *what, const char *arg)
+{
+	fprintf(stderr, "agor %s: %s '%s'\nTry 'agor %s --help'.\n", group, what, arg, group);
+	return EXIT_USAGE;
+}
+
+static const struct client_flag *find_flag(const struct client_command *c, const char *name)
+{
+	for (const struct client_flag *f = c->flags; f && f->name; f++)
+		if (!strcmp(f->name, name))
+			return f;
+	return NULL;
+}
+
+/* Turns argv into params; returns 0 or EXIT_USAGE. */
+static int build_params(const char *group, const struct client_command *c, int argc, char **argv, struct client_opts *o,
+			json_t *params)
+{
+	const char *const *pos = c->positional;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const struct client_flag *f;
+		if (!strcmp(a, "--json")) {
+			o->json = 1;
+		} else if (!strcmp(a, "--url") || !strcmp(a, "--config")) {
+			if (i + 1 >= argc)
+				return usage_error(group, "missing value for", a);
+			*(!strcmp(a, "--url") ? &o->url : &o->config_path) = argv[++i];
+		} else if ((f = find_flag(c, a))) {
+			if (f->type == CLIENT_FLAG_BOOL) {
+				json_object_set_new(params, f->param, json_true());
+				continue;
+			}
+			if (i + 1 >= argc)
+				return usage_error(group, "missing value for", a);
+			json_object_set_new(params, f->param, json_string(argv[++i]));
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error(group, "unknown option", a);
+		} else if (pos && *pos) {
+			json_object_set_new(params, *pos++, json_string(a));
+		} else {
+			return usage_error(group, "unexpected argument", a);
+		}
+	}
+	if (pos && *pos)
+		return usage_error(group, "missing argument", *pos);
+	return 0;
+}
+
+static char *default_url(const char *config_path, struct err *e)
+{
+	struct config *cfg = config_new();
+	char *url = NULL;
+	if (config_load(cfg, &(struct config_overrides){ .config_path = config_path }, e) == 0)
+		url = xasprintf("unix:%s", cfg->daemon.socket_path);
+	config_free(cfg);
+	return url;
+}
+
+static int call_daemon(const struct client_opts *o, const char *method, json_t *params, json_t **result, struct err *e)
+{
+	_cleanup_free_ char *url = o->url ? xstrdup(o->url) : default_url(o->config_path, e);
+	if (!url)
+		return -1;
+	struct rpc_client_options opts = { 0 };
+	struct rpc_client *cl = rpc_client_connect(url, &opts, e);
+	if (!cl) {
+		err_prefix(e, "cannot reach the agor daemon at %s (is it running? start it with `agor daemon`)", url);
+		return -1;
+	}
+	int rc = rpc_client_call(cl, method, params, result, e);
+	rpc_client_close(cl);
+	return rc;
+}
+
+static void print_json(const json_t *j)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	puts(s ? s : "null");
+	free(s);
+}
+
+void client_print_table(const json_t *rows, const char *const *keys)
+{
+	size_t width[16] = { 0 }, nkeys = 0;
+	for (; keys[nkeys] && nkeys < 16; nkeys++)
+		width[nkeys] = strlen(keys[nkeys]);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		for (size_t k = 0; k < nkeys; k++) {
+			const char *v = json_get_str(row, keys[k]);
+			if (v && strlen(v) > width[k])
+				width[k] = strlen(v);
+		}
+	}
+	for (size_t k = 0; k < nkeys; k++)
+		printf("%-*s%s", (int)width[k], keys[k], k + 1 < nkeys ? "  " : "\n");
+	json_array_foreach(rows, i, row) {
+		for (size_t k = 0; k < nkeys; k++) {
+			json_t *v = json_object_get(row, keys[k]);
+			char num[32];
+			const char *text = json_is_string(v) ? json_string_value(v) : "-";
+			if (json_is_integer(v)) {
+				snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+				text = num;
+			}
+			printf("%-*s%s", (int)width[k], text, k + 1 < nkeys ? "  " : "\n");
+		}
+	}
+}
+
+int client_main(const char *group, const struct client_command *cmds, size_t n, int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		print_group_usage(argc < 2 ? stderr : stdout, group, cmds, n);
+		return argc < 2 ? EXIT_USAGE : EXIT_OK;
+	}
+	const struct client_command *c = NULL;
+	for (size_t i = 0; i < n && !c; i++)
+		if (!strcmp(cmds[i].name, argv[1]))
+			c = &cmds[i];
+	if (!c)
+		return usage_error(group, "unknown subcommand", argv[1]);
+	struct client_opts o = { 0 };
+	json_t *params = json_object(), *result = NULL;
+	int status = build_params(group, c, argc - 2, argv + 2, &o, params);
+	if (status) {
+		json_decref(params);
+		return status;
+	}
+	struct err e = ERR_INIT;
+	if (call_daemon(&o, c->method, params, &result, &e) < 0) {
+		if (e.code)
+			fprintf(stderr, "agor %s %s: %s [%s]\n", group, c->name, e.message, e.code);
+		else
+			fprintf(stderr, "agor %s %s: %s\n", group, c->name, e.message);
+		status = EXIT_FAILED;
+	} else if (o.json || !c->print) {
+		print_json(result);
+	} else {
+		status = c->print(result);
+	}
+	if (result)
+		json_decref(result);
+	json_decref(params);
+	err_clear(&e);
+	return status;
+}

@@ -1,0 +1,37 @@
+/* client.h — what every client command (agor repo|worktree|user|task|audit …) shares: option parsing of
+ * --url/--config/--json, the connection to the daemon, one call, and printing the answer for humans or
+ * machines. Never sends anything but the JSON-RPC request it was asked to; never prints secrets.
+ *
+ * A command group is a table of subcommands; each names its JSON-RPC method, its positional arguments
+ * (mapped to params keys) and its flags (mapped to params keys, typed). client_main() does the rest:
+ * usage errors exit 2, daemon/connection errors exit 1 with the daemon's message, success exits 0.
+ */
+#ifndef AGOR_CLIENT_H
+#define AGOR_CLIENT_H
+
+#include <jansson.h>
+
+enum client_flag_type { CLIENT_FLAG_STRING, CLIENT_FLAG_BOOL };
+
+struct client_flag {
+	const char *name;  /* "--branch" */
+	const char *param; /* "branch" */
+	enum client_flag_type type;
+};
+
+struct client_command {
+	const char *name;	      /* "clone" */
+	const char *method;	      /* "repos.clone" */
+	const char *const *positional; /* params keys for the positional arguments, NULL-terminated */
+	const struct client_flag *flags; /* NULL-terminated by name == NULL; may be NULL */
+	const char *usage;	      /* "URL [--branch B]" */
+	/* Prints the result for humans (NULL: indented JSON); returns the exit status (0 ok, 1 failed). */
+	int (*print)(const json_t *result);
+};
+
+/* argv[0] is the group name ("repo"). */
+int client_main(const char *group, const struct client_command *commands, size_t ncommands, int argc, char **argv);
+/* Prints rows of objects as aligned columns of the given keys. */
+void client_print_table(const json_t *rows, const char *const *keys);
+
+#endif

@@ -1,0 +1,481 @@
+/* daemon.c — the daemon's home, secrets, database, audit helper and task orchestration (daemon.h).
+ * Never runs an executor on the loop thread and never touches the database from a worker thread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "audit.h"
+#include "daemon.h"
+#include "impersonate.h"
+#include "json.h"
+#include "log.h"
+#include "spawn.h"
+#include "token.h"
+#include "banned.h"
+
+struct task_run {
+	struct task_run *next;
+	struct daemon *d;
+	char *task_id;
+	struct spawn_request req;
+	char *payload;
+	char *template;
+	char *unix_user, *command, *session_id, *worktree_id;
+	task_done_fn on_done;
+	void *arg;
+	pthread_t thread;
+	int cancelled;
+	pid_t pid;
+	/* results, written by the worker */
+	struct spawn_result res;
+	struct err error;
+	int failed;
+};
+
+long long daemon_now(void)
+{
+	return (long long)time(NULL);
+}
+
+char *daemon_new_id(void)
+{
+	uint8_t b[16];
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+		else if (errno != EINTR)
+			abort();
+	}
+	char *s = xmalloc(33);
+	for (size_t i = 0; i < sizeof(b); i++)
+		snprintf(s + 2 * i, 3, "%02x", b[i]);
+	return s;
+}
+
+/* --- secrets ----------------------------------------------------------------------------- */
+
+static int create_secret(const char *path, uint8_t key[32], struct err *e)
+{
+	size_t got = 0;
+	while (got < 32) {
+		ssize_t n = getrandom(key + got, 32 - got, 0);
+		if (n < 0 && errno != EINTR)
+			return err_errno(e, errno, "getrandom");
+		if (n > 0)
+			got += (size_t)n;
+	}
+	int fd = paths_create_private_file(path, e);
+	if (fd < 0)
+		return -1;
+	int rc = write(fd, key, 32) == 32 && fsync(fd) == 0 ? 0 : err_errno(e, errno, "writing %s", path);
+	close(fd);
+	return rc;
+}
+
+/* Reads a 32-byte secret file, refusing one others could read or that is not ours. */
+static int load_secret(const char *path, uint8_t key[32], struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return create_secret(path, key, e);
+	if (fd < 0)
+		return err_errno(e, errno, "opening %s", path);
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		rc = err_set(e, E_PERMISSION_DENIED, "%s must be a regular file owned by uid %u with mode 0600 (chmod 600 %s)",
+			     path, (unsigned)geteuid(), path);
+	else if (st.st_size != 32 || read(fd, key, 32) != 32)
+		rc = err_set(e, E_INTERNAL, "%s is not a 32-byte secret (corrupted?)", path);
+	close(fd);
+	return rc;
+}
+
+/* --- users ------------------------------------------------------------------------------- */
+
+/* The agor user that stands for the daemon's own Unix user (made on first start, role admin). */
+static int ensure_owner(struct daemon *d, struct err *e)
+{
+	json_t *row = db_query_one(d->db, e, "SELECT id FROM users WHERE unix_uid = ?", "i", (long long)d->uid);
+	if (!row)
+		return -1;
+	if (!json_is_null(row)) {
+		d->owner_id = xstrdup(json_string_value(json_object_get(row, "id")));
+		json_decref(row);
+		return 0;
+	}
+	json_decref(row);
+	d->owner_id = daemon_new_id();
+	if (db_run(d->db, e,
+		   "INSERT INTO users (id, name, unix_username, unix_uid, role, created_at) VALUES (?,?,?,?, 'admin', ?)",
+		   "sssii", d->owner_id, d->daemon_user, d->daemon_user, (long long)d->uid, daemon_now()) < 0)
+		return -1;
+	daemon_audit(d, "daemon", "users.create", d->owner_id, "ok", json_pack("{s:s,s:s}", "name", d->daemon_user, "role", "admin"));
+	return 0;
+}
+
+void daemon_audit(struct daemon *d, const char *actor, const char *action, const char *target, const char *outcome,
+		  const json_t *details)
+{
+	struct err e = ERR_INIT;
+	if (audit_append(d->db, actor ? actor : "?", action, target, outcome, details, &e) < 0)
+		log_error("AUDIT LOG WRITE FAILED for %s %s: %s", action, target ? target : "", e.message);
+	err_clear(&e);
+	if (details)
+		json_decref((json_t *)details);
+}
+
+int daemon_recover_tasks(struct daemon *d, struct err *e)
+{
+	int n = db_run(d->db, e,
+		       "UPDATE tasks SET status = 'failed', error = ?, finished_at = ? WHERE status IN ('queued','running')",
+		       "si", "{\"code\":\"CANCELLED\",\"message\":\"interrupted: the daemon stopped while the task ran\"}",
+		       daemon_now());
+	if (n > 0) {
+		log_warn("%d task(s) interrupted by the previous daemon's end are now failed", n);
+		db_run(d->db, e, "UPDATE tokens SET revoked_at = ? WHERE revoked_at IS NULL AND task_id IN "
+				 "(SELECT id FROM tasks WHERE status = 'failed')", "i", daemon_now());
+		daemon_audit(d, "daemon", "tasks.recover", NULL, "ok", json_pack("{s:i}", "interrupted", n));
+	}
+	return n < 0 ? -1 : n;
+}
+
+/* One daemon per AGOR_HOME: an exclusive lock on run/daemon.lock, holding our pid. */
+static int take_lock(struct daemon *d, struct err *e)
+{
+	_cleanup_free_ char *path = xasprintf("%s/daemon.lock", d->paths.run);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return err_errno(e, errno, "opening %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		char pid[32] = "";
+		(void)!read(fd, pid, sizeof(pid) - 1);
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		return err_set(e, E_ALREADY_EXISTS, "another agor daemon is running on %s (pid %s)", d->paths.home,
+			       *pid ? pid : "?");
+	}
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		log_warn("cannot record the pid in %s", path);
+	d->lock_fd = fd;
+	return 0;
+}
+
+int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
+{
+	memset(d, 0, sizeof(*d));
+	d->lock_fd = d->ready_fd = -1;
+	pthread_mutex_init(&d->done_lock, NULL);
+	d->cfg = cfg;
+	d->uid = geteuid();
+	struct passwd *pw = getpwuid(d->uid);
+	d->daemon_user = xstrdup(pw ? pw->pw_name : "agor");
+	d->self_path = impersonate_self_path();
+	if (!d->self_path)
+		return err_set(e, E_INTERNAL, "cannot find the agor binary (/proc/self/exe)");
+	paths_from_config(&d->paths, cfg);
+	if (paths_ensure_home(&d->paths, e) < 0 || take_lock(d, e) < 0)
+		return -1;
+	_cleanup_free_ char *jwt = xasprintf("%s/jwt.secret", d->paths.home);
+	_cleanup_free_ char *master = xasprintf("%s/master.key", d->paths.home);
+	if (load_secret(jwt, d->jwt_secret, e) < 0 || load_secret(master, d->master_key, e) < 0)
+		return -1;
+	if (db_open(d->paths.db, &d->db, e) < 0)
+		return -1;
+	if (ensure_owner(d, e) < 0 || daemon_recover_tasks(d, e) < 0)
+		return -1;
+	d->loop = loop_new(e);
+	return d->loop ? 0 : -1;
+}
+
+void daemon_release(struct daemon *d)
+{
+	explicit_bzero(d->jwt_secret, sizeof(d->jwt_secret));
+	explicit_bzero(d->master_key, sizeof(d->master_key));
+	db_close(d->db);
+	loop_free(d->loop);
+	paths_release(&d->paths);
+	free(d->subscribers);
+	free(d->self_path);
+	free(d->daemon_user);
+	free(d->owner_id);
+	pthread_mutex_destroy(&d->done_lock);
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
+}
+
+/* --- tasks ------------------------------------------------------------------------------- */
+
+static void task_run_free(struct task_run *t)
+{
+	spawn_result_release(&t->res);
+	err_clear(&t->error);
+	if (t->payload)
+		explicit_bzero(t->payload, strlen(t->payload));
+	if (t->template)
+		explicit_bzero(t->template, strlen(t->template));
+	free(t->payload);
+	free(t->template);
+	free(t->unix_user);
+	free(t->command);
+	free(t->session_id);
+	free(t->worktree_id);
+	free(t->task_id);
+	free(t);
+}
+
+static void remember_pid(pid_t pid, void *arg)
+{
+	__atomic_store_n(&((struct task_run *)arg)->pid, pid, __ATOMIC_RELEASE);
+}
+
+static void *task_worker(void *arg)
+{
+	struct task_run *t = arg;
+	t->failed = spawn_executor(&t->req, &t->res, &t->error) < 0;
+	pthread_mutex_lock(&t->d->done_lock);
+	t->next = t->d->done;
+	t->d->done = t;
+	pthread_mutex_unlock(&t->d->done_lock);
+	loop_wake(t->d->loop);
+	return NULL;
+}
+
+static char *build_payload(struct daemon *d, const char *command, json_t *params, const char *execution_user,
+			   const char *token)
+{
+	json_t *p = json_pack("{s:s,s:O,s:s}", "command", command, "params", params, "dataHome", d->paths.data_home);
+	if (execution_user && strcmp(execution_user, d->daemon_user))
+		json_object_set_new(p, "asUser", json_string(execution_user));
+	if (token) {
+		json_object_set_new(p, "sessionToken", json_string(token));
+		json_object_set_new(p, "daemonUrl", json_sprintf("unix:%s", d->cfg->daemon.socket_path));
+	}
+	char *s = json_to_compact(p);
+	json_decref(p);
+	return s;
+}
+
+static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
+{
+	const struct config *cfg = d->cfg;
+	t->req = (struct spawn_request){
+		.mode = cfg->execution.executor_command_template ? SPAWN_TEMPLATE : SPAWN_LOCAL,
+		.agor_path = d->self_path,
+		.template = t->template,
+		.unix_user = t->unix_user,
+		.payload = t->payload,
+		.payload_len = strlen(t->payload),
+		.command = t->command,
+		.task_id = t->task_id,
+		.session_id = t->session_id,
+		.worktree_id = t->worktree_id,
+		.timeout_ms = (int)cfg->execution.timeout_ms,
+		.on_started = remember_pid,
+		.on_started_arg = t,
+	};
+	if (db_run(d->db, e, "UPDATE tasks SET status = 'running', started_at = ? WHERE id = ?", "is", daemon_now(),
+		   t->task_id) < 0)
+		return -1;
+	if (pthread_create(&t->thread, NULL, task_worker, t) != 0)
+		return err_set(e, E_INTERNAL, "cannot start a worker thread");
+	t->next = d->running;
+	d->running = t;
+	d->nrunning++;
+	daemon_broadcast(d, "task.updated", json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
+	return 0;
+}
+
+/* Queued tasks wait in the database; the in-memory list only holds running ones. */
+static struct task_run *queued_runs;
+
+static void start_queued(struct daemon *d)
+{
+	while (queued_runs && d->nrunning < d->cfg->execution.executor_pool.max_executors && !d->stopping) {
+		struct task_run *t = queued_runs;
+		queued_runs = t->next;
+		struct err e = ERR_INIT;
+		if (start_worker(d, t, &e) < 0) {
+			log_error("task %s: %s", t->task_id, e.message);
+			t->failed = 1;
+			t->error = e;
+			pthread_mutex_lock(&d->done_lock);
+			t->next = d->done;
+			d->done = t;
+			pthread_mutex_unlock(&d->done_lock);
+			loop_wake(d->loop);
+		}
+	}
+}
+
+/* A session token bound to task_id, recorded (jti, expiry) so it can be revoked and counted. */
+static int issue_task_token(struct daemon *d, const char *task_id, const struct task_spec *s, char **jwt, struct err *e)
+{
+	struct token_claims in = { .sub = (char *)s->created_by, .sid = (char *)s->session_id, .tid = (char *)task_id };
+	struct token_claims issued = TOKEN_CLAIMS_INIT;
+	long long ttl = d->cfg->execution.session_tokens.expiration_ms / 1000;
+	if (token_issue_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), &in, ttl > 0 ? ttl : 1, jwt, &issued, e) < 0)
+		return -1;
+	int rc = db_run(d->db, e, "INSERT INTO tokens (jti, task_id, session_id, user_id, issued_at, expires_at) VALUES (?,?,?,?,?,?)",
+			"ssssii", issued.jti, task_id, s->session_id, s->created_by, issued.iat, issued.exp);
+	token_claims_release(&issued);
+	return rc < 0 ? -1 : 0;
+}
+
+int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_id, struct err *e)
+{
+	if (d->stopping)
+		return err_set(e, E_CANCELLED, "the daemon is shutting down");
+	struct task_run *t = xcalloc(1, sizeof(*t));
+	t->d = d;
+	t->task_id = daemon_new_id();
+	t->command = xstrdup(s->command);
+	_cleanup_free_ char *token = NULL;
+	t->template = d->cfg->execution.executor_command_template ? xstrdup(d->cfg->execution.executor_command_template) : NULL;
+	t->unix_user = xstrdup(s->execution_user ? s->execution_user : d->daemon_user);
+	t->session_id = s->session_id ? xstrdup(s->session_id) : NULL;
+	t->worktree_id = s->worktree_id ? xstrdup(s->worktree_id) : NULL;
+	t->on_done = s->on_done;
+	t->arg = s->arg;
+	const char *prompt = json_string_value(json_object_get(s->params, "prompt"));
+	if (db_run(d->db, e,
+		   "INSERT INTO tasks (id, session_id, command, status, prompt, created_by, execution_user, created_at)"
+		   " VALUES (?,?,?, 'queued', ?,?,?,?)",
+		   "ssssssi", t->task_id, s->session_id, s->command, prompt, s->created_by, t->unix_user, daemon_now()) < 0 ||
+	    (s->with_token && issue_task_token(d, t->task_id, s, &token, e) < 0)) {
+		task_run_free(t);
+		return -1;
+	}
+	json_t *params = json_deep_copy(s->params);
+	if (s->with_token) /* the prompt payload names its task */
+		json_object_set_new(params, "taskId", json_string(t->task_id));
+	t->payload = build_payload(d, s->command, params, s->execution_user, token);
+	json_decref(params);
+	if (token)
+		explicit_bzero(token, strlen(token));
+	*task_id = xstrdup(t->task_id);
+	struct task_run **tail = &queued_runs;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = t;
+	start_queued(d);
+	return 0;
+}
+
+/* The error a finished run ends with, or NULL when it succeeded. */
+static const struct err *run_error(struct task_run *t, struct err *scratch)
+{
+	if (t->cancelled) {
+		err_set(scratch, E_CANCELLED, "cancelled");
+		return scratch;
+	}
+	if (t->failed)
+		return &t->error;
+	json_t *r = t->res.result;
+	if (json_is_true(json_object_get(r, "success")))
+		return NULL;
+	json_t *eo = json_object_get(r, "error");
+	const char *message = json_string_value(json_object_get(eo, "message"));
+	err_setd(scratch, err_code_intern(json_string_value(json_object_get(eo, "code"))),
+		 json_incref(json_object_get(eo, "details")), "%s", message ? message : "the executor failed");
+	return scratch;
+}
+
+static void finish_run(struct daemon *d, struct task_run *t)
+{
+	pthread_join(t->thread, NULL);
+	struct err scratch = ERR_INIT, e = ERR_INIT;
+	const struct err *failure = run_error(t, &scratch);
+	const char *status = !failure ? "completed" : t->cancelled ? "cancelled" : "failed";
+	json_t *data = failure ? NULL : json_object_get(t->res.result, "data");
+	_cleanup_free_ char *result_text = data ? json_to_compact(data) : NULL;
+	json_t *err_json = failure ? err_to_json(failure) : NULL;
+	_cleanup_free_ char *error_text = err_json ? json_to_compact(err_json) : NULL;
+	if (db_run(d->db, &e, "UPDATE tasks SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?", "sssis",
+		   status, result_text, error_text, daemon_now(), t->task_id) < 0)
+		log_error("task %s: %s", t->task_id, e.message);
+	db_run(d->db, &e, "UPDATE tokens SET revoked_at = ? WHERE task_id = ? AND revoked_at IS NULL", "is", daemon_now(),
+	       t->task_id);
+	daemon_audit(d, t->unix_user, t->command, t->task_id, status,
+		     json_pack("{s:i,s:O?}", "exitStatus", t->res.exit_status, "error", err_json));
+	if (t->on_done)
+		t->on_done(d, t->task_id, data, failure, t->arg);
+	json_t *event = json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", status, "command", t->command);
+	if (err_json)
+		json_object_set(event, "error", err_json);
+	daemon_broadcast(d, "task.updated", event);
+	if (err_json)
+		json_decref(err_json);
+	err_clear(&scratch);
+	err_clear(&e);
+}
+
+void daemon_collect_finished(struct daemon *d)
+{
+	pthread_mutex_lock(&d->done_lock);
+	struct task_run *done = d->done;
+	d->done = NULL;
+	pthread_mutex_unlock(&d->done_lock);
+	while (done) {
+		struct task_run *t = done;
+		done = t->next;
+		for (struct task_run **p = &d->running; *p; p = &(*p)->next)
+			if (*p == t) {
+				*p = t->next;
+				d->nrunning--;
+				break;
+			}
+		finish_run(d, t);
+		task_run_free(t);
+	}
+	start_queued(d);
+}
+
+int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e)
+{
+	for (struct task_run **p = &queued_runs; *p; p = &(*p)->next)
+		if (!strcmp((*p)->task_id, task_id)) {
+			struct task_run *t = *p;
+			*p = t->next;
+			t->cancelled = 1;
+			pthread_mutex_lock(&d->done_lock);
+			t->next = d->done;
+			d->done = t;
+			pthread_mutex_unlock(&d->done_lock);
+			loop_wake(d->loop);
+			return 0;
+		}
+	for (struct task_run *t = d->running; t; t = t->next)
+		if (!strcmp(t->task_id, task_id)) {
+			t->cancelled = 1;
+			pid_t pid = __atomic_load_n(&t->pid, __ATOMIC_ACQUIRE);
+			if (pid > 0)
+				kill(-pid, SIGTERM); /* the executor leads its own process group */
+			return 0;
+		}
+	return err_set(e, E_NOT_FOUND, "task %s is not queued or running", task_id);
+}
+
+void daemon_cancel_all(struct daemon *d)
+{
+	while (queued_runs) {
+		struct err e = ERR_INIT;
+		daemon_task_cancel(d, queued_runs->task_id, &e);
+		err_clear(&e);
+	}
+	for (struct task_run *t = d->running; t; t = t->next) {
+		struct err e = ERR_INIT;
+		daemon_task_cancel(d, t->task_id, &e);
+		err_clear(&e);
+	}
+}

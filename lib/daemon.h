@@ -1,0 +1,98 @@
+/* daemon.h — the trusted control plane's state and lifecycle (SPEC §4): AGOR_HOME and its secrets, the
+ * database, the listeners, the task queue that runs executors, and the events pushed to subscribers.
+ * Never executes untrusted code and never opens the data home: every git or file change is an executor
+ * payload run through lib/spawn on a worker thread; the database is touched on the loop thread only.
+ */
+#ifndef AGOR_DAEMON_H
+#define AGOR_DAEMON_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "db.h"
+#include "err.h"
+#include "loop.h"
+#include "paths.h"
+
+struct net_server;
+struct net_conn;
+struct task_run;
+
+struct daemon {
+	struct config *cfg;
+	struct agor_paths paths;
+	struct db *db;
+	struct loop *loop;
+	struct net_server *server;
+	uint8_t jwt_secret[32];
+	uint8_t master_key[32];
+	char *self_path;   /* this agor binary: what executors run */
+	char *daemon_user; /* the Unix user the daemon runs as */
+	uid_t uid;
+	char *owner_id;	   /* the agor user mapped to the daemon's own uid */
+	int stopping;
+	int lock_fd;  /* run/daemon.lock, flocked for the daemon's lifetime */
+	int ready_fd; /* when detached: the pipe to the waiting parent ("R" once serving), else -1 */
+
+	struct task_run *running; /* executors in flight (list) */
+	int nrunning;
+	pthread_mutex_t done_lock;
+	struct task_run *done; /* finished by workers, waiting for the loop thread */
+
+	struct net_conn **subscribers;
+	size_t nsubscribers, subscribers_alloc;
+	uint64_t events_sent;
+};
+
+/* Everything up to the listeners: home, secrets, database, crash recovery. */
+int daemon_init(struct daemon *d, struct config *cfg, struct err *e);
+/* Opens the listeners and runs the loop until SIGTERM/SIGINT; SIGHUP reopens logs. */
+int daemon_run(struct daemon *d, struct err *e);
+void daemon_release(struct daemon *d);
+
+/* A new random id (32 hex characters). */
+char *daemon_new_id(void);
+/* Seconds since the epoch. */
+long long daemon_now(void);
+
+/* Pushes {"type":type,"data":data} to every subscriber (data stolen). */
+void daemon_broadcast(struct daemon *d, const char *type, json_t *data);
+void daemon_subscribe(struct daemon *d, struct net_conn *c);
+void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
+
+/* Records an audit row; failures are logged loudly (never silently dropped). */
+void daemon_audit(struct daemon *d, const char *actor, const char *action, const char *target, const char *outcome,
+		  const json_t *details);
+
+/*
+ * Tasks: every executor run is a task row (queued → running → completed|failed|cancelled).
+ * daemon_task_submit() stores the task and starts it when fewer than max_executors run; `payload` is the
+ * executor payload without asUser/dataHome (the daemon fills them). on_done runs on the loop thread
+ * with the executor's result (or an error) after the task row is updated; it may be NULL.
+ */
+typedef void (*task_done_fn)(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+			     void *arg);
+struct task_spec {
+	const char *command;	  /* the executor command, e.g. "git.clone" */
+	json_t *params;		  /* borrowed */
+	const char *session_id;	  /* NULL for tasks outside sessions */
+	const char *created_by;	  /* agor user id */
+	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
+	const char *worktree_id;
+	int with_token; /* issue a session token bound to this task (prompt tasks) */
+	task_done_fn on_done;
+	void *arg;
+};
+int daemon_task_submit(struct daemon *d, const struct task_spec *spec, char **task_id, struct err *e);
+int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e);
+/* Cancels every queued and running task (shutdown). */
+void daemon_cancel_all(struct daemon *d);
+/* Moves finished runs from the workers to the database (loop thread, after loop_wake). */
+void daemon_collect_finished(struct daemon *d);
+/* Tasks left `running`/`queued` by a previous process become failed: interrupted. Returns how many. */
+int daemon_recover_tasks(struct daemon *d, struct err *e);
+
+#endif

@@ -1,0 +1,720 @@
+/* daemon_methods.c — the client methods of SPEC §4.4 (users, repos, worktrees, sessions, tasks, messages,
+ * events, config, audit). Never lets a caller act as another user; never opens the data home itself.
+ * Every git change is a task run by an executor (lib/daemon.c); rows are written when the executor succeeds. */
+#include <pwd.h>
+#include <string.h>
+
+#include "audit.h"
+#include "crypto.h"
+#include "daemon.h"
+#include "daemon_methods.h"
+#include "json.h"
+#include "log.h"
+#include "payload.h"
+#include "rpc.h"
+#include "unixmode.h"
+#include "banned.h"
+
+/* --- params and identity ------------------------------------------------------------------ */
+
+static int need_str(json_t *params, const char *key, const char **out, struct err *e)
+{
+	json_t *v = json_object_get(params, key);
+	if (!json_is_string(v) || !json_string_length(v))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: required (a non-empty string)", key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static const char *opt_str(json_t *params, const char *key)
+{
+	return json_get_str(params, key);
+}
+
+static int opt_bool(json_t *params, const char *key, int dflt)
+{
+	json_t *v = json_object_get(params, key);
+	return json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+static struct daemon *D(struct rpc_ctx *rc) { return rc->app; }
+static struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
+
+static int need_user(struct rpc_ctx *rc, struct err *e)
+{
+	if (P(rc)->user_id)
+		return 0;
+	return err_set(e, E_AUTH_FAILED, "this connection is not an agor user (uid %u has none: an admin runs "
+					 "`agor user create NAME --unix-user LOGIN`)", (unsigned)P(rc)->uid);
+}
+
+static int need_admin(struct rpc_ctx *rc, struct err *e)
+{
+	if (need_user(rc, e) < 0)
+		return -1;
+	return P(rc)->is_admin ? 0 : err_set(e, E_PERMISSION_DENIED, "only an admin may do this");
+}
+
+static json_t *one_row(struct daemon *d, struct err *e, const char *what, const char *sql, const char *id)
+{
+	json_t *row = db_query_one(d->db, e, sql, "s", id);
+	if (row && json_is_null(row)) {
+		json_decref(row);
+		err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no %s with id %s", what, id);
+		return NULL;
+	}
+	return row;
+}
+
+/* --- deferred replies --------------------------------------------------------------------- */
+
+struct pending_reply {
+	struct daemon_peer *peer; /* NULL once the connection closed */
+	json_t *id;
+	json_t *extra; /* merged into the reply */
+	char *kind;    /* "repo" | "worktree" | "worktree.remove" */
+	char *row_id;
+};
+
+/* Answers a deferred call (result is stolen). */
+static void send_reply(struct pending_reply *pr, const char *task_id, json_t *result, const struct err *error)
+{
+	if (!pr->peer || !pr->id) {
+		if (result)
+			json_decref(result);
+		return;
+	}
+	char *text;
+	if (error) {
+		text = rpc_error_text(pr->id, error);
+	} else {
+		json_t *r = json_pack("{s:s}", "task_id", task_id);
+		if (result)
+			json_object_update(r, result);
+		text = rpc_result_text(pr->id, r);
+	}
+	if (result)
+		json_decref(result);
+	daemon_peer_send(pr->peer, text);
+	free(text);
+}
+
+static void pending_free(struct pending_reply *pr)
+{
+	if (pr->peer)
+		daemon_peer_forget(pr->peer, pr);
+	if (pr->id)
+		json_decref(pr->id);
+	if (pr->extra)
+		json_decref(pr->extra);
+	free(pr->kind);
+	free(pr->row_id);
+	free(pr);
+}
+
+static struct pending_reply *pending_new(struct rpc_ctx *rc, int wait, const char *kind, json_t *extra)
+{
+	struct pending_reply *pr = xcalloc(1, sizeof(*pr));
+	pr->kind = xstrdup(kind);
+	pr->extra = extra;
+	if (wait && rc->id && !rc->in_batch) {
+		pr->id = json_incref(rc->id);
+		pr->peer = P(rc);
+		daemon_peer_remember(pr->peer, pr);
+	}
+	return pr;
+}
+
+void daemon_pending_detach(void *pending)
+{
+	((struct pending_reply *)pending)->peer = NULL;
+}
+
+/* --- users --------------------------------------------------------------------------------- */
+
+static int users_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *name, *unix_user = opt_str(params, "unix_username"), *role = opt_str(params, "role");
+	if (need_admin(rc, e) < 0 || need_str(params, "name", &name, e) < 0)
+		return -1;
+	if (unix_user && !payload_valid_user_name(unix_user))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "unix_username"),
+				"params.unix_username: not a valid Unix user name (^[a-z_][a-z0-9_-]{0,31}$)");
+	if (role && strcmp(role, "admin") && strcmp(role, "member"))
+		return err_set(e, E_INVALID_PAYLOAD, "params.role: expected admin or member");
+	struct passwd *pw = unix_user ? getpwnam(unix_user) : NULL;
+	char uid[16];
+	snprintf(uid, sizeof(uid), "%u", pw ? (unsigned)pw->pw_uid : 0);
+	_cleanup_free_ char *id = daemon_new_id();
+	if (db_run(D(rc)->db, e, "INSERT INTO users (id, name, unix_username, unix_uid, role, created_at) VALUES (?,?,?,?,?,?)",
+		   "sssssi", id, name, unix_user, pw ? uid : NULL, role ? role : "member", daemon_now()) < 0) {
+		if (strstr(e->message, "UNIQUE"))
+			err_set(e, E_ALREADY_EXISTS, "a user with that name or Unix account already exists");
+		return -1;
+	}
+	daemon_audit(D(rc), P(rc)->user_id, "users.create", id, "ok", json_pack("{s:s,s:s?}", "name", name, "unix_username", unix_user));
+	*result = one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ?", id);
+	return *result ? 0 : -1;
+}
+
+static int users_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (need_user(rc, e) < 0)
+		return -1;
+	*result = db_query_json(D(rc)->db, e, "SELECT * FROM users ORDER BY created_at, name", "");
+	return *result ? 0 : -1;
+}
+
+static int users_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	*result = one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ? OR name = ?", id);
+	return *result ? 0 : -1;
+}
+
+/* --- execution user --------------------------------------------------------------------- */
+
+static int execution_user_for(struct daemon *d, const char *creator_id, const char **user, struct err *e)
+{
+	json_t *creator = one_row(d, e, "user", "SELECT * FROM users WHERE id = ?", creator_id);
+	if (!creator)
+		return -1;
+	static const enum unix_mode modes[] = { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT };
+	struct unix_mode_settings s = { .mode = modes[d->cfg->execution.unix_user_mode], .daemon_user = d->daemon_user,
+					.executor_user = d->cfg->execution.executor_unix_user };
+	struct unix_mode_creator c = { .label = json_string_value(json_object_get(creator, "name")),
+				       .unix_username = json_string_value(json_object_get(creator, "unix_username")) };
+	const char *chosen;
+	int rc = unix_mode_execution_user(&s, &c, &chosen, e);
+	if (rc == 0)
+		*user = xstrdup(chosen);
+	json_decref(creator);
+	return rc;
+}
+
+/* --- repos ---------------------------------------------------------------------------------- */
+
+static void repo_cloned(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+{
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	json_t *row = NULL;
+	if (!error) {
+		const char *branch = json_get_str(data, "defaultBranch");
+		if (db_run(d->db, &e, "INSERT INTO repos (id, url, path, default_branch, created_by, created_at) VALUES (?,?,?,?,?,?)",
+			   "sssssi", pr->row_id, json_get_str(data, "url"), json_get_str(data, "path"), branch,
+			   json_get_str(pr->extra, "created_by"), daemon_now()) >= 0)
+			row = one_row(d, &e, "repo", "SELECT * FROM repos WHERE id = ?", pr->row_id);
+		if (row)
+			daemon_broadcast(d, "repo.created", json_incref(row));
+	}
+	send_reply(pr, task_id, row ? json_pack("{s:O}", "repo", row) : NULL, error ? error : err_is_set(&e) ? &e : NULL);
+	if (row)
+		json_decref(row);
+	err_clear(&e);
+	pending_free(pr);
+}
+
+static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *url;
+	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	if (need_user(rc, e) < 0 || need_str(params, "url", &url, e) < 0 ||
+	    execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e) < 0)
+		return -1;
+	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
+	if (opt_str(params, "branch"))
+		json_object_set_new(exec_params, "branch", json_string(opt_str(params, "branch")));
+	int wait = opt_bool(params, "wait", 1);
+	struct pending_reply *pr = pending_new(rc, wait, "repo", json_pack("{s:s}", "created_by", P(rc)->user_id));
+	pr->row_id = daemon_new_id();
+	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
+				  .execution_user = user, .on_done = repo_cloned, .arg = pr };
+	int rv = daemon_task_submit(D(rc), &spec, &task_id, e);
+	json_decref(exec_params);
+	if (rv < 0) {
+		pending_free(pr);
+		return -1;
+	}
+	if (pr->peer)
+		return RPC_DEFERRED;
+	*result = json_pack("{s:s}", "task_id", task_id);
+	return 0;
+}
+
+static int repos_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (need_user(rc, e) < 0)
+		return -1;
+	*result = db_query_json(D(rc)->db, e, "SELECT * FROM repos ORDER BY created_at", "");
+	return *result ? 0 : -1;
+}
+
+static int repos_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	*result = one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ?", id);
+	return *result ? 0 : -1;
+}
+
+static int repos_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_admin(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	json_t *n = db_query_one(D(rc)->db, e, "SELECT count(*) AS n FROM worktrees WHERE repo_id = ?", "s", id);
+	if (!n)
+		return -1;
+	long long count = json_integer_value(json_object_get(n, "n"));
+	json_decref(n);
+	if (count)
+		return err_set(e, E_ALREADY_EXISTS, "repo %s still has %lld worktree(s): remove them first", id, count);
+	int changed = db_run(D(rc)->db, e, "DELETE FROM repos WHERE id = ?", "s", id);
+	if (changed < 0)
+		return -1;
+	if (!changed)
+		return err_set(e, E_NOT_FOUND, "no repo with id %s", id);
+	daemon_audit(D(rc), P(rc)->user_id, "repos.remove", id, "ok", NULL);
+	*result = json_pack("{s:b}", "removed", 1);
+	return 0;
+}
+
+/* --- worktrees ---------------------------------------------------------------------------- */
+
+/* "<org>/<repo>" from a repository path ".../<org>/<repo>.git". */
+static char *org_repo_of(const char *repo_path)
+{
+	_cleanup_free_ char *copy = xstrdup(repo_path);
+	size_t n = strlen(copy);
+	if (n > 4 && !strcmp(copy + n - 4, ".git"))
+		copy[n - 4] = '\0';
+	char *repo = strrchr(copy, '/');
+	if (!repo)
+		return xstrdup(copy);
+	*repo++ = '\0';
+	char *org = strrchr(copy, '/');
+	return xasprintf("%s/%s", org ? org + 1 : copy, repo);
+}
+
+static void worktree_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+{
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	json_t *row = NULL;
+	const char *creator = json_get_str(pr->extra, "created_by");
+	if (!error &&
+	    db_run(d->db, &e, "INSERT INTO worktrees (id, repo_id, name, path, branch, created_by, created_at) VALUES (?,?,?,?,?,?,?)",
+		   "ssssssi", pr->row_id, json_get_str(pr->extra, "repo_id"), json_get_str(data, "worktreeName"),
+		   json_get_str(data, "worktreePath"), json_get_str(data, "branch"), creator, daemon_now()) >= 0 &&
+	    db_run(d->db, &e, "INSERT INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss", pr->row_id, creator) >= 0)
+		row = one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
+	if (row)
+		daemon_broadcast(d, "worktree.created", json_incref(row));
+	send_reply(pr, task_id, row ? json_pack("{s:O}", "worktree", row) : NULL, error ? error : err_is_set(&e) ? &e : NULL);
+	if (row)
+		json_decref(row);
+	err_clear(&e);
+	pending_free(pr);
+}
+
+static json_t *worktree_add_params(json_t *params, const char *repo_path, const char *name, const char *path)
+{
+	json_t *p = json_pack("{s:s,s:s,s:s}", "repoPath", repo_path, "worktreeName", name, "worktreePath", path);
+	static const char *const copy[][2] = { { "branch", "branch" }, { "source_branch", "sourceBranch" } };
+	for (size_t i = 0; i < ARRAY_SIZE(copy); i++)
+		if (opt_str(params, copy[i][0]))
+			json_object_set_new(p, copy[i][1], json_string(opt_str(params, copy[i][0])));
+	if (json_is_boolean(json_object_get(params, "create_branch")))
+		json_object_set(p, "createBranch", json_object_get(params, "create_branch"));
+	return p;
+}
+
+static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *repo_id, *name;
+	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	if (need_user(rc, e) < 0 || need_str(params, "repo_id", &repo_id, e) < 0 || need_str(params, "name", &name, e) < 0)
+		return -1;
+	json_t *repo = one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ? OR url = ?", repo_id);
+	if (!repo)
+		return -1;
+	const char *repo_path = json_get_str(repo, "path");
+	_cleanup_free_ char *org_repo = org_repo_of(repo_path);
+	_cleanup_free_ char *path = xasprintf("%s/%s", org_repo, name);
+	json_t *exec_params = worktree_add_params(params, repo_path, name, path);
+	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree",
+					       json_pack("{s:s,s:O}", "created_by", P(rc)->user_id, "repo_id", json_object_get(repo, "id")));
+	pr->row_id = daemon_new_id();
+	int rv = execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e);
+	if (rv == 0) {
+		struct task_spec spec = { .command = "git.worktree.add", .params = exec_params, .created_by = P(rc)->user_id,
+					  .execution_user = user, .worktree_id = pr->row_id, .on_done = worktree_added, .arg = pr };
+		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
+	}
+	json_decref(exec_params);
+	json_decref(repo);
+	if (rv < 0) {
+		pending_free(pr);
+		return -1;
+	}
+	if (pr->peer)
+		return RPC_DEFERRED;
+	*result = json_pack("{s:s,s:s}", "task_id", task_id, "worktree_id", pr->row_id);
+	return 0;
+}
+
+static void worktree_removed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+{
+	(void)data;
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	if (!error && db_run(d->db, &e, "DELETE FROM worktrees WHERE id = ?", "s", pr->row_id) >= 0)
+		daemon_broadcast(d, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
+	send_reply(pr, task_id, error ? NULL : json_pack("{s:b}", "removed", 1), error ? error : err_is_set(&e) ? &e : NULL);
+	err_clear(&e);
+	pending_free(pr);
+}
+
+static int owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e)
+{
+	json_t *row = db_query_one(d->db, e, "SELECT 1 AS yes FROM worktree_owners WHERE worktree_id = ? AND user_id = ?",
+				   "ss", worktree_id, user_id);
+	int owns = row && !json_is_null(row);
+	if (row)
+		json_decref(row);
+	return owns;
+}
+
+static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
+	if (!wt)
+		return -1;
+	int rv = 0;
+	if (!P(rc)->is_admin && !owns_worktree(D(rc), id, P(rc)->user_id, e))
+		rv = err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may remove it", id);
+	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", opt_bool(params, "force", 0));
+	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.remove", NULL);
+	pr->row_id = xstrdup(id);
+	if (rv == 0)
+		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
+	if (rv == 0) {
+		struct task_spec spec = { .command = "git.worktree.remove", .params = exec_params, .created_by = P(rc)->user_id,
+					  .execution_user = user, .worktree_id = id, .on_done = worktree_removed, .arg = pr };
+		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
+	}
+	json_decref(exec_params);
+	json_decref(wt);
+	if (rv < 0) {
+		pending_free(pr);
+		return -1;
+	}
+	if (pr->peer)
+		return RPC_DEFERRED;
+	*result = json_pack("{s:s}", "task_id", task_id);
+	return 0;
+}
+
+static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	if (need_user(rc, e) < 0)
+		return -1;
+	const char *repo = opt_str(params, "repo_id");
+	*result = repo ? db_query_json(D(rc)->db, e, "SELECT * FROM worktrees WHERE repo_id = ? ORDER BY created_at", "s", repo)
+		       : db_query_json(D(rc)->db, e, "SELECT * FROM worktrees ORDER BY created_at", "");
+	return *result ? 0 : -1;
+}
+
+static int worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	*result = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ? OR name = ?", id);
+	return *result ? 0 : -1;
+}
+
+/* --- tasks, messages, events, config, audit ---------------------------------------------- */
+
+static int tasks_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	*result = one_row(D(rc), e, "task", "SELECT * FROM tasks WHERE id = ?", id);
+	return *result ? 0 : -1;
+}
+
+static int tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	if (need_user(rc, e) < 0)
+		return -1;
+	const char *status = opt_str(params, "status");
+	*result = status ? db_query_json(D(rc)->db, e, "SELECT * FROM tasks WHERE status = ? ORDER BY created_at DESC LIMIT 500", "s", status)
+			 : db_query_json(D(rc)->db, e, "SELECT * FROM tasks ORDER BY created_at DESC LIMIT 500", "");
+	return *result ? 0 : -1;
+}
+
+static int tasks_cancel(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0 || daemon_task_cancel(D(rc), id, e) < 0)
+		return -1;
+	daemon_audit(D(rc), P(rc)->user_id, "tasks.cancel", id, "ok", NULL);
+	*result = json_pack("{s:b}", "cancelling", 1);
+	return 0;
+}
+
+static int messages_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	if (need_user(rc, e) < 0)
+		return -1;
+	const char *task = opt_str(params, "task_id"), *session = opt_str(params, "session_id");
+	json_int_t after = json_integer_value(json_object_get(params, "after"));
+	if (!task == !session)
+		return err_set(e, E_INVALID_PAYLOAD, "give exactly one of params.task_id and params.session_id");
+	*result = task ? db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE task_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", task, (long long)after)
+		       : db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", session, (long long)after);
+	return *result ? 0 : -1;
+}
+
+static int events_subscribe(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (need_user(rc, e) < 0)
+		return -1;
+	daemon_peer_subscribe(P(rc));
+	*result = json_pack("{s:b}", "subscribed", 1);
+	return 0;
+}
+
+static int config_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (need_user(rc, e) < 0)
+		return -1;
+	*result = config_to_json(D(rc)->cfg);
+	return 0;
+}
+
+static int audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	if (need_admin(rc, e) < 0)
+		return -1;
+	json_int_t after = json_integer_value(json_object_get(params, "after"));
+	*result = db_query_json(D(rc)->db, e, "SELECT * FROM audit_log WHERE id > ? ORDER BY id LIMIT 1000", "i", (long long)after);
+	return *result ? 0 : -1;
+}
+
+static int audit_verify_method(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	struct audit_report r;
+	if (need_admin(rc, e) < 0 || audit_verify(D(rc)->db, &r, e) < 0)
+		return -1;
+	*result = json_pack("{s:b,s:I,s:I,s:s}", "ok", r.first_bad_id == 0, "rows", (json_int_t)r.rows, "firstBadId",
+			    (json_int_t)r.first_bad_id, "reason", r.reason);
+	return 0;
+}
+
+/* --- sessions ------------------------------------------------------------------------------ */
+
+static const char *const tools[] = { "claude-code", "codex", "gemini", "opencode", NULL };
+static const char *const permission_modes[] = { "default", "acceptEdits", "bypassPermissions", "plan", NULL };
+
+static int one_of(const char *value, const char *const *allowed)
+{
+	for (; *allowed; allowed++)
+		if (!strcmp(value, *allowed))
+			return 1;
+	return 0;
+}
+
+static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *wt_id, *tool, *mode = opt_str(params, "permission_mode");
+	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &wt_id, e) < 0 || need_str(params, "tool", &tool, e) < 0)
+		return -1;
+	if (!one_of(tool, tools))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "tool"),
+				"params.tool: expected one of claude-code|codex|gemini|opencode");
+	if (mode && !one_of(mode, permission_modes))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "permission_mode"),
+				"params.permission_mode: expected one of default|acceptEdits|bypassPermissions|plan");
+	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ? OR name = ?", wt_id);
+	if (!wt)
+		return -1;
+	_cleanup_free_ char *id = daemon_new_id();
+	int rv = db_run(D(rc)->db, e,
+			"INSERT INTO sessions (id, worktree_id, tool, permission_mode, created_by, created_at) VALUES (?,?,?,?,?,?)",
+			"sssssi", id, json_get_str(wt, "id"), tool, mode ? mode : "default", P(rc)->user_id, daemon_now());
+	json_decref(wt);
+	if (rv < 0)
+		return -1;
+	daemon_audit(D(rc), P(rc)->user_id, "sessions.create", id, "ok", json_pack("{s:s}", "tool", tool));
+	*result = one_row(D(rc), e, "session", "SELECT * FROM sessions WHERE id = ?", id);
+	return *result ? 0 : -1;
+}
+
+static int sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (need_user(rc, e) < 0)
+		return -1;
+	*result = db_query_json(D(rc)->db, e, "SELECT * FROM sessions ORDER BY created_at", "");
+	return *result ? 0 : -1;
+}
+
+static int sessions_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	*result = one_row(D(rc), e, "session", "SELECT * FROM sessions WHERE id = ?", id);
+	return *result ? 0 : -1;
+}
+
+/* A session's executions run as its creator's execution user, whoever prompts (SPEC §4.4). */
+static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *sid, *prompt;
+	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	if (need_user(rc, e) < 0 || need_str(params, "session_id", &sid, e) < 0 || need_str(params, "prompt", &prompt, e) < 0)
+		return -1;
+	json_t *s = one_row(D(rc), e, "session",
+			    "SELECT s.*, w.path AS cwd FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?", sid);
+	if (!s)
+		return -1;
+	int rv = execution_user_for(D(rc), json_get_str(s, "created_by"), (const char **)&user, e);
+	if (rv == 0) {
+		json_t *p = json_pack("{s:s,s:s,s:O,s:O,s:O}", "sessionId", sid, "prompt", prompt, "tool", json_object_get(s, "tool"),
+				      "permissionMode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"));
+		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
+					  .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
+		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
+		json_decref(p);
+	}
+	if (rv == 0) {
+		daemon_audit(D(rc), P(rc)->user_id, "sessions.prompt", task_id, "ok", json_pack("{s:s}", "session_id", sid));
+		*result = json_pack("{s:s}", "task_id", task_id);
+	}
+	json_decref(s);
+	return rv;
+}
+
+/* --- API keys (values sealed with the master key; never returned) ---------------------------- */
+
+static int api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *service, *value;
+	if (need_admin(rc, e) < 0 || need_str(params, "service", &service, e) < 0 || need_str(params, "value", &value, e) < 0)
+		return -1;
+	struct strbuf sealed = STRBUF_INIT;
+	int rv = crypto_seal(D(rc)->master_key, value, strlen(value), service, strlen(service), &sealed, e);
+	if (rv == 0)
+		rv = db_run(D(rc)->db, e,
+			    "INSERT INTO api_keys (service, sealed, created_at, updated_at) VALUES (?,?,?,?)"
+			    " ON CONFLICT(service) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
+			    "sbii", service, sealed.buf, sealed.len, daemon_now(), daemon_now()) < 0 ? -1 : 0;
+	strbuf_release(&sealed);
+	if (rv == 0) {
+		daemon_audit(D(rc), P(rc)->user_id, "api_keys.set", service, "ok", NULL);
+		*result = json_pack("{s:s,s:b}", "service", service, "stored", 1);
+	}
+	return rv;
+}
+
+static int api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (need_admin(rc, e) < 0)
+		return -1;
+	*result = db_query_json(D(rc)->db, e, "SELECT service, created_at, updated_at FROM api_keys ORDER BY service", "");
+	return *result ? 0 : -1;
+}
+
+static int api_keys_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *service;
+	if (need_admin(rc, e) < 0 || need_str(params, "service", &service, e) < 0)
+		return -1;
+	int n = db_run(D(rc)->db, e, "DELETE FROM api_keys WHERE service = ?", "s", service);
+	if (n < 0)
+		return -1;
+	if (!n)
+		return err_set(e, E_NOT_FOUND, "no API key is set for %s", service);
+	daemon_audit(D(rc), P(rc)->user_id, "api_keys.remove", service, "ok", NULL);
+	*result = json_pack("{s:b}", "removed", 1);
+	return 0;
+}
+
+static int ping(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)rc;
+	(void)params;
+	(void)e;
+	*result = json_pack("{s:b}", "pong", 1);
+	return 0;
+}
+
+static const struct rpc_method client_methods[] = {
+	{ "api_keys.list", api_keys_list },
+	{ "api_keys.remove", api_keys_remove },
+	{ "api_keys.set", api_keys_set },
+	{ "audit.list", audit_list },
+	{ "audit.verify", audit_verify_method },
+	{ "config.get", config_get },
+	{ "events.subscribe", events_subscribe },
+	{ "messages.list", messages_list },
+	{ "ping", ping },
+	{ "repos.clone", repos_clone },
+	{ "repos.get", repos_get },
+	{ "repos.list", repos_list },
+	{ "repos.remove", repos_remove },
+	{ "sessions.create", sessions_create },
+	{ "sessions.get", sessions_get },
+	{ "sessions.list", sessions_list },
+	{ "sessions.prompt", sessions_prompt },
+	{ "tasks.cancel", tasks_cancel },
+	{ "tasks.get", tasks_get },
+	{ "tasks.list", tasks_list },
+	{ "users.create", users_create },
+	{ "users.get", users_get },
+	{ "users.list", users_list },
+	{ "worktrees.add", worktrees_add },
+	{ "worktrees.get", worktrees_get },
+	{ "worktrees.list", worktrees_list },
+	{ "worktrees.remove", worktrees_remove },
+};
+
+/* Client methods and the executor methods of daemon_executor.c, in one table. */
+static const struct rpc_method *all_methods(size_t *n)
+{
+	static struct rpc_method all[ARRAY_SIZE(client_methods) + 16];
+	static size_t count;
+	if (!count) {
+		memcpy(all, client_methods, sizeof(client_methods));
+		count = ARRAY_SIZE(client_methods);
+		for (size_t i = 0; i < daemon_executor_nmethods && count < ARRAY_SIZE(all); i++)
+			all[count++] = daemon_executor_methods[i];
+	}
+	*n = count;
+	return all;
+}
+
+char *daemon_handle_message(struct daemon *d, struct daemon_peer *peer, const char *msg, size_t len)
+{
+	size_t n;
+	const struct rpc_method *methods = all_methods(&n);
+	return rpc_process(methods, n, d, peer, msg, len);
+}

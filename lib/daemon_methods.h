@@ -1,0 +1,42 @@
+/* daemon_methods.h — the glue between the daemon's transports and its JSON-RPC methods: who is calling
+ * (struct daemon_peer), replies that come later, and event subscriptions.
+ * Never decides a caller's identity from anything the caller says: only SO_PEERCRED or a verified token. */
+#ifndef AGOR_DAEMON_METHODS_H
+#define AGOR_DAEMON_METHODS_H
+
+#include <sys/types.h>
+
+#include "daemon.h"
+#include "rpc.h"
+#include "strbuf.h"
+
+struct daemon_peer {
+	struct daemon *d;
+	struct net_conn *conn;
+	uid_t uid;	/* SO_PEERCRED on the Unix socket; (uid_t)-1 over TCP */
+	pid_t pid;
+	char *user_id;	/* the agor user this connection acts as, or NULL */
+	int is_admin;
+	int subscribed;
+	void **pending;	/* deferred replies waiting on this connection */
+	size_t npending, pending_alloc;
+};
+
+/* The executor methods (SPEC §4.3), authenticated by session tokens (daemon_executor.c). */
+extern const struct rpc_method daemon_executor_methods[];
+extern const size_t daemon_executor_nmethods;
+/* Opens the sealed API key of service into out. */
+int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e);
+
+/* Processes one message from peer; returns the reply text (malloc'd) or NULL. */
+char *daemon_handle_message(struct daemon *d, struct daemon_peer *peer, const char *msg, size_t len);
+
+/* Implemented by the transport glue (daemon_serve.c). */
+void daemon_peer_send(struct daemon_peer *peer, const char *text);
+void daemon_peer_remember(struct daemon_peer *peer, void *pending);
+void daemon_peer_forget(struct daemon_peer *peer, void *pending);
+void daemon_peer_subscribe(struct daemon_peer *peer);
+/* Called for each pending reply when its connection closes. */
+void daemon_pending_detach(void *pending);
+
+#endif

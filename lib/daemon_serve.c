@@ -1,0 +1,276 @@
+/* daemon_serve.c — the daemon's transports (lib/net) glued to its JSON-RPC methods: caller identity from
+ * SO_PEERCRED, deferred replies, event subscribers, /healthz and /metrics, signals and graceful shutdown.
+ * Never trusts what a caller claims about itself; never lets one slow subscriber stall the loop. */
+#include <grp.h>
+#include <signal.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "daemon_methods.h"
+#include "json.h"
+#include "log.h"
+#include "net.h"
+#include "rpc.h"
+#include "banned.h"
+
+#define MAX_MESSAGE (1u << 20)
+
+/* --- peers ---------------------------------------------------------------------------------- */
+
+static void identify(struct daemon *d, struct daemon_peer *p)
+{
+	if (p->uid == 0 || p->uid == d->uid) { /* root and the daemon's own user act as the owner */
+		p->user_id = xstrdup(d->owner_id);
+		p->is_admin = 1;
+		return;
+	}
+	struct err e = ERR_INIT;
+	json_t *row = db_query_one(d->db, &e, "SELECT id, role FROM users WHERE unix_uid = ?", "i", (long long)p->uid);
+	if (row && !json_is_null(row)) {
+		p->user_id = xstrdup(json_string_value(json_object_get(row, "id")));
+		p->is_admin = !strcmp(json_string_value(json_object_get(row, "role")), "admin");
+	}
+	if (row)
+		json_decref(row);
+	err_clear(&e);
+}
+
+static void on_open(struct net_conn *c, void *arg)
+{
+	struct daemon *d = arg;
+	struct daemon_peer *p = xcalloc(1, sizeof(*p));
+	p->d = d;
+	p->conn = c;
+	p->uid = (uid_t)-1;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	if (net_conn_peer_cred(c, &uid, &gid, &pid) == 0) {
+		p->uid = uid;
+		p->pid = pid;
+		identify(d, p);
+	}
+	net_conn_set_data(c, p);
+}
+
+static void on_close(struct net_conn *c, void *arg)
+{
+	struct daemon *d = arg;
+	struct daemon_peer *p = net_conn_get_data(c);
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->npending; i++)
+		daemon_pending_detach(p->pending[i]);
+	if (p->subscribed)
+		daemon_unsubscribe(d, c);
+	free(p->pending);
+	free(p->user_id);
+	free(p);
+	net_conn_set_data(c, NULL);
+}
+
+static void on_message(struct net_conn *c, const char *data, size_t len, void *arg)
+{
+	struct daemon *d = arg;
+	struct daemon_peer *p = net_conn_get_data(c);
+	char *reply = daemon_handle_message(d, p, data, len);
+	if (reply) {
+		net_send(c, reply, strlen(reply));
+		free(reply);
+	} else if (net_conn_kind(c) == NET_CONN_HTTP && !p->npending) {
+		net_send(c, "", 0); /* a POST carrying only notifications still gets its answer: 204 */
+	}
+}
+
+static void on_oversize(struct net_conn *c, void *arg)
+{
+	(void)arg;
+	char *reply = rpc_oversize_text(MAX_MESSAGE);
+	net_send(c, reply, strlen(reply));
+	free(reply);
+}
+
+void daemon_peer_send(struct daemon_peer *peer, const char *text)
+{
+	net_send(peer->conn, text, strlen(text));
+}
+
+void daemon_peer_remember(struct daemon_peer *p, void *pending)
+{
+	if (p->npending == p->pending_alloc) {
+		p->pending_alloc = p->pending_alloc ? p->pending_alloc * 2 : 4;
+		p->pending = xrealloc(p->pending, p->pending_alloc * sizeof(*p->pending));
+	}
+	p->pending[p->npending++] = pending;
+}
+
+void daemon_peer_forget(struct daemon_peer *p, void *pending)
+{
+	for (size_t i = 0; i < p->npending; i++)
+		if (p->pending[i] == pending) {
+			p->pending[i] = p->pending[--p->npending];
+			return;
+		}
+}
+
+void daemon_peer_subscribe(struct daemon_peer *p)
+{
+	if (!p->subscribed)
+		daemon_subscribe(p->d, p->conn);
+	p->subscribed = 1;
+}
+
+/* --- events --------------------------------------------------------------------------------- */
+
+void daemon_subscribe(struct daemon *d, struct net_conn *c)
+{
+	if (d->nsubscribers == d->subscribers_alloc) {
+		d->subscribers_alloc = d->subscribers_alloc ? d->subscribers_alloc * 2 : 8;
+		d->subscribers = xrealloc(d->subscribers, d->subscribers_alloc * sizeof(*d->subscribers));
+	}
+	d->subscribers[d->nsubscribers++] = c;
+}
+
+void daemon_unsubscribe(struct daemon *d, struct net_conn *c)
+{
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (d->subscribers[i] == c) {
+			d->subscribers[i] = d->subscribers[--d->nsubscribers];
+			return;
+		}
+}
+
+void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
+{
+	char *text = rpc_event_text(type, data);
+	size_t len = strlen(text);
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
+	d->events_sent++;
+	free(text);
+}
+
+/* --- /healthz and /metrics ------------------------------------------------------------------ */
+
+static void add_metric(struct strbuf *b, const char *name, const char *type, const char *help, unsigned long long v)
+{
+	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
+}
+
+static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **content_type, void *arg)
+{
+	(void)c;
+	struct daemon *d = arg;
+	if (!strcmp(path, "/healthz")) {
+		*content_type = "application/json";
+		strbuf_addf(body, "{\"status\":\"%s\",\"runningTasks\":%d}", d->stopping ? "stopping" : "ok", d->nrunning);
+		return 200;
+	}
+	if (strcmp(path, "/metrics"))
+		return 404;
+	struct net_stats s;
+	net_server_stats(d->server, &s);
+	*content_type = "text/plain; version=0.0.4";
+	add_metric(body, "agor_connections_open", "gauge", "Open client connections.", s.connections_open);
+	add_metric(body, "agor_connections_total", "counter", "Connections accepted.", s.connections_total);
+	add_metric(body, "agor_messages_in_total", "counter", "Messages received.", s.messages_in);
+	add_metric(body, "agor_messages_out_total", "counter", "Messages sent.", s.messages_out);
+	add_metric(body, "agor_slow_subscribers_dropped_total", "counter", "Connections dropped for not reading.", s.slow_drops);
+	add_metric(body, "agor_oversize_messages_total", "counter", "Messages refused for size.", s.oversize_refusals);
+	add_metric(body, "agor_events_total", "counter", "Events broadcast.", d->events_sent);
+	add_metric(body, "agor_tasks_running", "gauge", "Executors in flight.", (unsigned long long)d->nrunning);
+	return 200;
+}
+
+/* --- lifecycle ------------------------------------------------------------------------------ */
+
+static void maybe_finish_stop(struct daemon *d)
+{
+	if (d->stopping && d->nrunning == 0)
+		loop_stop(d->loop);
+}
+
+static void on_wake(struct loop *l, void *arg)
+{
+	(void)l;
+	daemon_collect_finished(arg);
+	maybe_finish_stop(arg);
+}
+
+static void force_stop(struct loop *l, void *arg)
+{
+	(void)arg;
+	log_warn("executors did not stop in time: exiting anyway");
+	loop_stop(l);
+}
+
+static void on_stop_signal(struct loop *l, int signo, void *arg)
+{
+	struct daemon *d = arg;
+	if (d->stopping)
+		return;
+	log_info("signal %d: stopping (no new connections; cancelling %d running task(s))", signo, d->nrunning);
+	d->stopping = 1;
+	net_server_stop_accepting(d->server);
+	daemon_cancel_all(d);
+	loop_timer_add(l, 10000, force_stop, d);
+	maybe_finish_stop(d);
+}
+
+static void on_hup(struct loop *l, int signo, void *arg)
+{
+	(void)l;
+	(void)signo;
+	(void)arg;
+	if (log_reopen() < 0)
+		log_error("cannot reopen the log file: %m");
+	else
+		log_info("log file reopened");
+}
+
+/* In the isolating modes executors (other users) reach the socket through the agor_users group. */
+static int socket_group(const struct daemon *d, gid_t *gid)
+{
+	if (d->cfg->execution.unix_user_mode == CONFIG_MODE_SIMPLE)
+		return 0;
+	struct group *g = getgrnam("agor_users");
+	if (!g)
+		return 0;
+	*gid = g->gr_gid;
+	return 1;
+}
+
+int daemon_run(struct daemon *d, struct err *e)
+{
+	signal(SIGPIPE, SIG_IGN);
+	struct net_server_config sc = {
+		.unix_path = d->cfg->daemon.socket_path,
+		.unix_mode = 0660,
+		.tcp_host = d->cfg->daemon.host,
+		.tcp_port = d->cfg->daemon.port ? d->cfg->daemon.port : NET_TCP_EPHEMERAL,
+		.max_message = MAX_MESSAGE,
+		.out_high_water = 8u << 20,
+	};
+	sc.unix_gid_set = socket_group(d, &sc.unix_gid);
+	struct net_callbacks cb = { .arg = d, .on_open = on_open, .on_close = on_close, .on_message = on_message,
+				    .on_oversize = on_oversize, .on_http_get = on_http_get };
+	if (loop_add_signal(d->loop, SIGTERM, on_stop_signal, d, e) < 0 ||
+	    loop_add_signal(d->loop, SIGINT, on_stop_signal, d, e) < 0 ||
+	    loop_add_signal(d->loop, SIGHUP, on_hup, d, e) < 0 || loop_set_wake(d->loop, on_wake, d, e) < 0)
+		return -1;
+	d->server = net_server_start(d->loop, &sc, &cb, e);
+	if (!d->server)
+		return -1;
+	log_info("serving on %s and http://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tcp_host, net_server_tcp_port(d->server),
+		 (int)getpid(), config_user_mode_name(d->cfg->execution.unix_user_mode));
+	if (d->ready_fd >= 0) {
+		(void)!write(d->ready_fd, "R", 1);
+		close(d->ready_fd);
+		d->ready_fd = -1;
+	}
+	int rc = loop_run(d->loop, e);
+	net_server_free(d->server);
+	d->server = NULL;
+	log_info("stopped");
+	return rc;
+}

@@ -1,0 +1,270 @@
+/* db.c — SQLite open, pragmas, migrations and statement helpers (db.h).
+ * Never builds SQL from values; never leaves a migration half applied. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "db.h"
+#include "paths.h"
+#include "banned.h"
+
+/* Each entry is one schema step; never edit a released step, append a new one. */
+static const char *const migrations[] = {
+	/* 1: the first schema */
+	"CREATE TABLE users ("
+	"  id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, unix_username TEXT UNIQUE,"
+	"  unix_uid INTEGER UNIQUE, role TEXT NOT NULL DEFAULT 'member', created_at INTEGER NOT NULL);"
+	"CREATE TABLE repos ("
+	"  id TEXT PRIMARY KEY, url TEXT NOT NULL, path TEXT NOT NULL UNIQUE, default_branch TEXT,"
+	"  created_by TEXT REFERENCES users(id), created_at INTEGER NOT NULL);"
+	"CREATE TABLE worktrees ("
+	"  id TEXT PRIMARY KEY, repo_id TEXT NOT NULL REFERENCES repos(id), name TEXT NOT NULL,"
+	"  path TEXT NOT NULL UNIQUE, branch TEXT, created_by TEXT REFERENCES users(id),"
+	"  others_can TEXT NOT NULL DEFAULT 'none', others_fs_access TEXT NOT NULL DEFAULT 'none',"
+	"  created_at INTEGER NOT NULL, UNIQUE (repo_id, name));"
+	"CREATE TABLE worktree_owners ("
+	"  worktree_id TEXT NOT NULL REFERENCES worktrees(id) ON DELETE CASCADE,"
+	"  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, PRIMARY KEY (worktree_id, user_id));"
+	"CREATE TABLE sessions ("
+	"  id TEXT PRIMARY KEY, worktree_id TEXT NOT NULL REFERENCES worktrees(id), tool TEXT NOT NULL,"
+	"  permission_mode TEXT NOT NULL DEFAULT 'default', created_by TEXT NOT NULL REFERENCES users(id),"
+	"  agent_session_id TEXT, created_at INTEGER NOT NULL);"
+	"CREATE TABLE tasks ("
+	"  id TEXT PRIMARY KEY, session_id TEXT REFERENCES sessions(id), command TEXT NOT NULL,"
+	"  status TEXT NOT NULL CHECK (status IN ('queued','running','completed','failed','cancelled')),"
+	"  prompt TEXT, created_by TEXT REFERENCES users(id), execution_user TEXT, result TEXT, error TEXT,"
+	"  token_usage TEXT, created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER);"
+	"CREATE INDEX tasks_by_status ON tasks(status);"
+	"CREATE TABLE messages ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL REFERENCES tasks(id),"
+	"  session_id TEXT, message_type TEXT NOT NULL, data TEXT NOT NULL, created_at INTEGER NOT NULL);"
+	"CREATE INDEX messages_by_task ON messages(task_id, id);"
+	"CREATE INDEX messages_by_session ON messages(session_id, id);"
+	"CREATE TABLE api_keys ("
+	"  service TEXT PRIMARY KEY, sealed BLOB NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);"
+	"CREATE TABLE tokens ("
+	"  jti TEXT PRIMARY KEY, task_id TEXT NOT NULL REFERENCES tasks(id), session_id TEXT, user_id TEXT,"
+	"  issued_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, revoked_at INTEGER,"
+	"  uses INTEGER NOT NULL DEFAULT 0, api_key_uses INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX tokens_by_task ON tokens(task_id);"
+	"CREATE TABLE audit_log ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,"
+	"  target TEXT, outcome TEXT NOT NULL, details TEXT, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);",
+};
+
+int db_schema_version(void)
+{
+	return (int)ARRAY_SIZE(migrations);
+}
+
+int db_fail(struct db *db, struct err *e, const char *what)
+{
+	return err_set(e, E_INTERNAL, "database: %s: %s", what, sqlite3_errmsg(db->sql));
+}
+
+int db_exec(struct db *db, const char *sql, struct err *e)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db->sql, sql, NULL, NULL, &msg) == SQLITE_OK)
+		return 0;
+	err_set(e, E_INTERNAL, "database: %s", msg ? msg : sqlite3_errmsg(db->sql));
+	sqlite3_free(msg);
+	return -1;
+}
+
+int db_begin(struct db *db, struct err *e) { return db_exec(db, "BEGIN IMMEDIATE", e); }
+int db_commit(struct db *db, struct err *e) { return db_exec(db, "COMMIT", e); }
+void db_rollback(struct db *db) { sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL); }
+
+static int user_version(struct db *db, int *version, struct err *e)
+{
+	sqlite3_stmt *st = db_prepare(db, "PRAGMA user_version", e, "");
+	if (!st)
+		return -1;
+	*version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	sqlite3_finalize(st);
+	return 0;
+}
+
+static int migrate(struct db *db, struct err *e)
+{
+	int version;
+	if (user_version(db, &version, e) < 0)
+		return -1;
+	if (version > db_schema_version())
+		return err_set(e, E_INTERNAL, "%s has schema version %d, newer than this agor (%d): refusing to downgrade",
+			       db->path, version, db_schema_version());
+	for (int v = version; v < db_schema_version(); v++) {
+		char pragma[48];
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
+		if (db_begin(db, e) < 0)
+			return -1;
+		if (db_exec(db, migrations[v], e) < 0 || db_exec(db, pragma, e) < 0) {
+			db_rollback(db);
+			err_prefix(e, "migration %d", v + 1);
+			return -1;
+		}
+		if (db_commit(db, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int ensure_private_file(const char *path, struct err *e)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode))
+			return err_set(e, E_INTERNAL, "%s is not a regular file", path);
+		if ((st.st_mode & 077) && chmod(path, 0600) < 0)
+			return err_errno(e, errno, "chmod 0600 %s", path);
+		return 0;
+	}
+	int fd = paths_create_private_file(path, e);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int db_open(const char *path, struct db **out, struct err *e)
+{
+	if (ensure_private_file(path, e) < 0)
+		return -1;
+	struct db *db = xcalloc(1, sizeof(*db));
+	db->path = xstrdup(path);
+	int rc = sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		err_set(e, E_INTERNAL, "cannot open %s: %s", path, db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc));
+		db_close(db);
+		return -1;
+	}
+	sqlite3_busy_timeout(db->sql, 5000);
+	if (db_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", e) < 0 ||
+	    migrate(db, e) < 0) {
+		db_close(db);
+		return -1;
+	}
+	*out = db;
+	return 0;
+}
+
+void db_close(struct db *db)
+{
+	if (!db)
+		return;
+	sqlite3_close_v2(db->sql);
+	free(db->path);
+	free(db);
+}
+
+static sqlite3_stmt *db_vprepare(struct db *db, const char *sql, struct err *e, const char *types, va_list ap)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL) != SQLITE_OK) {
+		db_fail(db, e, "prepare");
+		return NULL;
+	}
+	int idx = 1, rc = SQLITE_OK;
+	for (const char *t = types; *t && rc == SQLITE_OK; t++, idx++) {
+		if (*t == 's') {
+			const char *s = va_arg(ap, const char *);
+			rc = s ? sqlite3_bind_text(st, idx, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, idx);
+		} else if (*t == 'i') {
+			rc = sqlite3_bind_int64(st, idx, va_arg(ap, long long));
+		} else if (*t == 'b') {
+			const void *p = va_arg(ap, const void *);
+			size_t n = va_arg(ap, size_t);
+			rc = sqlite3_bind_blob(st, idx, p, (int)n, SQLITE_TRANSIENT);
+		}
+	}
+	if (rc != SQLITE_OK) {
+		db_fail(db, e, "bind");
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
+
+sqlite3_stmt *db_prepare(struct db *db, const char *sql, struct err *e, const char *types, ...)
+{
+	va_list ap;
+	va_start(ap, types);
+	sqlite3_stmt *st = db_vprepare(db, sql, e, types, ap);
+	va_end(ap);
+	return st;
+}
+
+int db_run(struct db *db, struct err *e, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	va_start(ap, types);
+	sqlite3_stmt *st = db_vprepare(db, sql, e, types, ap);
+	va_end(ap);
+	if (!st)
+		return -1;
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return db_fail(db, e, "step");
+	return sqlite3_changes(db->sql);
+}
+
+static json_t *row_to_json(sqlite3_stmt *st)
+{
+	json_t *o = json_object();
+	for (int i = 0; i < sqlite3_column_count(st); i++) {
+		const char *name = sqlite3_column_name(st, i);
+		switch (sqlite3_column_type(st, i)) {
+		case SQLITE_INTEGER: json_object_set_new(o, name, json_integer(sqlite3_column_int64(st, i))); break;
+		case SQLITE_NULL: json_object_set_new(o, name, json_null()); break;
+		case SQLITE_FLOAT: json_object_set_new(o, name, json_real(sqlite3_column_double(st, i))); break;
+		default: json_object_set_new(o, name, json_string((const char *)sqlite3_column_text(st, i)));
+		}
+	}
+	return o;
+}
+
+static json_t *vquery(struct db *db, struct err *e, const char *sql, const char *types, va_list ap, int one)
+{
+	sqlite3_stmt *st = db_vprepare(db, sql, e, types, ap);
+	if (!st)
+		return NULL;
+	json_t *rows = json_array();
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_array_append_new(rows, row_to_json(st));
+		if (one)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		json_decref(rows);
+		db_fail(db, e, "query");
+		return NULL;
+	}
+	if (!one)
+		return rows;
+	json_t *first = json_array_size(rows) ? json_incref(json_array_get(rows, 0)) : json_null();
+	json_decref(rows);
+	return first;
+}
+
+json_t *db_query_json(struct db *db, struct err *e, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	va_start(ap, types);
+	json_t *r = vquery(db, e, sql, types, ap, 0);
+	va_end(ap);
+	return r;
+}
+
+json_t *db_query_one(struct db *db, struct err *e, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	va_start(ap, types);
+	json_t *r = vquery(db, e, sql, types, ap, 1);
+	va_end(ap);
+	return r;
+}

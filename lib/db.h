@@ -1,0 +1,43 @@
+/* db.h — the daemon's embedded SQLite database: opened 0600 in WAL mode with foreign keys on, brought to
+ * the newest schema by numbered migrations applied in one transaction each.
+ * Never opened by an executor; never interpolates values into SQL (bind parameters only).
+ *
+ * Migrations are a fixed, ordered list in db.c; `PRAGMA user_version` records how many ran. A database
+ * newer than this binary (user_version above the list) is refused rather than downgraded.
+ * Small helpers wrap the common statement patterns; they set E_INTERNAL with SQLite's message on failure.
+ */
+#ifndef AGOR_DB_H
+#define AGOR_DB_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "err.h"
+
+struct db {
+	sqlite3 *sql;
+	char *path;
+};
+
+int db_open(const char *path, struct db **out, struct err *e);
+void db_close(struct db *db);
+/* The schema version this binary migrates to. */
+int db_schema_version(void);
+
+int db_exec(struct db *db, const char *sql, struct err *e);
+int db_begin(struct db *db, struct err *e);
+int db_commit(struct db *db, struct err *e);
+void db_rollback(struct db *db);
+
+/* Prepares sql and binds args described by types: 's' text (NULL → NULL), 'i' int64, 'b' blob (two args:
+ * pointer, size_t length). Returns the statement or NULL with e set. */
+sqlite3_stmt *db_prepare(struct db *db, const char *sql, struct err *e, const char *types, ...);
+/* Runs a statement without result rows; returns the number of changed rows, or -1. */
+int db_run(struct db *db, struct err *e, const char *sql, const char *types, ...);
+/* Rows of a query as a JSON array of objects (column name → text/integer/null); NULL on error. */
+json_t *db_query_json(struct db *db, struct err *e, const char *sql, const char *types, ...);
+/* The first row as an object, json_null() when there is none, NULL on error. */
+json_t *db_query_one(struct db *db, struct err *e, const char *sql, const char *types, ...);
+int db_fail(struct db *db, struct err *e, const char *what);
+
+#endif

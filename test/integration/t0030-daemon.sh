@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# t0030-daemon — the control plane (SPEC §4): first start makes AGOR_HOME and its secrets 0600, JSON-RPC on
+# the Unix socket, clone and worktree tasks run through executors, audit chain, SIGTERM, restart recovery.
+. "$(dirname "$0")/../lib.sh"
+
+DAEMON='
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
+    daemon_pid=$!
+    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && return 0; sleep 0.05; done
+    cat daemon.log; fail "daemon did not start"
+  }
+  stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "daemon exited $rc"; }; }
+  rpc() { # METHOD PARAMS_JSON → the raw reply line on stdout
+    python3 -c "
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall((json.dumps({\"jsonrpc\":\"2.0\",\"id\":1,\"method\":sys.argv[2],\"params\":json.loads(sys.argv[3])})+\"\n\").encode())
+buf = b\"\"
+while not buf.endswith(b\"\n\"): buf += s.recv(65536)
+print(buf.decode().strip())" "$AGOR_HOME/run/agor.sock" "$1" "${2:-{\}}"
+  }
+'
+
+test_case "first start creates AGOR_HOME 0700, agor.db and secrets 0600, and serves" "$DAEMON"'
+  start_daemon
+  expect_mode "$AGOR_HOME" 700
+  expect_mode "$AGOR_HOME/agor.db" 600
+  expect_mode "$AGOR_HOME/jwt.secret" 600
+  expect_mode "$AGOR_HOME/master.key" 600
+  [ "$(stat -c %s "$AGOR_HOME/jwt.secret")" -eq 32 ]
+  rpc ping > reply && expect_json reply result.pong true
+  stop_daemon
+'
+
+test_case "a second daemon on the same AGOR_HOME is refused" "$DAEMON"'
+  start_daemon
+  expect_exit 1 "$AGOR" daemon --foreground --port 0
+  expect_contains err "another agor daemon is running"
+  stop_daemon
+'
+
+test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks and audit recorded" "$DAEMON"'
+  make_source_repo src
+  start_daemon
+  expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
+  repo=$(json_get out repo.id)
+  expect_json out repo.default_branch main
+  [ -d "$AGOR_HOME/repos/local/$(basename "$PWD")/src.git" ]
+  expect_exit 0 "$AGOR" worktree add "$repo" feature --branch feat --create-branch --json
+  wt=$(json_get out worktree.id)
+  [ -f "$AGOR_HOME/worktrees/$(basename "$PWD")/src/feature/hello.txt" ]
+  expect_exit 0 "$AGOR" worktree list
+  expect_contains out feature
+  expect_exit 0 "$AGOR" task list --json
+  [ "$(json_get out 0.status)" = completed ]
+  expect_exit 0 "$AGOR" worktree remove "$wt"
+  [ ! -e "$AGOR_HOME/worktrees/$(basename "$PWD")/src/feature" ]
+  expect_exit 0 "$AGOR" audit verify
+  expect_contains out "the hash chain verifies"
+  stop_daemon
+'
+
+test_case "a failing executor task reports its code; the CLI exits 1" "$DAEMON"'
+  start_daemon
+  expect_exit 1 "$AGOR" repo clone "$PWD/missing-repo"
+  expect_contains err GIT_ERROR
+  expect_exit 0 "$AGOR" task list --json
+  [ "$(json_get out 0.status)" = failed ]
+  stop_daemon
+'
+
+test_case "malformed, oversized and unknown messages get JSON-RPC errors and the daemon keeps serving" "$DAEMON"'
+  start_daemon
+  python3 - "$AGOR_HOME/run/agor.sock" <<PY
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rb")
+def ask(raw):
+    s.sendall(raw + b"\n"); return json.loads(f.readline())
+assert ask(b"{not json")["error"]["code"] == -32700
+assert ask(b"[]")["error"]["code"] == -32600
+assert ask(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"nope\"}")["error"]["code"] == -32601
+assert ask(b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"repos.get\",\"params\":{}}")["error"]["code"] == -32602
+big = b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":{\"x\":\"" + b"a" * (1 << 20) + b"\"}}"
+assert ask(big)["error"]["code"] == -32600
+for i in range(10000):
+    s.sendall(b"\x00garbage" + str(i).encode() + b"\n")
+for i in range(10000):
+    assert json.loads(f.readline())["error"]["code"] == -32700
+batch = ask(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\"}]")
+assert len(batch) == 2 and batch[0]["result"]["pong"] is True and batch[1]["error"]["code"] == -32601
+assert ask(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}")["result"]["pong"] is True
+PY
+  stop_daemon
+'
+
+test_case "another Unix user can read neither the database nor the secrets" "$DAEMON"'
+  is_root || exit 0
+  start_daemon
+  chmod 755 "$HOME"
+  for f in agor.db jwt.secret master.key; do
+    ! setpriv --reuid=65534 --regid=65534 --clear-groups cat "$AGOR_HOME/$f" > /dev/null 2>&1 || fail "$f readable"
+  done
+  ! setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c "import socket; socket.socket(socket.AF_UNIX).connect(\"$AGOR_HOME/run/agor.sock\")" 2>/dev/null || fail "socket reachable"
+  stop_daemon
+'
+
+test_case "tasks running when the daemon dies are failed: interrupted after a restart; the audit chain still verifies" "$DAEMON"'
+  start_daemon
+  python3 -c "import sqlite3" 2>/dev/null || exit 0
+  kill -9 $daemon_pid; wait $daemon_pid 2>/dev/null || true; trap - EXIT
+  python3 - "$AGOR_HOME/agor.db" <<PY
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO tasks (id, command, status, created_at) VALUES (\"t-stuck\", \"git.clone\", \"running\", 0)")
+db.commit()
+PY
+  start_daemon
+  expect_exit 0 "$AGOR" task get t-stuck --json
+  expect_json out status failed
+  expect_contains out interrupted
+  expect_exit 0 "$AGOR" audit verify
+  python3 - "$AGOR_HOME/agor.db" <<PY
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); print(db.execute("PRAGMA integrity_check").fetchone()[0])
+db.execute("UPDATE audit_log SET actor = \"mallory\" WHERE id = 1"); db.commit()
+PY
+  expect_exit 1 "$AGOR" audit verify
+  expect_contains out "row 1 was modified"
+  stop_daemon
+'
+
+test_done

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# t0031-daemon-tokens — session tokens attacked (SPEC §4.3): a token works only for its own running task;
+# forged, alg:none, expired, unknown, foreign-task and replayed-after-completion tokens get AUTH_FAILED,
+# revocation survives a restart, API keys are sealed at rest, returned only to a live task and rate limited.
+. "$(dirname "$0")/../lib.sh"
+
+# The executor here is a template that records its payload and keeps the task running.
+SCENE='
+  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  code_of() { python3 -c "import json,sys; r=json.loads(sys.argv[1]); print(r.get(\"error\",{}).get(\"data\",{}).get(\"code\",\"OK\"))" "$1"; }
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
+    daemon_pid=$!
+    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && rpc ping >/dev/null 2>&1 && return 0; sleep 0.05; done
+    cat daemon.log; fail "daemon did not start"
+  }
+  stop_daemon() { kill -TERM $daemon_pid; wait $daemon_pid || true; trap - EXIT; }
+  printf "execution:\n  executor_command_template: \"cat > %s/payload.json; sleep 60\"\n" "$PWD" > config.yaml
+  chmod 600 config.yaml
+  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+  start_daemon
+  owner=$(rpc users.list | python3 -c "import json,sys; print(json.load(sys.stdin)[\"result\"][0][\"id\"])")
+  python3 - "$AGOR_HOME/agor.db" "$owner" <<PY
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); o = sys.argv[2]
+db.execute("INSERT INTO repos (id, url, path, created_by, created_at) VALUES (\"r1\", \"/src\", \"/d/repos/o/r.git\", ?, 0)", (o,))
+db.execute("INSERT INTO worktrees (id, repo_id, name, path, created_by, created_at) VALUES (\"w1\", \"r1\", \"w\", \"/d/worktrees/o/r/w\", ?, 0)", (o,))
+db.commit()
+PY
+  session=$(rpc sessions.create "{\"worktree_id\":\"w1\",\"tool\":\"claude-code\"}" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"result\"][\"id\"])")
+  prompt_task() {
+    rm -f payload.json
+    task=$(rpc sessions.prompt "{\"session_id\":\"$session\",\"prompt\":\"hello\"}" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"result\"][\"task_id\"])")
+    for i in $(seq 1 100); do [ -s payload.json ] && break; sleep 0.05; done
+    token=$(json_get payload.json sessionToken)
+  }
+  ctx() { rpc get_execution_context "{\"session_token\":\"$1\"}"; }
+'
+
+test_case "the token reaches the executor on stdin and works for its own running task only" "$SCENE"'
+  prompt_task
+  expect_json payload.json params.taskId "$task"
+  expect_json payload.json command prompt
+  reply=$(ctx "$token"); [ "$(code_of "$reply")" = OK ] || fail "$reply"
+  echo "$reply" > r && expect_json r result.task_id "$task" && expect_json r result.prompt hello
+  first=$task first_token=$token
+  prompt_task
+  reply=$(rpc report_message "{\"session_token\":\"$first_token\",\"task_id\":\"$task\",\"message_type\":\"text\",\"data\":{}}")
+  echo "$reply" | grep -q "another task" || fail "foreign task accepted: $reply"
+  [ "$(code_of "$reply")" = AUTH_FAILED ]
+  stop_daemon
+'
+
+test_case "forged signature, alg none, expired, unknown jti and garbage tokens are AUTH_FAILED" "$SCENE"'
+  prompt_task
+  forged="${token%?}$( [ "${token: -1}" = A ] && echo B || echo A )"
+  [ "$(code_of "$(ctx "$forged")")" = AUTH_FAILED ]
+  now=$(date +%s)
+  claims="{\"iss\":\"agor\",\"aud\":\"agor-executor\",\"sub\":\"$owner\",\"sid\":\"$session\",\"tid\":\"$task\",\"jti\":\"$(json_get payload.json sessionToken | cut -d. -f2 | python3 -c "import base64,json,sys; s=sys.stdin.read().strip(); print(json.loads(base64.urlsafe_b64decode(s+\"=\"*(-len(s)%4)))[\"jti\"])")\",\"iat\":$((now-100)),\"exp\":$((now-10))}"
+  [ "$(code_of "$(ctx "$(python3 "$TEST_TOP/test/helpers/forge-jwt.py" "$AGOR_HOME/jwt.secret" "$claims")")")" = AUTH_FAILED ]
+  [ "$(code_of "$(ctx "$(python3 "$TEST_TOP/test/helpers/forge-jwt.py" "$AGOR_HOME/jwt.secret" "$claims" none)")")" = AUTH_FAILED ]
+  unknown="{\"iss\":\"agor\",\"aud\":\"agor-executor\",\"sub\":\"$owner\",\"sid\":\"$session\",\"tid\":\"$task\",\"jti\":\"00112233445566778899aabbccddeeff\",\"iat\":$now,\"exp\":$((now+600))}"
+  reply=$(ctx "$(python3 "$TEST_TOP/test/helpers/forge-jwt.py" "$AGOR_HOME/jwt.secret" "$unknown")")
+  echo "$reply" | grep -q "unknown token" || fail "$reply"
+  [ "$(code_of "$(ctx "not.a.token")")" = AUTH_FAILED ]
+  [ "$(code_of "$(ctx "")")" = AUTH_FAILED ]
+  [ "$(code_of "$(ctx "$token")")" = OK ] || fail "the genuine token stopped working"
+  stop_daemon
+'
+
+test_case "a token replayed after its task ended is refused, also after a daemon restart" "$SCENE"'
+  prompt_task
+  [ "$(code_of "$(rpc tasks.cancel "{\"id\":\"$task\"}")")" = OK ]
+  for i in $(seq 1 100); do rpc tasks.get "{\"id\":\"$task\"}" | grep -q "\"status\":\"cancelled\"" && break; sleep 0.05; done
+  reply=$(ctx "$token"); echo "$reply" | grep -q revoked || fail "$reply"
+  stop_daemon
+  start_daemon
+  [ "$(code_of "$(ctx "$token")")" = AUTH_FAILED ]
+  stop_daemon
+'
+
+test_case "API keys: sealed at rest, never listed, returned only to a live task, rate limited, audited without the value" "$SCENE"'
+  [ "$(code_of "$(rpc api_keys.set "{\"service\":\"anthropic\",\"value\":\"sk-SECRET-VALUE-123\"}")")" = OK ]
+  rpc api_keys.list > list && ! grep -q SECRET list
+  ! grep -a -q "sk-SECRET-VALUE-123" "$AGOR_HOME/agor.db" "$AGOR_HOME"/agor.db-wal 2>/dev/null || fail "plaintext key in the database"
+  prompt_task
+  reply=$(rpc get_api_key "{\"session_token\":\"$token\",\"service\":\"anthropic\"}")
+  echo "$reply" > r && expect_json r result.api_key sk-SECRET-VALUE-123
+  for i in $(seq 1 25); do last=$(rpc get_api_key "{\"session_token\":\"$token\",\"service\":\"anthropic\"}"); done
+  echo "$last" | grep -q "rate limited" || fail "no rate limit: $last"
+  rpc audit.list > audit && ! grep -q SECRET-VALUE audit && grep -q get_api_key audit
+  ! grep -q SECRET-VALUE daemon.log
+  stop_daemon
+'
+
+test_done
