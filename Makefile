@@ -136,11 +136,9 @@ integration: agor build/asan/agor $(TEST_HELPERS)
 bench: agor
 	test/bench/run
 
-# `make run`: build, then start the daemon on its embedded defaults.
-# Until the daemon applet lands (issue 5) this shows its usage instead.
+# `make run`: build, then start the daemon on its embedded defaults (AGOR_HOME ~/.agor, port 3030).
 run: agor
-	@if ./agor --list --verbose | grep -q '^daemon  *built'; then ./agor daemon --foreground; \
-	else ./agor daemon --help; echo "(the daemon is not built yet: see 'agor --list --verbose')"; fi
+	./agor daemon --foreground
 
 format:
 	clang-format -i main.c lib/*.[ch] applets/*.[ch] test/unit/*.[ch]
