@@ -66,6 +66,25 @@ static json_t *one_row(struct daemon *d, struct err *e, const char *what, const 
 	return row;
 }
 
+/* The rows of sql (no parameters) for any agor user. */
+static int list_rows(struct rpc_ctx *rc, const char *sql, json_t **result, struct err *e)
+{
+	if (need_user(rc, e) < 0)
+		return -1;
+	*result = db_query_json(D(rc)->db, e, sql, "");
+	return *result ? 0 : -1;
+}
+
+/* The row params.id selects with sql (one '?', or two for "id or name"), for any agor user. */
+static int get_row(struct rpc_ctx *rc, json_t *params, const char *what, const char *sql, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+		return -1;
+	*result = one_row(D(rc), e, what, sql, id);
+	return *result ? 0 : -1;
+}
+
 /* --- deferred replies --------------------------------------------------------------------- */
 
 struct pending_reply {
@@ -125,6 +144,28 @@ static struct pending_reply *pending_new(struct rpc_ctx *rc, int wait, const cha
 	return pr;
 }
 
+/* Submits spec (its on_done answers through pr). A waiting caller gets the answer when the task ends
+ * (RPC_DEFERRED); others get {task_id, worktree_id?} now. rv < 0 from the caller's own checks is passed
+ * through. pr is freed on failure. */
+static int submit_with_reply(struct rpc_ctx *rc, int rv, struct task_spec *spec, struct pending_reply *pr,
+			     json_t **result, struct err *e)
+{
+	_cleanup_free_ char *task_id = NULL;
+	spec->arg = pr;
+	if (rv == 0)
+		rv = daemon_task_submit(D(rc), spec, &task_id, e);
+	if (rv < 0) {
+		pending_free(pr);
+		return -1;
+	}
+	if (pr->peer)
+		return RPC_DEFERRED;
+	*result = json_pack("{s:s}", "task_id", task_id);
+	if (!strcmp(pr->kind, "worktree"))
+		json_object_set_new(*result, "worktree_id", json_string(pr->row_id));
+	return 0;
+}
+
 void daemon_pending_detach(void *pending)
 {
 	((struct pending_reply *)pending)->peer = NULL;
@@ -160,19 +201,12 @@ static int users_create(struct rpc_ctx *rc, json_t *params, json_t **result, str
 static int users_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	if (need_user(rc, e) < 0)
-		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT * FROM users ORDER BY created_at, name", "");
-	return *result ? 0 : -1;
+	return list_rows(rc, "SELECT * FROM users ORDER BY created_at, name", result, e);
 }
 
 static int users_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
-		return -1;
-	*result = one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ? OR name = ?", id);
-	return *result ? 0 : -1;
+	return get_row(rc, params, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", result, e);
 }
 
 /* --- execution user --------------------------------------------------------------------- */
@@ -221,7 +255,7 @@ static void repo_cloned(struct daemon *d, const char *task_id, const json_t *dat
 static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *url;
-	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	_cleanup_free_ char *user = NULL;
 	if (need_user(rc, e) < 0 || need_str(params, "url", &url, e) < 0 ||
 	    execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e) < 0)
 		return -1;
@@ -232,35 +266,21 @@ static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	struct pending_reply *pr = pending_new(rc, wait, "repo", json_pack("{s:s}", "created_by", P(rc)->user_id));
 	pr->row_id = daemon_new_id();
 	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .on_done = repo_cloned, .arg = pr };
-	int rv = daemon_task_submit(D(rc), &spec, &task_id, e);
+				  .execution_user = user, .on_done = repo_cloned };
+	int rv = submit_with_reply(rc, 0, &spec, pr, result, e);
 	json_decref(exec_params);
-	if (rv < 0) {
-		pending_free(pr);
-		return -1;
-	}
-	if (pr->peer)
-		return RPC_DEFERRED;
-	*result = json_pack("{s:s}", "task_id", task_id);
-	return 0;
+	return rv;
 }
 
 static int repos_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	if (need_user(rc, e) < 0)
-		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT * FROM repos ORDER BY created_at", "");
-	return *result ? 0 : -1;
+	return list_rows(rc, "SELECT * FROM repos ORDER BY created_at", result, e);
 }
 
 static int repos_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
-		return -1;
-	*result = one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ?", id);
-	return *result ? 0 : -1;
+	return get_row(rc, params, "repo", "SELECT * FROM repos WHERE id = ?", result, e);
 }
 
 static int repos_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -338,10 +358,10 @@ static json_t *worktree_add_params(json_t *params, const char *repo_path, const 
 static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *repo_id, *name;
-	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	_cleanup_free_ char *user = NULL;
 	if (need_user(rc, e) < 0 || need_str(params, "repo_id", &repo_id, e) < 0 || need_str(params, "name", &name, e) < 0)
 		return -1;
-	json_t *repo = one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ? OR url = ?", repo_id);
+	json_t *repo = one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ?1 OR url = ?1", repo_id);
 	if (!repo)
 		return -1;
 	const char *repo_path = json_get_str(repo, "path");
@@ -352,21 +372,12 @@ static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 					       json_pack("{s:s,s:O}", "created_by", P(rc)->user_id, "repo_id", json_object_get(repo, "id")));
 	pr->row_id = daemon_new_id();
 	int rv = execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e);
-	if (rv == 0) {
-		struct task_spec spec = { .command = "git.worktree.add", .params = exec_params, .created_by = P(rc)->user_id,
-					  .execution_user = user, .worktree_id = pr->row_id, .on_done = worktree_added, .arg = pr };
-		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
-	}
+	struct task_spec spec = { .command = "git.worktree.add", .params = exec_params, .created_by = P(rc)->user_id,
+				  .execution_user = user, .worktree_id = pr->row_id, .on_done = worktree_added };
+	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	json_decref(exec_params);
 	json_decref(repo);
-	if (rv < 0) {
-		pending_free(pr);
-		return -1;
-	}
-	if (pr->peer)
-		return RPC_DEFERRED;
-	*result = json_pack("{s:s,s:s}", "task_id", task_id, "worktree_id", pr->row_id);
-	return 0;
+	return rv;
 }
 
 static void worktree_removed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
@@ -394,7 +405,7 @@ static int owns_worktree(struct daemon *d, const char *worktree_id, const char *
 static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	_cleanup_free_ char *user = NULL;
 	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
 		return -1;
 	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
@@ -408,21 +419,12 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 	pr->row_id = xstrdup(id);
 	if (rv == 0)
 		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
-	if (rv == 0) {
-		struct task_spec spec = { .command = "git.worktree.remove", .params = exec_params, .created_by = P(rc)->user_id,
-					  .execution_user = user, .worktree_id = id, .on_done = worktree_removed, .arg = pr };
-		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
-	}
+	struct task_spec spec = { .command = "git.worktree.remove", .params = exec_params, .created_by = P(rc)->user_id,
+				  .execution_user = user, .worktree_id = id, .on_done = worktree_removed };
+	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	json_decref(exec_params);
 	json_decref(wt);
-	if (rv < 0) {
-		pending_free(pr);
-		return -1;
-	}
-	if (pr->peer)
-		return RPC_DEFERRED;
-	*result = json_pack("{s:s}", "task_id", task_id);
-	return 0;
+	return rv;
 }
 
 static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -437,22 +439,14 @@ static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, s
 
 static int worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
-		return -1;
-	*result = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ? OR name = ?", id);
-	return *result ? 0 : -1;
+	return get_row(rc, params, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", result, e);
 }
 
 /* --- tasks, messages, events, config, audit ---------------------------------------------- */
 
 static int tasks_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
-		return -1;
-	*result = one_row(D(rc), e, "task", "SELECT * FROM tasks WHERE id = ?", id);
-	return *result ? 0 : -1;
+	return get_row(rc, params, "task", "SELECT * FROM tasks WHERE id = ?", result, e);
 }
 
 static int tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -551,7 +545,7 @@ static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (mode && !one_of(mode, permission_modes))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "permission_mode"),
 				"params.permission_mode: expected one of default|acceptEdits|bypassPermissions|plan");
-	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ? OR name = ?", wt_id);
+	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", wt_id);
 	if (!wt)
 		return -1;
 	_cleanup_free_ char *id = daemon_new_id();
@@ -569,19 +563,12 @@ static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 static int sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	if (need_user(rc, e) < 0)
-		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT * FROM sessions ORDER BY created_at", "");
-	return *result ? 0 : -1;
+	return list_rows(rc, "SELECT * FROM sessions ORDER BY created_at", result, e);
 }
 
 static int sessions_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
-		return -1;
-	*result = one_row(D(rc), e, "session", "SELECT * FROM sessions WHERE id = ?", id);
-	return *result ? 0 : -1;
+	return get_row(rc, params, "session", "SELECT * FROM sessions WHERE id = ?", result, e);
 }
 
 /* A session's executions run as its creator's execution user, whoever prompts (SPEC §4.4). */
