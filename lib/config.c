@@ -76,6 +76,8 @@ static const struct config_key keys[] = {
 	  FIELD(daemon.unix_user) },
 	{ .key = "daemon.socket_path", .type = CONFIG_PATH, .derive = derive_socket_path,
 	  FIELD(daemon.socket_path) },
+	{ .key = "daemon.tls_cert", .type = CONFIG_NULLABLE_STRING, FIELD(daemon.tls_cert) },
+	{ .key = "daemon.tls_key", .type = CONFIG_NULLABLE_STRING, FIELD(daemon.tls_key) },
 	{ .key = "execution.unix_user_mode", .type = CONFIG_ENUM, .def = "simple",
 	  .choices = user_modes, FIELD(execution.unix_user_mode) },
 	{ .key = "execution.executor_unix_user", .type = CONFIG_STRING, .def = "agor_executor",

@@ -119,6 +119,8 @@ struct config {
 		int port;
 		const char *unix_user;
 		const char *socket_path;
+		const char *tls_cert; /* PEM certificate (chain) for HTTPS/WSS on the TCP listener; NULL: plain */
+		const char *tls_key;  /* its private key; both or neither */
 	} daemon;
 	struct {
 		enum config_user_mode unix_user_mode;

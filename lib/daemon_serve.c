@@ -248,9 +248,13 @@ int daemon_run(struct daemon *d, struct err *e)
 		.unix_mode = 0660,
 		.tcp_host = d->cfg->daemon.host,
 		.tcp_port = d->cfg->daemon.port ? d->cfg->daemon.port : NET_TCP_EPHEMERAL,
+		.tls_cert = d->cfg->daemon.tls_cert,
+		.tls_key = d->cfg->daemon.tls_key,
 		.max_message = MAX_MESSAGE,
 		.out_high_water = 8u << 20,
 	};
+	if (!sc.tls_cert != !sc.tls_key)
+		return err_set(e, E_CONFIG, "daemon.tls_cert and daemon.tls_key go together: set both for TLS, or neither");
 	sc.unix_gid_set = socket_group(d, &sc.unix_gid);
 	struct net_callbacks cb = { .arg = d, .on_open = on_open, .on_close = on_close, .on_message = on_message,
 				    .on_oversize = on_oversize, .on_http_get = on_http_get };
@@ -261,7 +265,8 @@ int daemon_run(struct daemon *d, struct err *e)
 	d->server = net_server_start(d->loop, &sc, &cb, e);
 	if (!d->server)
 		return -1;
-	log_info("serving on %s and http://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tcp_host, net_server_tcp_port(d->server),
+	log_info("serving on %s and %s://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tls_cert ? "https" : "http", sc.tcp_host,
+		 net_server_tcp_port(d->server),
 		 (int)getpid(), config_user_mode_name(d->cfg->execution.unix_user_mode));
 	if (d->ready_fd >= 0) {
 		(void)!write(d->ready_fd, "R", 1);

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# t0032-daemon-ws — the daemon's TCP transports with real clients: JSON-RPC over WebSocket (npm `ws`), over
+# POST /rpc (curl), /healthz and /metrics, and the same over TLS with a test CA (daemon.tls_cert/tls_key).
+# TCP callers carry no Unix identity: client methods are refused to them (user tokens over TCP come later).
+. "$(dirname "$0")/../lib.sh"
+
+WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
+export WS_MODULE_DIR="$WS_DIR"
+reason=""
+command -v curl >/dev/null || reason="curl is not installed"
+command -v openssl >/dev/null || reason="openssl is not installed"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  reason="node and npm are not installed (Debian: nodejs npm)"
+elif [ ! -f "$WS_DIR/node_modules/ws/package.json" ] &&
+  ! { mkdir -p "$WS_DIR" && npm install --prefix "$WS_DIR" --no-audit --no-fund ws@8 > "$WS_DIR.log" 2>&1; }; then
+  reason="npm install ws@8 failed (see $WS_DIR.log)"
+fi
+if [ -n "$reason" ]; then test_skip "daemon over WebSocket and HTTP" "$reason"; test_done; exit; fi
+
+SCENE='
+  cat > client.mjs <<JS
+import { createRequire } from "node:module";
+import fs from "node:fs";
+const WebSocket = createRequire(process.env.WS_MODULE_DIR + "/")("ws");
+const [url, ca] = process.argv.slice(2);
+const ws = new WebSocket(url, ca ? { ca: fs.readFileSync(ca) } : {});
+const pending = new Map(); let id = 0;
+ws.on("message", (m) => { const r = JSON.parse(m); pending.get(r.id)?.(r); });
+const call = (method, params = {}) => new Promise((res) => { pending.set(++id, res); ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params })); });
+ws.on("open", async () => {
+  const out = {};
+  out.ping = (await call("ping")).result;
+  out.users = (await call("users.list")).error;
+  out.executor = (await call("get_execution_context", { session_token: "x.y.z" })).error;
+  console.log(JSON.stringify(out)); ws.close(); process.exit(0);
+});
+ws.on("error", (e) => { console.log(JSON.stringify({ error: e.code || e.message })); process.exit(0); });
+JS
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
+    daemon_pid=$!
+    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
+    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
+  }
+  stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "exit $rc"; }; }
+'
+
+test_case "JSON-RPC over WebSocket with the npm ws client; TCP callers get no client methods" "$SCENE"'
+  start_daemon
+  node client.mjs "ws://127.0.0.1:$port/ws" > r
+  expect_json r ping.pong true
+  expect_json r users.data.code AUTH_FAILED
+  expect_json r executor.data.code AUTH_FAILED
+  stop_daemon
+'
+
+test_case "POST /rpc, batches, /healthz and /metrics over HTTP" "$SCENE"'
+  start_daemon
+  curl -sS -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}" "http://127.0.0.1:$port/rpc" > r
+  expect_json r result.pong true
+  curl -sS -d "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"}]" "http://127.0.0.1:$port/rpc" > r
+  expect_json r 1.error.code -32601
+  code=$(curl -sS -o /dev/null -w "%{http_code}" -d "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}" "http://127.0.0.1:$port/rpc")
+  [ "$code" = 204 ] || fail "a notification got HTTP $code"
+  curl -sS "http://127.0.0.1:$port/healthz" > r && expect_json r status ok
+  curl -sS "http://127.0.0.1:$port/metrics" > m
+  grep -q "^agor_connections_total [0-9]" m && grep -q "^# TYPE agor_tasks_running gauge" m
+  stop_daemon
+'
+
+test_case "HTTPS and WSS with daemon.tls_cert/tls_key; an unknown CA is refused by the client" "$SCENE"'
+  "$TEST_TOP/test/helpers/make-test-ca.sh" ca
+  start_daemon --set daemon.tls_cert="$PWD/ca/server.crt" --set daemon.tls_key="$PWD/ca/server.key"
+  grep -q "https://" daemon.log
+  curl -sS --cacert ca/ca.crt -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}" "https://localhost:$port/rpc" > r
+  expect_json r result.pong true
+  node client.mjs "wss://localhost:$port/ws" ca/ca.crt > r
+  expect_json r ping.pong true
+  node client.mjs "wss://localhost:$port/ws" > r
+  json_get r error
+  ! curl -sS -d "{}" "https://localhost:$port/rpc" 2>/dev/null || fail "curl trusted an unknown CA"
+  stop_daemon
+'
+
+test_case "a half TLS configuration is refused at start" "$SCENE"'
+  expect_exit 1 "$AGOR" daemon --foreground --port 0 --set daemon.tls_cert=/nonexistent.pem
+  expect_contains err "go together"
+'
+
+test_done
