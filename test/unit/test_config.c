@@ -526,7 +526,7 @@ TEST(config_unknown_keys_name_the_known_ones)
 {
 	CHECK_LOAD_ERROR(
 		"daemon:\n  port: 1\n  prot: 2\n",
-		"F:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path)");
+		"F:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key)");
 	CHECK_LOAD_ERROR("demon:\n  port: 1\n",
 			 "F:1: demon: unknown key (known: paths, daemon, execution)");
 	CHECK_LOAD_ERROR("execution:\n  executor_pool:\n    max: 1\n",
@@ -540,15 +540,15 @@ TEST(config_unknown_keys_name_the_known_ones)
 	CHECK_LOAD_ERROR("daemon.port: 1\n",
 			 "F:1: daemon.port: unknown key (known: paths, daemon, execution)");
 	CHECK_LOAD_ERROR("daemon:\n  <<: {port: 1}\n",
-			 "F:2: daemon.<<: unknown key (known: host, port, unix_user, socket_path)");
+			 "F:2: daemon.<<: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key)");
 }
 
 TEST(config_wrong_shapes_are_errors)
 {
 	CHECK_LOAD_ERROR("daemon: 3030\n", "F:1: daemon: expected a mapping (keys: host, port, "
-					   "unix_user, socket_path), got a scalar");
+					   "unix_user, socket_path, tls_cert, tls_key), got a scalar");
 	CHECK_LOAD_ERROR("daemon:\n  - port\n", "F:2: daemon: expected a mapping (keys: host, "
-						"port, unix_user, socket_path), got a list");
+						"port, unix_user, socket_path, tls_cert, tls_key), got a list");
 	CHECK_LOAD_ERROR("daemon:\n  port:\n    x: 1\n",
 			 "F:3: daemon.port: expected an integer 0..65535, got a mapping");
 	CHECK_LOAD_ERROR("daemon:\n  host: [a, b]\n",
