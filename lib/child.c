@@ -345,18 +345,24 @@ static NORETURN void report_and_exit(int fd, int stage, int errnum)
 	_exit(127);
 }
 
+/* The kernel's struct sigaction (Linux rt_sigaction ABI, 64 signals). */
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/* Every disposition back to SIG_DFL and the mask emptied — through the raw system calls, because libc
+ * refuses to touch the signals it reserves (musl: 32–34), which an ignoring parent would pass on. */
 static void reset_signals(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	for (int sig = 1; sig < NSIG; sig++)
+	struct kernel_sigaction sa = { .handler = SIG_DFL };
+	for (int sig = 1; sig <= 64; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &sa, NULL); /* EINVAL for libc-reserved signals: fine */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+			syscall(SYS_rt_sigaction, sig, &sa, NULL, sizeof(sa.mask));
+	uint64_t none = 0;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 }
 
 static int dup2_retrying(int from, int to)

@@ -455,7 +455,7 @@ group_prefix() {
 test_case "attack: a group outside the agor_wt_/agor_rp_ prefix is never touched (ids only ever name hashed groups)" group_prefix
 
 admin_yaml_trust() {
-  local id w cfg; id=$(uuid); w=$(new_wt trust); cfg="$T/cfg"
+  local id w cfg; id=$(uuid); w=$(new_wt trust); cfg=/srv/agor-trust-test   # /srv is a root-owned tmpfs in the sandbox: its parents are trusted wherever the clone lives
   mkdir -p "$cfg" && chmod 755 "$cfg"
   cp /etc/agor/admin.yaml "$cfg/admin.yaml"
   expect_exit 0 admin create-worktree-group "$id" "$w" --root-config "$cfg/admin.yaml" --dry-run # control

@@ -71,15 +71,13 @@ c, _ = s.accept(); time.sleep(4)
   while [ ! -s port ]; do sleep 0.05; done
   payload="{\"command\":\"git.clone\",\"params\":{\"url\":\"https://localhost:$(cat port)/o/r.git\"},\"sessionToken\":\"TOKEN-SHOULD-STAY-SECRET\",\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
   run_as_agord "$payload" & runner=$!
-  seen=0
-  for i in $(seq 1 60); do
+  for i in $(seq 1 100); do
     for p in $(pgrep -f "executor --stdin" || true); do
       tr "\0" " " < /proc/$p/cmdline >> cmdlines 2>/dev/null || true; echo >> cmdlines
       tr "\0" "\n" < /proc/$p/environ >> environs 2>/dev/null || true
-      seen=1
     done
-    [ $seen = 1 ] && [ "$(pgrep -fc "executor --stdin")" -ge 2 ] && break
-    sleep 0.05
+    grep -q "^/usr/bin/sudo -n -u alice" cmdlines 2>/dev/null && grep -c "executor --stdin" cmdlines | grep -qv "^[01]$" && break
+    sleep 0.03
   done
   kill $stall 2>/dev/null || true; wait $runner || true; wait $stall 2>/dev/null || true
   [ -s cmdlines ] || fail "never saw an executor process"
