@@ -24,8 +24,10 @@ struct executor_args {
 };
 
 /* Prints the one result line and returns the exit status of SPEC §3.3. */
-static int print_result(json_t *data, const struct err *e)
+static int print_result(json_t *data, struct err *e)
 {
+	if (err_is_set(e))
+		executor_publish_error(e);
 	json_t *line = err_is_set(e) ? json_pack("{s:b,s:o}", "success", 0, "error", err_to_json(e))
 				     : json_pack("{s:b,s:O}", "success", 1, "data", data ? data : json_object());
 	if (json_write_line(1, line) < 0)

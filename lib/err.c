@@ -52,7 +52,7 @@ int err_errno(struct err *e, int errnum, const char *fmt, ...)
 	va_start(ap, fmt);
 	char *what = vformat(fmt, ap);
 	va_end(ap);
-	err_set(e, E_SYSTEM, "%s: %s", what, strerror(errnum));
+	err_setd(e, E_SYSTEM, json_pack("{s:i}", "errno", errnum), "%s: %s", what, strerror(errnum));
 	free(what);
 	return -1;
 }

@@ -14,6 +14,20 @@
 #include "paths.h"
 #include "banned.h"
 
+/* Only the stable codes of SPEC §3.3 leave the executor: an internal code is mapped onto one. */
+void executor_publish_error(struct err *e)
+{
+	if (!strcmp(e->code, E_SYSTEM)) {
+		int errnum = (int)json_integer_value(json_object_get(e->details, "errno"));
+		e->code = errnum == EACCES || errnum == EPERM || errnum == EROFS ? E_PERMISSION_DENIED : E_INTERNAL;
+	} else if (!strcmp(e->code, E_USAGE)) {
+		e->code = E_INVALID_PAYLOAD;
+	} else if (strcmp(err_code_intern(e->code), e->code) || !strcmp(e->code, E_CONFIG) ||
+		   !strcmp(e->code, E_EXECUTOR_RESULT_MISSING)) {
+		e->code = E_INTERNAL;
+	}
+}
+
 int executor_exit_status(const char *code)
 {
 	static const char *const invalid_input[] = { E_INVALID_JSON, E_INVALID_PAYLOAD, E_UNKNOWN_COMMAND,

@@ -35,6 +35,8 @@ int executor_execute(const struct payload *p, const struct executor_context *ctx
 int executor_needs_impersonation(const struct payload *p, char **current_user, struct err *e);
 /* The payload to send to the impersonated executor: p's text with dataHome set. */
 char *executor_forward_payload(const struct payload *p, const struct config *cfg);
+/* Maps internal error codes (SYSTEM_ERROR by errno, CONFIG_ERROR, …) onto the stable SPEC §3.3 codes. */
+void executor_publish_error(struct err *e);
 /* Exit status for an error code (SPEC §3.3): 2 for invalid input, 1 otherwise. */
 int executor_exit_status(const char *code);
 

@@ -378,6 +378,20 @@ test_case "worktree remove of a main repository or a plain directory is refused"
   [ -d "$AGOR_HOME/worktrees/plain" ]
 '
 
+test_case "a data home the executor may not write is PERMISSION_DENIED (a stable code), nothing else" '
+  is_root && { command -v setpriv >/dev/null || exit 0; }
+  make_source_repo src
+  mkdir -p dh/repos && chmod 555 dh/repos
+  if is_root; then
+    chmod -R a+rX . && chmod 755 "$T"
+    rc=0; printf "%s" "{\"command\":\"git.clone\",\"params\":{\"url\":\"$PWD/src\",\"outputPath\":\"a/b.git\"},\"dataHome\":\"$PWD/dh\"}" |
+      setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "$AGOR" executor --stdin > out 2> err || rc=$?
+  else
+    executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"$PWD/src\",\"outputPath\":\"a/b.git\"},\"dataHome\":\"$PWD/dh\"}"
+  fi
+  expect_error PERMISSION_DENIED 1
+'
+
 # --- commands that land later ---------------------------------------------------------------------
 
 test_case "prompt, tmux.attach and zellij.attach validate fully, then answer NOT_BUILT (exit 1)" '
