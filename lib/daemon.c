@@ -296,14 +296,11 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 	return 0;
 }
 
-/* Queued tasks wait in the database; the in-memory list only holds running ones. */
-static struct task_run *queued_runs;
-
 static void start_queued(struct daemon *d)
 {
-	while (queued_runs && d->nrunning < d->cfg->execution.executor_pool.max_executors && !d->stopping) {
-		struct task_run *t = queued_runs;
-		queued_runs = t->next;
+	while (d->queued && d->nrunning < d->cfg->execution.executor_pool.max_executors && !d->stopping) {
+		struct task_run *t = d->queued;
+		d->queued = t->next;
 		struct err e = ERR_INIT;
 		if (start_worker(d, t, &e) < 0) {
 			log_error("task %s: %s", t->task_id, e.message);
@@ -364,7 +361,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	if (token)
 		explicit_bzero(token, strlen(token));
 	*task_id = xstrdup(t->task_id);
-	struct task_run **tail = &queued_runs;
+	struct task_run **tail = &d->queued;
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = t;
@@ -443,7 +440,7 @@ void daemon_collect_finished(struct daemon *d)
 
 int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e)
 {
-	for (struct task_run **p = &queued_runs; *p; p = &(*p)->next)
+	for (struct task_run **p = &d->queued; *p; p = &(*p)->next)
 		if (!strcmp((*p)->task_id, task_id)) {
 			struct task_run *t = *p;
 			*p = t->next;
@@ -468,9 +465,9 @@ int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e)
 
 void daemon_cancel_all(struct daemon *d)
 {
-	while (queued_runs) {
+	while (d->queued) {
 		struct err e = ERR_INIT;
-		daemon_task_cancel(d, queued_runs->task_id, &e);
+		daemon_task_cancel(d, d->queued->task_id, &e);
 		err_clear(&e);
 	}
 	for (struct task_run *t = d->running; t; t = t->next) {

@@ -37,6 +37,7 @@ struct daemon {
 	int lock_fd;  /* run/daemon.lock, flocked for the daemon's lifetime */
 	int ready_fd; /* when detached: the pipe to the waiting parent ("R" once serving), else -1 */
 
+	struct task_run *queued;  /* waiting for a free executor slot (FIFO list) */
 	struct task_run *running; /* executors in flight (list) */
 	int nrunning;
 	pthread_mutex_t done_lock;
