@@ -16,7 +16,7 @@ SCENE='
     cat daemon.log; fail "daemon did not start"
   }
   stop_daemon() { kill -TERM $daemon_pid; wait $daemon_pid || true; trap - EXIT; }
-  printf "execution:\n  executor_command_template: \"cat > %s/payload.json; sleep 60\"\n" "$PWD" > config.yaml
+  printf "execution:\n  executor_command_template: \"cat > %s/payload.json; sleep 60\"\n  executor_pool:\n    max_executors: ${MAX_EXECUTORS:-10}\n" "$PWD" > config.yaml
   chmod 600 config.yaml
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
   start_daemon
@@ -91,6 +91,34 @@ test_case "API keys: sealed at rest, never listed, returned only to a live task,
   echo "$last" | grep -q "rate limited" || fail "no rate limit: $last"
   rpc audit.list > audit && ! grep -q SECRET-VALUE audit && grep -q get_api_key audit
   ! grep -q SECRET-VALUE daemon.log
+  stop_daemon
+'
+
+test_case "max_executors bounds the executors in flight: the next task waits queued, then runs" "MAX_EXECUTORS=1; $SCENE"'
+  prompt_task
+  first=$task
+  rm -f payload.json
+  second=$(rpc sessions.prompt "{\"session_id\":\"$session\",\"prompt\":\"two\"}" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"result\"][\"task_id\"])")
+  sleep 0.5
+  rpc tasks.get "{\"id\":\"$second\"}" | grep -q "\"status\":\"queued\"" || fail "second task not queued"
+  [ ! -e payload.json ] || fail "a second executor started"
+  rpc tasks.cancel "{\"id\":\"$first\"}" > /dev/null
+  for i in $(seq 1 100); do [ -s payload.json ] && break; sleep 0.05; done
+  expect_json payload.json params.taskId "$second"
+  rpc tasks.get "{\"id\":\"$second\"}" | grep -q "\"status\":\"running\"" || fail "second task did not start"
+  stop_daemon
+'
+
+test_case "kill -9 of an executor ends its task failed with the reason, even with children left behind" "$SCENE"'
+  prompt_task
+  leader=$(pgrep -f "cat > $PWD/payload.json; sleep 60" | head -1)
+  [ -n "$leader" ] || fail "no executor process"
+  kill -9 "$leader"
+  for i in $(seq 1 100); do rpc tasks.get "{\"id\":\"$task\"}" > t; grep -q "\"status\":\"failed\"" t && break; sleep 0.05; done
+  grep -q "\"status\":\"failed\"" t || { cat t; fail "task not failed within 5 s"; }
+  grep -q EXECUTOR_RESULT_MISSING t
+  grep -q "exit status 137" t
+  [ "$(code_of "$(ctx "$token")")" = AUTH_FAILED ] || fail "token still valid"
   stop_daemon
 '
 
