@@ -941,11 +941,34 @@ static int next_poll_timeout(struct child *c, int64_t *drain_until)
 	return wait;
 }
 
+/* The leader exited while its pipes are still open (a grandchild holds them): in its own process group
+ * the leftovers die with it, and what is already in the pipes is drained for a short while. */
+static void on_leader_exit(struct child *c, int64_t *drain_until)
+{
+	if (c->new_process_group)
+		kill(-c->pid, SIGKILL); /* the leader is unreaped: its group id cannot have been reused */
+	close_fd(&c->in);
+	if (*drain_until < 0)
+		*drain_until = now_ms() + DRAIN_AFTER_KILL_MS;
+}
+
+/* Bounds wait by the drain deadline; -2 once it has passed. */
+static int bound_by_drain(int wait, int64_t drain_until)
+{
+	if (drain_until < 0)
+		return wait;
+	int64_t left = drain_until - now_ms();
+	if (left <= 0)
+		return -2;
+	return wait < 0 || wait > left ? clamp_ms(left) : wait;
+}
+
 static int pump(struct child *c, const char *input, size_t input_len, struct capture *cap_out,
 		struct capture *cap_err, struct err *e)
 {
 	size_t written = 0;
 	int64_t drain_until = -1;
+	int leader_gone = 0;
 	set_nonblocking(c->in);
 	set_nonblocking(c->out);
 	set_nonblocking(c->err);
@@ -954,10 +977,12 @@ static int pump(struct child *c, const char *input, size_t input_len, struct cap
 
 	while (c->in >= 0 || c->out >= 0 || c->err >= 0) {
 		int wait = next_poll_timeout(c, &drain_until);
+		if (wait != -2)
+			wait = bound_by_drain(wait, drain_until);
 		if (wait == -2)
 			break;
-		struct pollfd pfd[4];
-		int n = 0, i_in = -1, i_out = -1, i_err = -1;
+		struct pollfd pfd[5];
+		int n = 0, i_in = -1, i_out = -1, i_err = -1, i_pid = -1;
 		if (c->in >= 0)
 			pfd[i_in = n++] = (struct pollfd){ c->in, POLLOUT, 0 };
 		if (c->out >= 0)
@@ -966,6 +991,8 @@ static int pump(struct child *c, const char *input, size_t input_len, struct cap
 			pfd[i_err = n++] = (struct pollfd){ c->err, POLLIN, 0 };
 		if (c->kill_phase_ == KILL_TERM_SENT && c->pidfd >= 0)
 			pfd[n++] = (struct pollfd){ c->pidfd, POLLIN, 0 };
+		else if (c->pidfd >= 0 && !leader_gone)
+			pfd[i_pid = n++] = (struct pollfd){ c->pidfd, POLLIN, 0 };
 		if (poll(pfd, (nfds_t)n, wait) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -978,6 +1005,10 @@ static int pump(struct child *c, const char *input, size_t input_len, struct cap
 			return err_errno(e, errno, "reading stdout of %s", c->args.v[0]);
 		if (i_err >= 0 && pfd[i_err].revents && drain_output(&c->err, cap_err) < 0)
 			return err_errno(e, errno, "reading stderr of %s", c->args.v[0]);
+		if (i_pid >= 0 && pfd[i_pid].revents) {
+			leader_gone = 1;
+			on_leader_exit(c, &drain_until);
+		}
 	}
 	close_parent_ends(c);
 	return 0;
