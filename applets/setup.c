@@ -261,20 +261,6 @@ static int edit_config_text(const struct strbuf *in, const struct config_edit *e
 	return ok ? 0 : err_set(e, E_INTERNAL, "cannot write YAML");
 }
 
-static int write_fd_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Loads path with the real loader: what we write must be a config the daemon accepts. */
 static int check_config_file(const char *path, struct err *e)
 {
@@ -304,7 +290,7 @@ static int write_config_fn(void *arg, struct strbuf *out, struct err *e)
 		err_errno(e, errno, "create %s", tmp);
 		goto out;
 	}
-	if (write_fd_all(fd, text.buf, text.len) < 0 || fsync(fd) < 0) {
+	if (fs_write_all(fd, text.buf, text.len) < 0 || fsync(fd) < 0) {
 		err_errno(e, errno, "write %s", tmp);
 		goto out;
 	}
@@ -377,7 +363,7 @@ static int install_file(const char *dir, const char *name, const struct strbuf *
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		err_errno(e, errno, "create %s", tmp_path);
-	else if (write_fd_all(fd, content->buf, content->len) < 0 || fchown(fd, 0, 0) < 0 ||
+	else if (fs_write_all(fd, content->buf, content->len) < 0 || fchown(fd, 0, 0) < 0 ||
 		 fchmod(fd, mode) < 0 || fsync(fd) < 0)
 		err_errno(e, errno, "write %s", tmp_path);
 	else if (check && check(tmp_path, e) < 0)

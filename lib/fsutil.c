@@ -109,3 +109,18 @@ int fs_exists(const char *path)
 	struct stat st;
 	return lstat(path, &st) == 0;
 }
+
+int fs_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -13,6 +13,8 @@ int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
 int fs_remove_tree(const char *path, struct err *e);
 /* 1 when path is a directory without entries, 0 when it has some or is not a directory, -1 on error. */
 int fs_dir_is_empty(const char *path);
+/* Writes all len bytes (retrying short writes and EINTR); -1 with errno on failure. Async-signal-safe. */
+int fs_write_all(int fd, const void *buf, size_t len);
 /* 1 when something (anything, even a dangling symlink) exists at path. */
 int fs_exists(const char *path);
 

@@ -18,6 +18,7 @@
 
 #include "child.h"
 #include "unixperm.h"
+#include "fsutil.h"
 #include "banned.h"
 
 #define XATTR_ACL_ACCESS  "system.posix_acl_access"
@@ -998,20 +999,6 @@ int unixperm_userdel(const char *user, bool remove_home, struct err *e)
 /* ---- work done as another user -----------------------------------------------------------------
  */
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Reply over the pipe: 'O' + output bytes, or 'E' + code + NUL + message. */
 static void send_reply(int fd, int rc, const struct strbuf *out, const struct err *e)
 {
@@ -1025,7 +1012,7 @@ static void send_reply(int fd, int rc, const struct strbuf *out, const struct er
 		strbuf_addch(&msg, '\0');
 		strbuf_addstr(&msg, e->message ? e->message : "failed");
 	}
-	(void)write_all(fd, msg.buf, msg.len);
+	(void)fs_write_all(fd, msg.buf, msg.len);
 	strbuf_release(&msg);
 }
 
