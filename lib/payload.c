@@ -4,6 +4,7 @@
 
 #include "json.h"
 #include "payload.h"
+#include "unixperm.h"
 #include "banned.h"
 
 enum field_type { F_STRING, F_BOOL, F_ENUM, F_STRMAP, F_OBJECT };
@@ -116,15 +117,7 @@ static char *join_path(const char *prefix, const char *name)
 
 int payload_valid_user_name(const char *s)
 {
-	size_t n = strlen(s);
-	if (n < 1 || n > 32 || !((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-			return 0;
-	}
-	return 1;
+	return unixperm_user_name_valid(s); /* one rule for user names (SPEC §3.5) */
 }
 
 int payload_env_name_allowed(const char *name)
