@@ -105,7 +105,12 @@ build/musl/net-echo: build/musl/test/helpers/net_echo.o $(NET_HELPER_LIB:%=build
 build/asan/net-echo: build/asan/test/helpers/net_echo.o $(NET_HELPER_LIB:%=build/asan/lib/%.o)
 	$(ASAN_CC) $(ASAN_LDFLAGS) -o $@ $^ $(LIBS) -ldl -lm
 
-TEST_HELPERS := build/musl/net-echo build/asan/net-echo
+# Runs a command with one system call failing (t0050-sandbox: kernels without Landlock or user namespaces).
+build/deny-syscall: test/helpers/deny_syscall.c
+	@mkdir -p $(dir $@)
+	gcc -O2 -Wall -Werror -o $@ $<
+
+TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall
 
 # Fuzz targets (test/fuzz/*.c, libFuzzer): not part of `make test`. Needs clang (Debian package clang). Run with a
 # scratch corpus first (libFuzzer writes new inputs there) and the checked-in seeds second, e.g.

@@ -40,6 +40,8 @@ struct config_key {
 };
 
 static int check_user_name(const char *value, size_t *at, struct err *e);
+static int check_path_list(const char *value, size_t *at, struct err *e);
+static int check_cgroup_name(const char *value, size_t *at, struct err *e);
 static int check_host(const char *value, size_t *at, struct err *e);
 static int check_template(const char *value, size_t *at, struct err *e);
 static char *derive_data_home(const struct config_state *st);
@@ -50,6 +52,7 @@ static char *derive_socket_path(const struct config_state *st);
 static char *derive_worktree_rbac(const struct config_state *st);
 
 static const char *const user_modes[] = {"simple", "insulated", "strict", NULL};
+static const char *const sandbox_networks[] = {"none", "host", NULL};
 _Static_assert(sizeof(enum config_user_mode) == sizeof(int), "enum fields are stored as int");
 
 #define FIELD(member)                                                                              \
@@ -97,6 +100,30 @@ static const struct config_key keys[] = {
 	  FIELD(execution.session_tokens.expiration_ms) },
 	{ .key = "execution.timeout_ms", .type = CONFIG_INT, .def = "300000",
 	  .min = 1000, .max = 604800000LL /* 7 days */, FIELD(execution.timeout_ms) },
+	{ .key = "execution.sandbox.enabled", .type = CONFIG_BOOL, .def = "true",
+	  FIELD(execution.sandbox.enabled) },
+	{ .key = "execution.sandbox.fail_closed", .type = CONFIG_BOOL, .def = "true",
+	  FIELD(execution.sandbox.fail_closed) },
+	{ .key = "execution.sandbox.network", .type = CONFIG_ENUM, .def = "none",
+	  .choices = sandbox_networks, FIELD(execution.sandbox.network) },
+	{ .key = "execution.sandbox.read_only_paths", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_path_list, FIELD(execution.sandbox.read_only_paths) },
+	{ .key = "execution.sandbox.read_write_paths", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_path_list, FIELD(execution.sandbox.read_write_paths) },
+	{ .key = "execution.sandbox.memory_max_mb", .type = CONFIG_INT, .def = "4096",
+	  .min = 0, .max = 1048576, FIELD(execution.sandbox.memory_max_mb) },
+	{ .key = "execution.sandbox.pids_max", .type = CONFIG_INT, .def = "1024",
+	  .min = 0, .max = 4194304, FIELD(execution.sandbox.pids_max) },
+	{ .key = "execution.sandbox.cpu_max_percent", .type = CONFIG_INT, .def = "0",
+	  .min = 0, .max = 100000, FIELD(execution.sandbox.cpu_max_percent) },
+	{ .key = "execution.sandbox.nofile", .type = CONFIG_INT, .def = "4096",
+	  .min = 0, .max = 1048576, FIELD(execution.sandbox.nofile) },
+	{ .key = "execution.sandbox.fsize_mb", .type = CONFIG_INT, .def = "0",
+	  .min = 0, .max = 1048576, FIELD(execution.sandbox.fsize_mb) },
+	{ .key = "execution.sandbox.cgroup_root", .type = CONFIG_PATH, .def = "/sys/fs/cgroup",
+	  FIELD(execution.sandbox.cgroup_root) },
+	{ .key = "execution.sandbox.cgroup_parent", .type = CONFIG_STRING, .def = "agor",
+	  .check = check_cgroup_name, FIELD(execution.sandbox.cgroup_parent) },
 };
 /* clang-format on */
 #define NKEYS ARRAY_SIZE(keys)
@@ -399,6 +426,37 @@ static int check_user_name(const char *value, size_t *at, struct err *e)
 		sb.buf);
 	strbuf_release(&sb);
 	return -1;
+}
+
+/* ':'-separated absolute paths without "..": extra paths of the sandbox's mount view. */
+static int check_path_list(const char *value, size_t *at, struct err *e)
+{
+	for (const char *p = value; *p;) {
+		size_t len = strcspn(p, ":");
+		*at = (size_t)(p - value);
+		if (len == 0 || *p != '/')
+			return err_set(e, E_CONFIG, "expected ':'-separated absolute paths, got an entry at "
+					      "byte %zu that does not start with '/'", *at);
+		for (const char *d = p; (d = strstr(d, "/..")) && d < p + len; d += 3)
+			if (d[3] == '/' || d[3] == ':' || !d[3])
+				return err_set(e, E_CONFIG, "paths must not contain '..' (entry at byte %zu)", *at);
+		p += len;
+		if (*p == ':')
+			p++;
+	}
+	return 0;
+}
+
+/* A cgroup directory name: letters, digits, '-', '_', '.', not starting with '.'. */
+static int check_cgroup_name(const char *value, size_t *at, struct err *e)
+{
+	size_t len = strlen(value);
+	size_t ok = strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.");
+	if (ok == len && value[0] != '.' && len <= 64)
+		return 0;
+	*at = ok;
+	return err_set(e, E_CONFIG, "expected a cgroup name of letters, digits, '-', '_' and '.' (not starting "
+			      "with '.'), got \"%.60s\"", value);
 }
 
 /* A host name or an IP address: letters, digits, . - _ : % (IPv6 zone), at most 253 bytes. */

@@ -99,6 +99,12 @@ enum config_user_mode {
 	CONFIG_MODE_STRICT,
 };
 
+/* execution.sandbox.network */
+enum config_sandbox_network {
+	CONFIG_SANDBOX_NETWORK_NONE,
+	CONFIG_SANDBOX_NETWORK_HOST,
+};
+
 struct config_state; /* private to config.c */
 
 /*
@@ -136,6 +142,16 @@ struct config {
 			long long expiration_ms;
 		} session_tokens;
 		long long timeout_ms;
+		struct {
+			bool enabled;	  /* sandbox what the executor starts (agent CLIs, exec.run) */
+			bool fail_closed; /* a missing Landlock/seccomp refuses the run */
+			int network;	  /* enum config_sandbox_network */
+			const char *read_only_paths;  /* ':'-separated; NULL: none */
+			const char *read_write_paths; /* ':'-separated; NULL: none */
+			long long memory_max_mb, pids_max, cpu_max_percent, nofile, fsize_mb; /* 0: no limit */
+			const char *cgroup_root;   /* where the cgroup hierarchies are mounted */
+			const char *cgroup_parent; /* the group under which each run gets its own */
+		} sandbox;
 	} execution;
 
 	const char *config_file; /* the file read, or that would be read (absolute) */

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "confine.h"
+#include "execrun.h"
 #include "executor.h"
 #include "fsutil.h"
 #include "gitops.h"
@@ -215,6 +216,31 @@ static int run_worktree_remove(const struct payload *p, const struct executor_co
 	return gitops_worktree_remove(path, force, data, e);
 }
 
+/* --- exec.run ------------------------------------------------------------------------------ */
+
+static int run_exec(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+		    struct err *e)
+{
+	_cleanup_free_ char *cwd = NULL;
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+		return -1;
+	json_t *timeout = payload_param(p, "timeoutMs");
+	struct execrun_request req = {
+		.cfg = ctx->cfg,
+		.cwd = cwd,
+		.argv = payload_param(p, "argv"),
+		.env = p->env,
+		.timeout_ms = timeout ? json_integer_value(timeout) : 0,
+	};
+	if (!ctx->dry_run)
+		return execrun(&req, data, e);
+	json_t *step;
+	if (execrun_plan(&req, &step, e) < 0)
+		return -1;
+	plan_add(plan, step);
+	return 0;
+}
+
 /* --- commands that land with later issues -------------------------------------------------- */
 
 static int run_not_built(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
@@ -243,6 +269,7 @@ static command_fn command_handler(enum payload_command cmd)
 	case CMD_GIT_CLONE: return run_clone;
 	case CMD_GIT_WORKTREE_ADD: return run_worktree_add;
 	case CMD_GIT_WORKTREE_REMOVE: return run_worktree_remove;
+	case CMD_EXEC_RUN: return run_exec;
 	case CMD_PROMPT:
 	case CMD_TMUX_ATTACH:
 	case CMD_ZELLIJ_ATTACH: return run_not_built;

@@ -25,6 +25,9 @@ int json_write_line(int fd, const json_t *j);
 /* Parses exactly one JSON value (duplicate keys rejected); on failure sets E_INVALID_JSON with
  * details {line, column, position, reason} and returns NULL. */
 json_t *json_parse(const char *text, size_t len, struct err *e);
+/* A JSON string of arbitrary bytes (a child's output): valid UTF-8 is kept, every byte of an
+ * invalid sequence becomes U+FFFD. */
+json_t *json_string_lossy(const char *s, size_t len);
 /* Typed lookup that returns NULL when key is missing or of another type. */
 const char *json_get_str(const json_t *obj, const char *key);
 

@@ -7,7 +7,7 @@
 #include "unixperm.h"
 #include "banned.h"
 
-enum field_type { F_STRING, F_BOOL, F_ENUM, F_STRMAP, F_OBJECT };
+enum field_type { F_STRING, F_BOOL, F_ENUM, F_STRMAP, F_OBJECT, F_ARGV, F_TIMEOUT_MS };
 enum field_flags { REQUIRED = 1, NONEMPTY = 2, USER_NAME = 4, NO_NUL = 8 };
 
 struct field_spec {
@@ -83,7 +83,15 @@ static const struct field_spec tmux_params[] = {
 	{ NULL },
 };
 
+static const struct field_spec exec_run_params[] = {
+	{ "argv", F_ARGV, REQUIRED },
+	{ "cwd", F_STRING, REQ_STR },
+	{ "timeoutMs", F_TIMEOUT_MS, 0 },
+	{ NULL },
+};
+
 static const struct command_spec commands[] = {
+	{ "exec.run", CMD_EXEC_RUN, exec_run_params, 0 },
 	{ "git.clone", CMD_GIT_CLONE, clone_params, 0 },
 	{ "git.worktree.add", CMD_GIT_WORKTREE_ADD, worktree_add_params, 0 },
 	{ "git.worktree.remove", CMD_GIT_WORKTREE_REMOVE, worktree_remove_params, 0 },
@@ -193,10 +201,46 @@ static int check_enum(const struct field_spec *f, const char *s, const char *pat
 	return -1;
 }
 
+/* A non-empty array of strings without NUL bytes, the first one non-empty. */
+static int check_argv(json_t *v, const char *path, struct err *e)
+{
+	char reason[96];
+	if (!json_is_array(v) || !json_array_size(v)) {
+		snprintf(reason, sizeof(reason), "expected a non-empty array of strings, got %s",
+			 json_is_array(v) ? "an empty array" : type_name(v));
+		return invalid(e, path, reason);
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item) {
+		_cleanup_free_ char *at = xasprintf("%s[%zu]", path, i);
+		if (!json_is_string(item)) {
+			snprintf(reason, sizeof(reason), "expected a string, got %s", type_name(item));
+			return invalid(e, at, reason);
+		}
+		if (strlen(json_string_value(item)) != json_string_length(item))
+			return invalid(e, at, "must not contain NUL bytes");
+		if (i == 0 && !json_string_length(item))
+			return invalid(e, at, "the program must not be empty");
+	}
+	return 0;
+}
+
+#define TIMEOUT_MS_MAX 604800000LL /* 7 days, as execution.timeout_ms */
+
+static int check_timeout_ms(json_t *v, const char *path, struct err *e)
+{
+	if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= TIMEOUT_MS_MAX)
+		return 0;
+	return invalid(e, path, "expected an integer number of milliseconds, 1..604800000");
+}
+
 static int check_field(const struct field_spec *f, json_t *v, const char *path, struct err *e)
 {
 	char reason[96];
 	switch (f->type) {
+	case F_ARGV: return check_argv(v, path, e);
+	case F_TIMEOUT_MS: return check_timeout_ms(v, path, e);
 	case F_BOOL:
 		if (json_is_boolean(v))
 			return 0;
@@ -349,6 +393,11 @@ void payload_release(struct payload *p)
 const char *payload_str(const struct payload *p, const char *name)
 {
 	return json_get_str(p->params, name);
+}
+
+json_t *payload_param(const struct payload *p, const char *name)
+{
+	return json_object_get(p->params, name);
 }
 
 int payload_bool(const struct payload *p, const char *name, int dflt)

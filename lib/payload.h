@@ -25,6 +25,7 @@ enum payload_command {
 	CMD_GIT_WORKTREE_REMOVE,
 	CMD_ZELLIJ_ATTACH,
 	CMD_TMUX_ATTACH,
+	CMD_EXEC_RUN,
 };
 
 struct payload {
@@ -44,6 +45,8 @@ void payload_release(struct payload *p);
 
 /* A string param, or NULL when absent. */
 const char *payload_str(const struct payload *p, const char *name);
+/* Any param (borrowed), or NULL when absent. */
+json_t *payload_param(const struct payload *p, const char *name);
 /* A boolean param, or dflt when absent. */
 int payload_bool(const struct payload *p, const char *name, int dflt);
 /* The supported command names as a new JSON array. */

@@ -1,0 +1,331 @@
+/* cgroup.c — per-run control groups on cgroup v2 or v1 (cgroup.h): create, limit, join, events, destroy.
+ * Only files under the chosen root are touched; a limit that cannot be written is an error, never skipped. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "common.h"
+#include "fsutil.h"
+#include "strbuf.h"
+#include "banned.h"
+
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#define CGROUP_SUPER_MAGIC 0x27e0eb
+#define CPU_PERIOD_US 100000
+
+int cgroup_limits_any(const struct cgroup_limits *limits)
+{
+	return limits->memory_max_bytes > 0 || limits->pids_max > 0 || limits->cpu_max_percent > 0;
+}
+
+static int fs_type_is(const char *path, long magic)
+{
+	struct statfs sf;
+	return statfs(path, &sf) == 0 && (long)sf.f_type == magic;
+}
+
+static int write_text(const char *dir, const char *file, const char *text)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	int rc = fs_write_all(fd, text, strlen(text));
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+static int write_number(const char *dir, const char *file, long long value)
+{
+	char text[32];
+	snprintf(text, sizeof(text), "%lld", value);
+	return write_text(dir, file, text);
+}
+
+/* The value of KEY in a "key value" per line file, or -1. */
+static long long read_keyed(const char *dir, const char *file, const char *key)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	_cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, path, 64 * 1024) < 0)
+		return -1;
+	size_t klen = strlen(key);
+	for (const char *line = sb.buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, key, klen) && line[klen] == ' ')
+			return strtoll(line + klen + 1, NULL, 10);
+	return -1;
+}
+
+static long long read_number(const char *dir, const char *file)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	_cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, path, 64) < 0 || !sb.len)
+		return -1;
+	return strtoll(sb.buf, NULL, 10);
+}
+
+static int controller_listed(const char *dir, const char *name)
+{
+	_cleanup_free_ char *path = xasprintf("%s/cgroup.controllers", dir);
+	_cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, path, 4096) < 0)
+		return 0;
+	size_t n = strlen(name);
+	for (const char *p = sb.buf; (p = strstr(p, name)); p += n)
+		if ((p == sb.buf || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return 1;
+	return 0;
+}
+
+static void needed_controllers(const struct cgroup_limits *l, const char **out, int *n)
+{
+	*n = 0;
+	if (l->memory_max_bytes > 0)
+		out[(*n)++] = "memory";
+	if (l->pids_max > 0)
+		out[(*n)++] = "pids";
+	if (l->cpu_max_percent > 0)
+		out[(*n)++] = "cpu";
+}
+
+/* The cgroup2 mount that offers every needed controller, or NULL (malloc'd). */
+static char *find_v2_root(const char *root, const char **ctrl, int n)
+{
+	_cleanup_free_ char *unified = xasprintf("%s/unified", root);
+	const char *candidates[] = { root, unified };
+	for (size_t i = 0; i < ARRAY_SIZE(candidates); i++) {
+		if (!fs_type_is(candidates[i], CGROUP2_SUPER_MAGIC))
+			continue;
+		int all = 1;
+		for (int c = 0; c < n; c++)
+			all &= controller_listed(candidates[i], ctrl[c]);
+		if (all)
+			return xstrdup(candidates[i]);
+	}
+	return NULL;
+}
+
+static int make_dir(const char *path, struct err *e)
+{
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
+		return 0;
+	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
+			"cgroup: cannot create %s: %s", path, strerror(errno));
+}
+
+static int limit_failed(struct err *e, const char *dir, const char *file)
+{
+	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
+			"cgroup: cannot write %s/%s: %s", dir, file, strerror(errno));
+}
+
+static void add_dir(struct cgroup *cg, char *dir, const char *controller)
+{
+	cg->dirs[cg->ndirs] = dir;
+	cg->procs[cg->ndirs] = xasprintf("%s/cgroup.procs", dir);
+	cg->controllers[cg->ndirs] = controller;
+	cg->ndirs++;
+}
+
+static int enable_v2_controllers(const char *dir, const char **ctrl, int n, struct err *e)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (int i = 0; i < n; i++)
+		strbuf_addf(&sb, "%s+%s", i ? " " : "", ctrl[i]);
+	int rc = n ? write_text(dir, "cgroup.subtree_control", sb.buf) : 0;
+	strbuf_release(&sb);
+	return rc < 0 ? limit_failed(e, dir, "cgroup.subtree_control") : 0;
+}
+
+static int write_v2_limits(const char *dir, const struct cgroup_limits *l, struct err *e)
+{
+	if (l->memory_max_bytes > 0) {
+		if (write_number(dir, "memory.max", l->memory_max_bytes) < 0)
+			return limit_failed(e, dir, "memory.max");
+		write_number(dir, "memory.swap.max", 0); /* absent without swap accounting */
+	}
+	if (l->pids_max > 0 && write_number(dir, "pids.max", l->pids_max) < 0)
+		return limit_failed(e, dir, "pids.max");
+	if (l->cpu_max_percent > 0) {
+		char text[48];
+		snprintf(text, sizeof(text), "%lld %d", (long long)l->cpu_max_percent * CPU_PERIOD_US / 100,
+			 CPU_PERIOD_US);
+		if (write_text(dir, "cpu.max", text) < 0)
+			return limit_failed(e, dir, "cpu.max");
+	}
+	return 0;
+}
+
+static int create_v2(struct cgroup *cg, const char *v2root, const char *parent, const char *leaf,
+		     const char **ctrl, int n, struct err *e)
+{
+	_cleanup_free_ char *pdir = xasprintf("%s/%s", v2root, parent);
+	char *dir = xasprintf("%s/%s", pdir, leaf);
+	cg->version = 2;
+	if (make_dir(pdir, e) < 0 || enable_v2_controllers(v2root, ctrl, n, e) < 0 ||
+	    enable_v2_controllers(pdir, ctrl, n, e) < 0 || make_dir(dir, e) < 0) {
+		free(dir);
+		return -1;
+	}
+	add_dir(cg, dir, NULL);
+	return write_v2_limits(dir, &cg->limits, e);
+}
+
+static int write_v1_limit(const char *dir, const char *controller, const struct cgroup_limits *l, struct err *e)
+{
+	if (!strcmp(controller, "memory")) {
+		if (write_number(dir, "memory.limit_in_bytes", l->memory_max_bytes) < 0)
+			return limit_failed(e, dir, "memory.limit_in_bytes");
+		write_number(dir, "memory.memsw.limit_in_bytes", l->memory_max_bytes); /* absent without swap accounting */
+		return 0;
+	}
+	if (!strcmp(controller, "pids"))
+		return write_number(dir, "pids.max", l->pids_max) < 0 ? limit_failed(e, dir, "pids.max") : 0;
+	if (write_number(dir, "cpu.cfs_period_us", CPU_PERIOD_US) < 0 ||
+	    write_number(dir, "cpu.cfs_quota_us", (long long)l->cpu_max_percent * CPU_PERIOD_US / 100) < 0)
+		return limit_failed(e, dir, "cpu.cfs_quota_us");
+	return 0;
+}
+
+static int create_v1(struct cgroup *cg, const char *root, const char *parent, const char *leaf,
+		     const char **ctrl, int n, struct err *e)
+{
+	cg->version = 1;
+	for (int i = 0; i < n; i++) {
+		_cleanup_free_ char *hier = xasprintf("%s/%s", root, ctrl[i]);
+		if (!fs_type_is(hier, CGROUP_SUPER_MAGIC))
+			return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
+					"cgroup: no %s controller under %s (neither cgroup2 nor a v1 hierarchy)",
+					ctrl[i], root);
+		_cleanup_free_ char *pdir = xasprintf("%s/%s", hier, parent);
+		char *dir = xasprintf("%s/%s", pdir, leaf);
+		if (make_dir(pdir, e) < 0 || make_dir(dir, e) < 0) {
+			free(dir);
+			return -1;
+		}
+		add_dir(cg, dir, ctrl[i]);
+		if (write_v1_limit(dir, ctrl[i], &cg->limits, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int cgroup_create(struct cgroup *cg, const char *root, const char *parent, const char *leaf,
+		  const struct cgroup_limits *limits, struct err *e)
+{
+	memset(cg, 0, sizeof(*cg));
+	cg->limits = *limits;
+	const char *ctrl[CGROUP_MAX_DIRS];
+	int n;
+	needed_controllers(limits, ctrl, &n);
+	_cleanup_free_ char *v2root = find_v2_root(root, ctrl, n);
+	int rc = v2root ? create_v2(cg, v2root, parent, leaf, ctrl, n, e) : create_v1(cg, root, parent, leaf, ctrl, n, e);
+	if (rc < 0)
+		cgroup_destroy(cg);
+	return rc;
+}
+
+int cgroup_join_self(const struct cgroup *cg)
+{
+	for (int i = 0; i < cg->ndirs; i++) {
+		int fd = open(cg->procs[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		int rc = fs_write_all(fd, "0", 1);
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+json_t *cgroup_events(const struct cgroup *cg)
+{
+	json_t *o = json_object();
+	for (int i = 0; i < cg->ndirs; i++) {
+		const char *dir = cg->dirs[i], *ctrl = cg->controllers[i];
+		if (cg->version == 2 || !strcmp(ctrl, "memory")) {
+			long long oom = read_keyed(dir, cg->version == 2 ? "memory.events" : "memory.oom_control", "oom_kill");
+			long long peak = read_number(dir, cg->version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
+			if (oom >= 0)
+				json_object_set_new(o, "oomKills", json_integer(oom));
+			if (peak >= 0)
+				json_object_set_new(o, "memoryPeakBytes", json_integer(peak));
+		}
+		if (cg->version == 2 || !strcmp(ctrl, "pids")) {
+			long long hits = read_keyed(dir, "pids.events", "max");
+			if (hits >= 0)
+				json_object_set_new(o, "pidsLimitHits", json_integer(hits));
+		}
+	}
+	return o;
+}
+
+json_t *cgroup_receipt(const struct cgroup *cg)
+{
+	json_t *paths = json_array();
+	for (int i = 0; i < cg->ndirs; i++)
+		json_array_append_new(paths, json_string(cg->dirs[i]));
+	return json_pack("{s:i,s:o,s:I,s:I,s:i}", "version", cg->version, "paths", paths, "memoryMaxBytes",
+			 (json_int_t)cg->limits.memory_max_bytes, "pidsMax", (json_int_t)cg->limits.pids_max,
+			 "cpuMaxPercent", cg->limits.cpu_max_percent);
+}
+
+static void sleep_briefly(void)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+/* SIGKILL every process listed; 1 when the list was empty. */
+static int kill_listed(const char *procs)
+{
+	_cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, procs, 1 << 20) < 0 || !sb.len)
+		return 1;
+	for (char *p = sb.buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid > 0)
+			kill((pid_t)pid, SIGKILL);
+		while (*end == '\n')
+			end++;
+	}
+	return 0;
+}
+
+static void empty_and_remove(const struct cgroup *cg, int i)
+{
+	if (cg->version == 2)
+		write_text(cg->dirs[i], "cgroup.kill", "1");
+	for (int tries = 0; tries < 200; tries++) {
+		if (kill_listed(cg->procs[i]) && rmdir(cg->dirs[i]) == 0)
+			return;
+		if (errno == ENOENT)
+			return;
+		sleep_briefly();
+	}
+}
+
+void cgroup_destroy(struct cgroup *cg)
+{
+	for (int i = 0; i < cg->ndirs; i++) {
+		empty_and_remove(cg, i);
+		free(cg->dirs[i]);
+		free(cg->procs[i]);
+	}
+	memset(cg, 0, sizeof(*cg));
+}

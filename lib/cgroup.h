@@ -1,0 +1,56 @@
+/* cgroup.h — one control group per sandboxed run: memory, process and CPU limits, events, teardown.
+ * cgroup v2 where the host has it (with its controllers), else the v1 hierarchies of each controller. */
+#ifndef AGOR_CGROUP_H
+#define AGOR_CGROUP_H
+
+/*
+ * Contract
+ * --------
+ * cgroup_create(cg, root, parent, leaf, limits, e) finds the hierarchy under `root` (normally
+ * /sys/fs/cgroup): v2 when root (or root/unified) is cgroup2 with the needed controllers
+ * available, else v1 with one directory per needed controller (memory, pids, cpu). It makes
+ * ROOT/…/PARENT/LEAF, writes the limits (memory.max + memory.swap.max or
+ * memory.limit_in_bytes + memory.memsw.limit_in_bytes; pids.max; cpu.max or
+ * cpu.cfs_quota_us/cpu.cfs_period_us) and returns 0, or -1 with E_ISOLATION_UNAVAILABLE naming
+ * what is missing (no hierarchy, controller absent, no permission).
+ *
+ * cgroup_join_self(cg) runs in the forked child: it writes "0" to every cgroup.procs of the
+ * group (moves the caller). Async-signal-safe; 0 or -1 with errno.
+ *
+ * cgroup_events(cg) → {"oomKills": N, "pidsLimitHits": N, "memoryPeakBytes": N?} read from the
+ * kernel's event counters; cgroup_destroy(cg) kills whatever is left (cgroup.kill on v2, a
+ * SIGKILL sweep on v1), removes the directories and frees cg's strings. Call it exactly once.
+ */
+
+#include <jansson.h>
+
+#include "err.h"
+
+struct cgroup_limits {
+	long long memory_max_bytes; /* 0: no limit */
+	long long pids_max;	    /* 0: no limit */
+	int cpu_max_percent;	    /* 0: no limit; 100 = one CPU */
+};
+
+#define CGROUP_MAX_DIRS 3
+
+struct cgroup {
+	int version; /* 1 or 2; 0 before create */
+	char *dirs[CGROUP_MAX_DIRS];
+	char *procs[CGROUP_MAX_DIRS]; /* DIR/cgroup.procs, precomputed for the child */
+	const char *controllers[CGROUP_MAX_DIRS]; /* v1: the controller of dirs[i]; v2: NULL */
+	int ndirs;
+	struct cgroup_limits limits;
+};
+
+/* 1 when limits asks for any control at all. */
+int cgroup_limits_any(const struct cgroup_limits *limits);
+int cgroup_create(struct cgroup *cg, const char *root, const char *parent, const char *leaf,
+		  const struct cgroup_limits *limits, struct err *e);
+int cgroup_join_self(const struct cgroup *cg);
+json_t *cgroup_events(const struct cgroup *cg);
+/* {"version": N, "path": "...", "memoryMaxBytes": N, "pidsMax": N, "cpuMaxPercent": N} */
+json_t *cgroup_receipt(const struct cgroup *cg);
+void cgroup_destroy(struct cgroup *cg);
+
+#endif

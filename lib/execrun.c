@@ -1,0 +1,261 @@
+/* execrun.c — exec.run for the executor (execrun.h): git directories found and confined, the sandbox
+ * prepared, the program run with a rebuilt environment, and the outcome with its receipt returned. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "common.h"
+#include "confine.h"
+#include "crypto.h"
+#include "execrun.h"
+#include "json.h"
+#include "log.h"
+#include "sandbox.h"
+#include "strbuf.h"
+#include "banned.h"
+
+struct git_dirs {
+	char *common; /* the repository's git directory, or NULL */
+	char *admin;  /* its worktrees/NAME entry for this worktree, or NULL */
+};
+
+static void git_dirs_release(struct git_dirs *g)
+{
+	free(g->common);
+	free(g->admin);
+}
+
+/* The first line of a small regular file (not a symlink), without its newline. */
+static int read_first_line(const char *path, struct strbuf *out)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	int rc = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 4096 && strbuf_read_fd(out, fd, 4096) >= 0) {
+		out->len = strcspn(out->buf, "\n");
+		out->buf[out->len] = 0;
+		rc = 0;
+	}
+	close(fd);
+	return rc;
+}
+
+static int outside(struct err *e, const char *what, const char *path)
+{
+	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", path, "field", what),
+			"the worktree's %s (%s) is not inside the data home's repos/: refusing to expose it to the "
+			"sandbox (was the worktree's .git file changed?)", what, path);
+}
+
+/* A linked worktree: .git is a file "gitdir: REPOS/x.git/worktrees/NAME", whose commondir leads
+ * to the repository. A plain clone: .git is a directory inside the worktree. Both must stay in
+ * the data home (the .git file is writable by whatever ran in the worktree before). */
+static int find_git_dirs(const struct config *cfg, const char *worktree, struct git_dirs *g, struct err *e)
+{
+	memset(g, 0, sizeof(*g));
+	_cleanup_free_ char *dotgit = xasprintf("%s/.git", worktree);
+	struct stat st;
+	if (lstat(dotgit, &st) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		g->common = xstrdup(dotgit);
+		return 0;
+	}
+	_cleanup_strbuf_ struct strbuf line = STRBUF_INIT, common = STRBUF_INIT;
+	if (!S_ISREG(st.st_mode) || read_first_line(dotgit, &line) < 0 || strncmp(line.buf, "gitdir: ", 8))
+		return err_set(e, E_GIT_ERROR, "%s is not a gitdir file", dotgit);
+	const char *admin = line.buf + 8;
+	struct err ignored = ERR_INIT;
+	if (confine_path(cfg->paths.repos_dir, admin, 1, &g->admin, &ignored) < 0) {
+		err_clear(&ignored);
+		return outside(e, "gitdir", admin);
+	}
+	_cleanup_free_ char *commondir_file = xasprintf("%s/commondir", g->admin);
+	if (read_first_line(commondir_file, &common) < 0)
+		strbuf_addstr(&common, "../..");
+	_cleanup_free_ char *joined = common.buf[0] == '/' ? xstrdup(common.buf) : xasprintf("%s/%s", g->admin, common.buf);
+	_cleanup_free_ char *resolved = realpath(joined, NULL);
+	if (!resolved || confine_path(cfg->paths.repos_dir, resolved, 1, &g->common, &ignored) < 0) {
+		err_clear(&ignored);
+		return outside(e, "commondir", joined);
+	}
+	return 0;
+}
+
+static const char *home_of_caller(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' && pw->pw_dir[1] ? pw->pw_dir : "/home/agor";
+}
+
+static char *run_name(void)
+{
+	uint8_t raw[6];
+	char hex[13];
+	struct err ignored = ERR_INIT;
+	if (crypto_random(raw, sizeof(raw), &ignored) < 0) {
+		err_clear(&ignored);
+		memset(raw, 0, sizeof(raw));
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	return xasprintf("run-%ld-%s", (long)getpid(), hex);
+}
+
+struct prepared {
+	struct git_dirs git;
+	struct sandbox *sb;
+	json_t *fallback; /* the receipt when running unsandboxed after a missing control */
+	char *name;
+};
+
+static void prepared_release(struct prepared *pr)
+{
+	git_dirs_release(&pr->git);
+	sandbox_free(pr->sb);
+	json_decref(pr->fallback);
+	free(pr->name);
+}
+
+static json_t *unsandboxed_receipt(const struct err *why)
+{
+	if (!why)
+		return json_pack("{s:b,s:s}", "enabled", 0, "reason", "execution.sandbox.enabled is false");
+	json_t *missing = why->details ? json_object_get(why->details, "missing") : NULL;
+	return json_pack("{s:b,s:b,s:O*,s:s}", "enabled", 0, "fallback", 1, "missing", missing, "warning",
+			 why->message);
+}
+
+/* A missing control: an error, or with fallback_to_unified a loud warning and no sandbox. */
+static int isolation_missing(const struct config *cfg, struct prepared *pr, struct err *e)
+{
+	if (strcmp(e->code, E_ISOLATION_UNAVAILABLE) || !cfg->execution.fallback_to_unified)
+		return -1;
+	log_warn("exec.run runs WITHOUT a sandbox (execution.fallback_to_unified is true): %s", e->message);
+	pr->fallback = unsandboxed_receipt(e);
+	err_clear(e);
+	return 0;
+}
+
+static int prepare(const struct execrun_request *req, int plan_only, struct prepared *pr, struct err *e)
+{
+	memset(pr, 0, sizeof(*pr));
+	if (find_git_dirs(req->cfg, req->cwd, &pr->git, e) < 0)
+		return -1;
+	struct sandbox_config sc;
+	sandbox_config_from(&sc, req->cfg);
+	if (!sc.enabled) {
+		pr->fallback = unsandboxed_receipt(NULL);
+		return 0;
+	}
+	pr->name = run_name();
+	struct sandbox_request sr = {
+		.worktree = req->cwd,
+		.git_common_dir = pr->git.common,
+		.git_admin_dir = pr->git.admin,
+		.home = home_of_caller(),
+		.name = pr->name,
+		.plan_only = plan_only,
+	};
+	pr->sb = sandbox_prepare(&sc, &sr, e);
+	return pr->sb ? 0 : isolation_missing(req->cfg, pr, e);
+}
+
+int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e)
+{
+	struct prepared pr;
+	if (prepare(req, 1, &pr, e) < 0) {
+		prepared_release(&pr);
+		return -1;
+	}
+	*step = json_pack("{s:s,s:O,s:s,s:o}", "step", "exec.run", "argv", req->argv, "cwd", req->cwd, "sandbox",
+			  pr.sb ? sandbox_receipt(pr.sb) : json_incref(pr.fallback));
+	prepared_release(&pr);
+	return 0;
+}
+
+static void build_environment(const struct execrun_request *req, struct strvec *env)
+{
+	const char *home = home_of_caller();
+	struct passwd *pw = getpwuid(geteuid());
+	const char *user = pw ? pw->pw_name : "agor";
+	strvec_push(env, "PATH=/usr/local/bin:/usr/bin:/bin");
+	strvec_pushf(env, "HOME=%s", home);
+	strvec_pushf(env, "USER=%s", user);
+	strvec_pushf(env, "LOGNAME=%s", user);
+	strvec_push(env, "LANG=C.UTF-8");
+	strvec_push(env, "TERM=dumb");
+	const char *name;
+	json_t *value;
+	json_object_foreach(req->env, name, value) strvec_setenv(env, name, json_string_value(value));
+}
+
+static void setup_child(const struct execrun_request *req, struct child *c, struct sandbox *sb)
+{
+	child_init(c);
+	size_t i;
+	json_t *arg;
+	json_array_foreach(req->argv, i, arg) strvec_push(&c->args, json_string_value(arg));
+	build_environment(req, &c->env);
+	c->cwd = req->cwd;
+	c->stdin_io = CHILD_IO_NULL;
+	c->new_process_group = 1;
+	c->timeout_ms = (int)(req->timeout_ms > 0 ? req->timeout_ms : req->cfg->execution.timeout_ms);
+	c->kill_grace_ms = 2000;
+	if (sb) {
+		c->before_exec = sandbox_before_exec;
+		c->before_exec_arg = sb;
+	}
+}
+
+static const char *outcome_of(const struct child *c, json_t *events)
+{
+	if (c->timed_out)
+		return "timeout";
+	if (json_integer_value(json_object_get(events, "oomKills")) > 0)
+		return "oom";
+	if (json_integer_value(json_object_get(events, "pidsLimitHits")) > 0)
+		return "pids-limit";
+	return child_exited_ok(c) ? "ok" : "exit-nonzero";
+}
+
+static int run_child(const struct execrun_request *req, struct prepared *pr, json_t **data, struct err *e)
+{
+	_cleanup_child_ struct child c;
+	setup_child(req, &c, pr->sb);
+	_cleanup_strbuf_ struct strbuf out = STRBUF_INIT, errout = STRBUF_INIT;
+	int rc = child_run(&c, NULL, 0, &out, &errout, EXECRUN_MAX_CAPTURE, e);
+	json_t *events = pr->sb ? sandbox_finish(pr->sb) : json_object();
+	if (rc < 0) {
+		json_decref(events);
+		return pr->sb ? sandbox_explain_failure(pr->sb, e) : -1;
+	}
+	*data = json_pack("{s:i,s:b,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "exitCode", child_exit_code(&c), "timedOut",
+			  c.timed_out, "outcome", outcome_of(&c, events), "stdout", json_string_lossy(out.buf, out.len),
+			  "stderr", json_string_lossy(errout.buf, errout.len), "stdoutDroppedBytes", (json_int_t)c.out_dropped, "stderrDroppedBytes",
+			  (json_int_t)c.err_dropped, "events", events, "sandbox",
+			  pr->sb ? sandbox_receipt(pr->sb) : json_incref(pr->fallback));
+	return 0;
+}
+
+int execrun(const struct execrun_request *req, json_t **data, struct err *e)
+{
+	struct prepared pr;
+	int rc = prepare(req, 0, &pr, e);
+	if (rc == 0)
+		rc = run_child(req, &pr, data, e);
+	if (rc < 0 && pr.sb && isolation_missing(req->cfg, &pr, e) == 0) {
+		sandbox_free(pr.sb); /* a control failed in the child before exec: nothing ran yet */
+		pr.sb = NULL;
+		rc = run_child(req, &pr, data, e);
+	}
+	prepared_release(&pr);
+	return rc;
+}

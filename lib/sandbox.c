@@ -1,0 +1,744 @@
+/* sandbox.c — plans the sandbox in the parent and applies it between fork and exec (sandbox.h).
+ * The child side only makes system calls on strings and tables the parent computed before fork. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "common.h"
+#include "fsutil.h"
+#include "landlock.h"
+#include "log.h"
+#include "sandbox.h"
+#include "seccomp.h"
+#include "strbuf.h"
+#include "strvec.h"
+#include "banned.h"
+
+#define OLDROOT "/oldroot"
+#define MAX_OPS 96
+
+enum op_kind {
+	OP_BIND_RO,   /* bind src → dst, then read-only */
+	OP_BIND_RW,   /* bind src → dst */
+	OP_TMPFS,     /* a fresh tmpfs at dst with options `data` */
+	OP_SYMLINK,   /* dst → data */
+	OP_PROC,      /* proc of the new PID namespace at dst */
+	OP_DEVPTS,    /* a new devpts instance at dst (optional: terminals need it) */
+};
+
+struct mount_op {
+	enum op_kind kind;
+	char *src;		   /* OLDROOT + host path (binds) */
+	char *dst;		   /* path inside */
+	char *data;		   /* tmpfs options or symlink target */
+	int is_dir;		   /* binds: directory (else a file) */
+	unsigned long lock_flags;  /* MS_NOSUID|MS_NODEV|MS_NOEXEC the source mount carries */
+};
+
+enum stage {
+	ST_NONE,
+	ST_CGROUP,
+	ST_UNSHARE,
+	ST_ID_MAP,
+	ST_FORK,
+	ST_MOUNT_PRIVATE,
+	ST_ROOT,
+	ST_PIVOT,
+	ST_MOUNT,
+	ST_PROC,
+	ST_OLDROOT,
+	ST_HOSTNAME,
+	ST_LOOPBACK,
+	ST_RLIMIT,
+	ST_NO_NEW_PRIVS,
+	ST_LANDLOCK,
+	ST_CAPS,
+	ST_SECCOMP,
+};
+
+static const char *const stage_controls[] = {
+	[ST_NONE] = "sandbox",		 [ST_CGROUP] = "cgroup",	 [ST_UNSHARE] = "user namespace",
+	[ST_ID_MAP] = "user namespace",	 [ST_FORK] = "pid namespace",	 [ST_MOUNT_PRIVATE] = "mount namespace",
+	[ST_ROOT] = "mount namespace",	 [ST_PIVOT] = "mount namespace", [ST_MOUNT] = "mount namespace",
+	[ST_PROC] = "proc",		 [ST_OLDROOT] = "mount namespace", [ST_HOSTNAME] = "uts namespace",
+	[ST_LOOPBACK] = "network namespace", [ST_RLIMIT] = "rlimits",	 [ST_NO_NEW_PRIVS] = "no_new_privs",
+	[ST_LANDLOCK] = "landlock",	 [ST_CAPS] = "capabilities",	 [ST_SECCOMP] = "seccomp",
+};
+
+struct failure_record {
+	int stage, errnum;
+	int op; /* index of the mount op, or -1 */
+};
+
+struct sandbox {
+	struct sandbox_config cfg;
+	int use_landlock, use_seccomp, use_cgroup;
+	struct landlock_plan landlock;
+	struct seccomp_filter seccomp;
+	struct cgroup cgroup;
+	struct mount_op ops[MAX_OPS];
+	int nops;
+	char uid_map[48], gid_map[48];
+	int last_cap;
+	uintptr_t env_start, env_end; /* this process's initial environment (/proc/self/stat) */
+	int diag[2];
+	struct strvec ro_paths, rw_paths, private_paths; /* for the receipt */
+	json_t *warnings;
+	json_t *cgroup_receipt; /* kept: the cgroup itself is gone after sandbox_finish() */
+	json_t *events;
+};
+
+/* ---- configuration ------------------------------------------------------------------------ */
+
+void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg)
+{
+	const typeof(cfg->execution.sandbox) *s = &cfg->execution.sandbox;
+	*sc = (struct sandbox_config){
+		.enabled = s->enabled,
+		.fail_closed = s->fail_closed,
+		.network_none = s->network == CONFIG_SANDBOX_NETWORK_NONE,
+		.read_only_paths = s->read_only_paths,
+		.read_write_paths = s->read_write_paths,
+		.limits = { .memory_max_bytes = s->memory_max_mb * 1024 * 1024,
+			    .pids_max = s->pids_max,
+			    .cpu_max_percent = (int)s->cpu_max_percent },
+		.nofile = s->nofile,
+		.fsize_bytes = s->fsize_mb * 1024 * 1024,
+		.cgroup_root = s->cgroup_root,
+		.cgroup_parent = s->cgroup_parent,
+	};
+}
+
+/* ---- planning (parent) -------------------------------------------------------------------- */
+
+static const char *const system_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
+
+static const char *const etc_entries[] = {
+	"passwd",     "group",	      "hosts",	      "resolv.conf",	 "nsswitch.conf", "host.conf",
+	"gai.conf",   "ld.so.cache",  "ld.so.conf",   "ld.so.conf.d",	 "alternatives",  "ssl",
+	"ca-certificates", "ca-certificates.conf", "localtime", "timezone", "os-release", "debian_version",
+	"profile",    "bash.bashrc",  "inputrc",      "terminfo",	 "mime.types",	  "protocols",
+	"services",   "gitconfig",    "nodejs",
+};
+
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+
+static struct mount_op *new_op(struct sandbox *sb, enum op_kind kind, const char *dst)
+{
+	if (sb->nops == MAX_OPS)
+		return NULL;
+	struct mount_op *op = &sb->ops[sb->nops++];
+	*op = (struct mount_op){ .kind = kind, .dst = xstrdup(dst) };
+	return op;
+}
+
+static unsigned long locked_flags_of(const char *path)
+{
+	struct statvfs sv;
+	unsigned long flags = 0;
+	if (statvfs(path, &sv) < 0)
+		return 0;
+	if (sv.f_flag & ST_NOSUID)
+		flags |= MS_NOSUID;
+	if (sv.f_flag & ST_NODEV)
+		flags |= MS_NODEV;
+	if (sv.f_flag & ST_NOEXEC)
+		flags |= MS_NOEXEC;
+	return flags;
+}
+
+/* A bind of host path `path` at the same place inside; symlinks are recreated when keep_links
+ * (so /bin → usr/bin stays a link), else followed. Missing paths are skipped: returns 0. */
+static int plan_bind(struct sandbox *sb, const char *path, int writable, int keep_links, struct err *e)
+{
+	struct stat st;
+	if (keep_links && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			return 0;
+		target[n] = 0;
+		struct mount_op *op = new_op(sb, OP_SYMLINK, path);
+		if (!op)
+			return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+		op->data = xstrdup(target);
+		return 0;
+	}
+	if (stat(path, &st) < 0)
+		return 0;
+	struct mount_op *op = new_op(sb, writable ? OP_BIND_RW : OP_BIND_RO, path);
+	if (!op)
+		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+	op->src = xasprintf(OLDROOT "%s", path);
+	op->is_dir = S_ISDIR(st.st_mode);
+	op->lock_flags = locked_flags_of(path);
+	strvec_push(writable ? &sb->rw_paths : &sb->ro_paths, path);
+	if (sb->use_landlock && landlock_plan_add(&sb->landlock, op->dst, writable ? LANDLOCK_WRITE : LANDLOCK_READ) < 0)
+		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
+	return 0;
+}
+
+static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, const char *data,
+			enum landlock_kind access, struct err *e)
+{
+	struct mount_op *op = new_op(sb, kind, dst);
+	if (!op)
+		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+	op->data = data ? xstrdup(data) : NULL;
+	if (kind != OP_SYMLINK)
+		strvec_push(&sb->private_paths, dst);
+	if (kind != OP_SYMLINK && sb->use_landlock && landlock_plan_add(&sb->landlock, op->dst, access) < 0)
+		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
+	return 0;
+}
+
+static int plan_system(struct sandbox *sb, struct err *e)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++)
+		if (plan_bind(sb, system_dirs[i], 0, 1, e) < 0)
+			return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(etc_entries); i++) {
+		_cleanup_free_ char *path = xasprintf("/etc/%s", etc_entries[i]);
+		if (plan_bind(sb, path, 0, 0, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int plan_dev(struct sandbox *sb, struct err *e)
+{
+	if (plan_private(sb, OP_TMPFS, "/dev", "mode=0755,size=64k", LANDLOCK_DEVICE, e) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+		_cleanup_free_ char *path = xasprintf("/dev/%s", dev_nodes[i]);
+		struct stat st;
+		if (stat(path, &st) < 0)
+			continue;
+		struct mount_op *op = new_op(sb, OP_BIND_RW, path);
+		if (!op)
+			return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+		op->src = xasprintf(OLDROOT "%s", path);
+	}
+	static const char *const links[][2] = {
+		{ "/dev/fd", "/proc/self/fd" },	       { "/dev/stdin", "/proc/self/fd/0" },
+		{ "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+		{ "/dev/ptmx", "pts/ptmx" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+		if (plan_private(sb, OP_SYMLINK, links[i][0], links[i][1], LANDLOCK_READ, e) < 0)
+			return -1;
+	if (plan_private(sb, OP_DEVPTS, "/dev/pts", "newinstance,ptmxmode=0666,mode=0620", LANDLOCK_DEVICE, e) < 0)
+		return -1;
+	return plan_private(sb, OP_TMPFS, "/dev/shm", "mode=1777,size=64m", LANDLOCK_WRITE, e);
+}
+
+/* Each ':'-separated absolute path of list, bound read-only or read-write. */
+static int plan_extra(struct sandbox *sb, const char *list, int writable, struct err *e)
+{
+	if (!list)
+		return 0;
+	_cleanup_free_ char *copy = xstrdup(list);
+	char *save = NULL;
+	for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+		if (*p != '/')
+			return err_set(e, E_CONFIG, "execution.sandbox.%s: %s is not an absolute path",
+				       writable ? "read_write_paths" : "read_only_paths", p);
+		if (plan_bind(sb, p, writable, 0, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The repository's git directory: objects and refs writable, hooks/ and config read-only, and
+ * of worktrees/ only this worktree's own entry. A missing hooks/ is created first, so it can be
+ * made read-only (otherwise the agent could create it and plant a hook). */
+static int plan_git(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
+{
+	if (!req->git_common_dir)
+		return 0;
+	_cleanup_free_ char *hooks = xasprintf("%s/hooks", req->git_common_dir);
+	_cleanup_free_ char *config = xasprintf("%s/config", req->git_common_dir);
+	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", req->git_common_dir);
+	if (!req->plan_only && mkdir(hooks, 0755) < 0 && errno != EEXIST)
+		return err_errno(e, errno, "sandbox: mkdir %s", hooks);
+	if (plan_bind(sb, req->git_common_dir, 1, 0, e) < 0)
+		return -1;
+	if (fs_exists(worktrees) && plan_private(sb, OP_TMPFS, worktrees, "mode=0755,size=64k", LANDLOCK_READ, e) < 0)
+		return -1;
+	if (req->git_admin_dir && plan_bind(sb, req->git_admin_dir, 1, 0, e) < 0)
+		return -1;
+	if (plan_bind(sb, hooks, 0, 0, e) < 0)
+		return -1;
+	return plan_bind(sb, config, 0, 0, e);
+}
+
+static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
+{
+	if (plan_system(sb, e) < 0 || plan_dev(sb, e) < 0)
+		return -1;
+	if (plan_private(sb, OP_PROC, "/proc", NULL, LANDLOCK_READ, e) < 0 ||
+	    plan_private(sb, OP_TMPFS, "/tmp", "mode=1777,size=1g", LANDLOCK_WRITE, e) < 0 ||
+	    plan_private(sb, OP_TMPFS, req->home, "mode=0700,size=1g", LANDLOCK_WRITE, e) < 0)
+		return -1;
+	if (plan_bind(sb, req->worktree, 1, 0, e) < 0 || plan_git(sb, req, e) < 0)
+		return -1;
+	return plan_extra(sb, sb->cfg.read_only_paths, 0, e) < 0 ? -1 : plan_extra(sb, sb->cfg.read_write_paths, 1, e);
+}
+
+static int last_capability(void)
+{
+	_cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, "/proc/sys/kernel/cap_last_cap", 32) < 0)
+		return 40;
+	return atoi(sb.buf);
+}
+
+/* Where the kernel shows this process's environment from (/proc/PID/environ): fields 50 and 51 of
+ * /proc/self/stat. PID 1 of the sandbox is a fork of this process, so it wipes that range. */
+static void find_environment(struct sandbox *sb)
+{
+	_cleanup_strbuf_ struct strbuf st = STRBUF_INIT;
+	if (strbuf_read_file(&st, "/proc/self/stat", 4096) < 0)
+		return;
+	const char *p = strrchr(st.buf, ')'); /* the command name may contain spaces */
+	int field = 2;
+	for (; p && *p && field < 50; p++)
+		if (*p == ' ')
+			field++;
+	char *end;
+	unsigned long long start = p ? strtoull(p, &end, 10) : 0;
+	unsigned long long stop = p && *end == ' ' ? strtoull(end + 1, NULL, 10) : 0;
+	if (start && stop > start) {
+		sb->env_start = (uintptr_t)start;
+		sb->env_end = (uintptr_t)stop;
+	}
+}
+
+static int unavailable(struct err *e, const char *control, const char *why)
+{
+	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", control),
+			"sandbox: %s is unavailable (%s) and execution.sandbox.fail_closed is true; nothing was run",
+			control, why);
+}
+
+/* Landlock and seccomp: required unless fail_closed is off, then recorded as warnings. */
+static int probe_layers(struct sandbox *sb, struct err *e)
+{
+	int abi = landlock_abi();
+	if (abi > 0) {
+		sb->use_landlock = 1;
+		landlock_plan_init(&sb->landlock, abi, sb->cfg.network_none);
+	} else if (sb->cfg.fail_closed) {
+		return unavailable(e, "landlock", strerror(errno));
+	} else {
+		json_array_append_new(sb->warnings, json_sprintf("landlock unavailable: %s", strerror(errno)));
+	}
+	if (seccomp_filter_build(&sb->seccomp) == 0) {
+		sb->use_seccomp = 1;
+	} else if (sb->cfg.fail_closed) {
+		return unavailable(e, "seccomp", "no filter for this architecture");
+	} else {
+		json_array_append_new(sb->warnings, json_string("seccomp unavailable on this architecture"));
+	}
+	return 0;
+}
+
+static int prepare_cgroup(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
+{
+	const struct cgroup_limits *l = &sb->cfg.limits;
+	if (!cgroup_limits_any(l))
+		return 0;
+	if (req->plan_only) {
+		sb->cgroup_receipt = json_pack("{s:b,s:I,s:I,s:i}", "planned", 1, "memoryMaxBytes",
+					       (json_int_t)l->memory_max_bytes, "pidsMax", (json_int_t)l->pids_max,
+					       "cpuMaxPercent", l->cpu_max_percent);
+		return 0;
+	}
+	const char *name = req->name;
+	if (cgroup_create(&sb->cgroup, sb->cfg.cgroup_root, sb->cfg.cgroup_parent, name, &sb->cfg.limits, e) < 0)
+		return -1;
+	sb->use_cgroup = 1;
+	sb->cgroup_receipt = cgroup_receipt(&sb->cgroup);
+	return 0;
+}
+
+struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct sandbox_request *req, struct err *e)
+{
+	struct sandbox *sb = xcalloc(1, sizeof(*sb));
+	sb->cfg = *cfg;
+	sb->diag[0] = sb->diag[1] = -1;
+	strvec_init(&sb->ro_paths);
+	strvec_init(&sb->rw_paths);
+	strvec_init(&sb->private_paths);
+	sb->warnings = json_array();
+	snprintf(sb->uid_map, sizeof(sb->uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+	snprintf(sb->gid_map, sizeof(sb->gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+	sb->last_cap = last_capability();
+	find_environment(sb);
+	if (probe_layers(sb, e) < 0 || plan_mounts(sb, req, e) < 0 || prepare_cgroup(sb, req, e) < 0 ||
+	    (pipe2(sb->diag, O_CLOEXEC | O_NONBLOCK) < 0 && err_errno(e, errno, "sandbox: pipe") < 0)) {
+		sandbox_free(sb);
+		return NULL;
+	}
+	return sb;
+}
+
+/* ---- in the child (async-signal-safe) ------------------------------------------------------ */
+
+static int fail(const struct sandbox *sb, int stage, int op)
+{
+	struct failure_record r = { stage, errno ? errno : EPERM, op };
+	ssize_t unused = write(sb->diag[1], &r, sizeof(r));
+	(void)unused;
+	return r.errnum;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fs_write_all(fd, text, strlen(text));
+	close(fd);
+	return rc;
+}
+
+/* mkdir -p of path (or of its parent when !is_dir, then an empty file at path). */
+static int make_mountpoint(const char *path, int is_dir)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+	if (len >= sizeof(buf))
+		return errno = ENAMETOOLONG, -1;
+	memcpy(buf, path, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != 0)
+			continue;
+		if (buf[i] == 0 && !is_dir)
+			break;
+		char saved = buf[i];
+		buf[i] = 0;
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		buf[i] = saved;
+	}
+	if (is_dir)
+		return 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int apply_bind(const struct mount_op *op)
+{
+	if (make_mountpoint(op->dst, op->is_dir) < 0 || mount(op->src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return -1;
+	if (op->kind == OP_BIND_RO)
+		return mount(NULL, op->dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | op->lock_flags, NULL);
+	return 0;
+}
+
+static int apply_op(const struct mount_op *op)
+{
+	switch (op->kind) {
+	case OP_BIND_RO:
+	case OP_BIND_RW: return apply_bind(op);
+	case OP_TMPFS:
+		if (make_mountpoint(op->dst, 1) < 0)
+			return -1;
+		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
+	case OP_SYMLINK:
+		if (make_mountpoint(op->dst, 0) == 0 || errno == EEXIST)
+			unlink(op->dst);
+		return symlink(op->data, op->dst);
+	case OP_PROC:
+		if (make_mountpoint(op->dst, 1) < 0)
+			return -1;
+		return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	case OP_DEVPTS:
+		if (make_mountpoint(op->dst, 1) < 0)
+			return -1;
+		mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data); /* optional */
+		return 0;
+	}
+	return errno = EINVAL, -1;
+}
+
+/* A tmpfs becomes the root; the old root stays reachable at OLDROOT while the binds are made. */
+static int build_root(const struct sandbox *sb)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return fail(sb, ST_MOUNT_PRIVATE, -1);
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0 || chdir("/tmp") < 0 ||
+	    mkdir("oldroot", 0700) < 0)
+		return fail(sb, ST_ROOT, -1);
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
+		return fail(sb, ST_PIVOT, -1);
+	for (int i = 0; i < sb->nops; i++)
+		if (apply_op(&sb->ops[i]) < 0)
+			return fail(sb, sb->ops[i].kind == OP_PROC ? ST_PROC : ST_MOUNT, i);
+	if (umount2(OLDROOT, MNT_DETACH) < 0 || rmdir(OLDROOT) < 0)
+		return fail(sb, ST_OLDROOT, -1);
+	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return fail(sb, ST_ROOT, -1);
+	return 0;
+}
+
+static int loopback_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	ifr.ifr_flags = IFF_UP | IFF_RUNNING;
+	int rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	close(s);
+	return rc;
+}
+
+static int set_limit(int resource, long long value)
+{
+	struct rlimit rl = { (rlim_t)value, (rlim_t)value };
+	return setrlimit(resource, &rl);
+}
+
+static int apply_rlimits(const struct sandbox *sb)
+{
+	if (set_limit(RLIMIT_CORE, 0) < 0)
+		return -1;
+	if (sb->cfg.nofile > 0 && set_limit(RLIMIT_NOFILE, sb->cfg.nofile) < 0)
+		return -1;
+	return sb->cfg.fsize_bytes > 0 ? set_limit(RLIMIT_FSIZE, sb->cfg.fsize_bytes) : 0;
+}
+
+#define SECBIT_NOROOT (1 << 0)
+#define SECBIT_NOROOT_LOCKED (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
+#define SECBIT_KEEP_CAPS_LOCKED (1 << 5)
+#define SECBIT_NO_CAP_AMBIENT_RAISE (1 << 6)
+#define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
+#define CAPABILITY_VERSION_3 0x20080522
+
+/* Bounding and ambient sets emptied, securebits locked (uid 0 gains nothing at exec), then
+ * effective, permitted and inheritable cleared. */
+static int drop_capabilities(const struct sandbox *sb)
+{
+	for (int cap = 0; cap <= sb->last_cap; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -1;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return -1;
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+					      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+					      SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+		  0, 0, 0) < 0)
+		return -1;
+	struct {
+		uint32_t version;
+		int pid;
+	} header = { CAPABILITY_VERSION_3, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2];
+	memset(data, 0, sizeof(data));
+	return syscall(SYS_capset, &header, data) < 0 ? -1 : 0;
+}
+
+/* Everything PID 1 does before it forks the program. */
+static int confine_init(const struct sandbox *sb)
+{
+	int rc;
+	if ((rc = build_root(sb)) != 0)
+		return rc;
+	if (sethostname("agor-sandbox", 12) < 0)
+		return fail(sb, ST_HOSTNAME, -1);
+	if (sb->cfg.network_none && loopback_up() < 0)
+		return fail(sb, ST_LOOPBACK, -1);
+	if (apply_rlimits(sb) < 0)
+		return fail(sb, ST_RLIMIT, -1);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return fail(sb, ST_NO_NEW_PRIVS, -1);
+	if (sb->use_landlock && landlock_apply(&sb->landlock) < 0)
+		return fail(sb, ST_LANDLOCK, -1);
+	if (drop_capabilities(sb) < 0)
+		return fail(sb, ST_CAPS, -1);
+	if (sb->use_seccomp && seccomp_filter_install(&sb->seccomp) < 0)
+		return fail(sb, ST_SECCOMP, -1);
+	return 0;
+}
+
+static NORETURN void exit_like(int status)
+{
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+}
+
+/* Waits for pid (reaping any other child on the way) and exits with its status. */
+static NORETURN void wait_and_mirror(pid_t pid)
+{
+	for (;;) {
+		int status;
+		pid_t got = waitpid(-1, &status, 0);
+		if (got == pid)
+			exit_like(status);
+		if (got < 0 && errno != EINTR)
+			_exit(127);
+	}
+}
+
+static int enter_namespaces(const struct sandbox *sb)
+{
+	int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+	if (sb->cfg.network_none)
+		flags |= CLONE_NEWNET;
+	if (unshare(flags) < 0)
+		return fail(sb, ST_UNSHARE, -1);
+	if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", sb->uid_map) < 0 ||
+	    write_file("/proc/self/gid_map", sb->gid_map) < 0)
+		return fail(sb, ST_ID_MAP, -1);
+	return 0;
+}
+
+int sandbox_before_exec(void *arg)
+{
+	const struct sandbox *sb = arg;
+	int rc;
+	if (sb->use_cgroup && cgroup_join_self(&sb->cgroup) < 0)
+		return fail(sb, ST_CGROUP, -1);
+	if ((rc = enter_namespaces(sb)) != 0)
+		return rc;
+	pid_t init = fork();
+	if (init < 0)
+		return fail(sb, ST_FORK, -1);
+	if (init > 0) {
+		syscall(SYS_close_range, 3U, ~0U, 0U);
+		wait_and_mirror(init);
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (sb->env_end > sb->env_start) /* the program can read /proc/1/environ: leave nothing there */
+		memset((void *)sb->env_start, 0, sb->env_end - sb->env_start);
+	if ((rc = confine_init(sb)) != 0)
+		return rc;
+	pid_t program = fork();
+	if (program < 0)
+		return fail(sb, ST_FORK, -1);
+	if (program == 0)
+		return 0;
+	syscall(SYS_close_range, 3U, ~0U, 0U);
+	wait_and_mirror(program);
+}
+
+/* ---- after the run (parent) ---------------------------------------------------------------- */
+
+int sandbox_explain_failure(struct sandbox *sb, struct err *e)
+{
+	struct failure_record r;
+	if (read(sb->diag[0], &r, sizeof(r)) != (ssize_t)sizeof(r) || r.stage <= ST_NONE ||
+	    r.stage >= (int)ARRAY_SIZE(stage_controls))
+		return -1;
+	const char *what = r.op >= 0 && r.op < sb->nops ? sb->ops[r.op].dst : NULL;
+	return err_setd(e, E_ISOLATION_UNAVAILABLE,
+			json_pack("{s:s,s:s*,s:i}", "missing", stage_controls[r.stage], "path", what, "errno", r.errnum),
+			"sandbox: %s unavailable%s%s: %s; nothing was run", stage_controls[r.stage], what ? " at " : "",
+			what ? what : "", strerror(r.errnum));
+}
+
+static json_t *strvec_to_json(const struct strvec *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < v->nr; i++)
+		json_array_append_new(a, json_string(v->v[i]));
+	return a;
+}
+
+static json_t *namespaces_json(const struct sandbox *sb)
+{
+	json_t *a = json_pack("[s,s,s,s,s]", "user", "mount", "pid", "ipc", "uts");
+	if (sb->cfg.network_none)
+		json_array_append_new(a, json_string("net"));
+	return a;
+}
+
+static json_t *seccomp_json(const struct sandbox *sb)
+{
+	if (!sb->use_seccomp)
+		return json_null();
+	json_t *denied = json_array();
+	for (const char *const *n = seccomp_denied_names(); *n; n++)
+		json_array_append_new(denied, json_string(*n));
+	return json_pack("{s:o,s:s,s:s,s:s,s:s}", "denied", denied, "namespaceFlags", "clone/unshare denied; clone3 ENOSYS",
+			 "sockets", "AF_NETLINK, AF_PACKET, AF_VSOCK denied", "ioctls", "TIOCSTI, TIOCLINUX denied",
+			 "foreignArch", "killed");
+}
+
+json_t *sandbox_receipt(const struct sandbox *sb)
+{
+	json_t *r = json_pack("{s:b,s:o,s:s,s:{s:o,s:o,s:o},s:o,s:o,s:b,s:s,s:o,s:{s:i,s:I,s:I},s:O}", "enabled", 1,
+			      "namespaces", namespaces_json(sb), "network", sb->cfg.network_none ? "none" : "host",
+			      "mounts", "readOnly", strvec_to_json(&sb->ro_paths), "readWrite",
+			      strvec_to_json(&sb->rw_paths), "private", strvec_to_json(&sb->private_paths), "landlock",
+			      sb->use_landlock ? landlock_receipt(&sb->landlock) : json_null(), "seccomp",
+			      seccomp_json(sb), "noNewPrivs", 1, "capabilities", "none", "cgroup",
+			      sb->cgroup_receipt ? json_incref(sb->cgroup_receipt) : json_null(), "rlimits", "core", 0,
+			      "nofile", (json_int_t)sb->cfg.nofile, "fsizeBytes", (json_int_t)sb->cfg.fsize_bytes,
+			      "warnings", sb->warnings);
+	if (sb->events)
+		json_object_set(r, "events", sb->events);
+	return r;
+}
+
+json_t *sandbox_finish(struct sandbox *sb)
+{
+	if (!sb->events)
+		sb->events = sb->use_cgroup ? cgroup_events(&sb->cgroup) : json_object();
+	if (sb->use_cgroup) {
+		cgroup_destroy(&sb->cgroup);
+		sb->use_cgroup = 0;
+		json_object_set_new(sb->events, "cgroupRemoved", json_true());
+	}
+	return json_incref(sb->events);
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->use_cgroup)
+		cgroup_destroy(&sb->cgroup);
+	for (int i = 0; i < sb->nops; i++) {
+		free(sb->ops[i].src);
+		free(sb->ops[i].dst);
+		free(sb->ops[i].data);
+	}
+	if (sb->diag[0] >= 0)
+		close(sb->diag[0]);
+	if (sb->diag[1] >= 0)
+		close(sb->diag[1]);
+	strvec_clear(&sb->ro_paths);
+	strvec_clear(&sb->rw_paths);
+	strvec_clear(&sb->private_paths);
+	json_decref(sb->warnings);
+	json_decref(sb->cgroup_receipt);
+	json_decref(sb->events);
+	free(sb);
+}

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# t0050-sandbox — exec.run inside the kernel sandbox (issue 10): each attack from inside must fail, resource
+# abuse is contained, missing controls fail closed (or fall back loudly when the operator said so), receipts.
+. "$(dirname "$0")/../lib.sh"
+
+if ! is_root; then
+  test_skip "sandbox tests" "need root for cgroups (run as root in CI)"
+  test_done; exit
+fi
+
+DENY="$TEST_TOP/build/deny-syscall"
+SETUP='
+  make_source_repo src
+  executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"$PWD/src\",\"outputPath\":\"r.git\"}}"
+  expect_success
+  R="$AGOR_HOME/repos/r.git"
+  add_worktree() {
+    executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"$R\",\"worktreeName\":\"$1\",\"worktreePath\":\"$1\",\"branch\":\"$1\",\"createBranch\":true,\"sourceBranch\":\"main\"}}"
+    expect_success
+  }
+  add_worktree w1
+  W="$AGOR_HOME/worktrees/w1"
+  # sandbox SCRIPT [PREFIX…] — runs SCRIPT with /bin/sh -c in worktree w1 (PREFIX: a command wrapping the executor).
+  payload() {
+    python3 -c "import json,sys; print(json.dumps({\"command\":\"exec.run\",\"params\":{\"cwd\":sys.argv[1],\"argv\":[\"/bin/sh\",\"-c\",sys.argv[2]],\"timeoutMs\":30000},\"env\":{\"GIT_AUTHOR_NAME\":\"t\",\"GIT_AUTHOR_EMAIL\":\"t@t\",\"GIT_COMMITTER_NAME\":\"t\",\"GIT_COMMITTER_EMAIL\":\"t@t\"}}))" "$W" "$1" > payload.json
+  }
+  sandbox() {
+    payload "$1"; shift
+    rc=0
+    "$@" "$AGOR" executor --stdin < payload.json > out 2> err || rc=$?
+  }
+  ran() { expect_success; json_get out data.stdout > stdout; json_get out data.stderr > stderr; }
+  # refused SCRIPT — SCRIPT ran and exited non-zero (it prints what it tried).
+  refused() { sandbox "$1"; ran; [ "$(json_get out data.exitCode)" != 0 ] || { cat stdout stderr; fail "not refused: $1"; }; }
+  config() { mkdir -p "$AGOR_HOME"; printf "%s\n" "execution:" "  sandbox:" "$@" > "$AGOR_HOME/config.yaml"; }
+'
+
+test_case "a program runs in the worktree: writes there, sees its own PID namespace and no capabilities" "$SETUP"'
+  sandbox "pwd; echo made > made.txt; echo \$\$; hostname; grep -E \"^(CapEff|CapBnd|NoNewPrivs|Seccomp):\" /proc/self/status"
+  ran
+  expect_json out data.exitCode 0
+  expect_json out data.outcome ok
+  [ "$(cat "$W/made.txt")" = made ] || fail "the file written in the sandbox is not in the worktree"
+  expect_contains stdout "$W"
+  expect_contains stdout "agor-sandbox"
+  expect_contains stdout "CapEff:	0000000000000000"
+  expect_contains stdout "CapBnd:	0000000000000000"
+  expect_contains stdout "NoNewPrivs:	1"
+  expect_contains stdout "Seccomp:	2"
+  [ "$(sed -n 2p stdout)" -lt 10 ] || fail "the shell is not in a fresh PID namespace (pid $(sed -n 2p stdout))"
+'
+
+test_case "the receipt names every control in force; --dry-run shows it without creating anything" "$SETUP"'
+  sandbox "true"
+  ran
+  expect_json out data.sandbox.enabled true
+  expect_json out data.sandbox.namespaces "[\"user\", \"mount\", \"pid\", \"ipc\", \"uts\", \"net\"]"
+  expect_json out data.sandbox.network none
+  [ "$(json_get out data.sandbox.landlock.abi)" -ge 1 ] || fail "no Landlock ABI in the receipt"
+  expect_json out data.sandbox.seccomp.denied.0 ptrace
+  expect_json out data.sandbox.capabilities none
+  expect_json out data.sandbox.noNewPrivs true
+  expect_json out data.sandbox.cgroup.pidsMax 1024
+  expect_json out data.events.cgroupRemoved true
+  payload "touch should-not-exist"
+  "$AGOR" executor --stdin --dry-run < payload.json > out
+  expect_json out data.plan.1.sandbox.cgroup.planned true
+  expect_json out data.plan.1.sandbox.enabled true
+  [ ! -e "$W/should-not-exist" ] || fail "the dry run ran the program"
+'
+
+test_case "attack: read the daemon database, config and secrets; list AGOR_HOME" "$SETUP"'
+  echo "secret-db" > "$AGOR_HOME/agor.db"; echo "jwt" > "$AGOR_HOME/jwt.secret"; echo "k" > "$AGOR_HOME/master.key"
+  printf "daemon:\n  port: 3030\n" > "$AGOR_HOME/config.yaml"
+  for f in agor.db jwt.secret master.key config.yaml; do
+    refused "cat \"$AGOR_HOME/$f\""
+    expect_not_contains stdout "secret-db"
+  done
+  refused "ls \"$AGOR_HOME\""
+  refused "ls \"$HOME\""
+'
+
+test_case "attack: list or read another worktree and other homes" "$SETUP"'
+  add_worktree w2
+  echo "other-secret" > "$AGOR_HOME/worktrees/w2/secret.txt"
+  refused "cat \"$AGOR_HOME/worktrees/w2/secret.txt\""
+  refused "ls \"$AGOR_HOME/worktrees/w2\""
+  refused "ls \"$AGOR_HOME/worktrees\""
+  refused "ls /home/*"
+  refused "cat /root/.bash_history /root/.profile"
+  refused "ls \"$R/worktrees/w2\""
+'
+
+test_case "attack: write outside the worktree (system, data home, repository config, root)" "$SETUP"'
+  refused "touch /usr/agor-x"
+  refused "touch /etc/agor-x"
+  refused "touch \"$AGOR_HOME/agor-x\""
+  refused "touch /agor-x"
+  refused "echo \"[core]\" >> \"$R/config\""
+  [ ! -e /usr/agor-x ] && [ ! -e /etc/agor-x ] && [ ! -e "$AGOR_HOME/agor-x" ]
+'
+
+test_case "attack: plant .git/hooks/post-commit (and core.hooksPath) — refused; git itself still works" "$SETUP"'
+  refused "printf \"#!/bin/sh\ntouch /tmp/pwned\n\" > \"$R/hooks/post-commit\""
+  [ ! -e "$R/hooks/post-commit" ] || fail "a hook was planted in the repository"
+  refused "git config core.hooksPath /tmp"
+  sandbox "echo change > change.txt && git add change.txt && git commit -q -m from-sandbox && git log --oneline -1"
+  ran
+  expect_json out data.exitCode 0
+  [ "$(git -C "$R" log --format=%s -1 w1)" = from-sandbox ] || fail "the commit made in the sandbox is not in the repository"
+'
+
+test_case "attack: a symlink planted in the worktree to /etc/shadow or AGOR_HOME leads nowhere" "$SETUP"'
+  ln -s /etc/shadow "$W/shadow-link"
+  ln -s "$AGOR_HOME" "$W/home-link"
+  echo "db" > "$AGOR_HOME/agor.db"
+  refused "cat shadow-link"
+  refused "cat home-link/agor.db"
+'
+
+test_case "attack: connect to the daemon Unix socket and TCP port" "$SETUP"'
+  "$AGOR" daemon --foreground --port 0 2> daemon.log &
+  daemon_pid=$!
+  trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  port=$(sed -n "s/.*http:\/\/127.0.0.1:\([0-9]*\).*/\1/p" daemon.log | head -1)
+  [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
+  curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null || fail "the daemon is not reachable from the host"
+  refused "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect(\\\"$AGOR_HOME/run/agor.sock\\\")\""
+  expect_contains stderr "No such file"
+  refused "python3 -c \"import socket; socket.create_connection((\\\"127.0.0.1\\\", $port), timeout=3)\""
+'
+
+test_case "attack: ptrace, signal a process outside, BPF, TIOCSTI, mount, a new user namespace" "$SETUP"'
+  sleep 300 & victim=$!
+  trap "kill $victim 2>/dev/null" EXIT
+  refused "kill -0 $victim"
+  cat > "$W/attacks.py" <<PY
+import ctypes, fcntl, os, sys, termios
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, rc):
+    print(name, rc, os.strerror(ctypes.get_errno()) if rc == -1 else "")
+attempt("ptrace-attach", libc.ptrace(16, $victim, 0, 0))
+attempt("ptrace-traceme", libc.ptrace(0, 0, 0, 0))
+attempt("bpf", libc.syscall(321, 5, 0, 0))
+attempt("userfaultfd", libc.syscall(323, 0))
+attempt("io_uring_setup", libc.syscall(425, 8, 0))
+attempt("netlink", libc.socket(16, 3, 0))
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"x"); print("tiocsti ok")
+except OSError as e:
+    print("tiocsti", e.strerror)
+PY
+  sandbox "python3 attacks.py"
+  ran
+  cat stdout
+  for call in ptrace-attach ptrace-traceme bpf userfaultfd io_uring_setup; do
+    grep -q "^$call -1 Operation not permitted" stdout || fail "$call was not refused with EPERM"
+  done
+  grep -q "^netlink -1 Address family not supported" stdout || fail "netlink socket not refused"
+  grep -q "^tiocsti Operation not permitted" stdout || fail "TIOCSTI not refused"
+  refused "unshare -U true"
+  refused "unshare -r true"
+  refused "mkdir -p /tmp/m && mount -t tmpfs none /tmp/m"
+  kill -0 $victim || fail "the process outside was killed"
+'
+
+test_case "abuse: a fork bomb hits pids.max, the run fails and the host stays responsive" "$SETUP"'
+  config "    pids_max: 64"
+  sandbox "bomb() { bomb | bomb & }; bomb; sleep 3; exit 0"
+  ran
+  [ "$(json_get out data.events.pidsLimitHits)" -gt 0 ] || { cat out; fail "pids.max was never hit"; }
+  expect_json out data.outcome pids-limit
+  true  # the host still forks
+  ! ls /sys/fs/cgroup/pids/agor 2>/dev/null | grep -q run- || fail "a run cgroup was left behind"
+'
+
+test_case "abuse: a memory hog is OOM-killed inside its cgroup only" "$SETUP"'
+  config "    memory_max_mb: 48"
+  sandbox "python3 -c \"x = bytearray(512 << 20); print(len(x))\""
+  ran
+  [ "$(json_get out data.events.oomKills)" -gt 0 ] || { cat out; fail "no OOM kill recorded"; }
+  expect_json out data.outcome oom
+  [ "$(json_get out data.exitCode)" -ne 0 ]
+'
+
+test_case "abuse: an output flood is capped (head of stdout kept, the rest counted)" "$SETUP"'
+  sandbox "head -c 5000000 /dev/zero | tr \"\\\\0\" a"
+  ran
+  [ "$(wc -c < stdout)" -le 1048577 ] || fail "stdout not capped: $(wc -c < stdout)"
+  [ "$(json_get out data.stdoutDroppedBytes)" -gt 3000000 ] || fail "dropped bytes not counted"
+'
+
+test_case "fail closed: without Landlock nothing runs and the missing control is named" "$SETUP"'
+  sandbox "touch ran-anyway" "$DENY" 444 38 --
+  expect_error ISOLATION_UNAVAILABLE 1
+  expect_json out error.details.missing landlock
+  [ ! -e "$W/ran-anyway" ] || fail "the program ran without Landlock"
+'
+
+test_case "fail closed: without user namespaces nothing runs and the missing control is named" "$SETUP"'
+  sandbox "touch ran-anyway" "$DENY" 272 1 --
+  expect_error ISOLATION_UNAVAILABLE 1
+  expect_json out error.details.missing "user namespace"
+  [ ! -e "$W/ran-anyway" ] || fail "the program ran without namespaces"
+'
+
+test_case "fail closed: a configured limit without a cgroup hierarchy refuses the run" "$SETUP"'
+  config "    cgroup_root: /nonexistent-cgroup-root"
+  sandbox "touch ran-anyway"
+  expect_error ISOLATION_UNAVAILABLE 1
+  expect_json out error.details.missing cgroup
+  [ ! -e "$W/ran-anyway" ]
+'
+
+test_case "fallback_to_unified: the run happens unsandboxed, loudly (warning and receipt)" "$SETUP"'
+  mkdir -p "$AGOR_HOME"; printf "execution:\n  fallback_to_unified: true\n" > "$AGOR_HOME/config.yaml"
+  sandbox "touch ran" "$DENY" 272 1 --
+  ran
+  [ -e "$W/ran" ] || fail "the fallback did not run the program"
+  expect_json out data.sandbox.enabled false
+  expect_json out data.sandbox.fallback true
+  expect_json out data.sandbox.missing "user namespace"
+  expect_contains err "WITHOUT a sandbox"
+'
+
+test_case "fail_closed false: a missing Landlock is left out with a warning in the receipt" "$SETUP"'
+  config "    fail_closed: false"
+  sandbox "true" "$DENY" 444 38 --
+  ran
+  expect_json out data.sandbox.enabled true
+  expect_json out data.sandbox.landlock null
+  expect_contains out "landlock unavailable"
+'
+
+test_case "a worktree whose .git file was changed to point outside repos/ is refused" "$SETUP"'
+  printf "gitdir: %s\n" "$AGOR_HOME" > "$W/.git"
+  sandbox "touch ran-anyway"
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+  [ ! -e "$W/ran-anyway" ]
+'
+
+test_case "the environment is rebuilt: no executor variable reaches the program" "$SETUP"'
+  AGOR_TEST_SECRET=leak sandbox "env; cat /proc/1/environ | tr \"\\\\0\" \"\\\\n\""
+  ran
+  expect_not_contains stdout leak
+  expect_not_contains stdout AGOR_HOME
+  expect_contains stdout "PATH=/usr/local/bin:/usr/bin:/bin"
+  expect_contains stdout "GIT_AUTHOR_NAME=t"
+'
+
+test_case "exec.run validates argv and timeoutMs with the field named" '
+  executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[]}}"
+  expect_error INVALID_PAYLOAD 2
+  expect_json out error.details.path params.argv
+  executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[\"ls\",3]}}"
+  expect_error INVALID_PAYLOAD 2
+  expect_json out error.details.path "params.argv[1]"
+  executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[\"ls\"],\"timeoutMs\":0}}"
+  expect_error INVALID_PAYLOAD 2
+  expect_json out error.details.path params.timeoutMs
+  executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"/etc\",\"argv\":[\"ls\"]}}"
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+'
+
+test_done
