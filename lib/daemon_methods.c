@@ -427,6 +427,71 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 	return rv;
 }
 
+/* --- exec.run (host sandbox) ---------------------------------------------------------------- */
+
+/* A run whose program did not end well (exit ≠ 0, timeout, OOM, pids limit) is a failed task; its
+ * output and sandbox receipt stay in the task's result. */
+static void exec_ran(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+{
+	struct pending_reply *pr = arg;
+	const char *outcome = data ? json_get_str(data, "outcome") : NULL;
+	struct err e = ERR_INIT;
+	if (!error && outcome && strcmp(outcome, "ok")) {
+		_cleanup_free_ char *reason = xasprintf("the program ended with outcome %s (exit code %lld)", outcome,
+							(long long)json_integer_value(json_object_get(data, "exitCode")));
+		json_t *err_json = json_pack("{s:s,s:s}", "code", "EXEC_FAILED", "message", reason);
+		_cleanup_free_ char *err_text = json_to_compact(err_json);
+		json_decref(err_json);
+		db_run(d->db, &e, "UPDATE tasks SET status = 'failed', error = ? WHERE id = ?", "ss", err_text, task_id);
+		daemon_broadcast(d, "task.updated", json_pack("{s:s,s:s,s:s}", "id", task_id, "status", "failed", "reason", reason));
+	}
+	send_reply(pr, task_id, error ? NULL : json_incref((json_t *)data), error ? error : err_is_set(&e) ? &e : NULL);
+	err_clear(&e);
+	pending_free(pr);
+}
+
+static int need_argv(json_t *params, json_t **argv, struct err *e)
+{
+	*argv = json_object_get(params, "argv");
+	size_t i;
+	json_t *item;
+	int ok = json_is_array(*argv) && json_array_size(*argv) > 0;
+	json_array_foreach(*argv, i, item) ok = ok && json_is_string(item);
+	return ok ? 0 : err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "argv"), "params.argv: expected a non-empty array of strings");
+}
+
+static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id, *host = opt_str(params, "host");
+	json_t *argv;
+	_cleanup_free_ char *user = NULL;
+	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || need_argv(params, &argv, e) < 0)
+		return -1;
+	if (host && strcmp(host, "sandbox"))
+		return err_set(e, E_NOT_BUILT, "params.host: only \"sandbox\" is built so far (gateway and node hosts "
+				     "come with the node runner)");
+	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", id);
+	if (!wt)
+		return -1;
+	const char *wt_id = json_get_str(wt, "id");
+	int rv = 0;
+	if (!P(rc)->is_admin && !owns_worktree(D(rc), wt_id, P(rc)->user_id, e))
+		rv = err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may run commands in it", id);
+	json_t *exec_params = json_pack("{s:O,s:s}", "argv", argv, "cwd", json_get_str(wt, "path"));
+	json_t *timeout = json_object_get(params, "timeout_ms");
+	if (json_is_integer(timeout))
+		json_object_set(exec_params, "timeoutMs", timeout);
+	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "exec.run", NULL);
+	if (rv == 0)
+		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
+	struct task_spec spec = { .command = "exec.run", .params = exec_params, .created_by = P(rc)->user_id,
+				  .execution_user = user, .worktree_id = wt_id, .on_done = exec_ran };
+	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
+	json_decref(exec_params);
+	json_decref(wt);
+	return rv;
+}
+
 static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	if (need_user(rc, e) < 0)
@@ -662,6 +727,7 @@ static const struct rpc_method client_methods[] = {
 	{ "audit.verify", audit_verify_method },
 	{ "config.get", config_get },
 	{ "events.subscribe", events_subscribe },
+	{ "exec.run", exec_run },
 	{ "messages.list", messages_list },
 	{ "ping", ping },
 	{ "repos.clone", repos_clone },

@@ -249,6 +249,52 @@ test_case "the environment is rebuilt: no executor variable reaches the program"
   expect_contains stdout "GIT_AUTHOR_NAME=t"
 '
 
+DAEMON='
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 2> daemon.log &
+    daemon_pid=$!
+    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && return 0; sleep 0.05; done
+    cat daemon.log; fail "daemon did not start"
+  }
+  rpc() { # METHOD PARAMS_JSON → the reply line on stdout
+    python3 -c "
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall((json.dumps({\"jsonrpc\":\"2.0\",\"id\":1,\"method\":sys.argv[2],\"params\":json.loads(sys.argv[3])})+\"\n\").encode())
+buf = b\"\"
+while not buf.endswith(b\"\n\"): buf += s.recv(1 << 20)
+print(buf.decode().strip())" "$AGOR_HOME/run/agor.sock" "$1" "$2"
+  }
+'
+
+test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a failed task" "$DAEMON"'
+  make_source_repo src
+  mkdir -p "$AGOR_HOME"; printf "execution:\n  sandbox:\n    pids_max: 64\n" > "$AGOR_HOME/config.yaml"
+  start_daemon
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && expect_json reply result.repo.default_branch main
+  repo=$(json_get reply result.repo.id)
+  rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
+  wt=$(json_get reply result.worktree.id)
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"echo inside; hostname\"]}" > reply
+  expect_contains reply "\"stdout\":\"inside\\nagor-sandbox\\n\""
+  task=$(json_get reply result.task_id)
+  rpc tasks.get "{\"id\":\"$task\"}" > task
+  expect_json task result.status completed
+  json_get task result.result > result.json
+  expect_json result.json sandbox.enabled true
+  expect_json result.json sandbox.cgroup.pidsMax 64
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"b() { b | b & }; b; sleep 2\"]}" > reply
+  task=$(json_get reply result.task_id)
+  rpc tasks.get "{\"id\":\"$task\"}" > task
+  expect_json task result.status failed
+  expect_contains task "pids-limit"
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"true\"],\"host\":\"node\"}" > reply
+  expect_contains reply NOT_BUILT
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[]}" > reply
+  expect_contains reply "params.argv"
+'
+
 test_case "exec.run validates argv and timeoutMs with the field named" '
   executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[]}}"
   expect_error INVALID_PAYLOAD 2

@@ -1,0 +1,96 @@
+/* sandbox_rtt.c — benchmark helper: median/p90/p99 wall time of starting and reaping one short program,
+ * bare or inside lib/sandbox (with or without a cgroup). Prints numbers; never asserts a time. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "child.h"
+#include "sandbox.h"
+#include "strbuf.h"
+#include "banned.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static struct sandbox_config bench_config(int with_limits)
+{
+	return (struct sandbox_config){
+		.enabled = 1,
+		.fail_closed = 1,
+		.network_none = 1,
+		.limits = { .memory_max_bytes = with_limits ? 4LL << 30 : 0, .pids_max = with_limits ? 1024 : 0 },
+		.nofile = 4096,
+		.cgroup_root = "/sys/fs/cgroup",
+		.cgroup_parent = "agor-bench",
+	};
+}
+
+/* One start-to-reap of argv; sandboxed when cfg is not NULL. */
+static int run_once(char **argv, const char *cwd, const struct sandbox_config *cfg, struct err *e)
+{
+	struct sandbox *sb = NULL;
+	if (cfg) {
+		struct sandbox_request req = { .worktree = cwd, .home = "/root", .name = "bench" };
+		if (!(sb = sandbox_prepare(cfg, &req, e)))
+			return -1;
+	}
+	struct child c;
+	child_init(&c);
+	for (char **a = argv; *a; a++)
+		strvec_push(&c.args, *a);
+	c.cwd = cwd;
+	c.stdin_io = CHILD_IO_NULL;
+	c.new_process_group = 1;
+	if (sb) {
+		c.before_exec = sandbox_before_exec;
+		c.before_exec_arg = sb;
+	}
+	int rc = child_run(&c, NULL, 0, NULL, NULL, 0, e);
+	if (rc < 0 && sb)
+		sandbox_explain_failure(sb, e);
+	if (rc == 0 && !child_exited_ok(&c))
+		rc = err_set(e, E_INTERNAL, "%s exited %d", argv[0], child_exit_code(&c));
+	if (sb) {
+		json_decref(sandbox_finish(sb));
+		sandbox_free(sb);
+	}
+	child_release(&c);
+	return rc;
+}
+
+/* usage: sandbox_rtt N bare|sandbox|sandbox-limits CWD -- ARGV… → "median p90 p99" in microseconds */
+int main(int argc, char **argv)
+{
+	if (argc < 6 || strcmp(argv[4], "--")) {
+		fprintf(stderr, "usage: %s N bare|sandbox|sandbox-limits CWD -- ARGV…\n", argv[0]);
+		return 2;
+	}
+	int n = atoi(argv[1]);
+	const char *mode = argv[2];
+	struct sandbox_config cfg = bench_config(!strcmp(mode, "sandbox-limits"));
+	const struct sandbox_config *use = strcmp(mode, "bare") ? &cfg : NULL;
+	double *samples = xcalloc((size_t)(n > 0 ? n : 1), sizeof(double));
+	for (int i = 0; i < n; i++) {
+		struct err e = ERR_INIT;
+		double t0 = now_us();
+		if (run_once(argv + 5, argv[3], use, &e) < 0) {
+			fprintf(stderr, "run %d failed: %s\n", i, e.message);
+			return 1;
+		}
+		samples[i] = now_us() - t0;
+	}
+	qsort(samples, (size_t)n, sizeof(double), compare_double);
+	printf("%.1f %.1f %.1f\n", samples[n / 2], samples[n * 9 / 10], samples[n * 99 / 100]);
+	free(samples);
+	return 0;
+}
