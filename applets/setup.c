@@ -15,6 +15,7 @@
 #include "config.h"
 #include "fsutil.h"
 #include "json.h"
+#include "sandbox.h"
 #include "unixmode.h"
 #include "unixperm.h"
 #include "banned.h"
@@ -415,7 +416,7 @@ static int render_sudoers(struct setup *s, struct strbuf *out)
 static int cmd_sudoers(struct setup *s)
 {
 	if (!s->mode_set)
-		return err_set(&s->e, E_USAGE, "--mode simple|insulated|strict is required");
+		return err_set(&s->e, E_USAGE, "--mode simple|insulated|strict|sandbox is required");
 	struct strbuf out = STRBUF_INIT;
 	int rc = render_sudoers(s, &out);
 	if (rc == 0)
@@ -524,10 +525,9 @@ static int plan_isolation(struct setup *s, struct isolation_plan *p)
 {
 	if (!s->mode_set)
 		s->mode = UNIX_MODE_INSULATED;
-	if (s->mode == UNIX_MODE_SIMPLE)
-		return err_set(
-			&s->e, E_USAGE,
-			"simple mode needs no isolation set-up (use --mode insulated|strict)");
+	if (s->mode == UNIX_MODE_SIMPLE || s->mode == UNIX_MODE_SANDBOX)
+		return err_set(&s->e, E_USAGE, "%s mode needs no Unix isolation set-up (use --mode insulated|strict)",
+			       unix_mode_name(s->mode));
 	if (!s->dry_run && geteuid() != 0)
 		return err_set(&s->e, E_PERMISSION_DENIED,
 			       "setup isolation must run as root (try --dry-run)");
@@ -906,6 +906,22 @@ static void check_bin_trusted(struct setup *s)
 	err_clear(&e);
 }
 
+/* Sandbox mode: no users or sudo to check; the kernel controls the sandbox needs must be there. */
+static void validate_sandbox(struct setup *s)
+{
+	struct sandbox_probe p;
+	sandbox_probe(&p);
+	check(s, p.user_namespaces, "enable user namespaces (sysctl user.max_user_namespaces > 0; on Debian also "
+				    "kernel.unprivileged_userns_clone=1)",
+	      "user namespaces%s%s", p.user_namespaces ? "" : ": ", p.user_namespaces ? "" : strerror(p.user_namespaces_errno));
+	if (p.landlock_abi > 0)
+		check(s, true, "", "Landlock ABI %d%s", p.landlock_abi, p.landlock_abi >= 4 ? "" : " (no TCP rules before ABI 4)");
+	else
+		check(s, false, "boot a kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK, lsm=…,landlock)",
+		      "Landlock: %s", strerror(p.landlock_errno));
+	check(s, p.seccomp, "run agor on x86_64 (the only architecture with a filter so far)", "seccomp filter for this architecture");
+}
+
 static void validate_isolation(struct setup *s, const struct unixperm_user *daemon,
 			       const struct daemon_view *v)
 {
@@ -946,7 +962,9 @@ static int cmd_validate(struct setup *s)
 		check(s, false, "fix the config file", "config loads: %s", s->e.message);
 		err_clear(&s->e);
 	}
-	if (s->mode_set && s->mode != UNIX_MODE_SIMPLE && found == 1 && v.config_file)
+	if (s->mode_set && s->mode == UNIX_MODE_SANDBOX)
+		validate_sandbox(s);
+	else if (s->mode_set && s->mode != UNIX_MODE_SIMPLE && found == 1 && v.config_file)
 		validate_isolation(s, &daemon, &v);
 	else if (s->mode_set && s->mode == UNIX_MODE_SIMPLE)
 		check(s, true, "",
@@ -983,7 +1001,7 @@ static int parse_setup_args(struct setup *s, int argc, char **argv)
 			if (!value || unix_mode_parse(value, &s->mode) < 0)
 				return applet_usage_error(
 					&applet_setup,
-					"--mode must be simple, insulated or strict");
+					"--mode must be simple, insulated, strict or sandbox");
 			s->mode_set = true;
 			i++;
 		} else if (slot) {
@@ -1025,7 +1043,7 @@ static int setup_main(int argc, char **argv)
 }
 
 static const char setup_usage[] =
-	"Usage: agor setup sudoers --mode simple|insulated|strict [--daemon-user U]\n"
+	"Usage: agor setup sudoers --mode simple|insulated|strict|sandbox [--daemon-user U]\n"
 	"                          [--executor-user E] [--bin PATH]\n"
 	"       agor setup isolation [--mode insulated|strict] [--daemon-user U]\n"
 	"                          [--executor-user E] [--bin PATH] [--dry-run]\n"

@@ -51,7 +51,7 @@ static char *derive_zellij_dir(const struct config_state *st);
 static char *derive_socket_path(const struct config_state *st);
 static char *derive_worktree_rbac(const struct config_state *st);
 
-static const char *const user_modes[] = {"simple", "insulated", "strict", NULL};
+static const char *const user_modes[] = {"simple", "insulated", "strict", "sandbox", NULL};
 static const char *const sandbox_networks[] = {"none", "host", NULL};
 _Static_assert(sizeof(enum config_user_mode) == sizeof(int), "enum fields are stored as int");
 
@@ -648,6 +648,15 @@ static int check_cross_key_rules(const struct config_state *st, struct err *e)
 		slot_where(st, rbac, &sb);
 		err_set(e, E_CONFIG,
 			"%smust be true when execution.unix_user_mode is strict (SPEC §5.1)",
+			sb.buf);
+		strbuf_release(&sb);
+		return -1;
+	}
+	int sandbox = find_key("execution.sandbox.enabled");
+	if (!strcmp(slot_value(st, "execution.unix_user_mode"), "sandbox") && !strcmp(st->slots[sandbox].value, "false")) {
+		struct strbuf sb = STRBUF_INIT;
+		slot_where(st, sandbox, &sb);
+		err_set(e, E_CONFIG, "%smust be true when execution.unix_user_mode is sandbox (the sandbox is its isolation)",
 			sb.buf);
 		strbuf_release(&sb);
 		return -1;

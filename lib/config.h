@@ -64,7 +64,7 @@
  * config_template_next() is the one scanner; the spawner must use it too.
  *
  * Errors (struct err, code E_CONFIG) say where the value came from, then the key:
- *   FILE:12: execution.unix_user_mode: expected one of simple|insulated|strict, got "x"
+ *   FILE:12: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox, got "x"
  *   FILE:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path)
  *   FILE:2: invalid YAML: did not find expected key (while parsing a block mapping that …)
  *   AGOR_DAEMON_PORT: daemon.port: expected an integer 1..65535, got "abc"
@@ -97,6 +97,7 @@ enum config_user_mode {
 	CONFIG_MODE_SIMPLE,
 	CONFIG_MODE_INSULATED,
 	CONFIG_MODE_STRICT,
+	CONFIG_MODE_SANDBOX,
 };
 
 /* execution.sandbox.network */

@@ -216,7 +216,7 @@ static int execution_user_for(struct daemon *d, const char *creator_id, const ch
 	json_t *creator = one_row(d, e, "user", "SELECT * FROM users WHERE id = ?", creator_id);
 	if (!creator)
 		return -1;
-	static const enum unix_mode modes[] = { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT };
+	static const enum unix_mode modes[] = { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT, UNIX_MODE_SANDBOX };
 	struct unix_mode_settings s = { .mode = modes[d->cfg->execution.unix_user_mode], .daemon_user = d->daemon_user,
 					.executor_user = d->cfg->execution.executor_unix_user };
 	struct unix_mode_creator c = { .label = json_string_value(json_object_get(creator, "name")),
@@ -481,6 +481,8 @@ static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct 
 	json_t *timeout = json_object_get(params, "timeout_ms");
 	if (json_is_integer(timeout))
 		json_object_set(exec_params, "timeoutMs", timeout);
+	if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* one kept home per agor user */
+		json_object_set_new(exec_params, "home", json_string(json_get_str(wt, "created_by"))); /* creator, as §5.1 */
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "exec.run", NULL);
 	if (rv == 0)
 		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);

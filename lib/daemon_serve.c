@@ -231,7 +231,7 @@ static void on_hup(struct loop *l, int signo, void *arg)
 /* In the isolating modes executors (other users) reach the socket through the agor_users group. */
 static int socket_group(const struct daemon *d, gid_t *gid)
 {
-	if (d->cfg->execution.unix_user_mode == CONFIG_MODE_SIMPLE)
+	if (d->cfg->execution.unix_user_mode == CONFIG_MODE_SIMPLE || d->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX)
 		return 0;
 	struct group *g = getgrnam("agor_users");
 	if (!g)

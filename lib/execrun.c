@@ -13,6 +13,7 @@
 #include "confine.h"
 #include "crypto.h"
 #include "execrun.h"
+#include "fsutil.h"
 #include "json.h"
 #include "log.h"
 #include "sandbox.h"
@@ -111,6 +112,8 @@ static char *run_name(void)
 
 struct prepared {
 	struct git_dirs git;
+	char *home;    /* $HOME inside */
+	int home_kept; /* a per-user home from DATA_HOME/homes */
 	struct sandbox *sb;
 	json_t *fallback; /* the receipt when running unsandboxed after a missing control */
 	char *name;
@@ -122,6 +125,7 @@ static void prepared_release(struct prepared *pr)
 	sandbox_free(pr->sb);
 	json_decref(pr->fallback);
 	free(pr->name);
+	free(pr->home);
 }
 
 static json_t *unsandboxed_receipt(const struct err *why)
@@ -144,10 +148,39 @@ static int isolation_missing(const struct config *cfg, struct prepared *pr, stru
 	return 0;
 }
 
+static int valid_home_name(const char *s)
+{
+	return *s && *s != '.' && strlen(s) <= 64 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(s);
+}
+
+/* A per-user home: DATA_HOME/homes/NAME, a real directory (made 0700 unless plan_only). */
+static int resolve_home(const struct execrun_request *req, int plan_only, struct prepared *pr, struct err *e)
+{
+	if (!req->home) {
+		pr->home = xstrdup(home_of_caller());
+		return 0;
+	}
+	if (!valid_home_name(req->home))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", "params.home", "reason", "not a home name"),
+				"params.home: expected a name of letters, digits, '.', '_' and '-' (not starting with '.')");
+	_cleanup_free_ char *homes = xasprintf("%s/homes", req->cfg->paths.data_home);
+	pr->home_kept = 1;
+	if (plan_only && !fs_exists(homes)) {
+		pr->home = xasprintf("%s/%s", homes, req->home);
+		return 0;
+	}
+	if (fs_mkdir_p(homes, 0700, e) < 0 || confine_path(homes, req->home, 0, &pr->home, e) < 0)
+		return -1;
+	if (!plan_only && mkdir(pr->home, 0700) < 0 && errno != EEXIST)
+		return err_errno(e, errno, "mkdir %s", pr->home);
+	return 0;
+}
+
 static int prepare(const struct execrun_request *req, int plan_only, struct prepared *pr, struct err *e)
 {
 	memset(pr, 0, sizeof(*pr));
-	if (find_git_dirs(req->cfg, req->cwd, &pr->git, e) < 0)
+	if (find_git_dirs(req->cfg, req->cwd, &pr->git, e) < 0 || resolve_home(req, plan_only, pr, e) < 0)
 		return -1;
 	struct sandbox_config sc;
 	sandbox_config_from(&sc, req->cfg);
@@ -160,7 +193,8 @@ static int prepare(const struct execrun_request *req, int plan_only, struct prep
 		.worktree = req->cwd,
 		.git_common_dir = pr->git.common,
 		.git_admin_dir = pr->git.admin,
-		.home = home_of_caller(),
+		.home = pr->home,
+		.home_is_kept = pr->home_kept,
 		.name = pr->name,
 		.plan_only = plan_only,
 	};
@@ -181,9 +215,8 @@ int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e
 	return 0;
 }
 
-static void build_environment(const struct execrun_request *req, struct strvec *env)
+static void build_environment(const struct execrun_request *req, const char *home, struct strvec *env)
 {
-	const char *home = home_of_caller();
 	struct passwd *pw = getpwuid(geteuid());
 	const char *user = pw ? pw->pw_name : "agor";
 	strvec_push(env, "PATH=/usr/local/bin:/usr/bin:/bin");
@@ -197,21 +230,21 @@ static void build_environment(const struct execrun_request *req, struct strvec *
 	json_object_foreach(req->env, name, value) strvec_setenv(env, name, json_string_value(value));
 }
 
-static void setup_child(const struct execrun_request *req, struct child *c, struct sandbox *sb)
+static void setup_child(const struct execrun_request *req, struct child *c, const struct prepared *pr)
 {
 	child_init(c);
 	size_t i;
 	json_t *arg;
 	json_array_foreach(req->argv, i, arg) strvec_push(&c->args, json_string_value(arg));
-	build_environment(req, &c->env);
+	build_environment(req, pr->home, &c->env);
 	c->cwd = req->cwd;
 	c->stdin_io = CHILD_IO_NULL;
 	c->new_process_group = 1;
 	c->timeout_ms = (int)(req->timeout_ms > 0 ? req->timeout_ms : req->cfg->execution.timeout_ms);
 	c->kill_grace_ms = 2000;
-	if (sb) {
+	if (pr->sb) {
 		c->before_exec = sandbox_before_exec;
-		c->before_exec_arg = sb;
+		c->before_exec_arg = pr->sb;
 	}
 }
 
@@ -229,7 +262,7 @@ static const char *outcome_of(const struct child *c, json_t *events)
 static int run_child(const struct execrun_request *req, struct prepared *pr, json_t **data, struct err *e)
 {
 	_cleanup_child_ struct child c;
-	setup_child(req, &c, pr->sb);
+	setup_child(req, &c, pr);
 	_cleanup_strbuf_ struct strbuf out = STRBUF_INIT, errout = STRBUF_INIT;
 	int rc = child_run(&c, NULL, 0, &out, &errout, EXECRUN_MAX_CAPTURE, e);
 	json_t *events = pr->sb ? sandbox_finish(pr->sb) : json_object();

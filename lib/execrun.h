@@ -18,6 +18,9 @@
  * execution.fallback_to_unified is true: then the program runs unsandboxed, a warning is
  * logged and the receipt says {"enabled": false, "fallback": true, "missing": …}.
  * A worktree whose .git file points outside repos/ → E_PATH_OUTSIDE_DATA_HOME.
+ * req.home (unix_user_mode sandbox: one per agor user) names a directory under the data home's
+ * homes/ (made 0700 when missing; confined like every path) that is $HOME, read-write and kept
+ * between runs; without it $HOME is the caller's home path on an empty private tmpfs.
  *
  * execrun_plan(&req, &step, e): the dry run — the same checks and the receipt the run would
  * have (cgroup planned, not created), without side effects.
@@ -36,6 +39,7 @@ struct execrun_request {
 	json_t *argv;	 /* array of strings (validated) */
 	json_t *env;	 /* object of strings (validated), or NULL */
 	long long timeout_ms;
+	const char *home; /* relative to DATA_HOME/homes, or absolute inside it; NULL: a private tmpfs */
 };
 
 int execrun(const struct execrun_request *req, json_t **data, struct err *e);

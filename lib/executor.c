@@ -231,6 +231,7 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 		.argv = payload_param(p, "argv"),
 		.env = p->env,
 		.timeout_ms = timeout ? json_integer_value(timeout) : 0,
+		.home = payload_str(p, "home"),
 	};
 	if (!ctx->dry_run)
 		return execrun(&req, data, e);

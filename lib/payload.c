@@ -87,6 +87,7 @@ static const struct field_spec exec_run_params[] = {
 	{ "argv", F_ARGV, REQUIRED },
 	{ "cwd", F_STRING, REQ_STR },
 	{ "timeoutMs", F_TIMEOUT_MS, 0 },
+	{ "home", F_STRING, OPT_STR },
 	{ NULL },
 };
 

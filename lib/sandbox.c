@@ -294,7 +294,8 @@ static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, st
 		return -1;
 	if (plan_private(sb, OP_PROC, "/proc", NULL, LANDLOCK_READ, e) < 0 ||
 	    plan_private(sb, OP_TMPFS, "/tmp", "mode=1777,size=1g", LANDLOCK_WRITE, e) < 0 ||
-	    plan_private(sb, OP_TMPFS, req->home, "mode=0700,size=1g", LANDLOCK_WRITE, e) < 0)
+	    (!req->home_is_kept && plan_private(sb, OP_TMPFS, req->home, "mode=0700,size=1g", LANDLOCK_WRITE, e) < 0) ||
+	    (req->home_is_kept && plan_bind(sb, req->home, 1, 0, e) < 0))
 		return -1;
 	if (plan_bind(sb, req->worktree, 1, 0, e) < 0 || plan_git(sb, req, e) < 0)
 		return -1;
@@ -646,6 +647,27 @@ int sandbox_before_exec(void *arg)
 		return 0;
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	wait_and_mirror(program);
+}
+
+/* ---- probing (parent) ---------------------------------------------------------------------- */
+
+void sandbox_probe(struct sandbox_probe *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->landlock_abi = landlock_abi();
+	p->landlock_errno = p->landlock_abi < 0 ? errno : 0;
+	struct seccomp_filter f;
+	p->seccomp = seccomp_filter_build(&f) == 0;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWUSER) < 0 ? (errno & 0x7f) : 0);
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+		p->user_namespaces_errno = pid < 0 ? errno : ECHILD;
+		return;
+	}
+	p->user_namespaces = WEXITSTATUS(status) == 0;
+	p->user_namespaces_errno = WEXITSTATUS(status);
 }
 
 /* ---- after the run (parent) ---------------------------------------------------------------- */

@@ -68,12 +68,22 @@ struct sandbox_request {
 	const char *worktree;	    /* read-write and the working directory; absolute */
 	const char *git_common_dir; /* the repository's git directory, or NULL */
 	const char *git_admin_dir;  /* GIT_COMMON_DIR/worktrees/NAME of this worktree, or NULL */
-	const char *home;	    /* the private home directory's path inside */
+	const char *home;	    /* the home directory's path inside */
+	int home_is_kept;	    /* home is a real directory bound read-write, not a fresh tmpfs */
 	const char *name;	    /* names the cgroup (letters, digits, '-', '_', '.') */
 	int plan_only;		    /* a dry run: no cgroup, no directories; only the receipt */
 };
 
 struct sandbox;
+
+/* What this kernel offers, for `agor setup validate --mode sandbox` (forks once to try a user
+ * namespace). landlock_abi: ≥ 1 or -1; *_errno: why a control is missing (0 when present). */
+struct sandbox_probe {
+	int landlock_abi, landlock_errno;
+	int seccomp;
+	int user_namespaces, user_namespaces_errno;
+};
+void sandbox_probe(struct sandbox_probe *p);
 
 /* Fills sc from execution.sandbox.* of cfg (strings borrowed from cfg). */
 void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg);

@@ -6,7 +6,7 @@
 #include "unixperm.h"
 #include "banned.h"
 
-static const char *const mode_names[] = {"simple", "insulated", "strict"};
+static const char *const mode_names[] = {"simple", "insulated", "strict", "sandbox"};
 
 int unix_mode_parse(const char *s, enum unix_mode *out)
 {
@@ -72,6 +72,7 @@ int unix_mode_execution_user(const struct unix_mode_settings *s,
 		return s->daemon_user ? -1 : err_set(e, E_CONFIG, "daemon user unknown");
 	switch (s->mode) {
 	case UNIX_MODE_SIMPLE:
+	case UNIX_MODE_SANDBOX:
 		*user = s->daemon_user;
 		return 0;
 	case UNIX_MODE_INSULATED:
@@ -139,6 +140,10 @@ int unix_mode_sudoers(const struct unix_mode_sudoers *s, struct strbuf *out, str
 		strbuf_addstr(
 			out,
 			"agor admin as root, nothing else (executors run as the daemon user).\n");
+		break;
+	case UNIX_MODE_SANDBOX:
+		strbuf_addstr(out, "agor admin as root, nothing else (executors run as the daemon user; what they "
+				   "start runs in the kernel sandbox).\n");
 		break;
 	case UNIX_MODE_INSULATED:
 		strbuf_addf(out, "the executor as %s and agor admin as root, nothing else.\n",

@@ -8,6 +8,8 @@
  * --------
  * unix_mode_execution_user() is the one decision (the daemon calls it for every session):
  *   simple    → the daemon user (no impersonation);
+ *   sandbox   → the daemon user too: no sudo; what the executor starts runs in the kernel sandbox
+ *               (sandbox.h) with a per-user home from the data home's homes/;
  *   insulated → executor_user, which must be a valid name other than root and the daemon user;
  *   strict    → the session *creator's* unix_username (never the prompter's); a creator without
  *               one is refused with E_ISOLATION_UNAVAILABLE naming the admin command that fixes
@@ -16,7 +18,7 @@
  *
  * unix_mode_sudoers() renders /etc/sudoers.d/agor for a mode: the daemon user may run
  *   `<bin> executor --stdin` as the execution user(s) — insulated: (executor_user); strict:
- *   (%agor_users, !root); simple: nobody — and `<bin> admin *` as root, NOPASSWD, nothing else.
+ *   (%agor_users, !root); simple, sandbox: nobody — and `<bin> admin *` as root, NOPASSWD, nothing else.
  *   Names are checked against the user-name rule; bin must be a clean absolute path made of
  *   [A-Za-z0-9._/+-] only, so nothing in it is special to sudoers.
  */
@@ -26,13 +28,13 @@
 #include "err.h"
 #include "strbuf.h"
 
-enum unix_mode { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT };
+enum unix_mode { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT, UNIX_MODE_SANDBOX };
 
 #define UNIX_MODE_DEFAULT_DAEMON_USER	"agor"
 #define UNIX_MODE_DEFAULT_EXECUTOR_USER "agor_executor"
 #define UNIX_MODE_DEFAULT_BIN		"/usr/local/bin/agor"
 
-int unix_mode_parse(const char *s, enum unix_mode *out); /* -1 when not simple|insulated|strict */
+int unix_mode_parse(const char *s, enum unix_mode *out); /* -1 when not simple|insulated|strict|sandbox */
 const char *unix_mode_name(enum unix_mode m);
 /* execution.worktree_rbac when not configured: true in strict. */
 bool unix_mode_worktree_rbac_default(enum unix_mode m);

@@ -150,7 +150,7 @@ test_case "a bad enum value names the allowed words" '
   expect_config_error "
 execution:
   unix_user_mode: paranoid
-" "config.yaml:3: execution.unix_user_mode: expected one of simple|insulated|strict"
+" "config.yaml:3: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox"
 '
 
 test_case "a YAML syntax error names the parser line" '

@@ -9,7 +9,7 @@ sandbox_enter "$@"
 
 committed_snippets() {
   local mode
-  for mode in simple insulated strict; do
+  for mode in simple insulated strict sandbox; do
     expect_exit 0 "$AGOR" setup sudoers --mode "$mode"
     cmp out "$TEST_TOP/sudoers/$mode.sudoers" || fail "sudoers/$mode.sudoers differs from the generator"
     if command -v visudo > /dev/null; then

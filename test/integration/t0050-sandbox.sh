@@ -295,6 +295,34 @@ test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a fai
   expect_contains reply "params.argv"
 '
 
+test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox required" "$DAEMON"'
+  make_source_repo src
+  mkdir -p "$AGOR_HOME"; printf "execution:\n  unix_user_mode: sandbox\n  sandbox:\n    enabled: false\n" > "$AGOR_HOME/config.yaml"
+  expect_exit 1 "$AGOR" config show
+  expect_contains err "must be true when execution.unix_user_mode is sandbox"
+  printf "execution:\n  unix_user_mode: sandbox\n" > "$AGOR_HOME/config.yaml"
+  start_daemon
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply
+  rpc worktrees.add "{\"repo_id\":\"$(json_get reply result.repo.id)\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
+  wt=$(json_get reply result.worktree.id)
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"echo kept > \$HOME/note; echo \$HOME\"]}" > reply
+  expect_json reply result.exitCode 0
+  home=$(json_get reply result.stdout)
+  case "$home" in "$AGOR_HOME/homes/"*) ;; *) fail "HOME is $home, not under the data home'"'"'s homes/";; esac
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"cat \$HOME/note; ls $AGOR_HOME/homes\"]}" > reply
+  expect_contains reply "\"stdout\":\"kept\\n\""
+  expect_json reply result.outcome exit-nonzero
+  expect_mode "$home" 700
+  in_scratch_system "
+    useradd --system --home-dir /home/agor agor
+    mkdir -p /home/agor/.agor && printf \"execution:\\n  unix_user_mode: sandbox\\n\" > /home/agor/.agor/config.yaml
+    expect_exit 0 \"\$AGOR\" setup validate --mode sandbox
+    expect_contains out \"ok user namespaces\"
+    expect_contains out \"ok Landlock ABI\"
+    expect_contains out \"ok seccomp filter\"
+  "
+'
+
 test_case "exec.run validates argv and timeoutMs with the field named" '
   executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[]}}"
   expect_error INVALID_PAYLOAD 2

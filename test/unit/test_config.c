@@ -295,14 +295,14 @@ TEST(config_enums_accept_only_their_words)
 {
 	CHECK_FLAG("execution.unix_user_mode", "strict", "strict");
 	CHECK_FLAG("execution.unix_user_mode", "Strict",
-		   "error: execution.unix_user_mode: expected one of simple|insulated|strict, got "
+		   "error: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox, got "
 		   "\"Strict\"");
 	CHECK_LOAD_ERROR("execution:\n  unix_user_mode: paranoid\n",
-			 "F:2: execution.unix_user_mode: expected one of simple|insulated|strict, "
+			 "F:2: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox, "
 			 "got \"paranoid\"");
 	CHECK_LOAD_ERROR(
 		"execution:\n  unix_user_mode:\n",
-		"F:2: execution.unix_user_mode: expected one of simple|insulated|strict, got null");
+		"F:2: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox, got null");
 }
 
 TEST(config_strings_and_user_names)
