@@ -165,7 +165,8 @@ static unsigned long locked_flags_of(const char *path)
 
 /* A bind of host path `path` at the same place inside; symlinks are recreated when keep_links
  * (so /bin → usr/bin stays a link), else followed. Missing paths are skipped: returns 0. */
-static int plan_bind(struct sandbox *sb, const char *path, int writable, int keep_links, struct err *e)
+static int plan_bind_ruled(struct sandbox *sb, const char *path, int writable, int keep_links, int landlock_rule,
+			   struct err *e)
 {
 	struct stat st;
 	if (keep_links && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
@@ -189,9 +190,15 @@ static int plan_bind(struct sandbox *sb, const char *path, int writable, int kee
 	op->is_dir = S_ISDIR(st.st_mode);
 	op->lock_flags = locked_flags_of(path);
 	strvec_push(writable ? &sb->rw_paths : &sb->ro_paths, path);
-	if (sb->use_landlock && landlock_plan_add(&sb->landlock, op->dst, writable ? LANDLOCK_WRITE : LANDLOCK_READ) < 0)
+	if (landlock_rule && sb->use_landlock &&
+	    landlock_plan_add(&sb->landlock, op->dst, writable ? LANDLOCK_WRITE : LANDLOCK_READ) < 0)
 		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
 	return 0;
+}
+
+static int plan_bind(struct sandbox *sb, const char *path, int writable, int keep_links, struct err *e)
+{
+	return plan_bind_ruled(sb, path, writable, keep_links, 1, e);
 }
 
 static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, const char *data,
@@ -213,11 +220,14 @@ static int plan_system(struct sandbox *sb, struct err *e)
 	for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++)
 		if (plan_bind(sb, system_dirs[i], 0, 1, e) < 0)
 			return -1;
+	/* /etc inside holds only these entries, so one Landlock rule on it covers them all. */
 	for (size_t i = 0; i < ARRAY_SIZE(etc_entries); i++) {
 		_cleanup_free_ char *path = xasprintf("/etc/%s", etc_entries[i]);
-		if (plan_bind(sb, path, 0, 0, e) < 0)
+		if (plan_bind_ruled(sb, path, 0, 0, 0, e) < 0)
 			return -1;
 	}
+	if (sb->use_landlock && landlock_plan_add(&sb->landlock, "/etc", LANDLOCK_READ) < 0)
+		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
 	return 0;
 }
 
