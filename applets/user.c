@@ -1,4 +1,4 @@
-/* user.c — `agor user`: create and list agor users (admins only create) through the daemon.
+/* user.c — `agor user`: create and list agor users (admins only create), and their TCP access tokens.
  * Never maps a user to a Unix account the daemon has not checked. */
 #include <stdio.h>
 
@@ -20,7 +20,36 @@ static int print_users(const json_t *rows)
 	return 0;
 }
 
+/* The token itself on stdout (for AGOR_TOKEN=$(agor user token)); what it is on stderr. */
+static int print_token(const json_t *r)
+{
+	puts(json_get_str(r, "token") ?: "");
+	fprintf(stderr, "token %s (expires at %lld): keep it secret; use it with --token or AGOR_TOKEN over TCP; "
+			"revoke it with `agor user revoke-token %s`\n",
+		json_get_str(r, "jti") ?: "?", (long long)json_integer_value(json_object_get(r, "expires_at")),
+		json_get_str(r, "jti") ?: "?");
+	return 0;
+}
+
+static int print_tokens(const json_t *rows)
+{
+	client_print_table(rows, (const char *const[]){ "jti", "user_id", "label", NULL });
+	return 0;
+}
+
+static int print_revoked(const json_t *r)
+{
+	(void)r;
+	puts("revoked");
+	return 0;
+}
+
 static const char *const name_arg[] = { "name", NULL }, *const id_arg[] = { "id", NULL };
+static const char *const jti_arg[] = { "jti", NULL };
+static const struct client_flag token_flags[] = {
+	{ "--label", "label", CLIENT_FLAG_STRING },
+	{ NULL },
+};
 static const struct client_flag create_flags[] = {
 	{ "--unix-user", "unix_username", CLIENT_FLAG_STRING },
 	{ "--role", "role", CLIENT_FLAG_STRING },
@@ -31,6 +60,9 @@ static const struct client_command commands[] = {
 	{ "create", "users.create", name_arg, create_flags, "NAME [--unix-user LOGIN] [--role admin|member]", print_user },
 	{ "list", "users.list", NULL, NULL, "", print_users },
 	{ "get", "users.get", id_arg, NULL, "ID|NAME", print_user },
+	{ "token", "tokens.create", NULL, token_flags, "[--label L]   (a token for TCP clients, 30 days)", print_token },
+	{ "tokens", "tokens.list", NULL, NULL, "", print_tokens },
+	{ "revoke-token", "tokens.revoke", jti_arg, NULL, "JTI", print_revoked },
 };
 
 static int user_main(int argc, char **argv)
@@ -41,7 +73,8 @@ static int user_main(int argc, char **argv)
 const struct applet applet_user = {
 	.name = "user",
 	.summary = "create and list agor users (through the daemon)",
-	.usage = "Usage: agor user create NAME [--unix-user LOGIN] [--role admin|member] | list | get ID   [--json] [--url URL]\n",
+	.usage = "Usage: agor user create NAME [--unix-user LOGIN] [--role admin|member] | list | get ID\n"
+		 "       agor user token [--label L] | tokens | revoke-token JTI   [--json] [--url URL] [--token T]\n",
 	.main = user_main,
 	.flags = APPLET_CLIENT,
 };

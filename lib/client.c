@@ -15,6 +15,7 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 struct client_opts {
 	const char *url;
 	const char *config_path;
+	const char *token; /* --token, else AGOR_TOKEN: a user token for TCP URLs */
 	int json;
 };
 
@@ -25,7 +26,9 @@ static void print_group_usage(FILE *out, const char *group, const struct client_
 		fprintf(out, "  agor %s %s %s\n", group, cmds[i].name, cmds[i].usage ? cmds[i].usage : "");
 	fprintf(out, "\n  --json         print the daemon's answer as JSON\n"
 		     "  --url URL      the daemon (unix:/path, http://host:port, ws://host:port/ws); default: the\n"
-		     "                 configured Unix socket (daemon.socket_path)\n");
+		     "                 configured Unix socket (daemon.socket_path)\n"
+		     "  --token T      over TCP, act as the user of this token (`agor user token`); default:\n"
+		     "                 $AGOR_TOKEN\n");
 }
 
 static int usage_error(const char *group, const char *what, const char *arg)
@@ -52,10 +55,10 @@ static int build_params(const char *group, const struct client_command *c, int a
 		const struct client_flag *f;
 		if (!strcmp(a, "--json")) {
 			o->json = 1;
-		} else if (!strcmp(a, "--url") || !strcmp(a, "--config")) {
+		} else if (!strcmp(a, "--url") || !strcmp(a, "--config") || !strcmp(a, "--token")) {
 			if (i + 1 >= argc)
 				return usage_error(group, "missing value for", a);
-			*(!strcmp(a, "--url") ? &o->url : &o->config_path) = argv[++i];
+			*(!strcmp(a, "--url") ? &o->url : !strcmp(a, "--token") ? &o->token : &o->config_path) = argv[++i];
 		} else if ((f = find_flag(c, a))) {
 			if (f->type == CLIENT_FLAG_BOOL) {
 				json_object_set_new(params, f->param, json_true());
@@ -98,7 +101,16 @@ static int call_daemon(const struct client_opts *o, const char *method, json_t *
 		err_prefix(e, "cannot reach the agor daemon at %s (is it running? start it with `agor daemon`)", url);
 		return -1;
 	}
-	int rc = rpc_client_call(cl, method, params, result, e);
+	const char *token = o->token ? o->token : getenv("AGOR_TOKEN");
+	int rc = 0;
+	if (token && *token && strncmp(url, "unix:", 5)) { /* the Unix socket knows its peer without one */
+		json_t *auth = NULL, *auth_params = json_pack("{s:s}", "token", token);
+		rc = rpc_client_call(cl, "auth.token", auth_params, &auth, e);
+		json_decref(auth_params);
+		json_decref(auth);
+	}
+	if (rc == 0)
+		rc = rpc_client_call(cl, method, params, result, e);
 	rpc_client_close(cl);
 	return rc;
 }

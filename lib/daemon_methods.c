@@ -42,8 +42,13 @@ static struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
 
 static int need_user(struct rpc_ctx *rc, struct err *e)
 {
+	if (daemon_peer_token_live(D(rc), P(rc), e) < 0)
+		return -1;
 	if (P(rc)->user_id)
 		return 0;
+	if (P(rc)->uid == (uid_t)-1)
+		return err_set(e, E_AUTH_FAILED, "a TCP connection must first present a user token: call auth.token "
+						 "{\"token\": …} (tokens are made with `agor user token` on the daemon's host)");
 	return err_set(e, E_AUTH_FAILED, "this connection is not an agor user (uid %u has none: an admin runs "
 					 "`agor user create NAME --unix-user LOGIN`)", (unsigned)P(rc)->uid);
 }
@@ -755,11 +760,13 @@ static const struct rpc_method client_methods[] = {
 /* Client methods and the executor methods of daemon_executor.c, in one table. */
 static const struct rpc_method *all_methods(size_t *n)
 {
-	static struct rpc_method all[ARRAY_SIZE(client_methods) + 16];
+	static struct rpc_method all[ARRAY_SIZE(client_methods) + 32];
 	static size_t count;
 	if (!count) {
 		memcpy(all, client_methods, sizeof(client_methods));
 		count = ARRAY_SIZE(client_methods);
+		for (size_t i = 0; i < daemon_token_nmethods && count < ARRAY_SIZE(all); i++)
+			all[count++] = daemon_token_methods[i];
 		for (size_t i = 0; i < daemon_executor_nmethods && count < ARRAY_SIZE(all); i++)
 			all[count++] = daemon_executor_methods[i];
 	}

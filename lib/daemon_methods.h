@@ -18,12 +18,19 @@ struct daemon_peer {
 	char *user_id;	/* the agor user this connection acts as, or NULL */
 	int is_admin;
 	int subscribed;
+	char *token_jti; /* over TCP: the client token this connection authenticated with (auth.token) */
 	void **pending;	/* deferred replies waiting on this connection */
 	size_t npending, pending_alloc;
 };
 
 /* The executor methods (SPEC §4.3), authenticated by session tokens (daemon_executor.c). */
 extern const struct rpc_method daemon_executor_methods[];
+/* User access tokens for TCP clients (daemon_tokens.c): auth.token, tokens.create|list|revoke. */
+extern const struct rpc_method daemon_token_methods[];
+extern const size_t daemon_token_nmethods;
+/* A connection authenticated by a client token: 0 while that token is live; else -1 (and the
+ * connection loses its identity). Connections known by SO_PEERCRED: always 0. */
+int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *e);
 extern const size_t daemon_executor_nmethods;
 /* Opens the sealed API key of service into out. */
 int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e);

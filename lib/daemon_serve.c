@@ -65,6 +65,7 @@ static void on_close(struct net_conn *c, void *arg)
 		daemon_unsubscribe(d, c);
 	free(p->pending);
 	free(p->user_id);
+	free(p->token_jti);
 	free(p);
 	net_conn_set_data(c, NULL);
 }

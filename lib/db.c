@@ -51,6 +51,10 @@ static const char *const migrations[] = {
 	"CREATE TABLE audit_log ("
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,"
 	"  target TEXT, outcome TEXT NOT NULL, details TEXT, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);",
+	/* 2: user access tokens for clients over TCP (revocable; the value itself is never stored) */
+	"CREATE TABLE client_tokens ("
+	"  jti TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id), label TEXT,"
+	"  issued_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, revoked_at INTEGER, last_used_at INTEGER);",
 };
 
 int db_schema_version(void)

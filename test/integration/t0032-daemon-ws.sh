@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t0032-daemon-ws — the daemon's TCP transports with real clients: JSON-RPC over WebSocket (npm `ws`), over
 # POST /rpc (curl), /healthz and /metrics, and the same over TLS with a test CA (daemon.tls_cert/tls_key).
-# TCP callers carry no Unix identity: client methods are refused to them (user tokens over TCP come later).
+# TCP callers carry no Unix identity: client methods need a user token presented with auth.token first.
 . "$(dirname "$0")/../lib.sh"
 
 WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
@@ -53,6 +53,58 @@ test_case "JSON-RPC over WebSocket with the npm ws client; TCP callers get no cl
   expect_json r ping.pong true
   expect_json r users.data.code AUTH_FAILED
   expect_json r executor.data.code AUTH_FAILED
+  stop_daemon
+'
+
+test_case "user tokens over TCP: made on the Unix socket, presented with auth.token, revocable, kept across restarts" "$SCENE"'
+  start_daemon
+  "$AGOR" user token --label laptop > token 2> token.err
+  TOKEN=$(cat token); jti=$(sed -n "s/^token \([0-9a-f]*\) .*/\1/p" token.err)
+  [ -n "$TOKEN" ] && [ -n "$jti" ] || { cat token.err; fail "no token"; }
+  expect_exit 1 "$AGOR" user list --url "http://127.0.0.1:$port/rpc"
+  expect_contains err "auth.token"
+  expect_exit 0 "$AGOR" user list --url "http://127.0.0.1:$port/rpc" --token "$TOKEN"
+  expect_contains out admin
+  AGOR_TOKEN="$TOKEN" expect_exit 0 "$AGOR" user list --url "ws://127.0.0.1:$port/ws" --json
+  expect_contains out admin
+  expect_exit 1 "$AGOR" user token --url "ws://127.0.0.1:$port/ws" --token "$TOKEN"
+  expect_contains err "never over TCP"
+  ! grep -rq "$TOKEN" "$AGOR_HOME/agor.db" "$AGOR_HOME/agor.db-wal" 2>/dev/null || fail "the token value is stored"
+  exp=$(( $(date +%s) + 3600 ))
+  python3 "$TEST_TOP/test/helpers/forge-jwt.py" /dev/null "{\"iss\":\"agor\",\"aud\":\"agor-client\",\"sub\":\"x\",\"jti\":\"$jti\",\"iat\":1,\"exp\":$exp}" > forged
+  python3 "$TEST_TOP/test/helpers/forge-jwt.py" "$AGOR_HOME/jwt.secret" "{\"iss\":\"agor\",\"aud\":\"agor-client\",\"sub\":\"x\",\"jti\":\"$jti\",\"iat\":1,\"exp\":$exp}" none > none
+  python3 "$TEST_TOP/test/helpers/forge-jwt.py" "$AGOR_HOME/jwt.secret" "{\"iss\":\"agor\",\"aud\":\"agor-executor\",\"sub\":\"x\",\"sid\":\"s\",\"tid\":\"t\",\"jti\":\"$jti\",\"iat\":1,\"exp\":$exp}" > wrong-aud
+  for bad in forged none wrong-aud; do
+    expect_exit 1 "$AGOR" user list --url "http://127.0.0.1:$port/rpc" --token "$(cat $bad)"
+    expect_contains err AUTH_FAILED
+  done
+  stop_daemon; start_daemon
+  expect_exit 0 "$AGOR" user list --url "http://127.0.0.1:$port/rpc" --token "$TOKEN"
+  cat > revoke.mjs <<JS
+import { createRequire } from "node:module";
+import { execFileSync } from "node:child_process";
+const WebSocket = createRequire(process.env.WS_MODULE_DIR + "/")("ws");
+const [url, token, agor, jti] = process.argv.slice(2);
+const ws = new WebSocket(url);
+const pending = new Map(); let id = 0;
+ws.on("message", (m) => { const r = JSON.parse(m); pending.get(r.id)?.(r); });
+const call = (method, params = {}) => new Promise((res) => { pending.set(++id, res); ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params })); });
+ws.on("open", async () => {
+  const out = {};
+  out.auth = (await call("auth.token", { token })).result;
+  out.before = (await call("users.list")).result?.length;
+  execFileSync(agor, ["user", "revoke-token", jti]);
+  out.after = (await call("users.list")).error?.data?.code;
+  console.log(JSON.stringify(out)); ws.close(); process.exit(0);
+});
+JS
+  node revoke.mjs "ws://127.0.0.1:$port/ws" "$TOKEN" "$AGOR" "$jti" > r
+  expect_json r auth.is_admin true
+  expect_json r before 1
+  expect_json r after AUTH_FAILED
+  stop_daemon; start_daemon
+  expect_exit 1 "$AGOR" user list --url "http://127.0.0.1:$port/rpc" --token "$TOKEN"
+  expect_contains err "revoked, expired or unknown"
   stop_daemon
 '
 

@@ -1,0 +1,150 @@
+/* daemon_tokens.c — user access tokens for clients over TCP (SPEC §4.4): made on the Unix socket, presented
+ * with auth.token on a TCP connection, revocable, checked again on every call. The value is never stored. */
+#include <string.h>
+
+#include "daemon.h"
+#include "daemon_methods.h"
+#include "json.h"
+#include "token.h"
+#include "banned.h"
+
+#define DEFAULT_TTL_MS (30LL * 24 * 3600 * 1000)
+#define MAX_TTL_MS (365LL * 24 * 3600 * 1000)
+
+static struct daemon *D(struct rpc_ctx *rc) { return rc->app; }
+static struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
+
+/* tokens.create {ttl_ms?, label?} → {token, jti, expires_at}: only a caller known by SO_PEERCRED may mint one. */
+static int tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct daemon_peer *p = P(rc);
+	if (!p->user_id || p->token_jti)
+		return err_set(e, E_AUTH_FAILED, "tokens are made on the Unix socket by the user they are for "
+						 "(`agor user token`), never over TCP");
+	json_t *ttl = json_object_get(params, "ttl_ms");
+	long long ttl_ms = json_is_integer(ttl) ? json_integer_value(ttl) : DEFAULT_TTL_MS;
+	if (ttl && (!json_is_integer(ttl) || ttl_ms < 60000 || ttl_ms > MAX_TTL_MS))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "ttl_ms"),
+				"params.ttl_ms: expected an integer 60000..%lld (one minute to one year)", MAX_TTL_MS);
+	struct token_claims in = { .sub = p->user_id }, issued = TOKEN_CLAIMS_INIT;
+	char *jwt = NULL;
+	if (token_issue_for(TOKEN_AUD_CLIENT, D(rc)->jwt_secret, sizeof(D(rc)->jwt_secret), &in, ttl_ms / 1000, &jwt,
+			    &issued, e) < 0)
+		return -1;
+	int rv = db_run(D(rc)->db, e, "INSERT INTO client_tokens (jti, user_id, label, issued_at, expires_at) VALUES (?,?,?,?,?)",
+			"sssii", issued.jti, p->user_id, json_get_str(params, "label"), issued.iat, issued.exp);
+	if (rv >= 0) {
+		*result = json_pack("{s:s,s:s,s:I}", "token", jwt, "jti", issued.jti, "expires_at", (json_int_t)issued.exp);
+		daemon_audit(D(rc), p->user_id, "tokens.create", issued.jti, "ok", NULL);
+	}
+	token_claims_release(&issued);
+	free(jwt);
+	return rv < 0 ? -1 : 0;
+}
+
+static int tokens_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (!P(rc)->user_id)
+		return err_set(e, E_AUTH_FAILED, "this connection is not an agor user");
+	*result = P(rc)->is_admin
+			  ? db_query_json(D(rc)->db, e, "SELECT jti, user_id, label, issued_at, expires_at, revoked_at, "
+							"last_used_at FROM client_tokens ORDER BY issued_at", "")
+			  : db_query_json(D(rc)->db, e, "SELECT jti, user_id, label, issued_at, expires_at, revoked_at, "
+							"last_used_at FROM client_tokens WHERE user_id = ? ORDER BY issued_at",
+					  "s", P(rc)->user_id);
+	return *result ? 0 : -1;
+}
+
+static int tokens_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *jti = json_get_str(params, "jti");
+	if (!P(rc)->user_id)
+		return err_set(e, E_AUTH_FAILED, "this connection is not an agor user");
+	if (!jti)
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "jti"), "params.jti: required");
+	int n = P(rc)->is_admin
+			? db_run(D(rc)->db, e, "UPDATE client_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL",
+				 "is", daemon_now(), jti)
+			: db_run(D(rc)->db, e,
+				 "UPDATE client_tokens SET revoked_at = ? WHERE jti = ? AND user_id = ? AND revoked_at IS NULL",
+				 "iss", daemon_now(), jti, P(rc)->user_id);
+	if (n < 0)
+		return -1;
+	if (n == 0)
+		return err_set(e, E_NOT_FOUND, "no live token %s of yours", jti);
+	daemon_audit(D(rc), P(rc)->user_id, "tokens.revoke", jti, "ok", NULL);
+	*result = json_pack("{s:b}", "revoked", 1);
+	return 0;
+}
+
+/* The row of a live token (not revoked, not expired, its user still there), or NULL with e set. */
+static json_t *live_token(struct daemon *d, const char *jti, struct err *e)
+{
+	json_t *row = db_query_one(d->db, e,
+				   "SELECT t.user_id, u.role FROM client_tokens t JOIN users u ON u.id = t.user_id "
+				   "WHERE t.jti = ? AND t.revoked_at IS NULL AND t.expires_at > ?",
+				   "si", jti, daemon_now());
+	if (row && json_is_null(row)) {
+		json_decref(row);
+		row = NULL;
+		err_set(e, E_AUTH_FAILED, "the token is revoked, expired or unknown");
+	}
+	return row;
+}
+
+/* auth.token {token}: this TCP connection acts as the token's user from now on. */
+static int auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct daemon_peer *p = P(rc);
+	const char *jwt = json_get_str(params, "token");
+	if (p->uid != (uid_t)-1)
+		return err_set(e, E_INVALID_PAYLOAD, "auth.token is for TCP connections; the Unix socket knows its peer");
+	struct token_claims c = TOKEN_CLAIMS_INIT;
+	struct err why = ERR_INIT;
+	if (!jwt || token_verify_for(TOKEN_AUD_CLIENT, D(rc)->jwt_secret, sizeof(D(rc)->jwt_secret), jwt, TOKEN_NOW, &c,
+				     &why) < 0) {
+		daemon_audit(D(rc), "tcp", "auth.token", NULL, "refused", NULL);
+		err_set(e, E_AUTH_FAILED, "auth.token: %s", jwt ? why.message : "params.token is required");
+		err_clear(&why);
+		return -1;
+	}
+	json_t *row = live_token(D(rc), c.jti, e);
+	if (row) {
+		free(p->user_id);
+		free(p->token_jti);
+		p->user_id = xstrdup(json_get_str(row, "user_id"));
+		p->is_admin = !strcmp(json_get_str(row, "role"), "admin");
+		p->token_jti = xstrdup(c.jti);
+		db_run(D(rc)->db, e, "UPDATE client_tokens SET last_used_at = ? WHERE jti = ?", "is", daemon_now(), c.jti);
+		*result = json_pack("{s:s,s:b}", "user_id", p->user_id, "is_admin", p->is_admin);
+		json_decref(row);
+	} else {
+		daemon_audit(D(rc), "tcp", "auth.token", c.jti, "refused", NULL);
+	}
+	token_claims_release(&c);
+	return row ? 0 : -1;
+}
+
+int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *e)
+{
+	if (!p->token_jti)
+		return 0;
+	json_t *row = live_token(d, p->token_jti, e);
+	if (!row) {
+		free(p->user_id);
+		p->user_id = NULL;
+		p->is_admin = 0;
+		return -1;
+	}
+	json_decref(row);
+	return 0;
+}
+
+const struct rpc_method daemon_token_methods[] = {
+	{ "auth.token", auth_token },
+	{ "tokens.create", tokens_create },
+	{ "tokens.list", tokens_list },
+	{ "tokens.revoke", tokens_revoke },
+};
+const size_t daemon_token_nmethods = ARRAY_SIZE(daemon_token_methods);
