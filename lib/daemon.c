@@ -43,6 +43,34 @@ long long daemon_now(void)
 	return (long long)time(NULL);
 }
 
+static void commit_write_batch(struct loop *l, void *arg)
+{
+	(void)l;
+	struct daemon *d = arg;
+	struct err e = ERR_INIT;
+	d->write_batch_open = 0;
+	if (db_commit(d->db, &e) < 0) {
+		log_error("could not commit a batch of writes: %s", e.message);
+		err_clear(&e);
+		db_exec(d->db, "ROLLBACK", &e);
+		err_clear(&e);
+	}
+}
+
+void daemon_write_batch(struct daemon *d)
+{
+	struct err e = ERR_INIT;
+	if (d->write_batch_open || !d->loop)
+		return;
+	if (db_begin(d->db, &e) < 0) { /* the writes then commit one by one */
+		log_error("could not open a batch of writes: %s", e.message);
+		err_clear(&e);
+		return;
+	}
+	d->write_batch_open = 1;
+	loop_defer(d->loop, commit_write_batch, d);
+}
+
 char *daemon_new_id(void)
 {
 	uint8_t b[16];
@@ -209,6 +237,7 @@ void daemon_release(struct daemon *d)
 	free(d->self_path);
 	free(d->daemon_user);
 	free(d->owner_id);
+	daemon_forget_verified_tokens(d);
 	pthread_mutex_destroy(&d->done_lock);
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);

@@ -43,6 +43,9 @@ struct daemon {
 	pthread_mutex_t done_lock;
 	struct task_run *done; /* finished by workers, waiting for the loop thread */
 
+	int write_batch_open; /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
+	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
+
 	struct net_conn **subscribers;
 	size_t nsubscribers, subscribers_alloc;
 	uint64_t events_sent;
@@ -63,6 +66,12 @@ long long daemon_now(void);
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
+
+/* Groups the database writes of the current loop iteration (e.g. a burst of report_message lines
+ * read at once) into one transaction, committed right after the callback that opened it. */
+void daemon_write_batch(struct daemon *d);
+/* Frees the cache of verified executor tokens (daemon_release). */
+void daemon_forget_verified_tokens(struct daemon *d);
 
 /* Records an audit row; failures are logged loudly (never silently dropped). */
 void daemon_audit(struct daemon *d, const char *actor, const char *action, const char *target, const char *outcome,

@@ -32,6 +32,47 @@ static int refuse(struct daemon *d, const char *method, const char *task, const 
 	return err_set(e, E_AUTH_FAILED, "session token refused: %s", why);
 }
 
+/* Executors stream with one token: its signature and claims are checked once and remembered, by the
+ * exact token text, until it expires. Revocation and the task's state are still checked every call. */
+#define VERIFIED_TOKENS 16
+
+struct verified_token {
+	char *jwt;
+	struct token_claims claims;
+};
+
+void daemon_forget_verified_tokens(struct daemon *d)
+{
+	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++) {
+		free(d->verified[i].jwt);
+		token_claims_release(&d->verified[i].claims);
+	}
+	free(d->verified);
+	d->verified = NULL;
+}
+
+static int verify_token(struct daemon *d, const char *jwt, struct token_claims *out, struct err *why)
+{
+	if (!d->verified)
+		d->verified = xcalloc(VERIFIED_TOKENS, sizeof(*d->verified));
+	long long now = daemon_now();
+	for (int i = 0; i < VERIFIED_TOKENS; i++) {
+		struct verified_token *v = &d->verified[i];
+		if (v->jwt && v->claims.exp > now && !strcmp(v->jwt, jwt)) {
+			token_claims_copy(out, &v->claims);
+			return 0;
+		}
+	}
+	if (token_verify_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), jwt, TOKEN_NOW, out, why) < 0)
+		return -1;
+	struct verified_token *slot = &d->verified[(unsigned)out->iat % VERIFIED_TOKENS];
+	free(slot->jwt);
+	token_claims_release(&slot->claims);
+	slot->jwt = xstrdup(jwt);
+	token_claims_copy(&slot->claims, out);
+	return 0;
+}
+
 /* Verifies params.session_token for method; on success a->claims and a->task are set. */
 static int authenticate(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
 {
@@ -40,11 +81,12 @@ static int authenticate(struct daemon *d, const char *method, json_t *params, st
 	if (!jwt)
 		return refuse(d, method, NULL, "params.session_token is missing", e);
 	struct err why = ERR_INIT;
-	if (token_verify_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), jwt, TOKEN_NOW, &a->claims, &why) < 0) {
+	if (verify_token(d, jwt, &a->claims, &why) < 0) {
 		int rc = refuse(d, method, NULL, why.message, e);
 		err_clear(&why);
 		return rc;
 	}
+	daemon_write_batch(d); /* executors stream: their writes of one read burst share one transaction */
 	json_t *row = db_query_one(d->db, e, "SELECT * FROM tokens WHERE jti = ?", "s", a->claims.jti);
 	if (!row)
 		return -1;

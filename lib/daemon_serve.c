@@ -143,11 +143,15 @@ void daemon_unsubscribe(struct daemon *d, struct net_conn *c)
 
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
 {
+	d->events_sent++;
+	if (!d->nsubscribers) { /* nobody listens: do not even serialise it */
+		json_decref(data);
+		return;
+	}
 	char *text = rpc_event_text(type, data);
 	size_t len = strlen(text);
 	for (size_t i = 0; i < d->nsubscribers; i++)
 		net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
-	d->events_sent++;
 	free(text);
 }
 

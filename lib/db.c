@@ -158,15 +158,61 @@ void db_close(struct db *db)
 {
 	if (!db)
 		return;
+	for (int i = 0; i < db->ncached; i++)
+		sqlite3_finalize(db->cache[i].st);
 	sqlite3_close_v2(db->sql);
 	free(db->path);
 	free(db);
 }
 
-static sqlite3_stmt *db_vprepare(struct db *db, const char *sql, struct err *e, const char *types, va_list ap)
+/* A cached statement for sql (reset, bindings cleared), compiling and caching it on first use; NULL when
+ * the cache is full (the caller compiles its own). */
+static sqlite3_stmt *cached_statement(struct db *db, const char *sql, struct err *e, int *failed)
+{
+	for (int i = 0; i < db->ncached; i++)
+		if (db->cache[i].sql == sql && !strcmp(sqlite3_sql(db->cache[i].st), sql))
+			return db->cache[i].st;
+	if (db->ncached == DB_STMT_CACHE)
+		return NULL;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+		db_fail(db, e, "prepare");
+		*failed = 1;
+		return NULL;
+	}
+	db->cache[db->ncached].sql = sql;
+	db->cache[db->ncached].st = st;
+	db->ncached++;
+	return st;
+}
+
+static int is_cached(const struct db *db, const sqlite3_stmt *st)
+{
+	for (int i = 0; i < db->ncached; i++)
+		if (db->cache[i].st == st)
+			return 1;
+	return 0;
+}
+
+/* Finalizes a statement of db_vprepare, or resets it when it is cached. */
+static void release_statement(struct db *db, sqlite3_stmt *st)
+{
+	if (is_cached(db, st)) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	} else {
+		sqlite3_finalize(st);
+	}
+}
+
+static sqlite3_stmt *db_vprepare_cached(struct db *db, const char *sql, struct err *e, const char *types, va_list ap,
+					int use_cache)
 {
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL) != SQLITE_OK) {
+	int failed = 0;
+	if (use_cache && (st = cached_statement(db, sql, e, &failed)) == NULL && failed)
+		return NULL;
+	if (!st && sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL) != SQLITE_OK) {
 		db_fail(db, e, "prepare");
 		return NULL;
 	}
@@ -185,17 +231,22 @@ static sqlite3_stmt *db_vprepare(struct db *db, const char *sql, struct err *e, 
 	}
 	if (rc != SQLITE_OK) {
 		db_fail(db, e, "bind");
-		sqlite3_finalize(st);
+		release_statement(db, st);
 		return NULL;
 	}
 	return st;
+}
+
+static sqlite3_stmt *db_vprepare(struct db *db, const char *sql, struct err *e, const char *types, va_list ap)
+{
+	return db_vprepare_cached(db, sql, e, types, ap, 1);
 }
 
 sqlite3_stmt *db_prepare(struct db *db, const char *sql, struct err *e, const char *types, ...)
 {
 	va_list ap;
 	va_start(ap, types);
-	sqlite3_stmt *st = db_vprepare(db, sql, e, types, ap);
+	sqlite3_stmt *st = db_vprepare_cached(db, sql, e, types, ap, 0); /* the caller finalizes it */
 	va_end(ap);
 	return st;
 }
@@ -209,10 +260,9 @@ int db_run(struct db *db, struct err *e, const char *sql, const char *types, ...
 	if (!st)
 		return -1;
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		return db_fail(db, e, "step");
-	return sqlite3_changes(db->sql);
+	int failed = rc != SQLITE_DONE && rc != SQLITE_ROW ? db_fail(db, e, "step") : 0;
+	release_statement(db, st);
+	return failed ? -1 : sqlite3_changes(db->sql);
 }
 
 static json_t *row_to_json(sqlite3_stmt *st)
@@ -242,12 +292,13 @@ static json_t *vquery(struct db *db, struct err *e, const char *sql, const char 
 		if (one)
 			break;
 	}
-	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-		json_decref(rows);
 		db_fail(db, e, "query");
+		release_statement(db, st);
+		json_decref(rows);
 		return NULL;
 	}
+	release_statement(db, st);
 	if (!one)
 		return rows;
 	json_t *first = json_array_size(rows) ? json_incref(json_array_get(rows, 0)) : json_null();

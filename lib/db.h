@@ -14,9 +14,18 @@
 
 #include "err.h"
 
+#define DB_STMT_CACHE 48
+
+/* db_run/db_query_* keep their compiled statements, keyed by the SQL text's address (SQL is always a
+ * literal) and checked by content, so a hot statement is compiled once per connection. */
 struct db {
 	sqlite3 *sql;
 	char *path;
+	struct {
+		const char *sql;
+		sqlite3_stmt *st;
+	} cache[DB_STMT_CACHE];
+	int ncached;
 };
 
 int db_open(const char *path, struct db **out, struct err *e);

@@ -24,6 +24,17 @@ void token_claims_release(struct token_claims *c)
 	*c = (struct token_claims)TOKEN_CLAIMS_INIT;
 }
 
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void token_claims_copy(struct token_claims *to, const struct token_claims *from)
+{
+	*to = (struct token_claims){ dup_or_null(from->sub), dup_or_null(from->sid), dup_or_null(from->tid),
+				     dup_or_null(from->jti), from->iat, from->exp };
+}
+
 static int check_secret(size_t secret_len, struct err *e)
 {
 	if (secret_len < TOKEN_SECRET_MIN_LEN)

@@ -71,6 +71,9 @@ int token_verify(const uint8_t *secret, size_t secret_len, const char *jwt, long
 int token_verify_for(const char *aud, const uint8_t *secret, size_t secret_len, const char *jwt,
 		     long long now, struct token_claims *out, struct err *e);
 
+/* Copies claims (every string duplicated). */
+void token_claims_copy(struct token_claims *to, const struct token_claims *from);
+
 /* 0 when the verified claims c are bound to task_id; else -1, E_AUTH_FAILED, reason "task". */
 int token_check_task(const struct token_claims *c, const char *task_id, struct err *e);
 
