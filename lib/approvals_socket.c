@@ -716,10 +716,15 @@ static void serve_events(struct server *s, struct pollfd *p, struct conn **who, 
 			struct conn *c = s->conns[i];
 			if (c != who[k])
 				continue;
-			if (c->state == CONN_READING && read_request(s, c) < 0)
+			if (c->state == CONN_READING) {
+				if (read_request(s, c) < 0)
+					conn_free(s, i);
+			} else if (p[k].revents & (POLLHUP | POLLERR | POLLIN | POLLRDHUP)) {
+				/* queued, and the client gave up (or sent more): drop it */
+				if (s->shown == c && s->ops->note)
+					s->ops->note(s->ops->arg, "the request was withdrawn (the client gave up)");
 				conn_free(s, i);
-			else if (c->state == CONN_QUEUED && (p[k].revents & (POLLHUP | POLLERR | POLLIN | POLLRDHUP)))
-				conn_free(s, i); /* the client gave up (or sent more): drop it */
+			}
 			break;
 		}
 	}
