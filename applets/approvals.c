@@ -1,6 +1,7 @@
 /* approvals.c — `agor approvals`: the exec-approval policy's command line (logic in lib/approvals_*).
  * Never runs a command the policy has not allowed, never runs one through a shell it built. */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,7 +38,8 @@ extern const struct applet applet_approvals;
 	"  --agent ID  --security S  --ask A  --ask-fallback S\n"                                  \
 	"\n"                                                                                       \
 	"Patterns match the resolved, canonical executable: ** any characters, * and ? never\n"   \
-	"cross '/', ~/ is $HOME, anchored and case-sensitive; they must start with / or ~/.\n"     \
+	"cross '/', ~/ is the account's home (from passwd, not $HOME), anchored, case-sensitive;\n" \
+	"they must start with / or ~/. exec runs the resolved paths, not a new PATH lookup.\n"    \
 	"\n"                                                                                       \
 	"check prints the decision and reason (--json: {decision,reason,resolvedPaths,matched})\n" \
 	"and exits 0 allow, 1 deny, 3 ask. exec runs ARGV under the policy (asking the UI of\n"    \
@@ -314,8 +316,11 @@ static void evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev
 	appr_analyze((const char *const *)o->rest, ev->cwd, getenv("PATH"), &ev->analysis);
 	struct strvec patterns = STRVEC_INIT;
 	appr_store_patterns(s->root, ev->agent, &patterns);
+	/* ~ in patterns is the account's home from the password database, never $HOME, which the
+	 * command's caller controls. */
+	struct passwd *pw = getpwuid(geteuid());
 	appr_decide(&ev->eff, &ev->analysis, (const char *const *)patterns.v, patterns.nr,
-		    getenv("HOME"), &ev->verdict);
+		    pw ? pw->pw_dir : NULL, &ev->verdict);
 	strvec_clear(&patterns);
 }
 
@@ -435,12 +440,14 @@ static int run_command(struct opts *o, struct evaluation *ev, int events)
 	json_t *argv = json_array();
 	for (int i = 0; i < o->nrest; i++)
 		json_array_append_new(argv, json_string(o->rest[i]));
-	emit(events, json_pack("{s:s,s:O,s:s,s:s,s:s}", "type", "exec.started", "argv", argv,
-			       "resolvedPath", resolved, "cwd", ev->cwd, "agentId", ev->agent));
+	emit(events, json_pack("{s:s,s:O,s:o,s:s,s:s,s:s}", "type", "exec.started", "argv", argv,
+			       "execArgv", strvec_json(&ev->analysis.exec_argv), "resolvedPath",
+			       resolved, "cwd", ev->cwd, "agentId", ev->agent));
 	json_decref(argv);
 	struct appr_exec_result r;
 	_cleanup_err_ struct err e = ERR_INIT;
-	if (appr_exec_run(resolved, (const char *const *)o->rest, o->timeout_s * 1000, &r, &e) < 0) {
+	if (appr_exec_run(resolved, (const char *const *)ev->analysis.exec_argv.v, o->timeout_s * 1000,
+			  &r, &e) < 0) {
 		appr_exec_result_release(&r);
 		fprintf(stderr, "agor approvals exec: %s\n", e.message);
 		return EXIT_FAILED;

@@ -699,8 +699,19 @@ static long wrapped_command_index(enum wrapper_kind kind, const char *const *arg
 struct analyzer {
 	const char *cwd;
 	const char *path_env;
+	const char *const *top; /* the argv given to appr_analyze */
 	struct appr_analysis *out;
 };
+
+/* A command word of the top-level argv (not shell text) resolved: exec will run that path. */
+static void pin_command_word(struct analyzer *z, const char *const *argv, const char *resolved)
+{
+	size_t at = (size_t)(argv - z->top);
+	if (at < z->out->exec_argv.nr) {
+		free(z->out->exec_argv.v[at]);
+		z->out->exec_argv.v[at] = xstrdup(resolved);
+	}
+}
 
 static int fail(struct analyzer *z, const char *fmt, ...) PRINTF_LIKE(2, 3);
 static int fail(struct analyzer *z, const char *fmt, ...)
@@ -773,6 +784,8 @@ static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_d
 			resolved = appr_resolve_executable(word, z->cwd, z->path_env, &e);
 			if (!resolved)
 				return fail(z, "%s", e.message);
+			if (!in_shell)
+				pin_command_word(z, argv, resolved);
 			real = wrapper_kind(base_name(resolved));
 			if (given != KIND_PLAIN && given != real) {
 				fail(z, "%s resolves to %s: a wrapper name that is not the wrapper it runs",
@@ -805,7 +818,9 @@ void appr_analyze(const char *const *argv, const char *cwd, const char *path_env
 {
 	memset(out, 0, sizeof(*out));
 	out->ok = 1;
-	struct analyzer z = {.cwd = cwd, .path_env = path_env, .out = out};
+	struct analyzer z = {.cwd = cwd, .path_env = path_env, .top = argv, .out = out};
+	strvec_init(&out->exec_argv);
+	strvec_pushv(&out->exec_argv, argv);
 	if (argv[0]) {
 		_cleanup_err_ struct err e = ERR_INIT;
 		out->top_resolved = appr_resolve_executable(argv[0], cwd, path_env, &e);
@@ -824,6 +839,7 @@ void appr_analysis_release(struct appr_analysis *a)
 	free(a->cmds);
 	free(a->reason);
 	free(a->top_resolved);
+	strvec_clear(&a->exec_argv);
 	memset(a, 0, sizeof(*a));
 }
 

@@ -40,6 +40,9 @@
  *     su, chroot, xargs, busybox and the other launchers in the fail-closed list fail closed.
  *   - A wrapper is recognised by the basename of the word *and* of its canonical path; when the
  *     two disagree (a symlink named `nice` to env) the analysis fails.
+ *   exec_argv is argv with the command words the analysis resolved (argv[0] and each command a
+ *   wrapper runs, not those inside shell text) replaced by their canonical paths, so what runs is
+ *   what was matched — not whatever a later PATH lookup would find.
  *   The inner commands are never shells or wrappers, so allow-always (appr_allow_always_patterns)
  *   can only ever record the inner executables.
  */
@@ -108,6 +111,8 @@ struct appr_analysis {
 	int ok;			    /* every command found, unwrapped and resolved */
 	char *reason;		    /* why not, when !ok */
 	char *top_resolved;	    /* canonical path of argv[0] itself (what exec runs); may be NULL */
+	struct strvec exec_argv;    /* the argv exec runs: argv with every command word outside shell
+				     * text (argv[0], each wrapped command) replaced by its canonical path */
 	struct appr_command *cmds;  /* the inner commands (also filled partially when !ok) */
 	size_t nr;
 };

@@ -191,11 +191,14 @@ test_case "exec: denied with an event and no run; allowed runs the canonical pat
   head -n1 err > started; expect_json started type exec.started; expect_json started resolvedPath /usr/bin/touch
   sed -n 2p err > finished; expect_json finished type exec.finished; expect_json finished exitCode 0
   expect_json finished success true; expect_json finished timedOut false
+  expect_exit 0 "$AGOR" approvals exec -- nice -n 1 touch made2  # nice is unwrapped: only touch must match
+  [ -e made2 ]
+  head -n1 err > started; expect_json started execArgv "[\"/usr/bin/nice\", \"-n\", \"1\", \"/usr/bin/touch\", \"made2\"]"
   expect_exit 126 "$AGOR" approvals exec -- rm made
   expect_contains err "\"reason\":\"allowlist-miss\""
   [ -e made ]
   expect_json '"$F"' agents.*.allowlist.0.lastResolvedPath /usr/bin/touch
-  expect_json '"$F"' agents.*.allowlist.0.lastUsedCommand "touch made"
+  expect_json '"$F"' agents.*.allowlist.0.lastUsedCommand "touch made2"
 '
 
 test_case "exec: output capped at 200000 bytes (head kept), events carry the last 20000 characters" '

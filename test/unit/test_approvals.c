@@ -261,6 +261,36 @@ TEST(approvals_wrapper_table)
 	}
 }
 
+static char *joined(const struct strvec *sv)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < sv->nr; i++)
+		strbuf_addf(&sb, "%s%s", i ? " " : "", sv->v[i]);
+	return strbuf_detach(&sb, NULL);
+}
+
+TEST(approvals_exec_argv_pins_every_command_word_to_its_canonical_path)
+{
+	const struct {
+		const char *const *argv;
+		const char *expected;
+	} cases[] = {
+		{ARGV("ls", "-l"), "/usr/bin/ls -l"},
+		{ARGV("nice", "-n", "5", "timeout", "5", "env", "ls", "x"),
+		 "/usr/bin/nice -n 5 /usr/bin/timeout 5 /usr/bin/env /usr/bin/ls x"},
+		{ARGV("sh", "-c", "ls | wc"), "/usr/bin/dash -c ls | wc"}, /* shell text is left as is */
+		{ARGV("/bin/ls", "ls"), "/usr/bin/ls ls"},		   /* arguments are never touched */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct appr_analysis a;
+		appr_analyze(cases[i].argv, "/", PATH_ENV, &a);
+		char *got = joined(&a.exec_argv);
+		CHECK_STR(got, cases[i].expected);
+		free(got);
+		appr_analysis_release(&a);
+	}
+}
+
 TEST(approvals_symlinks_are_matched_by_their_target)
 {
 	const char *dir = unit_tmpdir();
