@@ -6,6 +6,23 @@
 #include "child.h"
 #include "banned.h"
 
+extern char **environ;
+
+int appr_env_is_scrubbed(const char *entry)
+{
+	static const char *const prefixes[] = {"LD_", "BASH_FUNC_"};
+	static const char *const names[] = {"GCONV_PATH", "GLIBC_TUNABLES", "BASH_ENV", "ENV",
+					    "SHELLOPTS", "BASHOPTS", "PS4", "IFS"};
+	size_t n = strcspn(entry, "=");
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++)
+		if (!strncmp(entry, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (strlen(names[i]) == n && !strncmp(entry, names[i], n))
+			return 1;
+	return 0;
+}
+
 int appr_exec_run(const char *resolved, const char *const *argv, int timeout_ms,
 		  struct appr_exec_result *r, struct err *e)
 {
@@ -17,6 +34,9 @@ int appr_exec_run(const char *resolved, const char *const *argv, int timeout_ms,
 	for (size_t i = 1; argv[0] && argv[i]; i++)
 		strvec_push(&c.args, argv[i]);
 	c.inherit_env = 1;
+	for (char **env = environ; env && *env; env++)
+		if (appr_env_is_scrubbed(*env))
+			strvec_push_nodup(&c.env, xstrndup(*env, strcspn(*env, "="))); /* unset */
 	c.stdin_io = CHILD_IO_NULL;
 	c.stderr_io = CHILD_IO_STDOUT;
 	c.new_process_group = 1;

@@ -9,7 +9,10 @@
  * appr_exec_run starts resolved (a canonical path) with argv[1..] as arguments and argv[0]
  * replaced by resolved, stdin from /dev/null, stdout and stderr merged into one pipe, in its own
  * process group, killed with the group after timeout_ms (0 = none). The output keeps the first
- * APPR_OUTPUT_MAX bytes; when more was written, "\n... (truncated)" is appended.
+ * APPR_OUTPUT_MAX bytes; when more was written, "\n... (truncated)" is appended. The environment
+ * is the caller's minus what would let it run other code than the approved executables: LD_*,
+ * GCONV_PATH, GLIBC_TUNABLES, BASH_ENV, ENV, SHELLOPTS, BASHOPTS, PS4, IFS and exported bash
+ * functions (BASH_FUNC_*) — so `bash -c ls` runs /usr/bin/ls, not a function named ls.
  * appr_event_output makes an event-sized copy: valid UTF-8 (invalid bytes become U+FFFD) and,
  * when longer than APPR_EVENT_OUTPUT_MAX characters, "... (truncated) " followed by the last
  * APPR_EVENT_OUTPUT_MAX characters.
@@ -28,6 +31,8 @@ struct appr_exec_result {
 	struct strbuf output;
 };
 
+/* 1 when the environment entry (NAME=VALUE or NAME) is one appr_exec_run removes. */
+int appr_env_is_scrubbed(const char *entry);
 int appr_exec_run(const char *resolved, const char *const *argv, int timeout_ms,
 		  struct appr_exec_result *r, struct err *e);
 void appr_exec_result_release(struct appr_exec_result *r);

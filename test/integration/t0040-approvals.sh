@@ -201,6 +201,17 @@ test_case "exec: denied with an event and no run; allowed runs the canonical pat
   expect_json '"$F"' agents.*.allowlist.0.lastUsedCommand "touch made2"
 '
 
+test_case "exec: exported bash functions, BASH_ENV and LD_PRELOAD do not reach the approved command" '
+  expect_exit 0 "$AGOR" approvals set --security allowlist --ask off
+  expect_exit 0 "$AGOR" approvals allowlist add /usr/bin/id
+  echo "echo PWNED-BASH-ENV" > evil.sh
+  env "BASH_FUNC_id%%=() { echo PWNED-FUNCTION; }" BASH_ENV="$PWD/evil.sh" LD_PRELOAD=/nonexistent.so \
+    "$AGOR" approvals exec -- bash -c "id -u" > out 2> err || { cat out err; fail "exit $?"; }
+  expect_not_contains out PWNED
+  expect_not_contains out LD_PRELOAD
+  grep -qx "$(id -u)" out
+'
+
 test_case "exec: output capped at 200000 bytes (head kept), events carry the last 20000 characters" '
   expect_exit 0 "$AGOR" approvals set --security full --ask off
   expect_exit 0 "$AGOR" approvals exec --events 3 -- seq 1 100000 3> events

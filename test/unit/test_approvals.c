@@ -682,3 +682,20 @@ TEST(approvals_exec_caps_output_at_the_head)
 	CHECK(!r.success);
 	appr_exec_result_release(&r);
 }
+
+TEST(approvals_exec_scrubs_code_injecting_environment)
+{
+	static const struct {
+		const char *entry;
+		int scrubbed;
+	} cases[] = {
+		{"LD_PRELOAD=/x.so", 1}, {"LD_LIBRARY_PATH=/x", 1}, {"BASH_FUNC_ls%%=() { :; }", 1},
+		{"BASH_ENV=/x", 1},	 {"ENV=/x", 1},		   {"SHELLOPTS=xtrace", 1},
+		{"IFS=/", 1},		 {"GCONV_PATH=/x", 1},	   {"PATH=/usr/bin", 0},
+		{"HOME=/root", 0},	 {"ENVIRONMENT=x", 0},	   {"LANG=C", 0},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		if (appr_env_is_scrubbed(cases[i].entry) != cases[i].scrubbed)
+			unit_fail(__FILE__, __LINE__, "%s: expected scrubbed=%d", cases[i].entry,
+				  cases[i].scrubbed);
+}
