@@ -485,7 +485,8 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 		rc = EXIT_NOT_FOUND;
 	} else {
 		if (ev.verdict.matched.nr && s->hash[0]) {
-			_cleanup_err_ struct err e = ERR_INIT; /* best effort: usage stamps only */
+			_cleanup_err_ struct err e = ERR_INIT; /* best effort: usage stamps only, */
+			s->no_wait = 1;				/* never a wait for the lock */
 			appr_store_update(s, NULL, touch_mutator, &ev, &e);
 		}
 		rc = run_command(o, &ev, events);
@@ -569,6 +570,13 @@ static void ui_answered(void *arg, const json_t *request, enum appr_answer *answ
 	appr_analysis_release(&a);
 }
 
+static void ui_ready(void *arg, const char *socket_path)
+{
+	(void)arg;
+	printf("agor approvals: serving on %s (Ctrl-C to stop)\n", socket_path);
+	fflush(stdout);
+}
+
 static void ui_note(void *arg, const char *text)
 {
 	(void)arg;
@@ -594,9 +602,7 @@ static int cmd_serve(struct appr_store *s, struct opts *o)
 	if (!isatty(0))
 		fprintf(stderr, "agor approvals serve: stdin is not a terminal; reading answers from it anyway\n");
 	struct serve_ui ui = {.store = s};
-	struct appr_server_ops ops = {ui_show, ui_answered, ui_note, &ui};
-	printf("agor approvals: serving on %s (Ctrl-C to stop)\n", path);
-	fflush(stdout);
+	struct appr_server_ops ops = {ui_ready, ui_show, ui_answered, ui_note, &ui};
 	int rc = appr_serve(path, token, 0, &ops, &e);
 	explicit_bzero(token, strlen(token));
 	if (rc < 0)

@@ -660,6 +660,13 @@ static int bind_socket(const char *path, struct err *e)
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return err_set(e, E_ALREADY_EXISTS, "%s exists and is not a socket", path);
+		struct err probe = ERR_INIT;
+		int live = connect_socket(path, &probe);
+		err_clear(&probe);
+		if (live >= 0) {
+			close(live);
+			return err_set(e, E_ALREADY_EXISTS, "another server is already serving on %s", path);
+		}
 		unlink(path); /* a stale socket of an earlier server */
 	}
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -740,6 +747,8 @@ int appr_serve(const char *socket_path, const char *token, int ui_fd,
 		server_release(&s);
 		return -1;
 	}
+	if (ops->ready)
+		ops->ready(ops->arg, socket_path);
 	struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);

@@ -75,6 +75,8 @@ int appr_ask(const char *socket_path, const char *token, const struct appr_ask_r
 void appr_format_argv(const json_t *argv, struct strbuf *out);
 
 struct appr_server_ops {
+	/* The socket is bound and listening (may be NULL). */
+	void (*ready)(void *arg, const char *socket_path);
 	/* The request (the inner "request" object) now awaits an answer on the UI. */
 	void (*show)(void *arg, const json_t *request, size_t waiting);
 	/* An answer was given; may downgrade *answer (e.g. allow-always that cannot be recorded). */

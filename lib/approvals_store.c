@@ -369,7 +369,7 @@ static int retry_error(struct err *e, const char *fmt, ...)
 	return -1;
 }
 
-static int lock_file(int dirfd, const char *path, struct err *e)
+static int lock_file(int dirfd, const char *path, int wait_ms, struct err *e)
 {
 	int fd = openat(dirfd, APPR_FILE_NAME ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -382,7 +382,7 @@ static int lock_file(int dirfd, const char *path, struct err *e)
 			close(fd);
 			return err_errno(e, saved, "lock %s.lock", path);
 		}
-		if (waited >= APPR_LOCK_WAIT_MS) {
+		if (waited >= wait_ms) {
 			close(fd);
 			return retry_error(e, "%s is locked by another writer; retry", path);
 		}
@@ -422,7 +422,7 @@ int appr_store_update(struct appr_store *s, const char *expected_hash, appr_stor
 	int dirfd = open_home(s->home, e);
 	if (dirfd < 0)
 		return -1;
-	int lockfd = lock_file(dirfd, s->path, e);
+	int lockfd = lock_file(dirfd, s->path, s->no_wait ? 0 : APPR_LOCK_WAIT_MS, e);
 	int rc = -1;
 	if (lockfd < 0)
 		goto out;

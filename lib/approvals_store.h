@@ -50,8 +50,9 @@ struct appr_store {
 	char *path;				  /* home/exec-approvals.json */
 	json_t *root;				  /* the validated document */
 	char hash[CRYPTO_SHA256_HEX_LEN + 1];	  /* of the bytes read; "" when there was no file */
+	int no_wait;				  /* appr_store_update: a busy lock is a retry error at once */
 };
-#define APPR_STORE_INIT { NULL, NULL, NULL, { 0 } }
+#define APPR_STORE_INIT { NULL, NULL, NULL, { 0 }, 0 }
 
 /* Reads (or, when missing, starts) the document; never writes. Creates AGOR_HOME (0700) when missing. */
 int appr_store_load(struct appr_store *s, const char *home, struct err *e);

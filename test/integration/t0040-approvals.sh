@@ -11,7 +11,7 @@ F="\$AGOR_HOME/exec-approvals.json"
 # its pid in ./server.pid; waits for the socket. stop_server kills exactly that pid.
 start_server() {
   "$AGOR" approvals serve < /dev/null > server.log 2>&1 & echo $! > server.pid
-  for _ in $(seq 1 100); do [ -S "$AGOR_HOME/approvals.sock" ] && return 0; sleep 0.05; done
+  for _ in $(seq 1 200); do [ -S "$AGOR_HOME/approvals.sock" ] && return 0; sleep 0.05; done
   cat server.log; fail "server did not start"
 }
 stop_server() { kill "$(cat server.pid)" 2>/dev/null || true; wait "$(cat server.pid)" 2>/dev/null || true; }
@@ -263,6 +263,9 @@ test_case "socket: 0600 in a 0700 dir; bad HMAC, expired ts, replayed nonce, ove
   expect_mode "$AGOR_HOME/approvals.sock" 600
   expect_mode "$AGOR_HOME" 700
   served
+  expect_exit 1 "$AGOR" approvals serve < /dev/null
+  expect_contains err "another server is already serving"
+  served
   client request --bad-hmac > r; expect_contains r "\"BAD_HMAC\""; served
   client request --ts-offset -60 > r; expect_contains r "\"EXPIRED\""; served
   client request --ts-offset 60 > r; expect_contains r "\"EXPIRED\""; served
@@ -310,7 +313,7 @@ TMUX_UI='
   $TM new-session -d -s ui -x 200 -y 60 "env AGOR_HOME=$AGOR_HOME HOME=$HOME PATH=$PATH $AGOR approvals serve; sleep 60"
   trap "$TM kill-server 2>/dev/null || true" EXIT
   pane() { $TM capture-pane -p -J -S -200 -t ui; }
-  wait_pane() { for _ in $(seq 1 100); do pane | grep -qF -- "$1" && return 0; sleep 0.05; done; pane; fail "pane never showed: $1"; }
+  wait_pane() { for _ in $(seq 1 200); do pane | grep -qF -- "$1" && return 0; sleep 0.05; done; pane; fail "pane never showed: $1"; }
   prompts() { pane | grep -c "== approval request" || true; }
   wait_pane "serving on"
   ask_in_bg() { ( rc=0; "$AGOR" approvals exec --ask-timeout 20 -- "$@" > bg.out 2> bg.err || rc=$?; echo $rc > bg.rc ) & bg=$!; }
