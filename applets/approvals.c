@@ -1,6 +1,7 @@
 /* approvals.c — `agor approvals`: the exec-approval policy's command line (logic in lib/approvals_*).
  * Never runs a command the policy has not allowed, never runs one through a shell it built. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -470,6 +471,8 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 	if (o->nrest == 0)
 		return applet_usage_error(&applet_approvals, "exec: no command (exec -- ARGV…)");
 	int events = o->events_fd ? o->events_fd : 2;
+	if (fcntl(events, F_GETFD) < 0)
+		return applet_usage_error(&applet_approvals, "--events %d: not an open descriptor", events);
 	struct evaluation ev = {0};
 	evaluate(s, o, &ev);
 	const char *reason = ev.verdict.reason;
