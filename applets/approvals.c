@@ -297,6 +297,24 @@ static int cmd_allowlist(struct appr_store *s, int argc, char **argv)
 
 /* ---- check / exec ---------------------------------------------------------------------------- */
 
+/* A JSON string of s that never fails: invalid UTF-8 bytes become U+FFFD. */
+static json_t *text_json(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	appr_utf8_sanitize(s, strlen(s), &sb);
+	json_t *j = json_stringn(sb.buf, sb.len);
+	strbuf_release(&sb);
+	return j;
+}
+
+static json_t *argv_json(char *const *argv)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_array_append_new(a, text_json(argv[i]));
+	return a;
+}
+
 struct evaluation {
 	struct appr_effective eff;
 	struct appr_analysis analysis;
@@ -305,10 +323,15 @@ struct evaluation {
 	const char *agent;
 };
 
-static void evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev)
+static int evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev)
 {
 	ev->agent = o->agent ? o->agent : "default";
 	ev->cwd = getcwd(NULL, 0);
+	if (!ev->cwd) {
+		fprintf(stderr, "agor approvals: cannot determine the current directory: %s\n",
+			strerror(errno));
+		return -1;
+	}
 	struct appr_levels agent, star, defaults;
 	appr_store_levels(s->root, ev->agent, &agent);
 	appr_store_levels(s->root, "*", &star);
@@ -323,6 +346,7 @@ static void evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev
 	appr_decide(&ev->eff, &ev->analysis, (const char *const *)patterns.v, patterns.nr,
 		    pw ? pw->pw_dir : NULL, &ev->verdict);
 	strvec_clear(&patterns);
+	return 0;
 }
 
 static void evaluation_release(struct evaluation *ev)
@@ -332,32 +356,26 @@ static void evaluation_release(struct evaluation *ev)
 	free(ev->cwd);
 }
 
-static json_t *strvec_json(const struct strvec *sv)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < sv->nr; i++)
-		json_array_append_new(a, json_string(sv->v[i]));
-	return a;
-}
 
 static int cmd_check(struct appr_store *s, struct opts *o)
 {
 	if (o->nrest == 0)
 		return applet_usage_error(&applet_approvals, "check: no command (check -- ARGV…)");
 	struct evaluation ev = {0};
-	evaluate(s, o, &ev);
+	if (evaluate(s, o, &ev) < 0)
+		return EXIT_FAILED;
 	const struct appr_verdict *v = &ev.verdict;
 	if (o->json) {
 		json_t *out = json_pack("{s:s,s:s,s:o,s:o,s:{s:s,s:s,s:s},s:b}", "decision",
 					appr_decision_name(v->decision), "reason", v->reason,
-					"resolvedPaths", strvec_json(&v->resolved), "matched",
-					strvec_json(&v->matched), "effective", "security",
+					"resolvedPaths", argv_json(v->resolved.v), "matched",
+					argv_json(v->matched.v), "effective", "security",
 					appr_security_name(ev.eff.security), "ask",
 					appr_ask_name(ev.eff.ask), "askFallback",
 					appr_security_name(ev.eff.ask_fallback), "allowlistable",
 					ev.analysis.ok);
 		if (!ev.analysis.ok && ev.analysis.reason)
-			json_object_set_new(out, "detail", json_string(ev.analysis.reason));
+			json_object_set_new(out, "detail", text_json(ev.analysis.reason));
 		print_json(out, 1);
 		json_decref(out);
 	} else {
@@ -383,7 +401,8 @@ static void emit(int fd, json_t *event)
 
 static int deny(int fd, const char *reason, const char *detail)
 {
-	emit(fd, json_pack("{s:s,s:s,s:s?}", "type", "exec.denied", "reason", reason, "detail", detail));
+	emit(fd, json_pack("{s:s,s:s,s:o?}", "type", "exec.denied", "reason", reason, "detail",
+			   detail ? text_json(detail) : NULL));
 	fprintf(stderr, "agor approvals exec: denied (%s)%s%s\n", reason, detail ? ": " : "",
 		detail ? detail : "");
 	return EXIT_DENIED;
@@ -438,13 +457,10 @@ static int touch_mutator(json_t *root, void *arg, struct err *e)
 static int run_command(struct opts *o, struct evaluation *ev, int events)
 {
 	const char *resolved = ev->analysis.top_resolved;
-	json_t *argv = json_array();
-	for (int i = 0; i < o->nrest; i++)
-		json_array_append_new(argv, json_string(o->rest[i]));
-	emit(events, json_pack("{s:s,s:O,s:o,s:s,s:s,s:s}", "type", "exec.started", "argv", argv,
-			       "execArgv", strvec_json(&ev->analysis.exec_argv), "resolvedPath",
-			       resolved, "cwd", ev->cwd, "agentId", ev->agent));
-	json_decref(argv);
+	emit(events, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s}", "type", "exec.started", "argv",
+			       argv_json(o->rest), "execArgv", argv_json(ev->analysis.exec_argv.v),
+			       "resolvedPath", text_json(resolved), "cwd", text_json(ev->cwd),
+			       "agentId", ev->agent));
 	struct appr_exec_result r;
 	_cleanup_err_ struct err e = ERR_INIT;
 	if (appr_exec_run(resolved, (const char *const *)ev->analysis.exec_argv.v, o->timeout_s * 1000,
@@ -474,7 +490,8 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 	if (fcntl(events, F_GETFD) < 0)
 		return applet_usage_error(&applet_approvals, "--events %d: not an open descriptor", events);
 	struct evaluation ev = {0};
-	evaluate(s, o, &ev);
+	if (evaluate(s, o, &ev) < 0)
+		return EXIT_FAILED;
 	const char *reason = ev.verdict.reason;
 	_cleanup_free_ char *detail = NULL;
 	enum appr_decision d = ev.verdict.decision;

@@ -82,21 +82,27 @@ static size_t utf8_sequence(const unsigned char *s, size_t left)
 	return n;
 }
 
-void appr_event_output(const char *s, size_t len, struct strbuf *out)
+size_t appr_utf8_sanitize(const char *s, size_t len, struct strbuf *out)
 {
-	struct strbuf clean = STRBUF_INIT;
 	size_t chars = 0;
 	for (size_t i = 0; i < len;) {
 		size_t n = utf8_sequence((const unsigned char *)s + i, len - i);
 		if (n == 0 || (n == 1 && s[i] == '\0')) {
-			strbuf_addstr(&clean, "\xef\xbf\xbd");
+			strbuf_addstr(out, "\xef\xbf\xbd");
 			i++;
 		} else {
-			strbuf_add(&clean, s + i, n);
+			strbuf_add(out, s + i, n);
 			i += n;
 		}
 		chars++;
 	}
+	return chars;
+}
+
+void appr_event_output(const char *s, size_t len, struct strbuf *out)
+{
+	struct strbuf clean = STRBUF_INIT;
+	size_t chars = appr_utf8_sanitize(s, len, &clean);
 	if (chars <= APPR_EVENT_OUTPUT_MAX) {
 		strbuf_add(out, clean.buf, clean.len);
 		strbuf_release(&clean);

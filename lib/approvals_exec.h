@@ -37,5 +37,7 @@ int appr_exec_run(const char *resolved, const char *const *argv, int timeout_ms,
 		  struct appr_exec_result *r, struct err *e);
 void appr_exec_result_release(struct appr_exec_result *r);
 void appr_event_output(const char *s, size_t len, struct strbuf *out);
+/* Appends s as valid UTF-8 (each invalid byte and NUL becomes U+FFFD); returns the characters. */
+size_t appr_utf8_sanitize(const char *s, size_t len, struct strbuf *out);
 
 #endif

@@ -53,8 +53,14 @@ static void random_hex(size_t bytes, char *out)
 json_t *appr_request_object(const struct appr_ask_request *r)
 {
 	json_t *argv = json_array();
-	for (size_t i = 0; r->argv[i]; i++)
-		json_array_append_new(argv, json_string(r->argv[i]));
+	for (size_t i = 0; r->argv[i]; i++) {
+		json_t *word = json_string(r->argv[i]);
+		if (!word) { /* not UTF-8: it could not be shown faithfully */
+			json_decref(argv);
+			return NULL;
+		}
+		json_array_append_new(argv, word);
+	}
 	return json_pack("{s:o,s:s,s:s,s:s?}", "argv", argv, "cwd", r->cwd, "agentId", r->agent,
 			 "resolvedPath", r->resolved);
 }
@@ -241,11 +247,16 @@ int appr_ask(const char *socket_path, const char *token, const struct appr_ask_r
 	int fd = connect_socket(socket_path, e);
 	if (fd < 0)
 		return -1;
+	json_t *request = appr_request_object(r);
+	if (!request) {
+		close(fd);
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "the command, cwd or agent is not valid UTF-8 and cannot be shown for approval");
+	}
 	char id[17], nonce[33];
 	random_hex(8, id);
 	random_hex(16, nonce);
-	json_t *env = appr_request_envelope(token, id, nonce, now_ms(CLOCK_REALTIME) / 1000,
-					    appr_request_object(r));
+	json_t *env = appr_request_envelope(token, id, nonce, now_ms(CLOCK_REALTIME) / 1000, request);
 	struct strbuf out = STRBUF_INIT, in = STRBUF_INIT;
 	json_add_to_strbuf(&out, env);
 	strbuf_addch(&out, '\n');

@@ -59,7 +59,8 @@ struct appr_ask_request {
 	const char *resolved; /* may be NULL */
 };
 
-/* The request object (the signed part) and the full signed line (without '\n'). */
+/* The request object (the signed part; NULL when a string is not valid UTF-8) and the signed
+ * envelope. */
 json_t *appr_request_object(const struct appr_ask_request *r);
 /* hex_out gets 64 hex digits + NUL. */
 void appr_request_hmac(const char *token, const char *nonce, long long ts, const json_t *request,

@@ -115,7 +115,14 @@ test_case "concurrent writers: every entry kept (or told to retry), never a torn
   }
   writer a & pa=$!; writer b & pb=$!
   while kill -0 $pa 2>/dev/null || kill -0 $pb 2>/dev/null; do
-    "$PY" -c "import json,sys; json.load(open(sys.argv[1]))" "$AGOR_HOME/exec-approvals.json" 2>/dev/null || [ ! -e "$AGOR_HOME/exec-approvals.json" ] || fail "torn read"
+    # a missing file (before the first write) is fine; an unparsable one is a torn write
+    "$PY" -c "
+import json, sys
+try:
+    f = open(sys.argv[1])
+except FileNotFoundError:
+    sys.exit(0)
+json.load(f)" "$AGOR_HOME/exec-approvals.json" || fail "torn read"
   done
   wait $pa; wait $pb
   ! grep -q "^exit" a.err b.err
@@ -210,6 +217,23 @@ test_case "exec: exported bash functions, BASH_ENV and LD_PRELOAD do not reach t
   expect_not_contains out PWNED
   expect_not_contains out LD_PRELOAD
   grep -qx "$(id -u)" out
+'
+
+test_case "exec: arguments that are not UTF-8 run as given, events stay valid JSON, an ask falls back" '
+  expect_exit 0 "$AGOR" approvals set --security full --ask off
+  name=$(printf "f\377")
+  touch "$name"
+  expect_exit 0 "$AGOR" approvals exec -- ls "$name"
+  cmp -s out <(printf "f\377\n") || fail "output altered"
+  head -n1 err > started
+  expect_json started argv.1 "$(printf "f\357\277\275")"
+  sed -n 2p err > finished
+  expect_json finished output "$(printf "f\357\277\275")"
+  expect_exit 0 "$AGOR" approvals set --ask always --ask-fallback deny
+  start_server
+  expect_exit 126 "$AGOR" approvals exec -- ls "$name"
+  expect_contains err "not valid UTF-8"
+  stop_server
 '
 
 test_case "exec: output capped at 200000 bytes (head kept), events carry the last 20000 characters" '

@@ -630,6 +630,8 @@ TEST(approvals_request_hmac_covers_every_field)
 	CHECK_STR(h4, h3);
 	json_decref(other);
 	json_decref(req);
+	struct appr_ask_request bad = {ARGV("ls", "f\xff"), "/tmp", "a1", NULL};
+	CHECK(appr_request_object(&bad) == NULL); /* what cannot be shown faithfully is not asked */
 	CHECK_INT(appr_answer_parse("a"), APPR_ANSWER_ALLOW_ALWAYS);
 	CHECK_INT(appr_answer_parse("o"), APPR_ANSWER_ALLOW_ONCE);
 	CHECK_INT(appr_answer_parse("d"), APPR_ANSWER_DENY);
