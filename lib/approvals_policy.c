@@ -246,7 +246,7 @@ static int end_word(struct splitter *s)
 	struct strvec *seg = current_segment(s);
 	if (seg->nr == 0) { /* the command word */
 		if (s->word_glob)
-			return refuse(s, "glob characters in a command name");
+			return refuse(s, "glob or brace characters in a command name");
 		if (s->word_tilde)
 			return refuse(s, "~ in a command name");
 		if (s->word_assign)
@@ -395,6 +395,7 @@ static const char *unquoted(struct splitter *s, const char *p)
 			refuse(s, "command group");
 			return NULL;
 		}
+		s->word_glob = 1; /* brace expansion: never in a command name */
 		break;
 	default:
 		break;
