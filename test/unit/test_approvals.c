@@ -703,3 +703,38 @@ TEST(approvals_exec_scrubs_code_injecting_environment)
 			unit_fail(__FILE__, __LINE__, "%s: expected scrubbed=%d", cases[i].entry,
 				  cases[i].scrubbed);
 }
+
+/* Deterministic random inputs: the splitter, the analysis and the glob never crash or leak
+ * (run under ASan/LSan), and whatever the splitter accepts has no operator left in a command name. */
+TEST(approvals_random_shell_text_and_globs_are_handled)
+{
+	static const char alphabet[] = "ls -;&|<>()$`'\"\\\n\t*?[]{}~#=!/abc";
+	unsigned state = 12345;
+	for (int round = 0; round < 3000; round++) {
+		char text[48];
+		size_t len = (size_t)(round % 40);
+		for (size_t i = 0; i < len; i++) {
+			state = state * 1103515245u + 12345u;
+			text[i] = alphabet[(state >> 16) % (sizeof(alphabet) - 1)];
+		}
+		text[len] = '\0';
+		struct strvec *segs;
+		size_t nr;
+		struct err e = ERR_INIT;
+		if (appr_shell_split(text, &segs, &nr, &e) == 0) {
+			for (size_t i = 0; i < nr; i++) {
+				CHECK(segs[i].nr > 0);
+				int quoted = strchr(text, '\'') || strchr(text, '"') || strchr(text, '\\');
+				CHECK(quoted || (strpbrk(segs[i].v[0], "*?[{}") == NULL &&
+						 segs[i].v[0][0] != '~'));
+			}
+			appr_segments_free(segs, nr);
+		}
+		err_clear(&e);
+		struct appr_analysis a;
+		appr_analyze((const char *const[]){"sh", "-c", text, NULL}, "/", PATH_ENV, &a);
+		appr_analysis_release(&a);
+		appr_glob_match(text, "/usr/bin/ls", "/home/u");
+		appr_glob_match("/usr/**", text, NULL);
+	}
+}
