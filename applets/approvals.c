@@ -126,8 +126,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			rc = parse_level(a, v, 0, &o->req.ask);
 		else if (!strcmp(a, "--ask-fallback"))
 			rc = parse_level(a, v, 1, &o->req.ask_fallback);
-		else if (!strcmp(a, "--unset"))
+		else if (!strcmp(a, "--unset")) {
+			if (strcmp(v, "security") && strcmp(v, "ask") && strcmp(v, "askFallback"))
+				return applet_usage_error(&applet_approvals,
+							  "--unset: %s is not security|ask|askFallback", v);
 			strvec_push(&o->unset, v);
+		}
 		else if (!strcmp(a, "--timeout"))
 			rc = parse_seconds(a, v, &o->timeout_s);
 		else if (!strcmp(a, "--ask-timeout"))
