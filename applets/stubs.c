@@ -12,18 +12,6 @@ static int not_built_main(int argc, char **argv)
 	return EXIT_USAGE;
 }
 
-const struct applet applet_approvals = {
-	.name = "approvals",
-	.summary = "exec-approval policy: allowlists, ask flow, policy-checked exec",
-	.usage = "Usage: agor approvals get|set|allowlist add|rm|list\n"
-		 "       agor approvals check [--json] -- ARGV…\n"
-		 "       agor approvals exec -- ARGV…\n"
-		 "       agor approvals serve\n",
-	.main = not_built_main,
-	.flags = APPLET_NOT_BUILT,
-	.built_by = "issue 7 (approvals)",
-};
-
 const struct applet applet_node = {
 	.name = "node",
 	.summary = "headless node runner: pairs with a gateway and runs system.run under local policy",

@@ -1,0 +1,686 @@
+/* approvals.c — `agor approvals`: the exec-approval policy's command line (logic in lib/approvals_*).
+ * Never runs a command the policy has not allowed, never runs one through a shell it built. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "applet.h"
+#include "approvals_exec.h"
+#include "approvals_policy.h"
+#include "approvals_socket.h"
+#include "approvals_store.h"
+#include "config.h"
+#include "json.h"
+#include "banned.h"
+
+extern const struct applet applet_approvals;
+
+#define APPROVALS_USAGE                                                                            \
+	"Usage: agor approvals get [--json]\n"                                                     \
+	"       agor approvals set [--agent ID] [--expect-hash H] [--security S] [--ask A]\n"      \
+	"                          [--ask-fallback S] [--unset FIELD]…\n"                          \
+	"       agor approvals allowlist add [--agent ID] [--expect-hash H] PATTERN…\n"            \
+	"       agor approvals allowlist rm [--agent ID] [--expect-hash H] ID|PATTERN…\n"          \
+	"       agor approvals allowlist list [--agent ID] [--json]\n"                             \
+	"       agor approvals check [--json] [REQUEST OPTIONS] -- ARGV…\n"                        \
+	"       agor approvals exec [REQUEST OPTIONS] [--timeout SEC] [--ask-timeout SEC]\n"       \
+	"                           [--events FD] -- ARGV…\n"                                      \
+	"       agor approvals serve\n"                                                            \
+	"\n"                                                                                       \
+	"The policy lives in $AGOR_HOME/exec-approvals.json (0600). security: deny|allowlist|full;\n" \
+	"ask: off|on-miss|always; askFallback: deny|allowlist|full. Built-in defaults: deny,\n"     \
+	"on-miss, deny. Without --agent, set edits the defaults and allowlist uses agent \"*\"\n"  \
+	"(every agent); check and exec ask for agent \"default\".\n"                               \
+	"\n"                                                                                       \
+	"REQUEST OPTIONS (they can only tighten the file's policy):\n"                             \
+	"  --agent ID  --security S  --ask A  --ask-fallback S\n"                                  \
+	"\n"                                                                                       \
+	"Patterns match the resolved, canonical executable: ** any characters, * and ? never\n"   \
+	"cross '/', ~/ is the account's home (from passwd, not $HOME), anchored, case-sensitive;\n" \
+	"they must start with / or ~/. exec runs the resolved paths, not a new PATH lookup.\n"    \
+	"\n"                                                                                       \
+	"check prints the decision and reason (--json: {decision,reason,resolvedPaths,matched})\n" \
+	"and exits 0 allow, 1 deny, 3 ask. exec runs ARGV under the policy (asking the UI of\n"    \
+	"`approvals serve` when approval is needed; no UI or no answer → askFallback), prints\n"   \
+	"its output (at most 200000 bytes) and writes JSON events (exec.started, exec.finished,\n"\
+	"exec.denied) to stderr or FD. exec exits with the command's status, 126 when denied,\n"   \
+	"127 when the command is not found. serve shows each request on this terminal and\n"      \
+	"reads o (allow once), a (allow always), d (deny) followed by Enter.\n"                    \
+	"Exit status: 0 ok, 1 failed, 2 usage, 75 the file changed or is busy (retry).\n"
+
+enum { EXIT_DENIED = 126, EXIT_NOT_FOUND = 127, EXIT_RETRY = 75 };
+
+struct opts {
+	const char *agent;
+	const char *expect_hash;
+	struct appr_levels req;
+	struct strvec unset;
+	int json;
+	int timeout_s;
+	int ask_timeout_s;
+	int events_fd;
+	char **rest; /* positional arguments / ARGV after -- */
+	int nrest;
+};
+
+static int fail_err(const char *what, const struct err *e)
+{
+	fprintf(stderr, "agor approvals %s: %s\n", what, e->message);
+	return appr_err_is_retry(e) ? EXIT_RETRY : EXIT_FAILED;
+}
+
+static int parse_level(const char *flag, const char *v, int security, int *out)
+{
+	int l = security ? appr_security_parse(v) : appr_ask_parse(v);
+	if (l < 0)
+		return applet_usage_error(&applet_approvals, "%s: \"%s\" is not one of %s", flag, v,
+					  security ? "deny|allowlist|full" : "off|on-miss|always");
+	*out = l;
+	return 0;
+}
+
+static int parse_seconds(const char *flag, const char *v, int *out)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || n < 0 || n > 86400)
+		return applet_usage_error(&applet_approvals, "%s: \"%s\" is not a number of seconds",
+					  flag, v);
+	*out = (int)n;
+	return 0;
+}
+
+/* Options up to "--" or the first positional argument; positional arguments may not look like options. */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "--json")) {
+			o->json = 1;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return applet_usage_error(&applet_approvals, "unknown option or missing value: %s", a);
+		const char *v = argv[++i];
+		int rc = 0;
+		if (!strcmp(a, "--agent")) {
+			_cleanup_err_ struct err e = ERR_INIT;
+			if (appr_agent_id_check(v, &e) < 0)
+				return applet_usage_error(&applet_approvals, "--agent: %s", e.message);
+			o->agent = v;
+		} else if (!strcmp(a, "--expect-hash"))
+			o->expect_hash = v;
+		else if (!strcmp(a, "--security"))
+			rc = parse_level(a, v, 1, &o->req.security);
+		else if (!strcmp(a, "--ask"))
+			rc = parse_level(a, v, 0, &o->req.ask);
+		else if (!strcmp(a, "--ask-fallback"))
+			rc = parse_level(a, v, 1, &o->req.ask_fallback);
+		else if (!strcmp(a, "--unset")) {
+			if (strcmp(v, "security") && strcmp(v, "ask") && strcmp(v, "askFallback"))
+				return applet_usage_error(&applet_approvals,
+							  "--unset: %s is not security|ask|askFallback", v);
+			strvec_push(&o->unset, v);
+		}
+		else if (!strcmp(a, "--timeout"))
+			rc = parse_seconds(a, v, &o->timeout_s);
+		else if (!strcmp(a, "--ask-timeout"))
+			rc = parse_seconds(a, v, &o->ask_timeout_s);
+		else if (!strcmp(a, "--events")) {
+			char *end;
+			long fd = strtol(v, &end, 10);
+			if (!*v || *end || fd < 1 || fd > 1024)
+				return applet_usage_error(&applet_approvals, "--events: bad descriptor %s", v);
+			o->events_fd = (int)fd;
+		} else
+			return applet_usage_error(&applet_approvals, "unknown option %s", a);
+		if (rc)
+			return rc;
+	}
+	o->rest = argv + i;
+	o->nrest = argc - i;
+	return 0;
+}
+
+static int load_store(struct appr_store *s, struct err *e)
+{
+	struct config *cfg = config_new();
+	int rc = config_load(cfg, NULL, e);
+	if (rc == 0)
+		rc = appr_store_load(s, config_str(cfg, "paths.agor_home"), e);
+	config_free(cfg);
+	return rc;
+}
+
+static void print_json(const json_t *j, int compact)
+{
+	char *s = json_dumps(j, compact ? JSON_COMPACT : JSON_INDENT(2));
+	if (s)
+		printf("%s\n", s);
+	free(s);
+}
+
+/* ---- get / set / allowlist ------------------------------------------------------------------- */
+
+static int cmd_get(struct appr_store *s, struct opts *o)
+{
+	struct appr_levels d;
+	appr_store_defaults(s->root, &d);
+	json_t *out = json_pack("{s:s,s:s,s:o,s:{s:s,s:s,s:s}}", "path", s->path, "hash", s->hash,
+				"approvals", appr_store_redacted(s->root), "effectiveDefaults",
+				"security", appr_security_name(d.security), "ask", appr_ask_name(d.ask),
+				"askFallback", appr_security_name(d.ask_fallback));
+	print_json(out, o->json);
+	json_decref(out);
+	return EXIT_OK;
+}
+
+static int set_mutator(json_t *root, void *arg, struct err *e)
+{
+	struct opts *o = arg;
+	static const char *const fields[] = {"security", "ask", "askFallback"};
+	const int *values[] = {&o->req.security, &o->req.ask, &o->req.ask_fallback};
+	for (size_t i = 0; i < 3; i++) {
+		if (*values[i] == APPR_UNSET)
+			continue;
+		const char *v = i == 1 ? appr_ask_name(*values[i]) : appr_security_name(*values[i]);
+		if (appr_store_set_level(root, o->agent, fields[i], v, e) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < o->unset.nr; i++)
+		if (appr_store_set_level(root, o->agent, o->unset.v[i], NULL, e) < 0)
+			return -1;
+	return 0;
+}
+
+static int cmd_set(struct appr_store *s, struct opts *o)
+{
+	if (o->nrest)
+		return applet_usage_error(&applet_approvals, "set: unexpected argument %s", o->rest[0]);
+	if (o->req.security == APPR_UNSET && o->req.ask == APPR_UNSET &&
+	    o->req.ask_fallback == APPR_UNSET && o->unset.nr == 0)
+		return applet_usage_error(&applet_approvals,
+					  "set: nothing to set (--security, --ask, --ask-fallback, --unset)");
+	_cleanup_err_ struct err e = ERR_INIT;
+	if (appr_store_update(s, o->expect_hash, set_mutator, o, &e) < 0)
+		return fail_err("set", &e);
+	printf("%s\n", s->hash);
+	return EXIT_OK;
+}
+
+struct list_edit {
+	struct opts *o;
+	int add;
+	struct strvec ids;
+};
+
+static int allowlist_mutator(json_t *root, void *arg, struct err *e)
+{
+	struct list_edit *l = arg;
+	const char *agent = l->o->agent ? l->o->agent : "*";
+	strvec_clear(&l->ids);
+	for (int i = 0; i < l->o->nrest; i++) {
+		char *id = NULL;
+		int rc = l->add ? appr_store_allowlist_add(root, agent, l->o->rest[i], &id, e)
+				: appr_store_allowlist_remove(root, agent, l->o->rest[i], e);
+		if (rc < 0) {
+			err_prefix(e, "%s", l->o->rest[i]);
+			return -1;
+		}
+		if (id)
+			strvec_push_nodup(&l->ids, id);
+	}
+	return 0;
+}
+
+static int cmd_allowlist_list(struct appr_store *s, struct opts *o)
+{
+	json_t *agents = json_object_get(s->root, "agents");
+	json_t *out = json_array();
+	const char *id;
+	json_t *agent;
+	json_object_foreach(agents, id, agent) {
+		if (o->agent && strcmp(o->agent, id))
+			continue;
+		size_t i;
+		json_t *entry;
+		json_array_foreach(json_object_get(agent, "allowlist"), i, entry) {
+			json_t *row = json_deep_copy(entry);
+			json_object_set_new(row, "agent", json_string(id));
+			json_array_append_new(out, row);
+		}
+	}
+	if (o->json) {
+		print_json(out, 1);
+	} else {
+		size_t i;
+		json_t *row;
+		json_array_foreach(out, i, row)
+			printf("%s\t%s\t%s\n", json_get_str(row, "agent"), json_get_str(row, "id"),
+			       json_get_str(row, "pattern"));
+	}
+	json_decref(out);
+	return EXIT_OK;
+}
+
+static int cmd_allowlist(struct appr_store *s, int argc, char **argv)
+{
+	if (argc < 2)
+		return applet_usage_error(&applet_approvals, "allowlist: add, rm or list?");
+	struct opts o = {.req = APPR_LEVELS_UNSET};
+	strvec_init(&o.unset);
+	int rc = parse_opts(argc - 1, argv + 1, &o);
+	if (rc == 0 && !strcmp(argv[1], "list"))
+		rc = cmd_allowlist_list(s, &o);
+	else if (rc == 0 && (!strcmp(argv[1], "add") || !strcmp(argv[1], "rm"))) {
+		struct list_edit l = {.o = &o, .add = !strcmp(argv[1], "add")};
+		strvec_init(&l.ids);
+		_cleanup_err_ struct err e = ERR_INIT;
+		if (o.nrest == 0)
+			rc = applet_usage_error(&applet_approvals, "allowlist %s: no pattern", argv[1]);
+		else if (appr_store_update(s, o.expect_hash, allowlist_mutator, &l, &e) < 0)
+			rc = fail_err(l.add ? "allowlist add" : "allowlist rm", &e);
+		for (size_t i = 0; i < l.ids.nr; i++)
+			printf("%s\n", l.ids.v[i]);
+		strvec_clear(&l.ids);
+	} else if (rc == 0)
+		rc = applet_usage_error(&applet_approvals, "allowlist: unknown subcommand %s", argv[1]);
+	strvec_clear(&o.unset);
+	return rc;
+}
+
+/* ---- check / exec ---------------------------------------------------------------------------- */
+
+/* A JSON string of s that never fails: invalid UTF-8 bytes become U+FFFD. */
+static json_t *text_json(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	appr_utf8_sanitize(s, strlen(s), &sb);
+	json_t *j = json_stringn(sb.buf, sb.len);
+	strbuf_release(&sb);
+	return j;
+}
+
+static json_t *argv_json(char *const *argv)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_array_append_new(a, text_json(argv[i]));
+	return a;
+}
+
+struct evaluation {
+	struct appr_effective eff;
+	struct appr_analysis analysis;
+	struct appr_verdict verdict;
+	char *cwd;
+	const char *agent;
+};
+
+static int evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev)
+{
+	ev->agent = o->agent ? o->agent : "default";
+	ev->cwd = getcwd(NULL, 0);
+	if (!ev->cwd) {
+		fprintf(stderr, "agor approvals: cannot determine the current directory: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	struct appr_levels agent, star, defaults;
+	appr_store_levels(s->root, ev->agent, &agent);
+	appr_store_levels(s->root, "*", &star);
+	appr_store_defaults(s->root, &defaults);
+	appr_policy_resolve(&o->req, &agent, &star, &defaults, &ev->eff);
+	appr_analyze((const char *const *)o->rest, ev->cwd, getenv("PATH"), &ev->analysis);
+	struct strvec patterns = STRVEC_INIT;
+	appr_store_patterns(s->root, ev->agent, &patterns);
+	/* ~ in patterns is the account's home from the password database, never $HOME, which the
+	 * command's caller controls. */
+	struct passwd *pw = getpwuid(geteuid());
+	appr_decide(&ev->eff, &ev->analysis, (const char *const *)patterns.v, patterns.nr,
+		    pw ? pw->pw_dir : NULL, &ev->verdict);
+	strvec_clear(&patterns);
+	return 0;
+}
+
+static void evaluation_release(struct evaluation *ev)
+{
+	appr_analysis_release(&ev->analysis);
+	appr_verdict_release(&ev->verdict);
+	free(ev->cwd);
+}
+
+
+static int cmd_check(struct appr_store *s, struct opts *o)
+{
+	if (o->nrest == 0)
+		return applet_usage_error(&applet_approvals, "check: no command (check -- ARGV…)");
+	struct evaluation ev = {0};
+	if (evaluate(s, o, &ev) < 0)
+		return EXIT_FAILED;
+	const struct appr_verdict *v = &ev.verdict;
+	if (o->json) {
+		json_t *out = json_pack("{s:s,s:s,s:o,s:o,s:{s:s,s:s,s:s},s:b}", "decision",
+					appr_decision_name(v->decision), "reason", v->reason,
+					"resolvedPaths", argv_json(v->resolved.v), "matched",
+					argv_json(v->matched.v), "effective", "security",
+					appr_security_name(ev.eff.security), "ask",
+					appr_ask_name(ev.eff.ask), "askFallback",
+					appr_security_name(ev.eff.ask_fallback), "allowlistable",
+					ev.analysis.ok);
+		if (!ev.analysis.ok && ev.analysis.reason)
+			json_object_set_new(out, "detail", text_json(ev.analysis.reason));
+		print_json(out, 1);
+		json_decref(out);
+	} else {
+		printf("%s: %s\n", appr_decision_name(v->decision), v->reason);
+		for (size_t i = 0; i < v->resolved.nr; i++)
+			printf("  resolved: %s\n", v->resolved.v[i]);
+		for (size_t i = 0; i < v->matched.nr; i++)
+			printf("  matched:  %s\n", v->matched.v[i]);
+		if (!ev.analysis.ok && ev.analysis.reason)
+			printf("  not allowlistable: %s\n", ev.analysis.reason);
+	}
+	int rc = (int)v->decision;
+	evaluation_release(&ev);
+	return rc;
+}
+
+static void emit(int fd, json_t *event)
+{
+	if (json_write_line(fd, event) < 0)
+		fprintf(stderr, "agor approvals exec: cannot write an event: %s\n", strerror(errno));
+	json_decref(event);
+}
+
+static int deny(int fd, const char *reason, const char *detail)
+{
+	emit(fd, json_pack("{s:s,s:s,s:o?}", "type", "exec.denied", "reason", reason, "detail",
+			   detail ? text_json(detail) : NULL));
+	fprintf(stderr, "agor approvals exec: denied (%s)%s%s\n", reason, detail ? ": " : "",
+		detail ? detail : "");
+	return EXIT_DENIED;
+}
+
+/* Asks the UI; returns the final decision and sets *reason / *detail for a denial. */
+static enum appr_decision ask_ui(struct appr_store *s, struct opts *o, struct evaluation *ev,
+				 const char **reason, char **detail)
+{
+	const char *path = appr_store_socket_path(s->root), *token = appr_store_token(s->root);
+	struct appr_ask_request r = {(const char *const *)o->rest, ev->cwd, ev->agent,
+				     ev->analysis.top_resolved};
+	enum appr_answer answer;
+	_cleanup_err_ struct err e = ERR_INIT;
+	int timeout_ms = (o->ask_timeout_s ? o->ask_timeout_s : 120) * 1000;
+	if (!path || !token)
+		err_set(&e, E_NOT_FOUND, "no approval socket configured (run `agor approvals serve`)");
+	else if (appr_ask(path, token, &r, timeout_ms, &answer, &e) == 0) {
+		if (answer != APPR_ANSWER_DENY)
+			return APPR_ALLOW;
+		*reason = "approval-required";
+		*detail = xstrdup("denied by the user");
+		return APPR_DENY;
+	}
+	enum appr_decision d = appr_fallback(&ev->eff, &ev->verdict, reason);
+	if (!strcmp(e.code, E_TIMEOUT))
+		*reason = "approval-timeout";
+	*detail = xasprintf("%s; askFallback=%s", e.message, appr_security_name(ev->eff.ask_fallback));
+	if (d == APPR_ALLOW)
+		fprintf(stderr, "agor approvals exec: %s: allowed by askFallback\n", *detail);
+	return d;
+}
+
+static int touch_mutator(json_t *root, void *arg, struct err *e)
+{
+	struct evaluation *ev = arg;
+	(void)e;
+	for (size_t i = 0; i < ev->verdict.matched.nr && i < ev->analysis.nr; i++) {
+		struct strbuf cmd = STRBUF_INIT;
+		json_t *argv = json_array();
+		for (size_t k = 0; k < ev->analysis.cmds[i].argv.nr; k++)
+			json_array_append_new(argv, json_string(ev->analysis.cmds[i].argv.v[k]));
+		appr_format_argv(argv, &cmd);
+		json_decref(argv);
+		appr_store_touch(root, ev->agent, ev->verdict.matched.v[i], cmd.buf,
+				 ev->analysis.cmds[i].resolved);
+		strbuf_release(&cmd);
+	}
+	return 0;
+}
+
+static int run_command(struct opts *o, struct evaluation *ev, int events)
+{
+	const char *resolved = ev->analysis.top_resolved;
+	emit(events, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s}", "type", "exec.started", "argv",
+			       argv_json(o->rest), "execArgv", argv_json(ev->analysis.exec_argv.v),
+			       "resolvedPath", text_json(resolved), "cwd", text_json(ev->cwd),
+			       "agentId", ev->agent));
+	struct appr_exec_result r;
+	_cleanup_err_ struct err e = ERR_INIT;
+	if (appr_exec_run(resolved, (const char *const *)ev->analysis.exec_argv.v, o->timeout_s * 1000,
+			  &r, &e) < 0) {
+		appr_exec_result_release(&r);
+		fprintf(stderr, "agor approvals exec: %s\n", e.message);
+		return EXIT_FAILED;
+	}
+	fwrite(r.output.buf, 1, r.output.len, stdout);
+	fflush(stdout);
+	struct strbuf tail = STRBUF_INIT;
+	appr_event_output(r.output.buf, r.output.len, &tail);
+	emit(events, json_pack("{s:s,s:i,s:b,s:b,s:s%}", "type", "exec.finished", "exitCode",
+			       r.exit_code, "timedOut", r.timed_out, "success", r.success, "output",
+			       tail.buf, tail.len));
+	strbuf_release(&tail);
+	int code = r.exit_code;
+	appr_exec_result_release(&r);
+	return code;
+}
+
+static int cmd_exec(struct appr_store *s, struct opts *o)
+{
+	if (o->nrest == 0)
+		return applet_usage_error(&applet_approvals, "exec: no command (exec -- ARGV…)");
+	int events = o->events_fd ? o->events_fd : 2;
+	if (fcntl(events, F_GETFD) < 0)
+		return applet_usage_error(&applet_approvals, "--events %d: not an open descriptor", events);
+	struct evaluation ev = {0};
+	if (evaluate(s, o, &ev) < 0)
+		return EXIT_FAILED;
+	const char *reason = ev.verdict.reason;
+	_cleanup_free_ char *detail = NULL;
+	enum appr_decision d = ev.verdict.decision;
+	if (d == APPR_ASK)
+		d = ask_ui(s, o, &ev, &reason, &detail);
+	int rc;
+	if (d == APPR_DENY) {
+		rc = deny(events, reason, detail ? detail : ev.analysis.reason);
+	} else if (!ev.analysis.top_resolved) {
+		fprintf(stderr, "agor approvals exec: %s: command not found\n", o->rest[0]);
+		rc = EXIT_NOT_FOUND;
+	} else {
+		if (ev.verdict.matched.nr && s->hash[0]) {
+			_cleanup_err_ struct err e = ERR_INIT; /* best effort: usage stamps only, */
+			s->no_wait = 1;				/* never a wait for the lock */
+			appr_store_update(s, NULL, touch_mutator, &ev, &e);
+		}
+		rc = run_command(o, &ev, events);
+	}
+	evaluation_release(&ev);
+	return rc;
+}
+
+/* ---- serve ----------------------------------------------------------------------------------- */
+
+struct serve_ui {
+	struct appr_store *store;
+};
+
+static void ui_show(void *arg, const json_t *request, size_t waiting)
+{
+	(void)arg;
+	struct strbuf cmd = STRBUF_INIT, cwd = STRBUF_INIT, agent = STRBUF_INIT;
+	appr_format_argv(json_object_get(request, "argv"), &cmd);
+	json_t *one = json_pack("[s]", json_get_str(request, "cwd"));
+	appr_format_argv(one, &cwd);
+	json_decref(one);
+	one = json_pack("[s]", json_get_str(request, "agentId"));
+	appr_format_argv(one, &agent);
+	json_decref(one);
+	printf("\n== approval request (%zu waiting) ==\n  agent:   %s\n  cwd:     %s\n  command: %s\n"
+	       "[o] allow once  [a] allow always  [d] deny  (then Enter) > ",
+	       waiting, agent.buf, cwd.buf, cmd.buf);
+	fflush(stdout);
+	strbuf_release(&cmd);
+	strbuf_release(&cwd);
+	strbuf_release(&agent);
+}
+
+struct always_edit {
+	const char *agent;
+	struct strvec patterns;
+};
+
+static int always_mutator(json_t *root, void *arg, struct err *e)
+{
+	struct always_edit *a = arg;
+	for (size_t i = 0; i < a->patterns.nr; i++)
+		if (appr_store_allowlist_add(root, a->agent, a->patterns.v[i], NULL, e) < 0)
+			return -1;
+	return 0;
+}
+
+static void ui_answered(void *arg, const json_t *request, enum appr_answer *answer)
+{
+	struct serve_ui *ui = arg;
+	if (*answer != APPR_ANSWER_ALLOW_ALWAYS) {
+		printf("-> %s\n", appr_answer_name(*answer));
+		fflush(stdout);
+		return;
+	}
+	json_t *jargv = json_object_get(request, "argv");
+	size_t n = json_array_size(jargv);
+	const char **argv = xcalloc(n + 1, sizeof(*argv));
+	for (size_t i = 0; i < n; i++)
+		argv[i] = json_string_value(json_array_get(jargv, i));
+	struct appr_analysis a;
+	appr_analyze(argv, json_get_str(request, "cwd"), getenv("PATH"), &a);
+	free(argv);
+	struct always_edit edit = {.agent = json_get_str(request, "agentId")};
+	strvec_init(&edit.patterns);
+	_cleanup_err_ struct err e = ERR_INIT;
+	if (appr_agent_id_check(edit.agent, &e) < 0 ||
+	    appr_allow_always_patterns(&a, &edit.patterns, &e) < 0 ||
+	    appr_store_update(ui->store, NULL, always_mutator, &edit, &e) < 0) {
+		*answer = APPR_ANSWER_ALLOW_ONCE;
+		printf("-> allow-once (allow-always %s)\n", e.message);
+	} else {
+		printf("-> allow-always: recorded");
+		for (size_t i = 0; i < edit.patterns.nr; i++)
+			printf(" %s", edit.patterns.v[i]);
+		printf(" for agent %s\n", edit.agent);
+	}
+	fflush(stdout);
+	strvec_clear(&edit.patterns);
+	appr_analysis_release(&a);
+}
+
+static void ui_ready(void *arg, const char *socket_path)
+{
+	(void)arg;
+	printf("agor approvals: serving on %s (Ctrl-C to stop)\n", socket_path);
+	fflush(stdout);
+}
+
+static void ui_note(void *arg, const char *text)
+{
+	(void)arg;
+	printf("\n[%s]\n", text);
+	fflush(stdout);
+}
+
+static int socket_mutator(json_t *root, void *arg, struct err *e)
+{
+	return appr_store_ensure_socket(root, arg, e);
+}
+
+static int cmd_serve(struct appr_store *s, struct opts *o)
+{
+	if (o->nrest)
+		return applet_usage_error(&applet_approvals, "serve: unexpected argument %s", o->rest[0]);
+	_cleanup_err_ struct err e = ERR_INIT;
+	if ((!appr_store_socket_path(s->root) || !appr_store_token(s->root)) &&
+	    appr_store_update(s, NULL, socket_mutator, s->home, &e) < 0)
+		return fail_err("serve", &e);
+	_cleanup_free_ char *path = xstrdup(appr_store_socket_path(s->root));
+	_cleanup_free_ char *token = xstrdup(appr_store_token(s->root));
+	if (!isatty(0))
+		fprintf(stderr, "agor approvals serve: stdin is not a terminal; reading answers from it anyway\n");
+	struct serve_ui ui = {.store = s};
+	struct appr_server_ops ops = {ui_ready, ui_show, ui_answered, ui_note, &ui};
+	int rc = appr_serve(path, token, 0, &ops, &e);
+	explicit_bzero(token, strlen(token));
+	if (rc < 0)
+		return fail_err("serve", &e);
+	return EXIT_OK;
+}
+
+/* ---- dispatch -------------------------------------------------------------------------------- */
+
+static int approvals_main(int argc, char **argv)
+{
+	if (argc < 2)
+		return applet_usage_error(&applet_approvals, "missing subcommand");
+	const char *sub = argv[1];
+	static const char *const subs[] = {"get", "set", "allowlist", "check", "exec", "serve"};
+	size_t k = 0;
+	while (k < ARRAY_SIZE(subs) && strcmp(sub, subs[k]))
+		k++;
+	if (k == ARRAY_SIZE(subs))
+		return applet_usage_error(&applet_approvals, "unknown subcommand '%s'", sub);
+	struct appr_store s = APPR_STORE_INIT;
+	_cleanup_err_ struct err e = ERR_INIT;
+	if (load_store(&s, &e) < 0) {
+		appr_store_release(&s);
+		return fail_err(sub, &e);
+	}
+	int rc;
+	if (!strcmp(sub, "allowlist")) {
+		rc = cmd_allowlist(&s, argc - 1, argv + 1);
+	} else {
+		struct opts o = {.req = APPR_LEVELS_UNSET};
+		strvec_init(&o.unset);
+		rc = parse_opts(argc - 1, argv + 1, &o);
+		if (rc == 0) {
+			if (!strcmp(sub, "get"))
+				rc = cmd_get(&s, &o);
+			else if (!strcmp(sub, "set"))
+				rc = cmd_set(&s, &o);
+			else if (!strcmp(sub, "check"))
+				rc = cmd_check(&s, &o);
+			else if (!strcmp(sub, "exec"))
+				rc = cmd_exec(&s, &o);
+			else
+				rc = cmd_serve(&s, &o);
+		}
+		strvec_clear(&o.unset);
+	}
+	appr_store_release(&s);
+	return rc;
+}
+
+const struct applet applet_approvals = {
+	.name = "approvals",
+	.summary = "exec-approval policy: allowlists, ask flow, policy-checked exec",
+	.usage = APPROVALS_USAGE,
+	.main = approvals_main,
+};

@@ -1,0 +1,43 @@
+/* approvals_exec.h — running an approved command for `approvals exec`: capped output, event-sized tails.
+ * Never runs anything but the canonical path it is given, never through a shell. */
+#ifndef AGOR_APPROVALS_EXEC_H
+#define AGOR_APPROVALS_EXEC_H
+
+/*
+ * Contract
+ * --------
+ * appr_exec_run starts resolved (a canonical path) with argv[1..] as arguments and argv[0]
+ * replaced by resolved, stdin from /dev/null, stdout and stderr merged into one pipe, in its own
+ * process group, killed with the group after timeout_ms (0 = none). The output keeps the first
+ * APPR_OUTPUT_MAX bytes; when more was written, "\n... (truncated)" is appended. The environment
+ * is the caller's minus what would let it run other code than the approved executables: LD_*,
+ * GCONV_PATH, GLIBC_TUNABLES, BASH_ENV, ENV, SHELLOPTS, BASHOPTS, PS4, IFS and exported bash
+ * functions (BASH_FUNC_*) — so `bash -c ls` runs /usr/bin/ls, not a function named ls.
+ * appr_event_output makes an event-sized copy: valid UTF-8 (invalid bytes become U+FFFD) and,
+ * when longer than APPR_EVENT_OUTPUT_MAX characters, "... (truncated) " followed by the last
+ * APPR_EVENT_OUTPUT_MAX characters.
+ */
+
+#include "err.h"
+#include "strbuf.h"
+
+#define APPR_OUTPUT_MAX 200000
+#define APPR_EVENT_OUTPUT_MAX 20000
+
+struct appr_exec_result {
+	int exit_code; /* 128+N for a signal */
+	int timed_out;
+	int success; /* exited 0 on its own */
+	struct strbuf output;
+};
+
+/* 1 when the environment entry (NAME=VALUE or NAME) is one appr_exec_run removes. */
+int appr_env_is_scrubbed(const char *entry);
+int appr_exec_run(const char *resolved, const char *const *argv, int timeout_ms,
+		  struct appr_exec_result *r, struct err *e);
+void appr_exec_result_release(struct appr_exec_result *r);
+void appr_event_output(const char *s, size_t len, struct strbuf *out);
+/* Appends s as valid UTF-8 (each invalid byte and NUL becomes U+FFFD); returns the characters. */
+size_t appr_utf8_sanitize(const char *s, size_t len, struct strbuf *out);
+
+#endif

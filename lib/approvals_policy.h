@@ -1,0 +1,151 @@
+/* approvals_policy.h — exec-approval policy: levels, precedence, globbing, executable resolution and
+ * the analysis of argv and shell text down to the commands that really run. Never trusts text: it fails closed. */
+#ifndef AGOR_APPROVALS_POLICY_H
+#define AGOR_APPROVALS_POLICY_H
+
+/*
+ * Contract
+ * --------
+ * Levels are ordered: security deny < allowlist < full; ask off < on-miss < always. APPR_UNSET
+ * marks a field a request or an agent entry does not set.
+ *
+ * Precedence (appr_policy_resolve), per field: request parameter → agent entry → "*" entry →
+ * defaults. The host (file) value caps the request: effective security = min(requested, host),
+ * ask = max(requested, host), askFallback = min(requested or host, host, effective security).
+ *
+ * Globs (appr_glob_match) match a canonical path, anchored at both ends and case-sensitive:
+ *   `**` any characters (also '/'), `*` any characters but '/', `?` one character but '/',
+ *   `\x` a literal x, everything else (also '[') literal. A leading `~/` (or a lone `~`) is the
+ *   given home directory. appr_pattern_check refuses, at write time, patterns that are not
+ *   absolute (`/…` or `~/…`: a pattern without '/' never names a path), `~user`, control
+ *   characters, and more than APPR_PATTERN_MAX bytes.
+ *
+ * Resolution (appr_resolve_executable): a word with '/' is taken relative to cwd; a bare name is
+ *   looked up in PATH (empty and relative entries skipped, default /usr/local/bin:/usr/bin:/bin);
+ *   the first regular, executable file wins and its realpath() is returned — that canonical path
+ *   is what is matched and what appr exec runs.
+ *
+ * Analysis (appr_analyze) reduces an argv to the inner commands that would run, each with its
+ *   canonical path, or fails with a reason (then the command is "not allowlistable"):
+ *   - sh|bash|dash|zsh with exactly `-c` or `-lc` and a payload: the payload is shell text, split
+ *     at top-level `&&` `||` `;` `|` (quote-aware) and each segment analysed again, to a depth of
+ *     APPR_SHELL_DEPTH. Redirections, `$…` expansions, backticks, subshells and groups, `&`,
+ *     newlines, comments, heredocs, assignments, reserved words, globs or `~` in a command word
+ *     make shell text not allowlistable. A shell run any other way (a script, stdin, other
+ *     options) is not allowlistable.
+ *   - nice, nohup, timeout, stdbuf, time and plain `env CMD` are unwrapped; only the option
+ *     spellings listed in approvals_policy.c are recognised — any other option (abbreviations
+ *     such as `--adj`, bundles, unknown flags) fails closed.
+ *   - env with an assignment or any option (-S, -i, -u, --split-string, …), sudo, doas, setsid,
+ *     su, chroot, xargs, busybox and the other launchers in the fail-closed list fail closed.
+ *   - A wrapper is recognised by the basename of the word *and* of its canonical path; when the
+ *     two disagree (a symlink named `nice` to env) the analysis fails.
+ *   exec_argv is argv with the command words the analysis resolved (argv[0] and each command a
+ *   wrapper runs, not those inside shell text) replaced by their canonical paths, so what runs is
+ *   what was matched — not whatever a later PATH lookup would find.
+ *   The inner commands are never shells or wrappers, so allow-always (appr_allow_always_patterns)
+ *   can only ever record the inner executables.
+ */
+
+#include <stddef.h>
+
+#include "err.h"
+#include "strvec.h"
+
+enum appr_security { APPR_SECURITY_DENY = 0, APPR_SECURITY_ALLOWLIST = 1, APPR_SECURITY_FULL = 2 };
+enum appr_ask { APPR_ASK_OFF = 0, APPR_ASK_ON_MISS = 1, APPR_ASK_ALWAYS = 2 };
+enum appr_decision { APPR_ALLOW = 0, APPR_DENY = 1, APPR_ASK = 3 }; /* also `check`'s exit codes */
+#define APPR_UNSET (-1)
+#define APPR_SHELL_DEPTH 3
+#define APPR_WRAPPER_DEPTH 8
+#define APPR_PATTERN_MAX 1024
+
+/* Parsers return the level or -1; names return NULL for an out-of-range value. */
+int appr_security_parse(const char *s);
+const char *appr_security_name(int level);
+int appr_ask_parse(const char *s);
+const char *appr_ask_name(int level);
+const char *appr_decision_name(enum appr_decision d);
+
+/* One set of policy fields; any may be APPR_UNSET. */
+struct appr_levels {
+	int security;
+	int ask;
+	int ask_fallback;
+};
+#define APPR_LEVELS_UNSET { APPR_UNSET, APPR_UNSET, APPR_UNSET }
+
+struct appr_effective {
+	enum appr_security security;
+	enum appr_ask ask;
+	enum appr_security ask_fallback;
+};
+
+/* Applies the precedence and caps described above; agent/star may be NULL; defaults must be set. */
+void appr_policy_resolve(const struct appr_levels *request, const struct appr_levels *agent,
+			 const struct appr_levels *star, const struct appr_levels *defaults,
+			 struct appr_effective *out);
+
+/* 1 when path matches pattern (see the contract), else 0. home may be NULL (then `~` never matches). */
+int appr_glob_match(const char *pattern, const char *path, const char *home);
+/* 0 when pattern may be stored; -1 with E_INVALID_PAYLOAD naming the problem. */
+int appr_pattern_check(const char *pattern, struct err *e);
+/* A pattern matching exactly path (glob characters escaped); caller frees. */
+char *appr_pattern_for_path(const char *path);
+
+/* The canonical path of the executable word would run (see the contract); caller frees. NULL with
+ * E_NOT_FOUND (not found / not executable) or E_SYSTEM. cwd NULL means the current directory. */
+char *appr_resolve_executable(const char *word, const char *cwd, const char *path_env, struct err *e);
+
+/* Shell text split at top-level && || ; | into segments (words with quotes removed); -1 with a
+ * reason (E_PERMISSION_DENIED, message says why) when the text is not allowlistable. */
+int appr_shell_split(const char *text, struct strvec **segments, size_t *nr, struct err *e);
+void appr_segments_free(struct strvec *segments, size_t nr);
+
+struct appr_command {
+	struct strvec argv; /* the inner command's words */
+	char *resolved;	    /* its canonical executable */
+};
+
+struct appr_analysis {
+	int ok;			    /* every command found, unwrapped and resolved */
+	char *reason;		    /* why not, when !ok */
+	char *top_resolved;	    /* canonical path of argv[0] itself (what exec runs); may be NULL */
+	struct strvec exec_argv;    /* the argv exec runs: argv with every command word outside shell
+				     * text (argv[0], each wrapped command) replaced by its canonical path */
+	struct appr_command *cmds;  /* the inner commands (also filled partially when !ok) */
+	size_t nr;
+};
+
+/* Analyses argv (see the contract). Never fails as a call: the result says ok or why not. */
+void appr_analyze(const char *const *argv, const char *cwd, const char *path_env,
+		  struct appr_analysis *out);
+void appr_analysis_release(struct appr_analysis *a);
+
+/* 1 when basename is a shell or a wrapper of any kind (unwrapped or fail-closed). */
+int appr_is_shell_or_wrapper(const char *basename);
+
+struct appr_verdict {
+	enum appr_decision decision;
+	const char *reason;	 /* static: allowlisted | security=full | security=deny | allowlist-miss |
+				  * approval-required */
+	int allowlisted;	 /* every command matched a pattern */
+	struct strvec matched;	 /* the pattern each command matched (allowlisted commands only) */
+	struct strvec resolved;	 /* each inner command's canonical path */
+};
+
+/* Decides without asking anyone: APPR_ASK when approval is needed. patterns: the allowlist. */
+void appr_decide(const struct appr_effective *eff, const struct appr_analysis *a,
+		 const char *const *patterns, size_t npatterns, const char *home,
+		 struct appr_verdict *v);
+/* What an unanswered ask falls back to: allow or deny (with reason "approval-required" unless the
+ * fallback is allowlist and the command is not allowlisted: "allowlist-miss"). */
+enum appr_decision appr_fallback(const struct appr_effective *eff, const struct appr_verdict *v,
+				 const char **reason);
+void appr_verdict_release(struct appr_verdict *v);
+
+/* The exact patterns allow-always records for an analysis: the inner commands' canonical paths,
+ * never a shell or wrapper. -1 (E_PERMISSION_DENIED) when the analysis is not ok or yields none. */
+int appr_allow_always_patterns(const struct appr_analysis *a, struct strvec *out, struct err *e);
+
+#endif
