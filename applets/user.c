@@ -48,6 +48,7 @@ static const char *const name_arg[] = { "name", NULL }, *const id_arg[] = { "id"
 static const char *const jti_arg[] = { "jti", NULL };
 static const struct client_flag token_flags[] = {
 	{ "--label", "label", CLIENT_FLAG_STRING },
+	{ "--for", "user_id", CLIENT_FLAG_STRING },
 	{ NULL },
 };
 static const struct client_flag create_flags[] = {
@@ -60,7 +61,7 @@ static const struct client_command commands[] = {
 	{ "create", "users.create", name_arg, create_flags, "NAME [--unix-user LOGIN] [--role admin|member]", print_user },
 	{ "list", "users.list", NULL, NULL, "", print_users },
 	{ "get", "users.get", id_arg, NULL, "ID|NAME", print_user },
-	{ "token", "tokens.create", NULL, token_flags, "[--label L]   (a token for TCP clients, 30 days)", print_token },
+	{ "token", "tokens.create", NULL, token_flags, "[--label L] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token },
 	{ "tokens", "tokens.list", NULL, NULL, "", print_tokens },
 	{ "revoke-token", "tokens.revoke", jti_arg, NULL, "JTI", print_revoked },
 };
@@ -74,7 +75,7 @@ const struct applet applet_user = {
 	.name = "user",
 	.summary = "create and list agor users (through the daemon)",
 	.usage = "Usage: agor user create NAME [--unix-user LOGIN] [--role admin|member] | list | get ID\n"
-		 "       agor user token [--label L] | tokens | revoke-token JTI   [--json] [--url URL] [--token T]\n",
+		 "       agor user token [--label L] [--for USER] | tokens | revoke-token JTI   [--json] [--url URL] [--token T]\n",
 	.main = user_main,
 	.flags = APPLET_CLIENT,
 };

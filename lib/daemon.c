@@ -27,6 +27,7 @@ struct task_run {
 	char *payload;
 	char *template;
 	char *unix_user, *command, *session_id, *worktree_id;
+	char *created_by; /* the agor user whose task it is: its events go to them (and admins) only */
 	task_done_fn on_done;
 	void *arg;
 	pthread_t thread;
@@ -256,6 +257,7 @@ static void task_run_free(struct task_run *t)
 	free(t->payload);
 	free(t->template);
 	free(t->unix_user);
+	free(t->created_by);
 	free(t->command);
 	free(t->session_id);
 	free(t->worktree_id);
@@ -321,7 +323,8 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 	t->next = d->running;
 	d->running = t;
 	d->nrunning++;
-	daemon_broadcast(d, "task.updated", json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
+	daemon_broadcast_to(d, t->created_by, "task.updated",
+			    json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
 	return 0;
 }
 
@@ -371,6 +374,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	t->unix_user = xstrdup(s->execution_user ? s->execution_user : d->daemon_user);
 	t->session_id = s->session_id ? xstrdup(s->session_id) : NULL;
 	t->worktree_id = s->worktree_id ? xstrdup(s->worktree_id) : NULL;
+	t->created_by = s->created_by ? xstrdup(s->created_by) : NULL;
 	t->on_done = s->on_done;
 	t->arg = s->arg;
 	const char *prompt = json_string_value(json_object_get(s->params, "prompt"));
@@ -439,7 +443,7 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	json_t *event = json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", status, "command", t->command);
 	if (err_json)
 		json_object_set(event, "error", err_json);
-	daemon_broadcast(d, "task.updated", event);
+	daemon_broadcast_to(d, t->created_by, "task.updated", event);
 	if (err_json)
 		json_decref(err_json);
 	err_clear(&scratch);

@@ -64,6 +64,9 @@ long long daemon_now(void);
 
 /* Pushes {"type":type,"data":data} to every subscriber (data stolen). */
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data);
+/* The same, for the subscribers acting as agor user `user_id` and admins only (NULL: admins only).
+ * Tasks, their messages and their outcomes are their creator's business. */
+void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 

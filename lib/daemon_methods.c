@@ -448,7 +448,10 @@ static void exec_ran(struct daemon *d, const char *task_id, const json_t *data, 
 		_cleanup_free_ char *err_text = json_to_compact(err_json);
 		json_decref(err_json);
 		db_run(d->db, &e, "UPDATE tasks SET status = 'failed', error = ? WHERE id = ?", "ss", err_text, task_id);
-		daemon_broadcast(d, "task.updated", json_pack("{s:s,s:s,s:s}", "id", task_id, "status", "failed", "reason", reason));
+		json_t *row = db_query_one(d->db, &e, "SELECT created_by FROM tasks WHERE id = ?", "s", task_id);
+		daemon_broadcast_to(d, json_is_object(row) ? json_get_str(row, "created_by") : NULL, "task.updated",
+				    json_pack("{s:s,s:s,s:s}", "id", task_id, "status", "failed", "reason", reason));
+		json_decref(row);
 	}
 	send_reply(pr, task_id, error ? NULL : json_incref((json_t *)data), error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);

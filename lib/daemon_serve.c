@@ -141,7 +141,29 @@ void daemon_unsubscribe(struct daemon *d, struct net_conn *c)
 		}
 }
 
+#define EVERYONE ((const char *)-1)
+
+static int may_see(const struct net_conn *c, const char *user_id)
+{
+	const struct daemon_peer *p = net_conn_get_data(c);
+	if (user_id == EVERYONE)
+		return 1;
+	return p && (p->is_admin || (user_id && p->user_id && !strcmp(p->user_id, user_id)));
+}
+
+static void broadcast(struct daemon *d, const char *user_id, const char *type, json_t *data);
+
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
+{
+	broadcast(d, EVERYONE, type, data);
+}
+
+void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data)
+{
+	broadcast(d, user_id, type, data);
+}
+
+static void broadcast(struct daemon *d, const char *user_id, const char *type, json_t *data)
 {
 	d->events_sent++;
 	if (!d->nsubscribers) { /* nobody listens: do not even serialise it */
@@ -151,7 +173,8 @@ void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
 	char *text = rpc_event_text(type, data);
 	size_t len = strlen(text);
 	for (size_t i = 0; i < d->nsubscribers; i++)
-		net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
+		if (may_see(d->subscribers[i], user_id))
+			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
 	free(text);
 }
 

@@ -14,7 +14,8 @@
 static struct daemon *D(struct rpc_ctx *rc) { return rc->app; }
 static struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
 
-/* tokens.create {ttl_ms?, label?} → {token, jti, expires_at}: only a caller known by SO_PEERCRED may mint one. */
+/* tokens.create {ttl_ms?, label?, user_id?} → {token, jti, expires_at}: only a caller known by SO_PEERCRED
+ * may mint one, for itself — or, an admin, for another user (user_id: id or name). */
 static int tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon_peer *p = P(rc);
@@ -26,16 +27,27 @@ static int tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (ttl && (!json_is_integer(ttl) || ttl_ms < 60000 || ttl_ms > MAX_TTL_MS))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "ttl_ms"),
 				"params.ttl_ms: expected an integer 60000..%lld (one minute to one year)", MAX_TTL_MS);
-	struct token_claims in = { .sub = p->user_id }, issued = TOKEN_CLAIMS_INIT;
+	const char *for_user = json_get_str(params, "user_id");
+	_cleanup_json_ json_t *user = NULL;
+	if (for_user && !p->is_admin)
+		return err_set(e, E_PERMISSION_DENIED, "only an admin may make a token for another user");
+	if (for_user) {
+		user = db_query_one(D(rc)->db, e, "SELECT id FROM users WHERE id = ?1 OR name = ?1", "s", for_user);
+		if (!user || json_is_null(user))
+			return user ? err_set(e, E_NOT_FOUND, "no user %s", for_user) : -1;
+	}
+	const char *subject = user ? json_get_str(user, "id") : p->user_id;
+	struct token_claims in = { .sub = (char *)subject }, issued = TOKEN_CLAIMS_INIT;
 	char *jwt = NULL;
 	if (token_issue_for(TOKEN_AUD_CLIENT, D(rc)->jwt_secret, sizeof(D(rc)->jwt_secret), &in, ttl_ms / 1000, &jwt,
 			    &issued, e) < 0)
 		return -1;
 	int rv = db_run(D(rc)->db, e, "INSERT INTO client_tokens (jti, user_id, label, issued_at, expires_at) VALUES (?,?,?,?,?)",
-			"sssii", issued.jti, p->user_id, json_get_str(params, "label"), issued.iat, issued.exp);
+			"sssii", issued.jti, subject, json_get_str(params, "label"), issued.iat, issued.exp);
 	if (rv >= 0) {
 		*result = json_pack("{s:s,s:s,s:I}", "token", jwt, "jti", issued.jti, "expires_at", (json_int_t)issued.exp);
-		daemon_audit(D(rc), p->user_id, "tokens.create", issued.jti, "ok", NULL);
+		_cleanup_json_ json_t *details = user ? json_pack("{s:s}", "for", subject) : NULL;
+		daemon_audit(D(rc), p->user_id, "tokens.create", issued.jti, "ok", details);
 	}
 	token_claims_release(&issued);
 	free(jwt);

@@ -122,4 +122,88 @@ test_case "kill -9 of an executor ends its task failed with the reason, even wit
   stop_daemon
 '
 
+test_case "a subscriber that stops reading is dropped; another one gets every event; the daemon keeps serving" "$SCENE"'
+  prompt_task
+  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" <<PY
+import json, socket, sys, time
+path, token, task = sys.argv[1:4]
+def subscriber():
+    s = socket.socket(socket.AF_UNIX); s.connect(path)
+    s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n")
+    return s
+slow = subscriber()                      # never reads again
+slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+import threading
+fast = subscriber()
+n = 30000
+counted = {"got": 0}
+def read_fast():                          # reads in big chunks, so it keeps up
+    buf = b""
+    while counted["got"] < n:
+        chunk = fast.recv(1 << 20)
+        if not chunk: return
+        buf += chunk
+        cut = buf.rfind(b"\n") + 1        # count complete lines only
+        counted["got"] += buf[:cut].count(b"\"type\":\"message\"")
+        buf = buf[cut:]
+reader = threading.Thread(target=read_fast); reader.start()
+sender = socket.socket(socket.AF_UNIX); sender.connect(path)
+line = lambda i: (json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": {"i": i, "pad": "x" * 200}}}) + "\n").encode()
+sender.sendall(b"".join(line(i) for i in range(n)))
+reader.join(60)
+assert counted["got"] == n, f"the fast subscriber got {counted['got']} of {n}"
+slow.setblocking(False)
+dropped = False
+try:
+    while True:
+        chunk = slow.recv(1 << 20)
+        if not chunk: dropped = True; break
+except BlockingIOError:
+    pass
+except ConnectionResetError:
+    dropped = True
+assert dropped, "the slow subscriber is still connected"
+sender.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n")
+assert b"pong" in sender.makefile("rb").readline()
+PY
+  grep -qi "slow\|dropp\|queue" daemon.log || { tail -5 daemon.log; fail "the drop is not logged"; }
+  stop_daemon
+'
+
+test_case "kill -9 of the daemon while an executor streams: restart, integrity ok, audit verifies, task failed" "$SCENE"'
+  prompt_task
+  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" > sent <<PY &
+import json, socket, sys
+path, token, task = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX); s.connect(path)
+sent = 0
+try:
+    for i in range(10 ** 7):
+        s.sendall((json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": {"i": i}}}) + "\n").encode())
+        sent += 1
+except OSError:
+    pass
+print(sent)
+PY
+  streamer=$!
+  sleep 1.5
+  kill -9 $daemon_pid; wait $daemon_pid 2>/dev/null || true; trap - EXIT
+  wait $streamer
+  [ "$(cat sent)" -gt 100 ] || fail "the executor hardly streamed: $(cat sent)"
+  start_daemon
+  python3 - "$AGOR_HOME/agor.db" "$task" "$(cat sent)" <<PY
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+n = db.execute("SELECT count(*) FROM messages WHERE task_id = ?", (sys.argv[2],)).fetchone()[0]
+assert 0 < n <= int(sys.argv[3]), (n, sys.argv[3])
+print("kept", n, "of", sys.argv[3])
+PY
+  rpc tasks.get "{\"id\":\"$task\"}" > t
+  grep -q "\"status\":\"failed\"" t && grep -q interrupted t || { cat t; fail "the streaming task is not failed: interrupted"; }
+  expect_exit 0 "$AGOR" audit verify
+  [ "$(code_of "$(ctx "$token")")" = AUTH_FAILED ] || fail "the token of the interrupted task still works"
+  stop_daemon
+'
+
 test_done

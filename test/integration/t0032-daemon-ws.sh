@@ -108,6 +108,51 @@ JS
   stop_daemon
 '
 
+test_case "events reach their owner and admins only: another user sees no task events of the owner" "$SCENE"'
+  start_daemon
+  expect_exit 0 "$AGOR" user create bob --json
+  bob=$(json_get out id)
+  expect_exit 1 "$AGOR" user token --for nobody-here
+  BOB_TOKEN=$("$AGOR" user token --for bob 2>/dev/null)
+  cat > events.mjs <<JS
+import { createRequire } from "node:module";
+const WebSocket = createRequire(process.env.WS_MODULE_DIR + "/")("ws");
+const [url, token] = process.argv.slice(2);
+const ws = new WebSocket(url); const seen = [];
+ws.on("open", () => { ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "auth.token", params: { token } }));
+                      ws.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "events.subscribe" })); });
+ws.on("message", (m) => { const r = JSON.parse(m); if (r.id === 2) console.error("subscribed"); if (r.method === "event") seen.push(r.params.type); });
+setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(0); }, 4000);
+JS
+  node events.mjs "ws://127.0.0.1:$port/ws" "$BOB_TOKEN" > bob.events 2> bob.err &
+  bob_pid=$!
+  python3 - "$AGOR_HOME/run/agor.sock" > owner.events <<PY &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(4.5)
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n")
+buf = s.recv(65536)
+open("owner.subscribed", "w").close()
+try:
+    while True:
+        chunk = s.recv(65536)
+        if not chunk: break
+        buf += chunk
+except socket.timeout:
+    pass
+print(buf.decode())
+PY
+  owner_pid=$!
+  for i in $(seq 1 100); do grep -q subscribed bob.err && [ -e owner.subscribed ] && break; sleep 0.05; done
+  git init -q -b main src && git -C src -c user.name=t -c user.email=t@t commit -q --allow-empty -m one
+  "$AGOR" repo clone "$PWD/does-not-exist" > /dev/null 2>&1 || true
+  "$AGOR" repo clone "$PWD/src" > /dev/null
+  wait $bob_pid; wait $owner_pid
+  grep -q "task.updated" owner.events || { cat owner.events; fail "the owner saw no task events"; }
+  expect_contains bob.events "repo.created"
+  expect_not_contains bob.events "task.updated"
+  stop_daemon
+'
+
 test_case "POST /rpc, batches, /healthz and /metrics over HTTP" "$SCENE"'
   start_daemon
   curl -sS -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}" "http://127.0.0.1:$port/rpc" > r
