@@ -6,20 +6,8 @@
 
 #include "spawn.h"
 #include "strbuf.h"
+#include "samples.h"
 #include "banned.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 /* usage: executor_rtt N AGOR PAYLOAD_FILE (run with --dry-run) → "median p90 p99" in microseconds */
 int main(int argc, char **argv)
@@ -48,8 +36,7 @@ int main(int argc, char **argv)
 		samples[i] = now_us() - t0;
 		spawn_result_release(&res);
 	}
-	qsort(samples, (size_t)n, sizeof(double), compare_double);
-	printf("%.1f %.1f %.1f\n", samples[n / 2], samples[n * 9 / 10], samples[n * 99 / 100]);
+	print_percentiles(samples, n);
 	free(samples);
 	strbuf_release(&payload);
 	return 0;

@@ -7,20 +7,8 @@
 #include "child.h"
 #include "sandbox.h"
 #include "strbuf.h"
+#include "samples.h"
 #include "banned.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 static struct sandbox_config bench_config(int with_limits)
 {
@@ -89,8 +77,7 @@ int main(int argc, char **argv)
 		}
 		samples[i] = now_us() - t0;
 	}
-	qsort(samples, (size_t)n, sizeof(double), compare_double);
-	printf("%.1f %.1f %.1f\n", samples[n / 2], samples[n * 9 / 10], samples[n * 99 / 100]);
+	print_percentiles(samples, n);
 	free(samples);
 	return 0;
 }
