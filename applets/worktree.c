@@ -28,7 +28,14 @@ static int print_removed(const json_t *r)
 	return 0;
 }
 
+static int print_owners(const json_t *rows)
+{
+	client_print_table(rows, (const char *const[]){ "id", "name", "unix_username", NULL });
+	return 0;
+}
+
 static const char *const add_args[] = { "repo_id", "name", NULL }, *const id_arg[] = { "id", NULL };
+static const char *const owners_arg[] = { "worktree_id", NULL }, *const owner_args[] = { "worktree_id", "user_id", NULL };
 static const struct client_flag add_flags[] = {
 	{ "--branch", "branch", CLIENT_FLAG_STRING },
 	{ "--source-branch", "source_branch", CLIENT_FLAG_STRING },
@@ -44,6 +51,9 @@ static const struct client_command commands[] = {
 	{ "list", "worktrees.list", NULL, list_flags, "[--repo REPO]", print_worktrees },
 	{ "get", "worktrees.get", id_arg, NULL, "ID", print_worktree },
 	{ "remove", "worktrees.remove", id_arg, remove_flags, "ID [--force]", print_removed },
+	{ "owners", "worktrees.owners.list", owners_arg, NULL, "ID", print_owners },
+	{ "add-owner", "worktrees.owners.add", owner_args, NULL, "ID USER", print_owners },
+	{ "remove-owner", "worktrees.owners.remove", owner_args, NULL, "ID USER", print_owners },
 };
 
 static int worktree_main(int argc, char **argv)
@@ -55,7 +65,8 @@ const struct applet applet_worktree = {
 	.name = "worktree",
 	.summary = "add, list and remove worktrees (through the daemon)",
 	.usage = "Usage: agor worktree add REPO NAME [--branch B] [--source-branch S] [--create-branch]\n"
-		 "       agor worktree list [--repo REPO] | get ID | remove ID [--force]   [--json] [--url URL]\n",
+		 "       agor worktree list [--repo REPO] | get ID | remove ID [--force]\n"
+		 "       agor worktree owners ID | add-owner ID USER | remove-owner ID USER   [--json] [--url URL]\n",
 	.main = worktree_main,
 	.flags = APPLET_CLIENT,
 };

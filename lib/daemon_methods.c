@@ -432,6 +432,72 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 	return rv;
 }
 
+/* --- worktree owners ---------------------------------------------------------------------------- */
+
+static int owners_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0)
+		return -1;
+	json_t *wt = one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id);
+	if (!wt)
+		return -1;
+	*result = db_query_json(D(rc)->db, e,
+				"SELECT u.id, u.name, u.unix_username FROM worktree_owners o JOIN users u ON u.id = o.user_id "
+				"WHERE o.worktree_id = ? ORDER BY u.name", "s", json_get_str(wt, "id"));
+	json_decref(wt);
+	return *result ? 0 : -1;
+}
+
+/* The worktree and user rows named by params, after checking that the caller owns it (or is an admin). */
+static int owner_change_rows(struct rpc_ctx *rc, json_t *params, json_t **wt, json_t **user, struct err *e)
+{
+	const char *id, *who;
+	*wt = *user = NULL;
+	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || need_str(params, "user_id", &who, e) < 0)
+		return -1;
+	if (!(*wt = one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id)))
+		return -1;
+	if (!P(rc)->is_admin && !owns_worktree(D(rc), json_get_str(*wt, "id"), P(rc)->user_id, e))
+		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may change its owners", id);
+	*user = one_row(D(rc), e, "user", "SELECT id FROM users WHERE id = ?1 OR name = ?1", who);
+	return *user ? 0 : -1;
+}
+
+static int owners_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	_cleanup_json_ json_t *wt = NULL, *user = NULL;
+	if (owner_change_rows(rc, params, &wt, &user, e) < 0 ||
+	    db_run(D(rc)->db, e, "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss",
+		   json_get_str(wt, "id"), json_get_str(user, "id")) < 0)
+		return -1;
+	_cleanup_json_ json_t *details = json_pack("{s:s}", "owner", json_get_str(user, "id"));
+	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.add", json_get_str(wt, "id"), "ok", details);
+	return owners_list(rc, params, result, e);
+}
+
+static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	_cleanup_json_ json_t *wt = NULL, *user = NULL, *count = NULL;
+	if (owner_change_rows(rc, params, &wt, &user, e) < 0)
+		return -1;
+	const char *wt_id = json_get_str(wt, "id");
+	if (!(count = db_query_one(D(rc)->db, e, "SELECT count(*) AS n FROM worktree_owners WHERE worktree_id = ?", "s", wt_id)))
+		return -1;
+	if (json_integer_value(json_object_get(count, "n")) <= 1)
+		return err_set(e, E_PERMISSION_DENIED, "worktree %s keeps at least one owner: add another before removing this one",
+			       wt_id);
+	int n = db_run(D(rc)->db, e, "DELETE FROM worktree_owners WHERE worktree_id = ? AND user_id = ?", "ss", wt_id,
+		       json_get_str(user, "id"));
+	if (n < 0)
+		return -1;
+	if (n == 0)
+		return err_set(e, E_NOT_FOUND, "%s is not an owner of worktree %s", json_get_str(user, "id"), wt_id);
+	_cleanup_json_ json_t *details = json_pack("{s:s}", "owner", json_get_str(user, "id"));
+	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.remove", wt_id, "ok", details);
+	return owners_list(rc, params, result, e);
+}
+
 /* --- exec.run (host sandbox) ---------------------------------------------------------------- */
 
 /* A run whose program did not end well (exit ≠ 0, timeout, OOM, pids limit) is a failed task; its
@@ -757,6 +823,9 @@ static const struct rpc_method client_methods[] = {
 	{ "worktrees.add", worktrees_add },
 	{ "worktrees.get", worktrees_get },
 	{ "worktrees.list", worktrees_list },
+	{ "worktrees.owners.add", owners_add },
+	{ "worktrees.owners.list", owners_list },
+	{ "worktrees.owners.remove", owners_remove },
 	{ "worktrees.remove", worktrees_remove },
 };
 

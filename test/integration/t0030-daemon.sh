@@ -62,6 +62,38 @@ test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks a
   stop_daemon
 '
 
+test_case "sessions and worktree owners through the CLI: create/list/get, add/remove owners, never the last one" "$DAEMON"'
+  make_source_repo src
+  start_daemon
+  expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
+  expect_exit 0 "$AGOR" worktree add "$(json_get out repo.id)" feature --json
+  wt=$(json_get out worktree.id)
+  expect_exit 0 "$AGOR" session create feature --tool codex --permission-mode acceptEdits --json
+  session=$(json_get out id)
+  expect_json out tool codex
+  expect_exit 0 "$AGOR" session list
+  expect_contains out "$session"
+  expect_exit 0 "$AGOR" session get "$session"
+  expect_contains out acceptEdits
+  expect_exit 1 "$AGOR" session create feature --tool vim
+  expect_contains err "params.tool"
+  expect_exit 2 "$AGOR" session create feature --tool
+  expect_exit 0 "$AGOR" user create bob
+  expect_exit 0 "$AGOR" worktree add-owner "$wt" bob
+  expect_contains out bob
+  expect_exit 0 "$AGOR" worktree owners feature --json
+  [ "$(python3 -c "import json; print(len(json.load(open(\"out\"))))")" = 2 ] || { cat out; fail "not two owners"; }
+  expect_exit 0 "$AGOR" worktree remove-owner "$wt" bob --json
+  expect_not_contains out bob
+  owner=$(json_get out 0.name)
+  expect_exit 1 "$AGOR" worktree remove-owner "$wt" "$owner"
+  expect_contains err "at least one owner"
+  expect_exit 1 "$AGOR" worktree add-owner "$wt" nobody
+  expect_exit 0 "$AGOR" audit list --json
+  expect_contains out worktrees.owners.add
+  stop_daemon
+'
+
 test_case "a failing executor task reports its code; the CLI exits 1" "$DAEMON"'
   start_daemon
   expect_exit 1 "$AGOR" repo clone "$PWD/missing-repo"

@@ -1,0 +1,50 @@
+/* session.c — `agor session`: create, list and show agent sessions on a worktree through the daemon.
+ * Never runs an agent itself: prompting is a daemon task (`agor prompt`, SPEC §4.5, lands with issue 6). */
+#include <stdio.h>
+
+#include "applet.h"
+#include "client.h"
+#include "json.h"
+#include "banned.h"
+
+static int print_session(const json_t *s)
+{
+	printf("session %s\n  worktree  %s\n  tool      %s\n  mode      %s\n", json_get_str(s, "id") ?: "?",
+	       json_get_str(s, "worktree_id") ?: "?", json_get_str(s, "tool") ?: "?",
+	       json_get_str(s, "permission_mode") ?: "default");
+	return 0;
+}
+
+static int print_sessions(const json_t *rows)
+{
+	client_print_table(rows, (const char *const[]){ "id", "worktree_id", "tool", "permission_mode", NULL });
+	return 0;
+}
+
+static const char *const create_args[] = { "worktree_id", NULL }, *const id_arg[] = { "id", NULL };
+static const struct client_flag create_flags[] = {
+	{ "--tool", "tool", CLIENT_FLAG_STRING },
+	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING },
+	{ NULL },
+};
+
+static const struct client_command commands[] = {
+	{ "create", "sessions.create", create_args, create_flags,
+	  "WORKTREE --tool claude-code|codex|gemini|opencode [--permission-mode default|acceptEdits|bypassPermissions|plan]",
+	  print_session },
+	{ "list", "sessions.list", NULL, NULL, "", print_sessions },
+	{ "get", "sessions.get", id_arg, NULL, "ID", print_session },
+};
+
+static int session_main(int argc, char **argv)
+{
+	return client_main("session", commands, ARRAY_SIZE(commands), argc, argv);
+}
+
+const struct applet applet_session = {
+	.name = "session",
+	.summary = "create, list and show agent sessions (through the daemon)",
+	.usage = "Usage: agor session create WORKTREE --tool T [--permission-mode M] | list | get ID   [--json] [--url URL]\n",
+	.main = session_main,
+	.flags = APPLET_CLIENT,
+};
