@@ -152,14 +152,14 @@ static int ensure_owner(struct daemon *d, struct err *e)
 }
 
 void daemon_audit(struct daemon *d, const char *actor, const char *action, const char *target, const char *outcome,
-		  const json_t *details)
+		  json_t *details)
 {
 	struct err e = ERR_INIT;
 	if (audit_append(d->db, actor ? actor : "?", action, target, outcome, details, &e) < 0)
 		log_error("AUDIT LOG WRITE FAILED for %s %s: %s", action, target ? target : "", e.message);
 	err_clear(&e);
 	if (details)
-		json_decref((json_t *)details);
+		json_decref(details);
 }
 
 int daemon_recover_tasks(struct daemon *d, struct err *e)

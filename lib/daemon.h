@@ -76,9 +76,10 @@ void daemon_write_batch(struct daemon *d);
 /* Frees the cache of verified executor tokens (daemon_release). */
 void daemon_forget_verified_tokens(struct daemon *d);
 
-/* Records an audit row; failures are logged loudly (never silently dropped). */
+/* Records an audit row; failures are logged loudly (never silently dropped). details (may be NULL) is
+ * stolen, so `daemon_audit(…, json_pack(…))` reads well. */
 void daemon_audit(struct daemon *d, const char *actor, const char *action, const char *target, const char *outcome,
-		  const json_t *details);
+		  json_t *details);
 
 /*
  * Tasks: every executor run is a task row (queued → running → completed|failed|cancelled).

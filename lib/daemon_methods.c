@@ -471,8 +471,8 @@ static int owners_add(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	    db_run(D(rc)->db, e, "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss",
 		   json_get_str(wt, "id"), json_get_str(user, "id")) < 0)
 		return -1;
-	_cleanup_json_ json_t *details = json_pack("{s:s}", "owner", json_get_str(user, "id"));
-	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.add", json_get_str(wt, "id"), "ok", details);
+	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.add", json_get_str(wt, "id"), "ok",
+		     json_pack("{s:s}", "owner", json_get_str(user, "id")));
 	return owners_list(rc, params, result, e);
 }
 
@@ -493,8 +493,8 @@ static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		return -1;
 	if (n == 0)
 		return err_set(e, E_NOT_FOUND, "%s is not an owner of worktree %s", json_get_str(user, "id"), wt_id);
-	_cleanup_json_ json_t *details = json_pack("{s:s}", "owner", json_get_str(user, "id"));
-	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.remove", wt_id, "ok", details);
+	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.remove", wt_id, "ok",
+		     json_pack("{s:s}", "owner", json_get_str(user, "id")));
 	return owners_list(rc, params, result, e);
 }
 

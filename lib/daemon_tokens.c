@@ -46,8 +46,8 @@ static int tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, st
 			"sssii", issued.jti, subject, json_get_str(params, "label"), issued.iat, issued.exp);
 	if (rv >= 0) {
 		*result = json_pack("{s:s,s:s,s:I}", "token", jwt, "jti", issued.jti, "expires_at", (json_int_t)issued.exp);
-		_cleanup_json_ json_t *details = user ? json_pack("{s:s}", "for", subject) : NULL;
-		daemon_audit(D(rc), p->user_id, "tokens.create", issued.jti, "ok", details);
+		daemon_audit(D(rc), p->user_id, "tokens.create", issued.jti, "ok",
+			     user ? json_pack("{s:s}", "for", subject) : NULL);
 	}
 	token_claims_release(&issued);
 	free(jwt);
