@@ -40,6 +40,7 @@ enum op_kind {
 	OP_SYMLINK,   /* dst → data */
 	OP_PROC,      /* proc of the new PID namespace at dst */
 	OP_DEVPTS,    /* a new devpts instance at dst (optional: terminals need it) */
+	OP_READ_ONLY, /* remount dst read-only (the shields, once their binds are in) */
 };
 
 struct mount_op {
@@ -63,6 +64,7 @@ enum stage {
 	ST_MOUNT,
 	ST_PROC,
 	ST_OLDROOT,
+	ST_SHIELD,
 	ST_HOSTNAME,
 	ST_LOOPBACK,
 	ST_RLIMIT,
@@ -76,7 +78,7 @@ static const char *const stage_controls[] = {
 	[ST_NONE] = "sandbox",		 [ST_CGROUP] = "cgroup",	 [ST_UNSHARE] = "user namespace",
 	[ST_ID_MAP] = "user namespace",	 [ST_FORK] = "pid namespace",	 [ST_MOUNT_PRIVATE] = "mount namespace",
 	[ST_ROOT] = "mount namespace",	 [ST_PIVOT] = "mount namespace", [ST_MOUNT] = "mount namespace",
-	[ST_PROC] = "proc",		 [ST_OLDROOT] = "mount namespace", [ST_HOSTNAME] = "uts namespace",
+	[ST_PROC] = "proc",		 [ST_OLDROOT] = "mount namespace", [ST_SHIELD] = "mount namespace", [ST_HOSTNAME] = "uts namespace",
 	[ST_LOOPBACK] = "network namespace", [ST_RLIMIT] = "rlimits",	 [ST_NO_NEW_PRIVS] = "no_new_privs",
 	[ST_LANDLOCK] = "landlock",	 [ST_CAPS] = "capabilities",	 [ST_SECCOMP] = "seccomp",
 };
@@ -298,18 +300,65 @@ static int plan_git(struct sandbox *sb, const struct sandbox_request *req, struc
 	return plan_bind(sb, config, 0, 0, e);
 }
 
+/* A bind that lands inside a private writable tmpfs (/tmp, the home) would have its skeleton of parent
+ * directories there, writable and listable by the program. A shield — a small tmpfs at the first
+ * directory below that mount, remounted read-only once the binds are in — holds the skeleton instead. */
+static int plan_shield(struct sandbox *sb, const char *path, const char *private_root, struct strvec *shields,
+		       struct err *e)
+{
+	size_t n = strlen(private_root);
+	if (!path || strncmp(path, private_root, n) || path[n] != '/')
+		return 0;
+	const char *rest = path + n + 1, *slash = strchr(rest, '/');
+	if (!slash)
+		return 0; /* the bind itself is the first directory: no skeleton */
+	_cleanup_free_ char *shield = xasprintf("%.*s", (int)(slash - path), path);
+	for (size_t i = 0; i < shields->nr; i++)
+		if (!strcmp(shields->v[i], shield))
+			return 0;
+	strvec_push(shields, shield);
+	struct mount_op *op = new_op(sb, OP_TMPFS, shield);
+	if (!op)
+		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+	op->data = xstrdup("mode=0111,size=64k");
+	return 0;
+}
+
+static int plan_shields(struct sandbox *sb, const struct sandbox_request *req, struct strvec *shields, struct err *e)
+{
+	const char *paths[] = { req->worktree, req->git_common_dir, req->git_admin_dir, req->home_is_kept ? req->home : NULL };
+	const char *roots[] = { "/tmp", req->home_is_kept ? NULL : req->home };
+	for (size_t r = 0; r < ARRAY_SIZE(roots); r++)
+		for (size_t i = 0; roots[r] && i < ARRAY_SIZE(paths); i++)
+			if (plan_shield(sb, paths[i], roots[r], shields, e) < 0)
+				return -1;
+	return 0;
+}
+
+static int seal_shields(struct sandbox *sb, const struct strvec *shields, struct err *e)
+{
+	for (size_t i = 0; i < shields->nr; i++)
+		if (!new_op(sb, OP_READ_ONLY, shields->v[i]))
+			return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+	return 0;
+}
+
 static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
 {
+	_cleanup_strvec_ struct strvec shields = STRVEC_INIT;
 	if (plan_system(sb, e) < 0 || plan_dev(sb, e) < 0)
 		return -1;
 	if (plan_private(sb, OP_PROC, "/proc", NULL, LANDLOCK_READ, e) < 0 ||
 	    plan_private(sb, OP_TMPFS, "/tmp", "mode=1777,size=1g", LANDLOCK_WRITE, e) < 0 ||
-	    (!req->home_is_kept && plan_private(sb, OP_TMPFS, req->home, "mode=0700,size=1g", LANDLOCK_WRITE, e) < 0) ||
-	    (req->home_is_kept && plan_bind(sb, req->home, 1, 0, e) < 0))
+	    (!req->home_is_kept && plan_private(sb, OP_TMPFS, req->home, "mode=0700,size=1g", LANDLOCK_WRITE, e) < 0))
 		return -1;
-	if (plan_bind(sb, req->worktree, 1, 0, e) < 0 || plan_git(sb, req, e) < 0)
+	/* binds after the shields: a shield mounted later would hide what lies below it */
+	if (plan_shields(sb, req, &shields, e) < 0 || (req->home_is_kept && plan_bind(sb, req->home, 1, 0, e) < 0) ||
+	    plan_bind(sb, req->worktree, 1, 0, e) < 0 || plan_git(sb, req, e) < 0)
 		return -1;
-	return plan_extra(sb, sb->cfg.read_only_paths, 0, e) < 0 ? -1 : plan_extra(sb, sb->cfg.read_write_paths, 1, e);
+	if (plan_extra(sb, sb->cfg.read_only_paths, 0, e) < 0 || plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
+		return -1;
+	return seal_shields(sb, &shields, e);
 }
 
 static int last_capability(void)
@@ -445,7 +494,8 @@ static int make_mountpoint(const char *path, int is_dir)
 			break;
 		char saved = buf[i];
 		buf[i] = 0;
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		/* search-only: the skeleton leading to a bind can be walked, never listed nor written */
+		if (mkdir(buf, 0111) < 0 && errno != EEXIST)
 			return -1;
 		buf[i] = saved;
 	}
@@ -489,6 +539,8 @@ static int apply_op(const struct mount_op *op)
 			return -1;
 		mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data); /* optional */
 		return 0;
+	case OP_READ_ONLY:
+		return mount(NULL, op->dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
 	}
 	return errno = EINVAL, -1;
 }
@@ -505,7 +557,7 @@ static int build_root(const struct sandbox *sb)
 		return fail(sb, ST_PIVOT, -1);
 	for (int i = 0; i < sb->nops; i++)
 		if (apply_op(&sb->ops[i]) < 0)
-			return fail(sb, sb->ops[i].kind == OP_PROC ? ST_PROC : ST_MOUNT, i);
+			return fail(sb, sb->ops[i].kind == OP_PROC ? ST_PROC : sb->ops[i].kind == OP_READ_ONLY ? ST_SHIELD : ST_MOUNT, i);
 	if (umount2(OLDROOT, MNT_DETACH) < 0 || rmdir(OLDROOT) < 0)
 		return fail(sb, ST_OLDROOT, -1);
 	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)

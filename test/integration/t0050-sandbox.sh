@@ -80,6 +80,21 @@ test_case "attack: read the daemon database, config and secrets; list AGOR_HOME"
   refused "ls \"$HOME\""
 '
 
+test_case "attack: with the data home under /tmp (a private tmpfs inside), its skeleton is neither listable nor writable" '
+  tmp_home=$(mktemp -d /tmp/agor-t0050.XXXXXX)
+  trap "rm -rf $tmp_home" EXIT
+  export AGOR_HOME="$tmp_home/.agor"
+  '"$SETUP"'
+  refused "ls \"$AGOR_HOME\""
+  refused "ls \"$tmp_home\""
+  refused "touch \"$AGOR_HOME/agor-x\""
+  refused "chmod 755 \"$AGOR_HOME\" && ls \"$AGOR_HOME\""
+  refused "ls \"$AGOR_HOME/worktrees\""
+  sandbox "echo ok > inside.txt && cat inside.txt"
+  ran
+  expect_json out data.exitCode 0
+'
+
 test_case "attack: list or read another worktree and other homes" "$SETUP"'
   add_worktree w2
   echo "other-secret" > "$AGOR_HOME/worktrees/w2/secret.txt"
