@@ -13,6 +13,7 @@
 #include "cgroup.h"
 #include "common.h"
 #include "fsutil.h"
+#include "log.h"
 #include "strbuf.h"
 #include "banned.h"
 
@@ -311,13 +312,14 @@ static void empty_and_remove(const struct cgroup *cg, int i)
 {
 	if (cg->version == 2)
 		write_text(cg->dirs[i], "cgroup.kill", "1");
-	for (int tries = 0; tries < 200; tries++) {
-		if (kill_listed(cg->procs[i]) && rmdir(cg->dirs[i]) == 0)
-			return;
-		if (errno == ENOENT)
-			return;
+	for (int tries = 0; tries < 200; tries++) { /* up to 2 s for the last processes to be reaped */
+		if (kill_listed(cg->procs[i])) {
+			if (rmdir(cg->dirs[i]) == 0 || errno == ENOENT)
+				return;
+		}
 		sleep_briefly();
 	}
+	log_warn("cgroup %s could not be removed: %s", cg->dirs[i], strerror(errno));
 }
 
 void cgroup_destroy(struct cgroup *cg)
