@@ -350,7 +350,9 @@ static void start_queued(struct daemon *d)
 /* A session token bound to task_id, recorded (jti, expiry) so it can be revoked and counted. */
 static int issue_task_token(struct daemon *d, const char *task_id, const struct task_spec *s, char **jwt, struct err *e)
 {
-	struct token_claims in = { .sub = (char *)s->created_by, .sid = (char *)s->session_id, .tid = (char *)task_id };
+	/* a task outside any session (a clone) is its own "session" in the claims */
+	const char *sid = s->session_id ? s->session_id : task_id;
+	struct token_claims in = { .sub = (char *)s->created_by, .sid = (char *)sid, .tid = (char *)task_id };
 	struct token_claims issued = TOKEN_CLAIMS_INIT;
 	long long ttl = d->cfg->execution.session_tokens.expiration_ms / 1000;
 	if (token_issue_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), &in, ttl > 0 ? ttl : 1, jwt, &issued, e) < 0)

@@ -270,8 +270,9 @@ static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	int wait = opt_bool(params, "wait", 1);
 	struct pending_reply *pr = pending_new(rc, wait, "repo", json_pack("{s:s}", "created_by", P(rc)->user_id));
 	pr->row_id = daemon_new_id();
+	/* an https clone may need credentials: its executor gets a token to ask for them just in time */
 	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .on_done = repo_cloned };
+				  .execution_user = user, .with_token = !strncmp(url, "https://", 8), .on_done = repo_cloned };
 	int rv = submit_with_reply(rc, 0, &spec, pr, result, e);
 	json_decref(exec_params);
 	return rv;

@@ -7,6 +7,7 @@
 
 #include "confine.h"
 #include "execrun.h"
+#include "rpcclient.h"
 #include "executor.h"
 #include "fsutil.h"
 #include "gitops.h"
@@ -120,6 +121,35 @@ static int check_clone_url(const char *url, struct err *e)
 	return 0;
 }
 
+/* Credentials just in time: asked of the daemon (get_credential with the task's token) only when the
+ * server demands them, held only for libgit2's copy, then wiped. */
+static int credentials_from_daemon(void *arg, const char *url, char **username, char **password, struct err *e)
+{
+	const struct payload *p = arg;
+	if (!p->daemon_url || !p->session_token)
+		return err_set(e, E_AUTH_FAILED, "%s requires credentials: they come just in time from the daemon, and this "
+						 "payload has no daemonUrl/sessionToken", url);
+	struct rpc_client_options opts = { .call_timeout_ms = 30000 };
+	struct rpc_client *c = rpc_client_connect(p->daemon_url, &opts, e);
+	if (!c)
+		return -1;
+	json_t *params = json_pack("{s:s,s:s}", "session_token", p->session_token, "url", url), *result = NULL;
+	int rc = rpc_client_call(c, "get_credential", params, &result, e);
+	json_decref(params);
+	rpc_client_close(c);
+	const char *user = rc == 0 ? json_get_str(result, "username") : NULL;
+	const char *pass = rc == 0 ? json_get_str(result, "password") : NULL;
+	if (rc == 0 && (!user || !pass))
+		rc = err_set(e, E_AUTH_FAILED, "the daemon gave no credentials for %s", url);
+	if (rc == 0) {
+		*username = xstrdup(user);
+		*password = xstrdup(pass);
+		explicit_bzero((char *)pass, strlen(pass));
+	}
+	json_decref(result);
+	return rc;
+}
+
 static int run_clone(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 		     struct err *e)
 {
@@ -142,6 +172,8 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 		.branch = payload_str(p, "branch"),
 		.bare = payload_bool(p, "bare", 1),
 		.progress = ctx->progress,
+		.credentials = credentials_from_daemon,
+		.credentials_arg = (void *)p,
 	};
 	plan_add(plan, json_pack("{s:s,s:s,s:s,s:b,s:o}", "step", "git.clone", "url", url, "path", path, "bare", o.bare,
 				 "branch", o.branch ? json_string(o.branch) : json_null()));

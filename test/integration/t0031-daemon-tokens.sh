@@ -206,4 +206,36 @@ PY
   stop_daemon
 '
 
+test_case "git credentials just in time: the executor asks the daemon (get_credential) only when the server demands them" "$SCENE"'
+  command -v openssl >/dev/null || exit 0
+  prompt_task
+  "$TEST_TOP/test/helpers/make-test-ca.sh" ca
+  mkdir -p srv/acme && make_source_repo src && git clone -q --bare src srv/acme/widget.git
+  python3 "$TEST_TOP/test/helpers/git-https-server.py" --root "$PWD/srv" --cert ca/server.crt --key ca/server.key \
+    --port-file port --user x-access-token --password s3cret-pass 2> server.log &
+  server=$!
+  trap "kill $server $daemon_pid 2>/dev/null" EXIT
+  for i in $(seq 1 100); do [ -s port ] && break; sleep 0.05; done
+  clone() {
+    python3 -c "import json,sys; print(json.dumps({\"command\":\"git.clone\",\"params\":{\"url\":sys.argv[1],\"outputPath\":sys.argv[2]},\"daemonUrl\":\"unix:\"+sys.argv[3],\"sessionToken\":sys.argv[4]}))" \
+      "https://localhost:$(cat port)/acme/widget.git" "$1" "$AGOR_HOME/run/agor.sock" "$2" > clone.json
+    rc=0; SSL_CERT_FILE=$PWD/ca/ca.crt "$AGOR" executor --stdin < clone.json > out 2> err || rc=$?
+  }
+  clone no-key.git "$token"
+  expect_error NOT_FOUND 1
+  rpc api_keys.set "{\"service\":\"git:localhost\",\"value\":\"wrong-pass\"}" > /dev/null
+  clone wrong.git "$token"
+  expect_error AUTH_FAILED 1
+  rpc api_keys.set "{\"service\":\"git:localhost\",\"value\":\"s3cret-pass\"}" > /dev/null
+  clone ok.git "$token"
+  expect_success
+  [ -d "$AGOR_HOME/repos/ok.git" ]
+  ! grep -rq s3cret-pass out err daemon.log || fail "the credential leaked into output or logs"
+  rpc audit.list > audit
+  grep -q get_credential audit || fail "get_credential not audited"
+  clone forged.git "x.y.z"
+  expect_error AUTH_FAILED 1
+  stop_daemon
+'
+
 test_done
