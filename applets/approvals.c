@@ -304,11 +304,7 @@ static int cmd_allowlist(struct appr_store *s, int argc, char **argv)
 /* A JSON string of s that never fails: invalid UTF-8 bytes become U+FFFD. */
 static json_t *text_json(const char *s)
 {
-	struct strbuf sb = STRBUF_INIT;
-	appr_utf8_sanitize(s, strlen(s), &sb);
-	json_t *j = json_stringn(sb.buf, sb.len);
-	strbuf_release(&sb);
-	return j;
+	return json_string_lossy(s, strlen(s));
 }
 
 static json_t *argv_json(char *const *argv)

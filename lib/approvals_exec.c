@@ -54,39 +54,11 @@ int appr_exec_run(const char *resolved, const char *const *argv, int timeout_ms,
 
 void appr_exec_result_release(struct appr_exec_result *r) { strbuf_release(&r->output); }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static size_t utf8_sequence(const unsigned char *s, size_t left)
-{
-	size_t n;
-	unsigned min;
-	unsigned cp;
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		n = 2, min = 0x80, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3, min = 0x800, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		n = 4, min = 0x10000, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (left < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 size_t appr_utf8_sanitize(const char *s, size_t len, struct strbuf *out)
 {
 	size_t chars = 0;
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_sequence((const unsigned char *)s + i, len - i);
+		size_t n = utf8_sequence_length((const unsigned char *)s + i, len - i);
 		if (n == 0 || (n == 1 && s[i] == '\0')) {
 			strbuf_addstr(out, "\xef\xbf\xbd");
 			i++;

@@ -66,24 +66,6 @@ const char *json_get_str(const json_t *obj, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* The length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one (overlong forms,
- * surrogates and code points above U+10FFFF are invalid). */
-static size_t utf8_sequence_length(const unsigned char *s, size_t avail)
-{
-	if (s[0] < 0x80)
-		return 1;
-	size_t n = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
-	if (!n || n > avail || s[0] > 0xF4)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0) || (s[0] == 0xF0 && s[1] < 0x90) ||
-	    (s[0] == 0xF4 && s[1] >= 0x90))
-		return 0;
-	return n;
-}
-
 json_t *json_string_lossy(const char *s, size_t len)
 {
 	if (!s)

@@ -36,6 +36,9 @@ void strbuf_remove_front(struct strbuf *sb, size_t n);
 void strbuf_trim_trailing_newline(struct strbuf *sb);
 /* Appends a POSIX-shell single-quoted form of s ('it'\''s'). */
 void strbuf_add_shell_quoted(struct strbuf *sb, const char *s);
+/* The length (1..4) of the valid UTF-8 sequence at s (avail bytes left), or 0 when it is not one:
+ * overlong forms, surrogates and code points above U+10FFFF are invalid. */
+size_t utf8_sequence_length(const unsigned char *s, size_t avail);
 /* Reads fd to EOF, at most max bytes (max 0 = unbounded). Returns bytes read, -1 on error
  * (errno set), or -2 when more than max bytes were available (sb then holds max+1 bytes). */
 ssize_t strbuf_read_fd(struct strbuf *sb, int fd, size_t max);
