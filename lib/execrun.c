@@ -90,11 +90,6 @@ static int find_git_dirs(const struct config *cfg, const char *worktree, struct 
 	return 0;
 }
 
-static const char *home_of_caller(void)
-{
-	struct passwd *pw = getpwuid(geteuid());
-	return pw && pw->pw_dir && pw->pw_dir[0] == '/' && pw->pw_dir[1] ? pw->pw_dir : "/home/agor";
-}
 
 static char *run_name(void)
 {
@@ -112,6 +107,7 @@ static char *run_name(void)
 
 struct prepared {
 	struct git_dirs git;
+	char *user;    /* the caller's login name ($USER, $LOGNAME) */
 	char *home;    /* $HOME inside */
 	int home_kept; /* a per-user home from DATA_HOME/homes */
 	struct sandbox *sb;
@@ -126,6 +122,7 @@ static void prepared_release(struct prepared *pr)
 	json_decref(pr->fallback);
 	free(pr->name);
 	free(pr->home);
+	free(pr->user);
 }
 
 static json_t *unsandboxed_receipt(const struct err *why)
@@ -154,11 +151,15 @@ static int valid_home_name(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(s);
 }
 
-/* A per-user home: DATA_HOME/homes/NAME, a real directory (made 0700 unless plan_only). */
+/* The caller's account (one passwd lookup), then its home inside: the passwd home on a private tmpfs,
+ * or a per-user home DATA_HOME/homes/NAME, a real directory (made 0700 unless plan_only). */
 static int resolve_home(const struct execrun_request *req, int plan_only, struct prepared *pr, struct err *e)
 {
+	struct passwd *pw = getpwuid(geteuid());
+	int usable = pw && pw->pw_dir && pw->pw_dir[0] == '/' && pw->pw_dir[1];
+	pr->user = xstrdup(pw ? pw->pw_name : "agor");
 	if (!req->home) {
-		pr->home = xstrdup(home_of_caller());
+		pr->home = xstrdup(usable ? pw->pw_dir : "/home/agor");
 		return 0;
 	}
 	if (!valid_home_name(req->home))
@@ -215,14 +216,12 @@ int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e
 	return 0;
 }
 
-static void build_environment(const struct execrun_request *req, const char *home, struct strvec *env)
+static void build_environment(const struct execrun_request *req, const struct prepared *pr, struct strvec *env)
 {
-	struct passwd *pw = getpwuid(geteuid());
-	const char *user = pw ? pw->pw_name : "agor";
 	strvec_push(env, "PATH=/usr/local/bin:/usr/bin:/bin");
-	strvec_pushf(env, "HOME=%s", home);
-	strvec_pushf(env, "USER=%s", user);
-	strvec_pushf(env, "LOGNAME=%s", user);
+	strvec_pushf(env, "HOME=%s", pr->home);
+	strvec_pushf(env, "USER=%s", pr->user);
+	strvec_pushf(env, "LOGNAME=%s", pr->user);
 	strvec_push(env, "LANG=C.UTF-8");
 	strvec_push(env, "TERM=dumb");
 	const char *name;
@@ -236,7 +235,7 @@ static void setup_child(const struct execrun_request *req, struct child *c, cons
 	size_t i;
 	json_t *arg;
 	json_array_foreach(req->argv, i, arg) strvec_push(&c->args, json_string_value(arg));
-	build_environment(req, pr->home, &c->env);
+	build_environment(req, pr, &c->env);
 	c->cwd = req->cwd;
 	c->stdin_io = CHILD_IO_NULL;
 	c->new_process_group = 1;
