@@ -28,6 +28,7 @@ struct task_run {
 	char *template;
 	char *unix_user, *command, *session_id, *worktree_id;
 	char *created_by; /* the agor user whose task it is: its events go to them (and admins) only */
+	task_judge_fn judge;
 	task_done_fn on_done;
 	void *arg;
 	pthread_t thread;
@@ -377,6 +378,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	t->session_id = s->session_id ? xstrdup(s->session_id) : NULL;
 	t->worktree_id = s->worktree_id ? xstrdup(s->worktree_id) : NULL;
 	t->created_by = s->created_by ? xstrdup(s->created_by) : NULL;
+	t->judge = s->judge;
 	t->on_done = s->on_done;
 	t->arg = s->arg;
 	const char *prompt = json_string_value(json_object_get(s->params, "prompt"));
@@ -428,8 +430,10 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	pthread_join(t->thread, NULL);
 	struct err scratch = ERR_INIT, e = ERR_INIT;
 	const struct err *failure = run_error(t, &scratch);
-	const char *status = !failure ? "completed" : t->cancelled ? "cancelled" : "failed";
 	json_t *data = failure ? NULL : json_object_get(t->res.result, "data");
+	if (!failure && t->judge && t->judge(data, &scratch) < 0)
+		failure = &scratch; /* the run happened: its result is kept beside the reason */
+	const char *status = !failure ? "completed" : t->cancelled ? "cancelled" : "failed";
 	_cleanup_free_ char *result_text = data ? json_to_compact(data) : NULL;
 	json_t *err_json = failure ? err_to_json(failure) : NULL;
 	_cleanup_free_ char *error_text = err_json ? json_to_compact(err_json) : NULL;

@@ -84,9 +84,12 @@ void daemon_audit(struct daemon *d, const char *actor, const char *action, const
 /*
  * Tasks: every executor run is a task row (queued → running → completed|failed|cancelled).
  * daemon_task_submit() stores the task and starts it when fewer than max_executors run; `payload` is the
- * executor payload without asUser/dataHome (the daemon fills them). on_done runs on the loop thread
- * with the executor's result (or an error) after the task row is updated; it may be NULL.
+ * executor payload without asUser/dataHome (the daemon fills them). judge (may be NULL) decides whether
+ * a run the executor reports as successful still fails the task (returns -1 with the reason in why):
+ * the task is then failed and keeps its result. on_done runs on the loop thread with the executor's
+ * result and/or an error after the task row is updated; it may be NULL.
  */
+typedef int (*task_judge_fn)(const json_t *data, struct err *why);
 typedef void (*task_done_fn)(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
 			     void *arg);
 struct task_spec {
@@ -97,6 +100,7 @@ struct task_spec {
 	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
 	const char *worktree_id;
 	int with_token; /* issue a session token bound to this task (prompt tasks) */
+	task_judge_fn judge;
 	task_done_fn on_done;
 	void *arg;
 };

@@ -37,8 +37,6 @@ static int opt_bool(json_t *params, const char *key, int dflt)
 	return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-static struct daemon *D(struct rpc_ctx *rc) { return rc->app; }
-static struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
 
 static int need_user(struct rpc_ctx *rc, struct err *e)
 {
@@ -501,27 +499,23 @@ static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, st
 
 /* --- exec.run (host sandbox) ---------------------------------------------------------------- */
 
-/* A run whose program did not end well (exit ≠ 0, timeout, OOM, pids limit) is a failed task; its
- * output and sandbox receipt stay in the task's result. */
+/* A run whose program did not end well (exit ≠ 0, timeout, OOM, pids limit) fails its task; the output
+ * and the sandbox receipt stay in the task's result. */
+static int exec_outcome(const json_t *data, struct err *why)
+{
+	const char *outcome = json_get_str(data, "outcome");
+	if (!outcome || !strcmp(outcome, "ok"))
+		return 0;
+	return err_set(why, E_EXEC_FAILED, "the program ended with outcome %s (exit code %lld)", outcome,
+		       (long long)json_integer_value(json_object_get(data, "exitCode")));
+}
+
+/* The caller gets the run's result whenever the program ran (its outcome says how it ended). */
 static void exec_ran(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
 {
+	(void)d;
 	struct pending_reply *pr = arg;
-	const char *outcome = data ? json_get_str(data, "outcome") : NULL;
-	struct err e = ERR_INIT;
-	if (!error && outcome && strcmp(outcome, "ok")) {
-		_cleanup_free_ char *reason = xasprintf("the program ended with outcome %s (exit code %lld)", outcome,
-							(long long)json_integer_value(json_object_get(data, "exitCode")));
-		json_t *err_json = json_pack("{s:s,s:s}", "code", "EXEC_FAILED", "message", reason);
-		_cleanup_free_ char *err_text = json_to_compact(err_json);
-		json_decref(err_json);
-		db_run(d->db, &e, "UPDATE tasks SET status = 'failed', error = ? WHERE id = ?", "ss", err_text, task_id);
-		json_t *row = db_query_one(d->db, &e, "SELECT created_by FROM tasks WHERE id = ?", "s", task_id);
-		daemon_broadcast_to(d, json_is_object(row) ? json_get_str(row, "created_by") : NULL, "task.updated",
-				    json_pack("{s:s,s:s,s:s}", "id", task_id, "status", "failed", "reason", reason));
-		json_decref(row);
-	}
-	send_reply(pr, task_id, error ? NULL : json_incref((json_t *)data), error ? error : err_is_set(&e) ? &e : NULL);
-	err_clear(&e);
+	send_reply(pr, task_id, data ? json_incref((json_t *)data) : NULL, data ? NULL : error);
 	pending_free(pr);
 }
 
@@ -562,7 +556,7 @@ static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct 
 	if (rv == 0)
 		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
 	struct task_spec spec = { .command = "exec.run", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .worktree_id = wt_id, .on_done = exec_ran };
+				  .execution_user = user, .worktree_id = wt_id, .judge = exec_outcome, .on_done = exec_ran };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	json_decref(exec_params);
 	json_decref(wt);

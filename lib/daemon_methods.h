@@ -38,6 +38,10 @@ int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *ou
 /* Processes one message from peer; returns the reply text (malloc'd) or NULL. */
 char *daemon_handle_message(struct daemon *d, struct daemon_peer *peer, const char *msg, size_t len);
 
+/* The daemon and the calling connection of a method call (every method file uses these). */
+static inline struct daemon *D(struct rpc_ctx *rc) { return rc->app; }
+static inline struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
+
 /* Implemented by the transport glue (daemon_serve.c). */
 void daemon_peer_send(struct daemon_peer *peer, const char *text);
 void daemon_peer_remember(struct daemon_peer *peer, void *pending);

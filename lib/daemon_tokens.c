@@ -11,8 +11,6 @@
 #define DEFAULT_TTL_MS (30LL * 24 * 3600 * 1000)
 #define MAX_TTL_MS (365LL * 24 * 3600 * 1000)
 
-static struct daemon *D(struct rpc_ctx *rc) { return rc->app; }
-static struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
 
 /* tokens.create {ttl_ms?, label?, user_id?} → {token, jti, expires_at}: only a caller known by SO_PEERCRED
  * may mint one, for itself — or, an admin, for another user (user_id: id or name). */
