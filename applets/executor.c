@@ -12,7 +12,9 @@
 #include "impersonate.h"
 #include "json.h"
 #include "log.h"
+#include "mcp_permission.h"
 #include "payload.h"
+#include "prompt.h"
 #include "banned.h"
 
 extern const struct applet applet_executor;
@@ -95,6 +97,8 @@ static int run_payload(const char *text, size_t len, int dry_run)
 		status = print_result(NULL, &e);
 		goto out;
 	}
+	if (p.command == CMD_PROMPT && !dry_run)
+		prompt_install_stop_handlers(); /* cancellation ends the agent (or the impersonated executor) */
 	if (needs && !dry_run) {
 		status = run_impersonated(&p, cfg);
 		goto out;
@@ -201,8 +205,18 @@ static int parse_args(int argc, char **argv, struct executor_args *a)
 	return 0;
 }
 
+/* `agor executor mcp-permission --socket PATH`: Claude Code's permission prompt tool (mcp_permission.h). */
+static int run_mcp_permission(int argc, char **argv)
+{
+	if (argc != 4 || strcmp(argv[2], "--socket") || argv[3][0] != '/')
+		return applet_usage_error(&applet_executor, "usage: agor executor mcp-permission --socket /ABSOLUTE/PATH");
+	return mcp_permission_serve(0, 1, argv[3]);
+}
+
 static int executor_main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "mcp-permission"))
+		return run_mcp_permission(argc, argv);
 	struct executor_args a = { 0 };
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
@@ -217,6 +231,7 @@ const struct applet applet_executor = {
 		 "       agor executor --session-token T --session-id S --task-id K --prompt P\n"
 		 "                     --tool claude-code|codex|gemini|opencode\n"
 		 "                     [--permission-mode M] [--daemon-url URL] [--dry-run]\n"
+		 "       agor executor mcp-permission --socket PATH   (Claude Code's permission prompt tool)\n"
 		 "\n"
 		 "Reads one JSON payload {\"command\":…,\"params\":{…}} from stdin (at most 4 MiB), runs it\n"
 		 "and prints exactly one result line on stdout:\n"

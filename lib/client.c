@@ -90,27 +90,37 @@ static char *default_url(const char *config_path, struct err *e)
 	return url;
 }
 
-static int call_daemon(const struct client_opts *o, const char *method, json_t *params, json_t **result, struct err *e)
+struct rpc_client *client_connect(const char *url_flag, const char *config_path, const char *token, struct err *e)
 {
-	_cleanup_free_ char *url = o->url ? xstrdup(o->url) : default_url(o->config_path, e);
+	_cleanup_free_ char *url = url_flag ? xstrdup(url_flag) : default_url(config_path, e);
 	if (!url)
-		return -1;
+		return NULL;
 	struct rpc_client_options opts = { 0 };
 	struct rpc_client *cl = rpc_client_connect(url, &opts, e);
 	if (!cl) {
 		err_prefix(e, "cannot reach the agor daemon at %s (is it running? start it with `agor daemon`)", url);
-		return -1;
+		return NULL;
 	}
-	const char *token = o->token ? o->token : getenv("AGOR_TOKEN");
-	int rc = 0;
+	token = token ? token : getenv("AGOR_TOKEN");
 	if (token && *token && strncmp(url, "unix:", 5)) { /* the Unix socket knows its peer without one */
 		json_t *auth = NULL, *auth_params = json_pack("{s:s}", "token", token);
-		rc = rpc_client_call(cl, "auth.token", auth_params, &auth, e);
+		int rc = rpc_client_call(cl, "auth.token", auth_params, &auth, e);
 		json_decref(auth_params);
 		json_decref(auth);
+		if (rc < 0) {
+			rpc_client_close(cl);
+			return NULL;
+		}
 	}
-	if (rc == 0)
-		rc = rpc_client_call(cl, method, params, result, e);
+	return cl;
+}
+
+static int call_daemon(const struct client_opts *o, const char *method, json_t *params, json_t **result, struct err *e)
+{
+	struct rpc_client *cl = client_connect(o->url, o->config_path, o->token, e);
+	if (!cl)
+		return -1;
+	int rc = rpc_client_call(cl, method, params, result, e);
 	rpc_client_close(cl);
 	return rc;
 }

@@ -31,6 +31,11 @@ struct client_command {
 
 /* argv[0] is the group name ("repo"). */
 int client_main(const char *group, const struct client_command *commands, size_t ncommands, int argc, char **argv);
+struct rpc_client;
+struct err;
+/* Connects to url (NULL: the configured Unix socket of config_path's config) and, over TCP, authenticates
+ * with token (NULL: $AGOR_TOKEN). NULL with e set (naming `agor daemon`) when the daemon is unreachable. */
+struct rpc_client *client_connect(const char *url, const char *config_path, const char *token, struct err *e);
 /* Prints rows of objects as aligned columns of the given keys. */
 void client_print_table(const json_t *rows, const char *const *keys);
 

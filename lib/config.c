@@ -44,6 +44,7 @@ static int check_path_list(const char *value, size_t *at, struct err *e);
 static int check_cgroup_name(const char *value, size_t *at, struct err *e);
 static int check_host(const char *value, size_t *at, struct err *e);
 static int check_template(const char *value, size_t *at, struct err *e);
+static int check_base_url(const char *value, size_t *at, struct err *e);
 static char *derive_data_home(const struct config_state *st);
 static char *derive_repos_dir(const struct config_state *st);
 static char *derive_worktrees_dir(const struct config_state *st);
@@ -100,6 +101,8 @@ static const struct config_key keys[] = {
 	  FIELD(execution.session_tokens.expiration_ms) },
 	{ .key = "execution.timeout_ms", .type = CONFIG_INT, .def = "300000",
 	  .min = 1000, .max = 604800000LL /* 7 days */, FIELD(execution.timeout_ms) },
+	{ .key = "execution.permission_timeout_ms", .type = CONFIG_INT, .def = "120000",
+	  .min = 1000, .max = 86400000LL /* 1 day */, FIELD(execution.permission_timeout_ms) },
 	{ .key = "execution.sandbox.enabled", .type = CONFIG_BOOL, .def = "true",
 	  FIELD(execution.sandbox.enabled) },
 	{ .key = "execution.sandbox.fail_closed", .type = CONFIG_BOOL, .def = "true",
@@ -124,6 +127,22 @@ static const struct config_key keys[] = {
 	  FIELD(execution.sandbox.cgroup_root) },
 	{ .key = "execution.sandbox.cgroup_parent", .type = CONFIG_STRING, .def = "agor",
 	  .check = check_cgroup_name, FIELD(execution.sandbox.cgroup_parent) },
+	{ .key = "agents.claude_code.command", .type = CONFIG_NULLABLE_STRING, FIELD(agents.claude_code.command) },
+	{ .key = "agents.claude_code.base_url", .type = CONFIG_NULLABLE_STRING, .check = check_base_url,
+	  FIELD(agents.claude_code.base_url) },
+	{ .key = "agents.claude_code.model", .type = CONFIG_NULLABLE_STRING, FIELD(agents.claude_code.model) },
+	{ .key = "agents.codex.command", .type = CONFIG_NULLABLE_STRING, FIELD(agents.codex.command) },
+	{ .key = "agents.codex.base_url", .type = CONFIG_NULLABLE_STRING, .check = check_base_url,
+	  FIELD(agents.codex.base_url) },
+	{ .key = "agents.codex.model", .type = CONFIG_NULLABLE_STRING, FIELD(agents.codex.model) },
+	{ .key = "agents.gemini.command", .type = CONFIG_NULLABLE_STRING, FIELD(agents.gemini.command) },
+	{ .key = "agents.gemini.base_url", .type = CONFIG_NULLABLE_STRING, .check = check_base_url,
+	  FIELD(agents.gemini.base_url) },
+	{ .key = "agents.gemini.model", .type = CONFIG_NULLABLE_STRING, FIELD(agents.gemini.model) },
+	{ .key = "agents.opencode.command", .type = CONFIG_NULLABLE_STRING, FIELD(agents.opencode.command) },
+	{ .key = "agents.opencode.base_url", .type = CONFIG_NULLABLE_STRING, .check = check_base_url,
+	  FIELD(agents.opencode.base_url) },
+	{ .key = "agents.opencode.model", .type = CONFIG_NULLABLE_STRING, FIELD(agents.opencode.model) },
 };
 /* clang-format on */
 #define NKEYS ARRAY_SIZE(keys)
@@ -471,6 +490,19 @@ static int check_host(const char *value, size_t *at, struct err *e)
 	struct strbuf sb = STRBUF_INIT;
 	add_quoted_excerpt(&sb, value, len);
 	err_set(e, E_CONFIG, "expected a host name or IP address, got %s", sb.buf);
+	strbuf_release(&sb);
+	return -1;
+}
+
+/* An agent provider endpoint: http:// or https://, nothing that could smuggle a second argument. */
+static int check_base_url(const char *value, size_t *at, struct err *e)
+{
+	*at = 0;
+	if ((!strncmp(value, "http://", 7) || !strncmp(value, "https://", 8)) && !strpbrk(value, " \t\"'"))
+		return 0;
+	struct strbuf sb = STRBUF_INIT;
+	add_quoted_excerpt(&sb, value, strlen(value));
+	err_set(e, E_CONFIG, "expected an http:// or https:// URL, got %s", sb.buf);
 	strbuf_release(&sb);
 	return -1;
 }

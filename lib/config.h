@@ -143,6 +143,7 @@ struct config {
 			long long expiration_ms;
 		} session_tokens;
 		long long timeout_ms;
+		long long permission_timeout_ms; /* an unanswered permission request is denied after this */
 		struct {
 			bool enabled;	  /* sandbox what the executor starts (agent CLIs, exec.run) */
 			bool fail_closed; /* a missing Landlock/seccomp refuses the run */
@@ -154,6 +155,14 @@ struct config {
 			const char *cgroup_parent; /* the group under which each run gets its own */
 		} sandbox;
 	} execution;
+
+	struct {
+		/* Per agent CLI: the program (NULL: its usual name in PATH), the provider endpoint handed to
+		 * it (NULL: the CLI's default) and the model (NULL: the CLI's default). */
+		struct config_agent {
+			const char *command, *base_url, *model;
+		} claude_code, codex, gemini, opencode;
+	} agents;
 
 	const char *config_file; /* the file read, or that would be read (absolute) */
 	bool config_file_found; /* false: it did not exist (only allowed at the default location) */

@@ -12,6 +12,7 @@
 
 #include "audit.h"
 #include "daemon.h"
+#include "daemon_methods.h"
 #include "impersonate.h"
 #include "json.h"
 #include "log.h"
@@ -494,6 +495,7 @@ int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e)
 	for (struct task_run *t = d->running; t; t = t->next)
 		if (!strcmp(t->task_id, task_id)) {
 			t->cancelled = 1;
+			daemon_permissions_cancel_task(d, task_id); /* a waiting agent gets its deny at once */
 			pid_t pid = __atomic_load_n(&t->pid, __ATOMIC_ACQUIRE);
 			if (pid > 0)
 				kill(-pid, SIGTERM); /* the executor leads its own process group */

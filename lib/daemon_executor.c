@@ -115,6 +115,20 @@ static int check_task_param(struct daemon *d, const char *method, json_t *params
 	return 0;
 }
 
+/* The daemon's agents.<tool> settings for the executor: program, provider endpoint, model. */
+static json_t *model_config(const struct config *cfg, const char *tool)
+{
+	const struct config_agent *a = !tool ? NULL
+				       : !strcmp(tool, "claude-code") ? &cfg->agents.claude_code
+				       : !strcmp(tool, "codex")	      ? &cfg->agents.codex
+				       : !strcmp(tool, "gemini")      ? &cfg->agents.gemini
+				       : !strcmp(tool, "opencode")    ? &cfg->agents.opencode
+								      : NULL;
+	if (!a)
+		return json_null();
+	return json_pack("{s:s?,s:s?,s:s?}", "command", a->command, "base_url", a->base_url, "model", a->model);
+}
+
 static int get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
@@ -129,10 +143,11 @@ static int get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 				 "s", a.claims.sid);
 	int rv = -1;
 	if (s && !json_is_null(s)) {
-		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[]}", "session_id", a.claims.sid, "task_id", a.claims.tid,
+		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[],s:o}", "session_id", a.claims.sid, "task_id", a.claims.tid,
 				    "prompt", json_object_get(a.task, "prompt"), "tool", json_object_get(s, "tool"),
 				    "permission_mode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"),
-				    "agent_session_id", json_object_get(s, "agent_session_id"), "conversation_history");
+				    "agent_session_id", json_object_get(s, "agent_session_id"), "conversation_history",
+				    "model_config", model_config(d->cfg, json_get_str(s, "tool")));
 		daemon_audit(d, a.claims.sub, "get_execution_context", a.claims.tid, "ok", NULL);
 		rv = 0;
 	} else if (s) {
@@ -217,25 +232,14 @@ static int get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, s
 
 static int request_permission(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	struct daemon *d = rc->app;
 	struct token_auth a;
-	const char *tool = json_get_str(params, "tool_name");
-	if (authenticate(d, "request_permission", params, &a, e) < 0 || (!tool && err_set(e, E_INVALID_PAYLOAD, "params.tool_name: required"))) {
-		auth_release(&a);
-		return -1;
-	}
-	json_t *s = db_query_one(d->db, e, "SELECT permission_mode FROM sessions WHERE id = ?", "s", a.claims.sid);
-	const char *mode = s && !json_is_null(s) ? json_get_str(s, "permission_mode") : "default";
-	int approved = !strcmp(mode, "bypassPermissions");
-	const char *reason = approved ? "session permission mode bypassPermissions"
-				      : "no approver is connected for this session (fail closed)";
-	daemon_audit(d, a.claims.sub, "request_permission", a.claims.tid, approved ? "approved" : "denied",
-		     json_pack("{s:s,s:s,s:s}", "tool", tool, "mode", mode, "decider", "policy"));
-	*result = json_pack("{s:b,s:s}", "approved", approved, "reason", reason);
-	if (s)
-		json_decref(s);
+	int rv = authenticate(rc->app, "request_permission", params, &a, e);
+	if (rv == 0)
+		rv = check_task_param(rc->app, "request_permission", params, &a, e);
+	if (rv == 0)
+		rv = daemon_permission_request(rc, a.task, a.claims.sid, params, result, e);
 	auth_release(&a);
-	return 0;
+	return rv;
 }
 
 static int report_message(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -274,8 +278,12 @@ static int report_completion(struct rpc_ctx *rc, json_t *params, json_t **result
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.status: expected completed, failed or cancelled");
 	if (rv == 0) {
 		json_t *usage = json_object_get(params, "token_usage");
-		_cleanup_free_ char *usage_text = usage ? json_to_compact(usage) : NULL;
+		const char *agent_session = json_get_str(params, "agent_session_id");
+		_cleanup_free_ char *usage_text = usage && !json_is_null(usage) ? json_to_compact(usage) : NULL;
 		rv = db_run(d->db, e, "UPDATE tasks SET token_usage = ? WHERE id = ?", "ss", usage_text, a.claims.tid) < 0 ? -1 : 0;
+		if (rv == 0 && agent_session) /* conversation continuity: the next prompt resumes this one */
+			rv = db_run(d->db, e, "UPDATE sessions SET agent_session_id = ? WHERE id = ?", "ss", agent_session,
+				    a.claims.sid) < 0 ? -1 : 0;
 		daemon_audit(d, a.claims.sub, "report_completion", a.claims.tid, status, NULL);
 		*result = json_pack("{s:b}", "acknowledged", 1);
 	}

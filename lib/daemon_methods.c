@@ -91,6 +91,7 @@ static int get_row(struct rpc_ctx *rc, json_t *params, const char *what, const c
 /* --- deferred replies --------------------------------------------------------------------- */
 
 struct pending_reply {
+	struct daemon_pending base;
 	struct daemon_peer *peer; /* NULL once the connection closed */
 	json_t *id;
 	json_t *extra; /* merged into the reply */
@@ -134,9 +135,15 @@ static void pending_free(struct pending_reply *pr)
 	free(pr);
 }
 
+static void pending_reply_detach(struct daemon_pending *pending)
+{
+	((struct pending_reply *)pending)->peer = NULL;
+}
+
 static struct pending_reply *pending_new(struct rpc_ctx *rc, int wait, const char *kind, json_t *extra)
 {
 	struct pending_reply *pr = xcalloc(1, sizeof(*pr));
+	pr->base.detach = pending_reply_detach;
 	pr->kind = xstrdup(kind);
 	pr->extra = extra;
 	if (wait && rc->id && !rc->in_batch) {
@@ -171,7 +178,8 @@ static int submit_with_reply(struct rpc_ctx *rc, int rv, struct task_spec *spec,
 
 void daemon_pending_detach(void *pending)
 {
-	((struct pending_reply *)pending)->peer = NULL;
+	struct daemon_pending *p = pending;
+	p->detach(p);
 }
 
 /* --- users --------------------------------------------------------------------------------- */
@@ -580,8 +588,29 @@ static int worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, st
 
 /* --- tasks, messages, events, config, audit ---------------------------------------------- */
 
+/* Tasks, their messages and their outcomes are their creator's business (and admins'): 0 when the caller
+ * may see the row `sql` finds for id (a task or a session), else -1 (NOT_FOUND, so ids do not leak). */
+static int need_creator(struct rpc_ctx *rc, const char *what, const char *sql, const char *id, struct err *e)
+{
+	if (need_user(rc, e) < 0)
+		return -1;
+	json_t *row = one_row(D(rc), e, what, sql, id);
+	if (!row)
+		return -1;
+	const char *creator = json_get_str(row, "created_by");
+	int ok = P(rc)->is_admin || (creator && !strcmp(creator, P(rc)->user_id));
+	json_decref(row);
+	return ok ? 0 : err_set(e, E_NOT_FOUND, "no %s %s of yours", what, id);
+}
+
+#define TASK_CREATOR_SQL "SELECT created_by FROM tasks WHERE id = ?"
+#define SESSION_CREATOR_SQL "SELECT created_by FROM sessions WHERE id = ?"
+
 static int tasks_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
+	const char *id;
+	if (need_str(params, "id", &id, e) < 0 || need_creator(rc, "task", TASK_CREATOR_SQL, id, e) < 0)
+		return -1;
 	return get_row(rc, params, "task", "SELECT * FROM tasks WHERE id = ?", result, e);
 }
 
@@ -589,16 +618,18 @@ static int tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 {
 	if (need_user(rc, e) < 0)
 		return -1;
-	const char *status = opt_str(params, "status");
-	*result = status ? db_query_json(D(rc)->db, e, "SELECT * FROM tasks WHERE status = ? ORDER BY created_at DESC LIMIT 500", "s", status)
-			 : db_query_json(D(rc)->db, e, "SELECT * FROM tasks ORDER BY created_at DESC LIMIT 500", "");
+	const char *status = opt_str(params, "status"), *mine = P(rc)->is_admin ? NULL : P(rc)->user_id;
+	*result = db_query_json(D(rc)->db, e,
+				"SELECT * FROM tasks WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR created_by = ?2)"
+				" ORDER BY created_at DESC LIMIT 500", "ss", status, mine);
 	return *result ? 0 : -1;
 }
 
 static int tasks_cancel(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0 || daemon_task_cancel(D(rc), id, e) < 0)
+	if (need_str(params, "id", &id, e) < 0 || need_creator(rc, "task", TASK_CREATOR_SQL, id, e) < 0 ||
+	    daemon_task_cancel(D(rc), id, e) < 0)
 		return -1;
 	daemon_audit(D(rc), P(rc)->user_id, "tasks.cancel", id, "ok", NULL);
 	*result = json_pack("{s:b}", "cancelling", 1);
@@ -613,6 +644,9 @@ static int messages_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	json_int_t after = json_integer_value(json_object_get(params, "after"));
 	if (!task == !session)
 		return err_set(e, E_INVALID_PAYLOAD, "give exactly one of params.task_id and params.session_id");
+	if (task ? need_creator(rc, "task", TASK_CREATOR_SQL, task, e) < 0
+		 : need_creator(rc, "session", SESSION_CREATOR_SQL, session, e) < 0)
+		return -1;
 	*result = task ? db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE task_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", task, (long long)after)
 		       : db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", session, (long long)after);
 	return *result ? 0 : -1;
@@ -836,6 +870,8 @@ static const struct rpc_method *all_methods(size_t *n)
 			all[count++] = daemon_token_methods[i];
 		for (size_t i = 0; i < daemon_executor_nmethods && count < ARRAY_SIZE(all); i++)
 			all[count++] = daemon_executor_methods[i];
+		for (size_t i = 0; i < daemon_permission_nmethods && count < ARRAY_SIZE(all); i++)
+			all[count++] = daemon_permission_methods[i];
 	}
 	*n = count;
 	return all;

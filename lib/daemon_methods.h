@@ -47,7 +47,22 @@ void daemon_peer_send(struct daemon_peer *peer, const char *text);
 void daemon_peer_remember(struct daemon_peer *peer, void *pending);
 void daemon_peer_forget(struct daemon_peer *peer, void *pending);
 void daemon_peer_subscribe(struct daemon_peer *peer);
+/* Anything remembered on a connection (daemon_peer_remember) starts with this header: detach is called
+ * when the connection closes, after which the thing must not use its peer again. */
+struct daemon_pending {
+	void (*detach)(struct daemon_pending *self);
+};
 /* Called for each pending reply when its connection closes. */
 void daemon_pending_detach(void *pending);
+/* True when a subscriber acting as user_id, or an admin, is connected (someone can be asked). */
+int daemon_has_watcher(struct daemon *d, const char *user_id);
+
+/* Permission requests of agents (daemon_permissions.c): request_permission's decision, and
+ * permissions.respond for the clients that decide. */
+int daemon_permission_request(struct rpc_ctx *rc, const json_t *task, const char *session_id, json_t *params,
+			      json_t **result, struct err *e);
+void daemon_permissions_cancel_task(struct daemon *d, const char *task_id);
+extern const struct rpc_method daemon_permission_methods[];
+extern const size_t daemon_permission_nmethods;
 
 #endif

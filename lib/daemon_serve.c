@@ -153,6 +153,14 @@ static int may_see(const struct net_conn *c, const char *user_id)
 
 static void broadcast(struct daemon *d, const char *user_id, const char *type, json_t *data);
 
+int daemon_has_watcher(struct daemon *d, const char *user_id)
+{
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (may_see(d->subscribers[i], user_id))
+			return 1;
+	return 0;
+}
+
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
 {
 	broadcast(d, EVERYONE, type, data);

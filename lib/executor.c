@@ -14,6 +14,7 @@
 #include "impersonate.h"
 #include "json.h"
 #include "paths.h"
+#include "prompt.h"
 #include "banned.h"
 
 /* Only the stable codes of SPEC §3.3 leave the executor: an internal code is mapped onto one. */
@@ -274,6 +275,36 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 	return 0;
 }
 
+/* --- prompt -------------------------------------------------------------------------------- */
+
+static int run_prompt(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+		      struct err *e)
+{
+	_cleanup_free_ char *cwd = NULL;
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+		return -1;
+	if (!p->session_token)
+		return invalid_param(e, "sessionToken", "required for prompt (the daemon issues one per task)");
+	if (!p->daemon_url)
+		return invalid_param(e, "daemonUrl", "required for prompt (where to report the agent's messages)");
+	struct prompt_request req = {
+		.daemon_url = p->daemon_url,
+		.session_token = p->session_token,
+		.session_id = payload_str(p, "sessionId"),
+		.task_id = payload_str(p, "taskId"),
+		.prompt = payload_str(p, "prompt"),
+		.tool = payload_str(p, "tool"),
+		.permission_mode = payload_str(p, "permissionMode"),
+		.cwd = cwd,
+		.env = p->env,
+	};
+	plan_add(plan, json_pack("{s:s,s:s,s:s,s:s}", "step", "prompt", "tool", req.tool, "cwd", cwd, "daemonUrl",
+				 req.daemon_url));
+	if (ctx->dry_run)
+		return 0;
+	return prompt_run(&req, data, e);
+}
+
 /* --- commands that land with later issues -------------------------------------------------- */
 
 static int run_not_built(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
@@ -283,8 +314,7 @@ static int run_not_built(const struct payload *p, const struct executor_context 
 	_cleanup_free_ char *cwd = NULL;
 	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
 		return -1;
-	const char *missing = p->command == CMD_PROMPT ? "agent execution (the prompt command)"
-						       : "terminals (tmux.attach / zellij.attach)";
+	const char *missing = "terminals (tmux.attach / zellij.attach)";
 	plan_add(plan, json_pack("{s:s,s:s}", "step", p->command_name, "cwd", cwd));
 	if (ctx->dry_run)
 		return 0;
@@ -303,7 +333,7 @@ static command_fn command_handler(enum payload_command cmd)
 	case CMD_GIT_WORKTREE_ADD: return run_worktree_add;
 	case CMD_GIT_WORKTREE_REMOVE: return run_worktree_remove;
 	case CMD_EXEC_RUN: return run_exec;
-	case CMD_PROMPT:
+	case CMD_PROMPT: return run_prompt;
 	case CMD_TMUX_ATTACH:
 	case CMD_ZELLIJ_ATTACH: return run_not_built;
 	}

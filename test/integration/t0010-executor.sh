@@ -394,21 +394,23 @@ test_case "a data home the executor may not write is PERMISSION_DENIED (a stable
 
 # --- commands that land later ---------------------------------------------------------------------
 
-test_case "prompt, tmux.attach and zellij.attach validate fully, then answer NOT_BUILT (exit 1)" '
+test_case "prompt needs its daemon URL; tmux.attach and zellij.attach validate fully, then answer NOT_BUILT (exit 1)" '
   mkdir -p "$AGOR_HOME/worktrees/w"
   executor "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"hi\",\"tool\":\"claude-code\",\"cwd\":\"w\"},\"sessionToken\":\"tok\"}"
-  expect_error NOT_BUILT 1
+  expect_error INVALID_PAYLOAD 2
+  expect_json out error.details.path daemonUrl
   executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"s\",\"cwd\":\"w\"}}"
   expect_error NOT_BUILT 1
   executor "{\"command\":\"zellij.attach\",\"params\":{\"sessionName\":\"s\",\"cwd\":\"/etc\"}}"
   expect_error PATH_OUTSIDE_DATA_HOME 1
 '
 
-test_case "legacy prompt flags build the same payload (validated, then NOT_BUILT)" '
+test_case "legacy prompt flags build the same payload (validated, then run against --daemon-url)" '
   mkdir -p "$AGOR_HOME/worktrees/w" && cd "$AGOR_HOME/worktrees/w"
-  rc=0; "$AGOR" executor --session-token T --session-id S --task-id K --prompt hi --tool codex > "$T/out" 2>"$T/err" || rc=$?
+  rc=0; "$AGOR" executor --session-token T --session-id S --task-id K --prompt hi --tool codex --daemon-url unix:/nonexistent > "$T/out" 2>"$T/err" || rc=$?
   cd "$T"
-  expect_error NOT_BUILT 1
+  expect_error INTERNAL 1
+  expect_contains out "connecting to the daemon at unix:/nonexistent"
   rc=0; "$AGOR" executor --session-token T --session-id S --task-id K --prompt hi --tool vim > out 2>err || rc=$?
   expect_error INVALID_PAYLOAD 2
   expect_json out error.details.path params.tool

@@ -1,0 +1,78 @@
+/* agent.h — the agent CLIs the prompt command runs (Claude Code, Codex, Gemini, OpenCode): how each is
+ * started, and how each line of its JSON event stream becomes report_message calls and a final outcome.
+ * Never drops an event it does not know (it is kept as type "unknown" with the raw JSON); pure functions. */
+#ifndef AGOR_AGENT_H
+#define AGOR_AGENT_H
+
+/*
+ * Contract
+ * --------
+ * agent_find(tool) → the adapter for "claude-code" | "codex" | "gemini" | "opencode", or NULL.
+ *
+ * agent_command(a, inv, argv, env, stdin_text): the child's argv (argv[0] = inv->program, else the
+ * adapter's default program name, looked up in PATH), the adapter's own environment entries (API key
+ * under the provider's variable, base URL when given, quiet switches; the caller adds PATH/HOME/…),
+ * and the text to write to the child's stdin (may be empty: stdin is then closed at once). The prompt
+ * goes on stdin where the CLI accepts it there (Claude Code stream-json, Codex, Gemini) and in argv
+ * otherwise (OpenCode). Permission modes map onto the CLI's own flags; for Claude Code "default" and
+ * "acceptEdits" add the permission prompt tool served by `agor executor mcp-permission` (inv->mcp_config
+ * names its config file; NULL: no prompt tool, Claude Code then denies what needs asking).
+ *
+ * agent_map_line(a, line, len, st, emit, arg): one line of the CLI's stdout. Each message it yields goes
+ * to emit(type, data) (data is stolen) in order. Message types: "system", "text", "text_delta",
+ * "thinking", "thinking_delta", "tool_use", "tool_result", "error", "result", "unknown" ({type, raw}),
+ * "garbage" ({line}: not JSON; the line is cut to 4 KiB). st collects the CLI's own session id (for
+ * resume), the final token usage and whether a final event said success or failure.
+ */
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "strbuf.h"
+#include "strvec.h"
+
+struct agent_state {
+	char *agent_session_id; /* the CLI's conversation id (resume), or NULL */
+	json_t *usage;		/* token usage from the final event, or NULL */
+	int finished;		/* a final event (result / turn.completed / …) was seen */
+	int failed;		/* that event (or an error event) reported a failure */
+	char *failure;		/* its reason, or NULL */
+	size_t garbage_lines;	/* stdout lines that were not JSON */
+	size_t messages;	/* messages emitted */
+};
+
+struct agent_invocation {
+	const char *program;	     /* the CLI (config agents.<tool>.command); NULL: the default name */
+	const char *prompt;
+	const char *permission_mode; /* default | acceptEdits | bypassPermissions | plan */
+	const char *resume_id;	     /* the CLI's session id from an earlier prompt, or NULL */
+	const char *model;	     /* NULL: the CLI's default */
+	const char *base_url;	     /* the provider endpoint, or NULL */
+	const char *api_key;	     /* NULL: none fetched */
+	const char *mcp_config;	     /* Claude Code: the MCP config file of the permission prompt tool */
+	const char *run_dir;	     /* a private 0700 directory for this run (Codex keeps CODEX_HOME here) */
+};
+
+typedef void (*agent_emit_fn)(const char *type, json_t *data, void *arg);
+
+struct agent_adapter {
+	const char *tool;	  /* the payload's tool name */
+	const char *config_name;  /* its section under agents. in config.yaml */
+	const char *service;	  /* get_api_key service */
+	const char *program;	  /* default program name */
+	void (*command)(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
+			struct strbuf *stdin_text);
+	void (*map)(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg);
+};
+
+const struct agent_adapter *agent_find(const char *tool);
+void agent_command(const struct agent_adapter *a, const struct agent_invocation *inv, struct strvec *argv,
+		   struct strvec *env, struct strbuf *stdin_text);
+void agent_map_line(const struct agent_adapter *a, const char *line, size_t len, struct agent_state *st,
+		    agent_emit_fn emit, void *arg);
+void agent_state_release(struct agent_state *st);
+
+/* The Claude Code tool name of the permission prompt tool agor serves. */
+#define AGENT_PERMISSION_TOOL "mcp__agor__approve"
+
+#endif

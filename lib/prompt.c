@@ -1,0 +1,482 @@
+/* prompt.c — the executor's prompt command (prompt.h): context and key from the daemon, the agent CLI
+ * started in the worktree, its stdout relayed line by line, permission requests brokered, the end reported. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "child.h"
+#include "fsutil.h"
+#include "impersonate.h"
+#include "json.h"
+#include "log.h"
+#include "loop.h"
+#include "prompt.h"
+#include "rpcclient.h"
+#include "strbuf.h"
+#include "banned.h"
+
+#define STDERR_TAIL_BYTES 4096
+#define MAX_LINE_BYTES (16u << 20)
+#define STOP_GRACE_MS 3000
+#define BROKER_READ_TIMEOUT_MS 5000
+
+/* --- stopping: daemon cancellation arrives as SIGTERM ------------------------------------------- */
+
+static volatile sig_atomic_t stop_requested;
+static int stop_pipe[2] = { -1, -1 };
+
+static void on_stop_signal(int sig)
+{
+	stop_requested = sig;
+	child_kill_all(SIGTERM); /* the agent's group (or the impersonated executor, which relays it) */
+	if (stop_pipe[1] >= 0)
+		(void)!write(stop_pipe[1], "x", 1);
+}
+
+void prompt_install_stop_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* --- the run's state --------------------------------------------------------------------------- */
+
+struct prompt_run {
+	const struct prompt_request *req;
+	const struct agent_adapter *adapter;
+	struct rpc_client *rpc;
+	json_t *context;     /* get_execution_context's answer */
+	char run_dir[64];    /* private 0700 directory, or "" */
+	char *socket_path;   /* the permission broker's socket, or NULL */
+	int listen_fd;
+	struct agent_state agent;
+	struct strbuf line;  /* the partial stdout line */
+	struct strbuf err_tail;
+	int line_overflow;   /* the current line passed MAX_LINE_BYTES: dropped up to its newline */
+	struct err report_error; /* the first failure to reach the daemon */
+};
+
+static void run_release(struct prompt_run *r)
+{
+	if (r->listen_fd >= 0)
+		close(r->listen_fd);
+	if (r->run_dir[0]) {
+		struct err ignored = ERR_INIT;
+		fs_remove_tree(r->run_dir, &ignored);
+		err_clear(&ignored);
+	}
+	free(r->socket_path);
+	if (r->context)
+		json_decref(r->context);
+	rpc_client_close(r->rpc);
+	agent_state_release(&r->agent);
+	strbuf_release(&r->line);
+	strbuf_release(&r->err_tail);
+	err_clear(&r->report_error);
+}
+
+/* --- talking to the daemon ------------------------------------------------------------------------ */
+
+static int daemon_call(struct prompt_run *r, const char *method, json_t *params /* stolen */, json_t **result,
+		       struct err *e)
+{
+	json_object_set_new(params, "session_token", json_string(r->req->session_token));
+	int rc = rpc_client_call(r->rpc, method, params, result, e);
+	json_decref(params);
+	if (rc < 0)
+		err_prefix(e, "%s", method);
+	return rc;
+}
+
+static void report_message(const char *type, json_t *data, void *arg)
+{
+	struct prompt_run *r = arg;
+	json_t *msg = json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:o}}", "jsonrpc", "2.0", "method", "report_message", "params",
+				"session_token", r->req->session_token, "task_id", r->req->task_id, "message_type", type,
+				"data", data ? data : json_null());
+	_cleanup_free_ char *text = json_to_compact(msg);
+	json_decref(msg);
+	struct err e = ERR_INIT;
+	if (!err_is_set(&r->report_error) && rpc_client_send(r->rpc, text, strlen(text), &e) < 0) {
+		r->report_error = e; /* the daemon is gone: the agent is stopped below */
+		return;
+	}
+	err_clear(&e);
+}
+
+static const char *context_str(const struct prompt_run *r, const char *key)
+{
+	return json_get_str(r->context, key);
+}
+
+static const char *model_config_str(const struct prompt_run *r, const char *key)
+{
+	return json_get_str(json_object_get(r->context, "model_config"), key);
+}
+
+static int fetch_api_key(struct prompt_run *r, char **key, struct err *e)
+{
+	json_t *result = NULL;
+	if (daemon_call(r, "get_api_key", json_pack("{s:s}", "service", r->adapter->service), &result, e) < 0)
+		return -1;
+	const char *value = json_get_str(result, "api_key");
+	int rc = value ? 0 : err_set(e, E_INTERNAL, "get_api_key: the daemon answered without api_key");
+	if (value) {
+		*key = xstrdup(value);
+		explicit_bzero((char *)value, strlen(value));
+	}
+	json_decref(result);
+	return rc;
+}
+
+/* --- the permission broker: `agor executor mcp-permission` connects here ------------------------ */
+
+static int open_broker(struct prompt_run *r, struct err *e)
+{
+	r->socket_path = xasprintf("%s/permission.sock", r->run_dir);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(r->socket_path) >= sizeof(sa.sun_path))
+		return err_set(e, E_INTERNAL, "permission socket path too long: %s", r->socket_path);
+	memcpy(sa.sun_path, r->socket_path, strlen(r->socket_path) + 1);
+	r->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (r->listen_fd < 0 || bind(r->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(r->listen_fd, 8) < 0)
+		return err_errno(e, errno, "permission socket %s", r->socket_path);
+	return 0;
+}
+
+static int write_mcp_config(struct prompt_run *r, const char *self, char **path, struct err *e)
+{
+	*path = xasprintf("%s/mcp.json", r->run_dir);
+	json_t *cfg = json_pack("{s:{s:{s:s,s:s,s:[s,s,s,s]}}}", "mcpServers", "agor", "type", "stdio", "command", self,
+				"args", "executor", "mcp-permission", "--socket", r->socket_path);
+	_cleanup_free_ char *text = json_to_compact(cfg);
+	json_decref(cfg);
+	int fd = open(*path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int rc = fd >= 0 && fs_write_all(fd, text, strlen(text)) == 0 ? 0 : err_errno(e, errno, "writing %s", *path);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static int read_request_line(int fd, struct strbuf *line)
+{
+	while (!memchr(line->buf, '\n', line->len)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, BROKER_READ_TIMEOUT_MS) <= 0 || line->len > (1u << 20))
+			return -1;
+		char buf[4096];
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n <= 0)
+			return -1;
+		strbuf_add(line, buf, (size_t)n);
+	}
+	return 0;
+}
+
+static json_t *decide_permission(struct prompt_run *r, json_t *request)
+{
+	json_t *params = json_pack("{s:s,s:s,s:O?,s:O?}", "task_id", r->req->task_id, "tool_name",
+				   json_get_str(request, "tool_name") ? json_get_str(request, "tool_name") : "",
+				   "tool_input", json_object_get(request, "input"), "tool_use_id",
+				   json_object_get(request, "tool_use_id"));
+	json_t *result = NULL;
+	struct err e = ERR_INIT;
+	if (daemon_call(r, "request_permission", params, &result, &e) < 0) {
+		result = json_pack("{s:b,s:s}", "approved", 0, "reason", e.message);
+		err_clear(&e);
+	}
+	return result;
+}
+
+static void serve_one_permission(struct prompt_run *r)
+{
+	int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct strbuf line = STRBUF_INIT;
+	json_t *request = read_request_line(fd, &line) == 0 ? json_loadb(line.buf, strcspn(line.buf, "\n"), 0, NULL) : NULL;
+	json_t *answer = json_is_object(request) ? decide_permission(r, request)
+						 : json_pack("{s:b,s:s}", "approved", 0, "reason", "malformed permission request");
+	_cleanup_free_ char *text = json_to_compact(answer);
+	strbuf_reset(&line);
+	strbuf_addstr(&line, text);
+	strbuf_addch(&line, '\n');
+	(void)fs_write_all(fd, line.buf, line.len);
+	close(fd);
+	strbuf_release(&line);
+	json_decref(answer);
+	if (request)
+		json_decref(request);
+}
+
+/* --- the agent child -------------------------------------------------------------------------------- */
+
+static int die_with_executor(void *arg)
+{
+	(void)arg;
+	return prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ? errno : 0;
+}
+
+static void base_environment(const struct prompt_request *req, struct strvec *env)
+{
+	const char *home = getenv("HOME"), *user = getenv("USER");
+	strvec_setenv(env, "PATH", getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin");
+	if (home)
+		strvec_setenv(env, "HOME", home);
+	if (user) {
+		strvec_setenv(env, "USER", user);
+		strvec_setenv(env, "LOGNAME", user);
+	}
+	strvec_setenv(env, "LANG", "C.UTF-8");
+	strvec_setenv(env, "TERM", "dumb");
+	const char *name;
+	json_t *value;
+	json_object_foreach(req->env, name, value) strvec_setenv(env, name, json_string_value(value));
+}
+
+static void wipe_secret_entries(struct strvec *env, const char *secret)
+{
+	for (size_t i = 0; secret && *secret && i < env->nr; i++)
+		if (strstr(env->v[i], secret))
+			explicit_bzero(env->v[i], strlen(env->v[i]));
+}
+
+static int start_agent(struct prompt_run *r, const struct agent_invocation *inv, struct child *c,
+		       struct strbuf *stdin_text, struct err *e)
+{
+	child_init(c);
+	base_environment(r->req, &c->env);
+	agent_command(r->adapter, inv, &c->args, &c->env, stdin_text);
+	c->cwd = r->req->cwd;
+	c->stdin_io = CHILD_IO_PIPE;
+	c->stdout_io = CHILD_IO_PIPE;
+	c->stderr_io = CHILD_IO_PIPE;
+	c->new_process_group = 1;
+	c->before_exec = die_with_executor;
+	int rc = child_start(c, e);
+	wipe_secret_entries(&c->env, inv->api_key);
+	if (rc < 0)
+		err_prefix(e, "starting %s", c->args.v[0]);
+	return rc;
+}
+
+static void feed_stdin(struct child *c, const struct strbuf *text)
+{
+	(void)fs_write_all(c->in, text->buf, text->len);
+	close(c->in);
+	c->in = -1;
+}
+
+/* --- relaying the agent's output ------------------------------------------------------------------ */
+
+static void relay_lines(struct prompt_run *r)
+{
+	char *nl;
+	while ((nl = memchr(r->line.buf, '\n', r->line.len))) {
+		size_t len = (size_t)(nl - r->line.buf) + 1;
+		if (!r->line_overflow)
+			agent_map_line(r->adapter, r->line.buf, len, &r->agent, report_message, r);
+		r->line_overflow = 0;
+		strbuf_remove_front(&r->line, len);
+	}
+	if (r->line.len > MAX_LINE_BYTES) {
+		if (!r->line_overflow)
+			agent_map_line(r->adapter, r->line.buf, r->line.len, &r->agent, report_message, r);
+		r->line_overflow = 1;
+		strbuf_reset(&r->line);
+	}
+}
+
+/* Reads what is there; returns 0 at end of file. */
+static int read_stream(int *fd, struct strbuf *into)
+{
+	char buf[65536];
+	ssize_t n = read(*fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0) {
+		close(*fd);
+		*fd = -1;
+		return 0;
+	}
+	strbuf_add(into, buf, (size_t)n);
+	return 1;
+}
+
+static void keep_stderr_tail(struct prompt_run *r)
+{
+	if (r->err_tail.len > STDERR_TAIL_BYTES * 2)
+		strbuf_remove_front(&r->err_tail, r->err_tail.len - STDERR_TAIL_BYTES);
+}
+
+static void request_stop(struct child *c, long long *kill_at)
+{
+	if (*kill_at)
+		return;
+	child_kill_group(c, SIGTERM);
+	*kill_at = (long long)loop_now_ms() + STOP_GRACE_MS;
+}
+
+static void pump(struct prompt_run *r, struct child *c)
+{
+	long long kill_at = 0;
+	while (c->out >= 0 || c->err >= 0) {
+		if (stop_requested || err_is_set(&r->report_error))
+			request_stop(c, &kill_at);
+		if (kill_at && (long long)loop_now_ms() >= kill_at)
+			child_kill_group(c, SIGKILL);
+		struct pollfd p[4] = { { .fd = c->out, .events = POLLIN }, { .fd = c->err, .events = POLLIN },
+				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN } };
+		if (poll(p, 4, kill_at ? 200 : -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents && !read_stream(&c->out, &r->line))
+			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */
+		relay_lines(r);
+		if (p[1].revents && read_stream(&c->err, &r->err_tail))
+			keep_stderr_tail(r);
+		if (p[2].revents & POLLIN)
+			serve_one_permission(r);
+		if (p[3].revents & POLLIN) {
+			char drain[16];
+			(void)!read(stop_pipe[0], drain, sizeof(drain));
+		}
+	}
+}
+
+/* --- the outcome ---------------------------------------------------------------------------------- */
+
+static const char *stderr_tail(struct prompt_run *r)
+{
+	size_t len = r->err_tail.len;
+	return len > STDERR_TAIL_BYTES ? r->err_tail.buf + len - STDERR_TAIL_BYTES : r->err_tail.buf;
+}
+
+static char *failure_reason(struct prompt_run *r, const struct child *c)
+{
+	if (err_is_set(&r->report_error))
+		return xasprintf("the daemon connection was lost: %s", r->report_error.message);
+	if (r->agent.failed)
+		return xasprintf("the agent reported a failure: %s", r->agent.failure ? r->agent.failure : "(no reason)");
+	int code = child_exit_code(c);
+	if (code >= 128)
+		return xasprintf("the agent was killed by signal %d", code - 128);
+	if (code != 0)
+		return xasprintf("the agent exited with status %d", code);
+	if (!r->agent.finished)
+		return xasprintf("the agent ended without a final result%s",
+				 r->agent.garbage_lines ? " (its output was not the expected JSON)" : "");
+	return NULL;
+}
+
+static void report_completion(struct prompt_run *r, const char *status, const char *reason)
+{
+	json_t *params = json_pack("{s:s,s:s,s:O?,s:s?}", "task_id", r->req->task_id, "status", status, "token_usage",
+				   r->agent.usage, "agent_session_id", r->agent.agent_session_id);
+	if (reason)
+		json_object_set_new(params, "error", json_string(reason));
+	json_t *result = NULL;
+	struct err e = ERR_INIT;
+	if (daemon_call(r, "report_completion", params, &result, &e) < 0)
+		log_warn("report_completion: %s", e.message);
+	else
+		json_decref(result);
+	err_clear(&e);
+}
+
+static int conclude(struct prompt_run *r, const struct child *c, json_t **data, struct err *e)
+{
+	_cleanup_free_ char *reason = stop_requested ? xstrdup("cancelled") : failure_reason(r, c);
+	const char *status = stop_requested ? "cancelled" : reason ? "failed" : "completed";
+	if (!err_is_set(&r->report_error))
+		report_completion(r, status, reason);
+	json_t *result = json_pack("{s:s,s:i,s:I,s:s?,s:O?,s:I}", "status", status, "exitCode", child_exit_code(c), "messages",
+				   (json_int_t)r->agent.messages, "agentSessionId", r->agent.agent_session_id, "tokenUsage",
+				   r->agent.usage, "garbageLines", (json_int_t)r->agent.garbage_lines);
+	if (!reason) {
+		*data = result;
+		return 0;
+	}
+	json_object_set_new(result, "reason", json_string(reason));
+	json_object_set_new(result, "stderrTail", json_string_lossy(stderr_tail(r), strlen(stderr_tail(r))));
+	return err_setd(e, stop_requested ? E_CANCELLED : E_EXEC_FAILED, result, "%s", reason);
+}
+
+/* --- the whole run ------------------------------------------------------------------------------ */
+
+static int prepare(struct prompt_run *r, struct err *e)
+{
+	struct rpc_client_options opt = { 0 };
+	if (!(r->rpc = rpc_client_connect(r->req->daemon_url, &opt, e)))
+		return err_prefix(e, "connecting to the daemon at %s", r->req->daemon_url), -1;
+	if (daemon_call(r, "get_execution_context", json_object(), &r->context, e) < 0)
+		return -1;
+	snprintf(r->run_dir, sizeof(r->run_dir), "/tmp/agor-prompt-XXXXXX");
+	if (!mkdtemp(r->run_dir)) {
+		r->run_dir[0] = 0;
+		return err_errno(e, errno, "creating a private run directory in /tmp");
+	}
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return err_errno(e, errno, "pipe");
+	return 0;
+}
+
+static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
+{
+	const char *mode = r->req->permission_mode ? r->req->permission_mode : context_str(r, "permission_mode");
+	struct agent_invocation inv = {
+		.program = model_config_str(r, "command"),
+		.prompt = r->req->prompt,
+		.permission_mode = mode ? mode : "default",
+		.resume_id = context_str(r, "agent_session_id"),
+		.model = model_config_str(r, "model"),
+		.base_url = model_config_str(r, "base_url"),
+		.run_dir = r->run_dir,
+	};
+	_cleanup_free_ char *self = impersonate_self_path(), *mcp = NULL, *key = NULL;
+	if (!strcmp(r->adapter->tool, "claude-code") &&
+	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
+		return err_is_set(e) ? -1 : err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe)");
+	inv.mcp_config = mcp;
+	if (fetch_api_key(r, &key, e) < 0)
+		return -1;
+	inv.api_key = key;
+	_cleanup_child_ struct child c;
+	_cleanup_strbuf_ struct strbuf input = STRBUF_INIT;
+	int rc = start_agent(r, &inv, &c, &input, e);
+	explicit_bzero(key, strlen(key));
+	if (rc < 0)
+		return -1;
+	feed_stdin(&c, &input);
+	pump(r, &c);
+	int status;
+	if (child_wait(&c, &status, e) < 0)
+		return -1;
+	return conclude(r, &c, data, e);
+}
+
+int prompt_run(const struct prompt_request *req, json_t **data, struct err *e)
+{
+	struct prompt_run r = { .req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT,
+				.report_error = ERR_INIT };
+	r.adapter = agent_find(req->tool);
+	int rc = r.adapter ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.tool: unknown agent tool %s", req->tool);
+	if (rc == 0)
+		rc = prepare(&r, e);
+	if (rc == 0)
+		rc = run_agent(&r, data, e);
+	run_release(&r);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/* prompt.h — the executor's prompt command (SPEC §6): the agent's own CLI run in the worktree, its event
+ * stream relayed to the daemon, its permission requests brokered, its end reported with token usage.
+ * Never puts the API key anywhere but the agent's environment; never gives the agent the session token. */
+#ifndef AGOR_PROMPT_H
+#define AGOR_PROMPT_H
+
+/*
+ * Contract
+ * --------
+ * prompt_run(req, &data, e): connects to req->daemon_url, asks get_execution_context (the CLI's
+ * resume id and the daemon's agents.<tool> settings: command, base_url, model), fetches the API key
+ * just in time (get_api_key; absent → the run fails with the daemon's NOT_FOUND naming the fix), then
+ * runs the CLI (agent.h) in req->cwd in its own process group, with PATH/HOME/USER/LOGNAME/LANG/TERM,
+ * the payload's filtered env and the adapter's variables only. Every line of its stdout becomes
+ * report_message notifications in order; Claude Code's permission prompt tool (`agor executor
+ * mcp-permission --socket S`, see mcp_permission.h) reaches a Unix socket of this executor in a private
+ * 0700 run directory, and each request becomes a blocking request_permission call. SIGTERM/SIGINT/SIGHUP
+ * (daemon cancellation) end the agent's process group (SIGTERM, SIGKILL after 3 s) and the run is
+ * cancelled; the agent is killed too when this executor dies (parent-death signal).
+ * The end is one report_completion {status completed|failed|cancelled, token_usage, agent_session_id,
+ * error?}. data = {status, exitCode, messages, agentSessionId, tokenUsage, garbageLines}; a failed run is
+ * E_EXEC_FAILED (details: reason, exitCode, stderrTail), a cancelled one E_CANCELLED.
+ */
+
+#include <jansson.h>
+
+#include "err.h"
+
+struct prompt_request {
+	const char *daemon_url;
+	const char *session_token; /* secret */
+	const char *session_id, *task_id;
+	const char *prompt;
+	const char *tool;
+	const char *permission_mode; /* NULL: the session's */
+	const char *cwd;	     /* confined worktree path */
+	json_t *env;		     /* the payload's filtered env, or NULL */
+};
+
+int prompt_run(const struct prompt_request *req, json_t **data, struct err *e);
+
+/* Signal handlers that end every started child (their groups) and remember the request to stop. */
+void prompt_install_stop_handlers(void);
+
+#endif

@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# t0080-prompt — `agor prompt` end to end with the real Claude Code CLI (npm) against a scripted Anthropic
+# endpoint: tool use through the daemon's permission requests (approved / denied), messages and usage in the
+# DB, conversation resume, key secrecy (/proc environ and cmdline), cancel, Ctrl-C, timeout, executor kill,
+# agent crash and garbage output.
+. "$(dirname "$0")/../lib.sh"
+
+CLAUDE_VERSION=2.1.197
+CLI_DIR="$TEST_TOP/build/test-tmp/agent-cli" # shared by both flavors: npm runs once
+CLAUDE="$CLI_DIR/node_modules/.bin/claude"
+if [ ! -x "$CLAUDE" ] || ! "$CLAUDE" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
+  mkdir -p "$CLI_DIR"
+  (cd "$CLI_DIR" && npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_VERSION") > /dev/null 2>&1 || true
+fi
+chmod -R a+rX "$CLI_DIR" 2>/dev/null || true
+
+# The daemon runs as root in insulated mode: every executor (and so the agent) runs as agor_executor.
+SCENE='
+  [ -n "${TRACE:-}" ] && set -x
+  KEY=sk-ant-SECRET-KEY-4242
+  python3 "$TEST_TOP/test/helpers/anthropic-server.py" port server.log > /dev/null 2>&1 &
+  server_pid=$!
+  for i in $(seq 1 100); do [ -s port ] && break; sleep 0.05; done
+  mkdir -p data && chmod 755 "$T" data
+  write_config() { # EXTRA_EXECUTION_YAML
+    printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  permission_timeout_ms: 20000\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n" \
+      "$T" "${1:-}" "${AGENT_COMMAND:-$CLAUDE}" "$(cat port)" > config.yaml
+    chmod 600 config.yaml
+  }
+  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" /run/agor/agor.sock "$@"; }
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
+    daemon_pid=$!
+    trap "kill $daemon_pid $server_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && return 0; sleep 0.05; done
+    cat daemon.log; fail "daemon did not start"
+  }
+  a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
+  prepare_session() { # [PERMISSION_MODE]
+    groupadd agor_users
+    useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
+    mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
+    chown agor_executor data
+    make_source_repo src && chmod -R a+rX src
+    mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+    start_daemon
+    a repo clone "$PWD/src" --json > clone.json || { cat clone.json daemon.log; fail "clone failed"; }
+    repo=$(json_get clone.json repo.id)
+    a worktree add "$repo" wt1 --branch feat --create-branch --json > wt.json || { cat wt.json; fail "worktree add failed"; }
+    wt=$(json_get wt.json worktree.id)
+    a worktree get "$wt" --json > wt.json && wt_path=$(json_get wt.json path)
+    a session create "$wt" --tool claude-code --permission-mode "${1:-default}" --json > session.json
+    session=$(json_get session.json id)
+    rpc api_keys.set "{\"service\":\"anthropic\",\"value\":\"$KEY\"}" > /dev/null
+  }
+  task_of() { sed -n "s/^task \([0-9a-f]*\)$/\1/p" "$1" | head -1; }
+  wait_status() { # TASK STATUS
+    for i in $(seq 1 200); do
+      a task get "$1" --json > task.json 2>/dev/null && [ "$(json_get task.json status)" = "$2" ] && return 0; sleep 0.1
+    done
+    cat task.json; fail "task $1 did not become $2"
+  }
+  wait_message() { # TASK TYPE
+    for i in $(seq 1 300); do rpc messages.list "{\"task_id\":\"$1\"}" | grep -q "\"message_type\": *\"$2\"" && return 0; sleep 0.1; done
+    fail "no $2 message for task $1"
+  }
+  mine() { for p in $(pgrep -u agor_executor); do case $(readlink /proc/$p/cwd 2>/dev/null) in "$T"*) echo $p;; esac; done; }
+  no_agent_left() { # processes of this case (they all work under $T) are gone
+    for i in $(seq 1 50); do [ -z "$(mine)" ] && return 0; sleep 0.1; done
+    ps -fp "$(mine | tr "\n" ,)0"; fail "processes of agor_executor survived"
+  }
+'
+
+APPROVED='
+    write_config; prepare_session
+    a prompt "$session" "please RUN: echo hi > made.txt" --yes > out 2> err || { cat out err daemon.log; fail "prompt failed"; }
+    expect_contains out "[tool] Bash"
+    expect_contains out "[permission] Bash allowed"
+    expect_contains out "All done."
+    expect_contains out "[completed]"
+    [ "$(stat -c %U "$wt_path/made.txt")" = agor_executor ] || fail "made.txt is not owned by agor_executor"
+    task=$(task_of err)
+    rpc messages.list "{\"task_id\":\"$task\"}" > msgs
+    python3 - msgs <<PY
+import json, sys
+rows = json.load(open(sys.argv[1]))["result"]
+types = [r["message_type"] for r in rows]
+ids = [r["id"] for r in rows]
+assert ids == sorted(ids), ids
+order = [t for t in types if t in ("tool_use", "tool_result", "text", "result")]
+assert order == ["tool_use", "tool_result", "text", "result"], types
+assert "text_delta" in types and types[0] == "system", types
+PY
+    a task get "$task" --json > task.json
+    expect_json task.json status completed
+    python3 -c "import json,sys; t=json.load(open(\"task.json\")); u=json.loads(t[\"token_usage\"]); assert u[\"input_tokens\"] > 0 and u[\"output_tokens\"] > 0, u"
+    grep -q "\"x-api-key\": \"$KEY\"" server.log || fail "the key never reached the agent"
+    a audit list --json 2>/dev/null > audit.json || rpc audit.list > audit.json
+    grep -q "request_permission" audit.json || fail "no permission decision in the audit log"
+    grep -q "\"approved\"" audit.json || fail "no approved decision in the audit log"
+    ! grep -rq "$KEY" daemon.log out err audit.json || fail "the key leaked into a log or the output"
+'
+
+DENIED='
+    write_config; prepare_session
+    a prompt "$session" "please RUN: echo no > denied.txt" --no > out 2> err || { cat out err; fail "prompt failed"; }
+    expect_contains out "[permission] Bash denied"
+    expect_contains out "[tool error]"
+    [ ! -e "$wt_path/denied.txt" ] || fail "a denied command ran"
+    a session get "$session" --json > session.json && agent_session=$(json_get session.json agent_session_id)
+    [ -n "$agent_session" ] && [ "$agent_session" != null ] || fail "the agent session id was not kept"
+    a prompt "$session" "say hello" --no > out2 2> err2
+    expect_contains out2 "Hello from the scripted model."
+    tail -1 server.log | grep -q "echo no > denied.txt" || fail "the second prompt did not resume the conversation"
+    rpc audit.list > audit.json
+    grep -q "denied" audit.json || fail "no denied decision in the audit log"
+'
+
+SECRECY='
+    write_config; prepare_session
+    a prompt "$session" "SLOW 6" --no > out 2> err &
+    prompt_pid=$!
+    for i in $(seq 1 100); do task=$(task_of err); [ -n "$task" ] && break; sleep 0.1; done
+    wait_message "$task" text_delta
+    agent=$(pgrep -u agor_executor -f "stream-json" | head -1)
+    [ -n "$agent" ] || fail "the agent process was not found"
+    tr "\0" "\n" < /proc/$agent/environ | grep -qx "ANTHROPIC_API_KEY=$KEY" || fail "positive control: the agent has no key"
+    for pid in $(pgrep -f "executor --stdin") $agent $(pgrep -f "mcp-permission"); do
+      [ -r /proc/$pid/cmdline ] || continue
+      ! tr "\0" "\n" < /proc/$pid/cmdline | grep -q "$KEY" || fail "the key is in the argv of $pid"
+      ! tr "\0" "\n" < /proc/$pid/cmdline | grep -q "eyJ" || fail "a token is in the argv of $pid"
+    done
+    executors=$(pgrep -f "executor --stdin")
+    [ -n "$executors" ] || fail "no executor process found"
+    for pid in $executors; do
+      ! tr "\0" "\n" < /proc/$pid/environ | grep -q "$KEY" || fail "the key is in the environment of executor $pid"
+    done
+    ! tr "\0" "\n" < /proc/$agent/environ | grep -q "eyJ" || fail "the session token reached the agent"
+    for f in /tmp/agor-prompt-*/mcp.json; do [ -e "$f" ] && ! grep -q "eyJ" "$f"; done
+    wait $prompt_pid
+    ! grep -q "$KEY" daemon.log out err || fail "the key leaked into a log"
+'
+
+CANCEL='
+    write_config; prepare_session
+    a prompt "$session" "SLOW 30" --no > out 2> err &
+    prompt_pid=$!
+    for i in $(seq 1 100); do task=$(task_of err); [ -n "$task" ] && break; sleep 0.1; done
+    wait_message "$task" text_delta
+    a task cancel "$task"
+    wait_status "$task" cancelled
+    prompt_exit=0; wait $prompt_pid || prompt_exit=$?; expect_eq "$prompt_exit" 1
+    no_agent_left
+    "$AGOR" prompt "$session" "SLOW 30" --no --config "$PWD/config.yaml" > out2 2> err2 &
+    prompt_pid=$!
+    for i in $(seq 1 100); do task=$(task_of err2); [ -n "$task" ] && break; sleep 0.1; done
+    wait_message "$task" text_delta
+    kill -INT $prompt_pid
+    prompt_exit=0; wait $prompt_pid || prompt_exit=$?; expect_eq "$prompt_exit" 1
+    expect_contains err2 "cancelling task"
+    wait_status "$task" cancelled
+    no_agent_left
+'
+
+TIMEOUT='
+    write_config "  timeout_ms: 3000"; prepare_session
+    expect_exit 1 a prompt "$session" "SLOW 30" --no
+    a task list --json > tasks.json && task=$(json_get tasks.json 0.id)
+    a task get "$task" --json > task.json
+    expect_json task.json status failed
+    grep -q TIMEOUT task.json || { cat task.json; fail "not a timeout"; }
+    no_agent_left
+    write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    a prompt "$session" "SLOW 30" --no > out 2> err &
+    prompt_pid=$!
+    for i in $(seq 1 100); do task=$(task_of err); [ -n "$task" ] && break; sleep 0.1; done
+    wait_message "$task" text_delta
+    pkill -KILL -u agor_executor -f "executor --stdin"
+    prompt_exit=0; wait $prompt_pid || prompt_exit=$?; expect_eq "$prompt_exit" 1
+    a task get "$task" --json > task.json
+    expect_json task.json status failed
+    no_agent_left
+'
+
+# This one uses a stand-in for the CLI (it must crash and babble on purpose): the real CLI is not needed.
+CRASH='
+    printf "#!/bin/sh\necho this is not json\necho \"{\\\"type\\\":\\\"system\\\",\\\"subtype\\\":\\\"init\\\",\\\"session_id\\\":\\\"s1\\\"}\"\necho \"boom: out of cheese\" >&2\nexit 3\n" > crash.sh
+    chmod 755 crash.sh
+    AGENT_COMMAND="$PWD/crash.sh" write_config; prepare_session
+    expect_exit 1 a prompt "$session" "anything" --no > out 2> err
+    expect_contains out "[garbage] this is not json"
+    expect_contains err "exited with status 3"
+    task=$(task_of err)
+    a task get "$task" --json > task.json
+    expect_json task.json status failed
+    grep -q "out of cheese" task.json || { cat task.json; fail "the stderr tail is not on the task"; }
+    printf "#!/bin/sh\necho garbage only\n" > babble.sh && chmod 755 babble.sh
+    AGENT_COMMAND="$PWD/babble.sh" write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    expect_exit 1 a prompt "$session" "anything" --no > out 2> err
+    expect_contains err "without a final result"
+'
+
+# scratch BODY — BODY after SCENE, as root in a private mount namespace (users made there never leak).
+scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' TRACE='${TRACE:-}'
+$SCENE
+$1"; }
+
+if ! is_root; then
+  test_skip "Claude Code end to end and agent crashes" "needs root (users are made in a private mount namespace)"
+else
+  if [ ! -x "$CLAUDE" ]; then
+    test_skip "Claude Code end to end" "the npm registry is unreachable: @anthropic-ai/claude-code@$CLAUDE_VERSION is not installed"
+  else
+    test_case "a tool use approved through the daemon writes the file as the execution user; messages and usage are kept" 'scratch "$APPROVED"'
+    test_case "a denied tool use runs nothing; the next prompt resumes the conversation" 'scratch "$DENIED"'
+    test_case "attack: the API key and the session token stay out of the executor environment, every argv and the MCP config" 'scratch "$SECRECY"'
+    test_case "agor task cancel and Ctrl-C end the agent; the task is cancelled and nothing is left running" 'scratch "$CANCEL"'
+    test_case "a timeout, and a killed executor, end the task failed with the reason; the agent dies too" 'scratch "$TIMEOUT"'
+  fi
+  test_case "an agent that crashes or emits garbage ends the task failed with the reason and its stderr" 'scratch "$CRASH"'
+fi
+
+test_case "prompt payloads: the token and daemon URL are required; --dry-run plans without running" '
+  mkdir -p "$AGOR_HOME/worktrees/w"
+  executor "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"p\",\"tool\":\"claude-code\",\"cwd\":\"$AGOR_HOME/worktrees/w\"}}"
+  expect_error INVALID_PAYLOAD 2
+  expect_json out error.details.path sessionToken
+  executor "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"p\",\"tool\":\"gpt\",\"cwd\":\"$AGOR_HOME/worktrees/w\"},\"sessionToken\":\"x\",\"daemonUrl\":\"unix:/nonexistent\"}"
+  expect_error INVALID_PAYLOAD 2
+  "$AGOR" executor --stdin --dry-run > out <<< "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"p\",\"tool\":\"codex\",\"cwd\":\"$AGOR_HOME/worktrees/w\"},\"sessionToken\":\"x\",\"daemonUrl\":\"unix:/nonexistent\"}"
+  expect_json out data.plan.1.step prompt
+  expect_json out data.plan.1.tool codex
+  executor "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"p\",\"tool\":\"codex\",\"cwd\":\"$AGOR_HOME/worktrees/w\"},\"sessionToken\":\"x\",\"daemonUrl\":\"unix:/nonexistent\"}"
+  expect_error SYSTEM_ERROR 1 || expect_error INTERNAL 1
+  expect_contains out "connecting to the daemon"
+'
+
+test_done
