@@ -528,7 +528,7 @@ TEST(config_unknown_keys_name_the_known_ones)
 		"daemon:\n  port: 1\n  prot: 2\n",
 		"F:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key)");
 	CHECK_LOAD_ERROR("demon:\n  port: 1\n",
-			 "F:1: demon: unknown key (known: paths, daemon, execution)");
+			 "F:1: demon: unknown key (known: paths, daemon, execution, agents)");
 	CHECK_LOAD_ERROR("execution:\n  executor_pool:\n    max: 1\n",
 			 "F:3: execution.executor_pool.max: unknown key (known: max_executors, "
 			 "idle_timeout_ms)");
@@ -536,9 +536,9 @@ TEST(config_unknown_keys_name_the_known_ones)
 		"execution:\n  nope: 1\n",
 		"F:2: execution.nope: unknown key (known: unix_user_mode, executor_unix_user, "
 		"executor_command_template, worktree_rbac, fallback_to_unified, executor_pool, "
-		"session_tokens, timeout_ms, sandbox)");
+		"session_tokens, timeout_ms, permission_timeout_ms, sandbox)");
 	CHECK_LOAD_ERROR("daemon.port: 1\n",
-			 "F:1: daemon.port: unknown key (known: paths, daemon, execution)");
+			 "F:1: daemon.port: unknown key (known: paths, daemon, execution, agents)");
 	CHECK_LOAD_ERROR("daemon:\n  <<: {port: 1}\n",
 			 "F:2: daemon.<<: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key)");
 }
@@ -554,9 +554,9 @@ TEST(config_wrong_shapes_are_errors)
 	CHECK_LOAD_ERROR("daemon:\n  host: [a, b]\n",
 			 "F:2: daemon.host: expected a non-empty string, got a list");
 	CHECK_LOAD_ERROR("- a\n- b\n", "F:1: expected a mapping of settings (paths, daemon, "
-				       "execution) at the top level, got a list");
+				       "execution, agents) at the top level, got a list");
 	CHECK_LOAD_ERROR("just text\n", "F:1: expected a mapping of settings (paths, daemon, "
-					"execution) at the top level, got a scalar");
+					"execution, agents) at the top level, got a scalar");
 	CHECK_LOAD_ERROR("daemon:\n  ? [a]\n  : 1\n",
 			 "F:2: daemon: expected a key name, got a list");
 	CHECK_LOAD_ERROR("daemon:\n  port: abc\n",
