@@ -5,6 +5,7 @@
 
 #include "agent.h"
 #include "common.h"
+#include "fsutil.h"
 #include "json.h"
 #include "banned.h"
 
@@ -160,9 +161,24 @@ static void codex_command(const struct agent_invocation *inv, struct strvec *arg
 	strvec_push(argv, "-");
 	if (inv->api_key)
 		strvec_setenv(env, "OPENAI_API_KEY", inv->api_key);
-	if (inv->run_dir)
-		strvec_pushf(env, "CODEX_HOME=%s/codex", inv->run_dir);
+	strvec_pushf(env, "CODEX_HOME=%s/.agor/codex", inv->home ? inv->home : inv->run_dir);
 	strbuf_addstr(in, inv->prompt);
+}
+
+static int codex_prepare(const struct agent_invocation *inv, struct err *e)
+{
+	_cleanup_free_ char *dir = xasprintf("%s/.agor/codex", inv->home ? inv->home : inv->run_dir);
+	_cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
+	struct strbuf toml = STRBUF_INIT;
+	strbuf_addstr(&toml, "# written by agor for each prompt: the provider the daemon configured\n");
+	if (inv->base_url)
+		strbuf_addf(&toml,
+			    "model_provider = \"agor\"\n\n[model_providers.agor]\nname = \"agor\"\nbase_url = \"%s\"\n"
+			    "wire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n",
+			    inv->base_url); /* config.c refused quotes and spaces in base_url */
+	int rc = fs_mkdir_p(dir, 0700, e) < 0 ? -1 : fs_write_file_atomic(path, toml.buf, toml.len, 0600, e);
+	strbuf_release(&toml);
+	return rc;
 }
 
 static void codex_item(const char *phase, json_t *item, agent_emit_fn emit, void *arg)
@@ -351,7 +367,7 @@ static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn em
 
 static const struct agent_adapter adapters[] = {
 	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map },
-	{ "codex", "codex", "openai", "codex", codex_command, codex_map },
+	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare },
 	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map },
 	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map },
 };
@@ -369,6 +385,11 @@ void agent_command(const struct agent_adapter *a, const struct agent_invocation 
 {
 	strvec_push(argv, inv->program ? inv->program : a->program);
 	a->command(inv, argv, env, stdin_text);
+}
+
+int agent_prepare(const struct agent_adapter *a, const struct agent_invocation *inv, struct err *e)
+{
+	return a->prepare ? a->prepare(inv, e) : 0;
 }
 
 struct counting_emit {

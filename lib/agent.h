@@ -18,6 +18,10 @@
  * "acceptEdits" add the permission prompt tool served by `agor executor mcp-permission` (inv->mcp_config
  * names its config file; NULL: no prompt tool, Claude Code then denies what needs asking).
  *
+ * Codex runs with CODEX_HOME = inv->home/.agor/codex (kept between prompts so `codex exec resume` finds
+ * its sessions; under /tmp Codex refuses to install its sandbox helpers), whose config.toml agent_prepare
+ * rewrites each run: a provider "agor" at inv->base_url (wire_api responses, key from OPENAI_API_KEY).
+ *
  * agent_map_line(a, line, len, st, emit, arg): one line of the CLI's stdout. Each message it yields goes
  * to emit(type, data) (data is stolen) in order. Message types: "system", "text", "text_delta",
  * "thinking", "thinking_delta", "tool_use", "tool_result", "error", "result", "unknown" ({type, raw}),
@@ -28,6 +32,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "err.h"
 #include "strbuf.h"
 #include "strvec.h"
 
@@ -50,7 +55,8 @@ struct agent_invocation {
 	const char *base_url;	     /* the provider endpoint, or NULL */
 	const char *api_key;	     /* NULL: none fetched */
 	const char *mcp_config;	     /* Claude Code: the MCP config file of the permission prompt tool */
-	const char *run_dir;	     /* a private 0700 directory for this run (Codex keeps CODEX_HOME here) */
+	const char *run_dir;	     /* a private 0700 directory for this run */
+	const char *home;	     /* the agent's $HOME (Codex keeps its CODEX_HOME under it), or NULL */
 };
 
 typedef void (*agent_emit_fn)(const char *type, json_t *data, void *arg);
@@ -63,11 +69,15 @@ struct agent_adapter {
 	void (*command)(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			struct strbuf *stdin_text);
 	void (*map)(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg);
+	int (*prepare)(const struct agent_invocation *inv, struct err *e); /* files the CLI reads; may be NULL */
 };
 
 const struct agent_adapter *agent_find(const char *tool);
 void agent_command(const struct agent_adapter *a, const struct agent_invocation *inv, struct strvec *argv,
 		   struct strvec *env, struct strbuf *stdin_text);
+/* Writes what the CLI must find on disk before it starts (Codex: CODEX_HOME/config.toml naming the
+ * provider endpoint), as the execution user. */
+int agent_prepare(const struct agent_adapter *a, const struct agent_invocation *inv, struct err *e);
 void agent_map_line(const struct agent_adapter *a, const char *line, size_t len, struct agent_state *st,
 		    agent_emit_fn emit, void *arg);
 void agent_state_release(struct agent_state *st);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "banned.h"
@@ -123,4 +124,20 @@ int fs_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
+{
+	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return err_errno(e, errno, "creating %s", tmp);
+	int rc = fchmod(fd, mode) == 0 && fs_write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+	int saved = errno;
+	close(fd);
+	if (rc == 0 && rename(tmp, path) == 0)
+		return 0;
+	saved = rc == 0 ? errno : saved;
+	unlink(tmp);
+	return err_errno(e, saved, "writing %s", path);
 }

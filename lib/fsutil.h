@@ -15,6 +15,9 @@ int fs_remove_tree(const char *path, struct err *e);
 int fs_dir_is_empty(const char *path);
 /* Writes all len bytes (retrying short writes and EINTR); -1 with errno on failure. Async-signal-safe. */
 int fs_write_all(int fd, const void *buf, size_t len);
+/* Replaces path with len bytes of data, mode `mode`, atomically (a temporary file in the same directory,
+ * fsync'd, renamed over path): readers see the old file or the new one, never a part. */
+int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
 /* 1 when something (anything, even a dangling symlink) exists at path. */
 int fs_exists(const char *path);
 

@@ -444,13 +444,14 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 		.model = model_config_str(r, "model"),
 		.base_url = model_config_str(r, "base_url"),
 		.run_dir = r->run_dir,
+		.home = getenv("HOME"),
 	};
 	_cleanup_free_ char *self = impersonate_self_path(), *mcp = NULL, *key = NULL;
 	if (!strcmp(r->adapter->tool, "claude-code") &&
 	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
 		return err_is_set(e) ? -1 : err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe)");
 	inv.mcp_config = mcp;
-	if (fetch_api_key(r, &key, e) < 0)
+	if (agent_prepare(r->adapter, &inv, e) < 0 || fetch_api_key(r, &key, e) < 0)
 		return -1;
 	inv.api_key = key;
 	_cleanup_child_ struct child c;

@@ -1,42 +1,46 @@
 #!/usr/bin/env bash
-# t0080-prompt — `agor prompt` end to end with the real Claude Code CLI (npm) against a scripted Anthropic
-# endpoint: tool use through the daemon's permission requests (approved / denied), messages and usage in the
+# t0080-prompt — `agor prompt` end to end with the real Claude Code and Codex CLIs (npm) against scripted
+# Anthropic Messages / OpenAI Responses endpoints: tool use through the daemon's permission requests (approved / denied), messages and usage in the
 # DB, conversation resume, key secrecy (/proc environ and cmdline), cancel, Ctrl-C, timeout, executor kill,
 # agent crash and garbage output.
 . "$(dirname "$0")/../lib.sh"
 
 CLAUDE_VERSION=2.1.197
 CLI_DIR="$TEST_TOP/build/test-tmp/agent-cli" # shared by both flavors: npm runs once
-CLAUDE="$CLI_DIR/node_modules/.bin/claude"
-if [ ! -x "$CLAUDE" ] || ! "$CLAUDE" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
+CODEX_VERSION=0.169.0
+CLAUDE="$CLI_DIR/node_modules/.bin/claude" CODEX="$CLI_DIR/node_modules/.bin/codex"
+if ! "$CLAUDE" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION" || ! "$CODEX" --version 2>/dev/null | grep -q " $CODEX_VERSION$"; then
   mkdir -p "$CLI_DIR"
-  (cd "$CLI_DIR" && npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_VERSION") > /dev/null 2>&1 || true
+  (cd "$CLI_DIR" && npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_VERSION" \
+    "@openai/codex@$CODEX_VERSION") > /dev/null 2>&1 || true
 fi
 chmod -R a+rX "$CLI_DIR" 2>/dev/null || true
 
 # The daemon runs as root in insulated mode: every executor (and so the agent) runs as agor_executor.
 SCENE='
   [ -n "${TRACE:-}" ] && set -x
-  KEY=sk-ant-SECRET-KEY-4242
+  KEY=sk-ant-SECRET-KEY-4242 OPENAI_KEY=sk-openai-SECRET-7777
   python3 "$TEST_TOP/test/helpers/anthropic-server.py" port server.log > /dev/null 2>&1 &
   server_pid=$!
-  for i in $(seq 1 100); do [ -s port ] && break; sleep 0.05; done
+  python3 "$TEST_TOP/test/helpers/openai-server.py" openai-port openai.log > /dev/null 2>&1 &
+  openai_pid=$!
+  for i in $(seq 1 100); do [ -s port ] && [ -s openai-port ] && break; sleep 0.05; done
   mkdir -p data && chmod 755 "$T" data
   write_config() { # EXTRA_EXECUTION_YAML
-    printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  permission_timeout_ms: 20000\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n" \
-      "$T" "${1:-}" "${AGENT_COMMAND:-$CLAUDE}" "$(cat port)" > config.yaml
+    printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  permission_timeout_ms: 20000\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
+      "$T" "${1:-}" "${AGENT_COMMAND:-$CLAUDE}" "$(cat port)" "$CODEX" "$(cat openai-port)" > config.yaml
     chmod 600 config.yaml
   }
   rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" /run/agor/agor.sock "$@"; }
   start_daemon() {
     "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
     daemon_pid=$!
-    trap "kill $daemon_pid $server_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    trap "kill $daemon_pid $server_pid $openai_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
     for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && return 0; sleep 0.05; done
     cat daemon.log; fail "daemon did not start"
   }
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
-  prepare_session() { # [PERMISSION_MODE]
+  prepare_session() { # [PERMISSION_MODE [TOOL]]
     groupadd agor_users
     useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
     mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
@@ -49,9 +53,10 @@ SCENE='
     a worktree add "$repo" wt1 --branch feat --create-branch --json > wt.json || { cat wt.json; fail "worktree add failed"; }
     wt=$(json_get wt.json worktree.id)
     a worktree get "$wt" --json > wt.json && wt_path=$(json_get wt.json path)
-    a session create "$wt" --tool claude-code --permission-mode "${1:-default}" --json > session.json
+    a session create "$wt" --tool "${2:-claude-code}" --permission-mode "${1:-default}" --json > session.json
     session=$(json_get session.json id)
     rpc api_keys.set "{\"service\":\"anthropic\",\"value\":\"$KEY\"}" > /dev/null
+    rpc api_keys.set "{\"service\":\"openai\",\"value\":\"$OPENAI_KEY\"}" > /dev/null
   }
   task_of() { sed -n "s/^task \([0-9a-f]*\)$/\1/p" "$1" | head -1; }
   wait_status() { # TASK STATUS
@@ -182,6 +187,25 @@ TIMEOUT='
     no_agent_left
 '
 
+CODEX_E2E='
+    write_config; prepare_session default codex
+    a prompt "$session" "please RUN: echo hi > made.txt" --no > out 2> err || { cat out err; fail "prompt failed"; }
+    expect_contains out "[tool] command_execution"
+    expect_contains out "All done."
+    expect_contains out "[completed]"
+    [ "$(stat -c %U "$wt_path/made.txt")" = agor_executor ] || { cat out; fail "made.txt is not owned by agor_executor"; }
+    task=$(task_of err)
+    a task get "$task" --json > task.json
+    python3 -c "import json; t=json.load(open(\"task.json\")); u=json.loads(t[\"token_usage\"]); assert u[\"input_tokens\"] >= 42, u"
+    grep -q "\"authorization\": \"Bearer $OPENAI_KEY\"" openai.log || grep -qi "Bearer $OPENAI_KEY" openai.log || fail "the key never reached codex"
+    a session get "$session" --json > session.json && thread=$(json_get session.json agent_session_id)
+    [ -n "$thread" ] && [ "$thread" != null ] || fail "the codex thread id was not kept"
+    a prompt "$session" "say hello" --no > out2 2> err2 || { cat out2 err2; fail "the resumed prompt failed"; }
+    expect_contains out2 "Hello from the scripted model."
+    tail -1 openai.log | grep -q "echo hi > made.txt" || fail "the second prompt did not resume the codex thread"
+    ! grep -rq "$OPENAI_KEY" daemon.log out err out2 err2 || fail "the key leaked into a log or the output"
+'
+
 # This one uses a stand-in for the CLI (it must crash and babble on purpose): the real CLI is not needed.
 CRASH='
     printf "#!/bin/sh\necho this is not json\necho \"{\\\"type\\\":\\\"system\\\",\\\"subtype\\\":\\\"init\\\",\\\"session_id\\\":\\\"s1\\\"}\"\necho \"boom: out of cheese\" >&2\nexit 3\n" > crash.sh
@@ -201,21 +225,22 @@ CRASH='
 '
 
 # scratch BODY — BODY after SCENE, as root in a private mount namespace (users made there never leak).
-scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' TRACE='${TRACE:-}'
+scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX='$CODEX' TRACE='${TRACE:-}'
 $SCENE
 $1"; }
 
 if ! is_root; then
   test_skip "Claude Code end to end and agent crashes" "needs root (users are made in a private mount namespace)"
 else
-  if [ ! -x "$CLAUDE" ]; then
-    test_skip "Claude Code end to end" "the npm registry is unreachable: @anthropic-ai/claude-code@$CLAUDE_VERSION is not installed"
+  if [ ! -x "$CLAUDE" ] || [ ! -x "$CODEX" ]; then
+    test_skip "Claude Code and Codex end to end" "the npm registry is unreachable: the agent CLIs are not installed"
   else
     test_case "a tool use approved through the daemon writes the file as the execution user; messages and usage are kept" 'scratch "$APPROVED"'
     test_case "a denied tool use runs nothing; the next prompt resumes the conversation" 'scratch "$DENIED"'
     test_case "attack: the API key and the session token stay out of the executor environment, every argv and the MCP config" 'scratch "$SECRECY"'
     test_case "agor task cancel and Ctrl-C end the agent; the task is cancelled and nothing is left running" 'scratch "$CANCEL"'
     test_case "a timeout, and a killed executor, end the task failed with the reason; the agent dies too" 'scratch "$TIMEOUT"'
+    test_case "codex: a command runs in the worktree as the execution user; usage, thread resume, key kept out of logs" 'scratch "$CODEX_E2E"'
   fi
   test_case "an agent that crashes or emits garbage ends the task failed with the reason and its stderr" 'scratch "$CRASH"'
 fi

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+# openai-server.py — a scripted OpenAI Responses API (SSE streaming) on loopback for Codex CLI tests.
+# Decides by request content, never by a counter; logs every request (headers + body) as JSON lines.
+#   openai-server.py PORT_FILE LOG_FILE
+# The newest input item decides the reply:
+#   a function_call_output               → message "All done."
+#   a user message "RUN: <command>"      → a call of the request's shell tool running that command
+#   anything else                        → message "Hello from the scripted model."
+import json, os, secrets, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT_FILE, LOG_FILE = sys.argv[1], sys.argv[2]
+log_lock = threading.Lock()
+
+
+def log(entry):
+    with log_lock, open(LOG_FILE, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def newest_user_text(items):
+    for item in reversed(items):
+        if item.get("type") == "message" and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, str):
+                return content
+            texts = [c.get("text", "") for c in content or [] if c.get("type") in ("input_text", "text")]
+            return texts[-1] if texts else ""
+    return ""
+
+
+def shell_call(tools, command):
+    names = [t.get("name") for t in tools or []]
+    if "exec_command" in names:
+        return "exec_command", {"cmd": command}
+    if "shell" in names:
+        return "shell", {"command": ["bash", "-lc", command]}
+    return None, None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        out = json.dumps({"object": "list", "data": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def event(self, data):
+        chunk = f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        self.wfile.flush()
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            req = json.loads(body)
+        except ValueError:
+            req = {}
+        log({"path": self.path, "headers": dict(self.headers), "body": req})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.reply(req)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def reply(self, req):
+        items = req.get("input", [])
+        rid = "resp_" + secrets.token_hex(8)
+        self.event({"type": "response.created", "response": {"id": rid, "status": "in_progress", "output": []}})
+        last = items[-1] if items else {}
+        text = newest_user_text(items)
+        name, args = (None, None)
+        if last.get("type") != "function_call_output" and "RUN: " in text:
+            name, args = shell_call(req.get("tools"), text.split("RUN: ", 1)[1].strip())
+        if name:
+            item = {"type": "function_call", "id": "fc_" + secrets.token_hex(8), "call_id": "call_" + secrets.token_hex(8),
+                    "name": name, "arguments": json.dumps(args), "status": "completed"}
+        else:
+            words = "All done." if last.get("type") == "function_call_output" else "Hello from the scripted model."
+            item = {"type": "message", "id": "msg_" + secrets.token_hex(8), "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": words, "annotations": []}]}
+        self.event({"type": "response.output_item.added", "output_index": 0, "item": item})
+        self.event({"type": "response.output_item.done", "output_index": 0, "item": item})
+        self.event({"type": "response.completed", "response": {"id": rid, "status": "completed", "output": [item], "usage": {
+            "input_tokens": 42, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 7,
+            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 49}}})
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+with open(PORT_FILE + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(PORT_FILE + ".tmp", PORT_FILE)
+server.serve_forever()
