@@ -187,6 +187,50 @@ TIMEOUT='
     no_agent_left
 '
 
+ASKING='
+    write_config; prepare_session
+    rpc sessions.prompt "{\"session_id\":\"$session\",\"prompt\":\"please RUN: echo x > nobody.txt\"}" > reply
+    task=$(json_get reply result.task_id)
+    wait_status "$task" completed
+    [ ! -e "$wt_path/nobody.txt" ] || fail "a command ran although nobody could be asked"
+    rpc audit.list > audit.json
+    grep -q "nobody who may decide is connected" audit.json || fail "the fail-closed decision is not audited"
+    useradd --groups agor_users mallory
+    rpc users.create "{\"name\":\"mallory\",\"unix_username\":\"mallory\"}" > /dev/null
+    write_config "  permission_timeout_ms: 1500" && sed -i "/permission_timeout_ms: 20000/d" config.yaml
+    kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    python3 - /run/agor/agor.sock owner-events > /dev/null 2>&1 <<PY &
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\",\"params\":{}}\n")
+with open(sys.argv[2], "w") as out:
+    for line in s.makefile():
+        out.write(line); out.flush()
+PY
+    watcher=$!
+    su mallory -s /bin/sh -c "python3 -u - /run/agor/agor.sock" > mallory-events 2>&1 <<PY &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\",\"params\":{}}\n")
+for line in s.makefile():
+    print(line, end="")
+PY
+    spy=$!
+    sleep 0.3
+    rpc sessions.prompt "{\"session_id\":\"$session\",\"prompt\":\"please RUN: echo x > unanswered.txt\"}" > reply
+    task=$(json_get reply result.task_id)
+    for i in $(seq 1 100); do grep -q permission.requested owner-events && break; sleep 0.1; done
+    request=$(grep permission.requested owner-events | python3 -c "import json,sys; print(json.loads(sys.stdin.readline())[\"params\"][\"data\"][\"request_id\"])")
+    su mallory -s /bin/sh -c "python3 $TEST_TOP/test/helpers/rpc.py /run/agor/agor.sock permissions.respond \"{\\\"request_id\\\":\\\"$request\\\",\\\"approved\\\":true}\"" > mallory.reply
+    grep -q PERMISSION_DENIED mallory.reply || { cat mallory.reply; fail "another user answered the permission request"; }
+    wait_status "$task" completed
+    kill $watcher $spy 2>/dev/null || true
+    [ ! -e "$wt_path/unanswered.txt" ] || fail "an unanswered request ran the command"
+    grep -q "\"id\": *1" mallory-events || { cat mallory-events; fail "the other user never subscribed"; }
+    ! grep -q "permission.requested" mallory-events || fail "another user saw the permission request"
+    grep -q "\"decider\": *\"timeout\"" owner-events || grep -q "\"decider\":\"timeout\"" owner-events || { cat owner-events; fail "the request did not time out"; }
+'
+
 CODEX_E2E='
     write_config; prepare_session default codex
     a prompt "$session" "please RUN: echo hi > made.txt" --no > out 2> err || { cat out err; fail "prompt failed"; }
@@ -240,6 +284,7 @@ else
     test_case "attack: the API key and the session token stay out of the executor environment, every argv and the MCP config" 'scratch "$SECRECY"'
     test_case "agor task cancel and Ctrl-C end the agent; the task is cancelled and nothing is left running" 'scratch "$CANCEL"'
     test_case "a timeout, and a killed executor, end the task failed with the reason; the agent dies too" 'scratch "$TIMEOUT"'
+    test_case "attack: nobody to ask, an unanswered request and another user answering all end in deny" 'scratch "$ASKING"'
     test_case "codex: a command runs in the worktree as the execution user; usage, thread resume, key kept out of logs" 'scratch "$CODEX_E2E"'
   fi
   test_case "an agent that crashes or emits garbage ends the task failed with the reason and its stderr" 'scratch "$CRASH"'
