@@ -24,7 +24,8 @@ SCENE='
   server_pid=$!
   python3 "$TEST_TOP/test/helpers/openai-server.py" openai-port openai.log > /dev/null 2>&1 &
   openai_pid=$!
-  for i in $(seq 1 100); do [ -s port ] && [ -s openai-port ] && break; sleep 0.05; done
+  for i in $(seq 1 400); do [ -s port ] && [ -s openai-port ] && break; sleep 0.05; done
+  [ -s port ] && [ -s openai-port ] || fail "the scripted endpoints did not start"
   mkdir -p data && chmod 755 "$T" data
   write_config() { # EXTRA_EXECUTION_YAML
     printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  permission_timeout_ms: 20000\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
@@ -55,8 +56,9 @@ SCENE='
     a worktree get "$wt" --json > wt.json && wt_path=$(json_get wt.json path)
     a session create "$wt" --tool "${2:-claude-code}" --permission-mode "${1:-default}" --json > session.json
     session=$(json_get session.json id)
-    rpc api_keys.set "{\"service\":\"anthropic\",\"value\":\"$KEY\"}" > /dev/null
-    rpc api_keys.set "{\"service\":\"openai\",\"value\":\"$OPENAI_KEY\"}" > /dev/null
+    echo "$KEY" | a api-key set anthropic > /dev/null
+    echo "$OPENAI_KEY" | a api-key set openai > /dev/null
+    a api-key list > keys.out && ! grep -q "SECRET" keys.out || fail "api-key list shows a value"
   }
   task_of() { sed -n "s/^task \([0-9a-f]*\)$/\1/p" "$1" | head -1; }
   wait_status() { # TASK STATUS

@@ -1,0 +1,113 @@
+/* apikey.c — `agor api-key set SERVICE | list | remove SERVICE`: the provider keys the daemon seals and hands
+ * to agents just in time. The value is read from stdin (never argv, where /proc and shell history show it). */
+#include <stdio.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "applet.h"
+#include "client.h"
+#include "json.h"
+#include "rpcclient.h"
+#include "strbuf.h"
+#include "banned.h"
+
+extern const struct applet applet_apikey;
+
+static int read_secret(struct strbuf *value)
+{
+	struct termios old, quiet;
+	int tty = isatty(0) && tcgetattr(0, &old) == 0;
+	if (tty) {
+		fprintf(stderr, "API key (not echoed): ");
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(0, TCSANOW, &quiet);
+	}
+	ssize_t n = strbuf_read_fd(value, 0, 64 * 1024);
+	if (tty) {
+		tcsetattr(0, TCSANOW, &old);
+		fputc('\n', stderr);
+	}
+	while (value->len && (value->buf[value->len - 1] == '\n' || value->buf[value->len - 1] == '\r'))
+		strbuf_setlen(value, value->len - 1);
+	return n < 0 ? -1 : 0;
+}
+
+static json_t *params_for(const char *sub, int argc, char **argv, struct strbuf *value, int *usage)
+{
+	*usage = 0;
+	if (!strcmp(sub, "list") && argc == 0)
+		return json_object();
+	if (!strcmp(sub, "remove") && argc == 1)
+		return json_pack("{s:s}", "service", argv[0]);
+	if (!strcmp(sub, "set") && argc == 1) {
+		if (read_secret(value) < 0 || !value->len) {
+			fprintf(stderr, "agor api-key set: no key on stdin (echo \"$KEY\" | agor api-key set %s)\n", argv[0]);
+			return NULL;
+		}
+		return json_pack("{s:s,s:s%}", "service", argv[0], "value", value->buf, value->len);
+	}
+	*usage = 1;
+	return NULL;
+}
+
+static int apikey_main(int argc, char **argv)
+{
+	const char *url = NULL, *config = NULL, *token = NULL;
+	char *words[3];
+	int nwords = 0, json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (i + 1 < argc && !strcmp(argv[i], "--url"))
+			url = argv[++i];
+		else if (i + 1 < argc && !strcmp(argv[i], "--config"))
+			config = argv[++i];
+		else if (i + 1 < argc && !strcmp(argv[i], "--token"))
+			token = argv[++i];
+		else if (argv[i][0] == '-' || nwords == 3)
+			return applet_usage_error(&applet_apikey, "unexpected argument '%s'", argv[i]);
+		else
+			words[nwords++] = argv[i];
+	}
+	if (!nwords)
+		return applet_usage_error(&applet_apikey, "missing subcommand (set, list, remove)");
+	const char *sub = words[0];
+	struct strbuf value = STRBUF_INIT;
+	int usage;
+	json_t *params = params_for(sub, nwords - 1, words + 1, &value, &usage);
+	explicit_bzero(value.buf, value.len);
+	strbuf_release(&value);
+	if (!params)
+		return usage ? applet_usage_error(&applet_apikey, "bad arguments for '%s'", sub) : 1;
+	const char *method = !strcmp(sub, "set") ? "api_keys.set" : !strcmp(sub, "list") ? "api_keys.list" : "api_keys.remove";
+	struct err e = ERR_INIT;
+	json_t *result = NULL;
+	struct rpc_client *c = client_connect(url, config, token, &e);
+	int rc = c ? rpc_client_call(c, method, params, &result, &e) : -1;
+	rpc_client_close(c);
+	json_decref(params);
+	if (rc < 0) {
+		fprintf(stderr, "agor api-key %s: %s\n", sub, e.message);
+		err_clear(&e);
+		return 1;
+	}
+	char *text = json_dumps(result, json ? JSON_COMPACT : JSON_INDENT(2));
+	printf("%s\n", text);
+	free(text);
+	json_decref(result);
+	return 0;
+}
+
+const struct applet applet_apikey = {
+	.name = "api-key",
+	.summary = "set, list and remove the provider API keys agents get just in time (admin)",
+	.usage = "Usage: agor api-key [--json] [--url URL] [--token T] [--config PATH] set SERVICE | list | remove SERVICE\n"
+		 "\n"
+		 "set reads the key from stdin (not echoed on a terminal): echo \"$KEY\" | agor api-key set anthropic\n"
+		 "Services: anthropic (claude-code, opencode), openai (codex), google (gemini), git:HOST (HTTPS git).\n"
+		 "Values are sealed with the daemon's master key and never returned by any command.\n",
+	.main = apikey_main,
+	.flags = APPLET_CLIENT,
+};
