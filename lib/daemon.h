@@ -20,6 +20,7 @@
 struct net_server;
 struct net_conn;
 struct task_run;
+struct node_state;
 
 struct daemon {
 	struct config *cfg;
@@ -45,6 +46,8 @@ struct daemon {
 
 	int write_batch_open; /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
+
+	struct node_state *nodes; /* paired nodes connected now and their runs (daemon_nodes.c) */
 
 	struct net_conn **subscribers;
 	size_t nsubscribers, subscribers_alloc;
