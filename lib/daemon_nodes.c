@@ -146,7 +146,8 @@ static int node_pair(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 	if (too_many_pending(D(rc), e) < 0)
 		return -1;
 	_cleanup_free_ char *id = daemon_new_id();
-	const char *from = net_conn_remote_addr(P(rc)->conn);
+	char from[64];
+	ip_of(net_conn_remote_addr(P(rc)->conn), from, sizeof(from));
 	if (db_run(D(rc)->db, e, "INSERT INTO nodes (id, display_name, token_sha256, status, requested_from, created_at) "
 				 "VALUES (?, ?, ?, 'pending', ?, ?)", "ssssi", id, name, hash, from, daemon_now()) < 0)
 		return -1;
