@@ -381,6 +381,7 @@ static int start_run(struct runner *r, struct run *run, json_t *params, struct e
 		run->child.stdout_io = CHILD_IO_PIPE;
 		run->child.stderr_io = CHILD_IO_PIPE;
 		run->child.new_process_group = 1;
+		run->child.before_exec = child_die_with_parent; /* the node killed: its runs end too */
 		rv = child_start(&run->child, e);
 		run->child.cwd = NULL; /* borrowed from params */
 	} else {

@@ -177,6 +177,15 @@ test_case "a node decides under its own policy: its deny beats the gateway askin
   expect_json reply result.denied true
   exec_on open "$HOME_ARGV" "\"security\":\"deny\""
   expect_json reply result.denied true
+  # an allowlist node runs what its allowlist names, even when the gateway asks for full
+  policy 1 --security allowlist --ask off
+  on 1 "$AGOR" approvals allowlist add "$(readlink -f /usr/bin/id)" > /dev/null
+  exec_on strict "[\"id\",\"-u\"]" "\"security\":\"full\""
+  expect_json reply result.success true
+  expect_json reply result.output "$(id -u)"
+  exec_on strict "[\"whoami\"]" "\"security\":\"full\""
+  expect_json reply result.denied true
+  expect_json reply result.reason allowlist-miss
   exec_on open "[\"/bin/sh\",\"-c\",\"printf %s \\\"\$GREETING\\\"\"]" "\"security\":\"full\",\"env\":{\"GREETING\":\"hello\"}"
   expect_json reply result.output hello
   expect_json reply result.success true
@@ -222,9 +231,56 @@ test_case "daemon killed: nodes reconnect when it returns; node killed mid-comma
   [ $(( $(date +%s) - start )) -lt 10 ] || fail "the caller waited for a dead node"
   expect_json killed error.data.code EXEC_FAILED
   expect_contains killed "disconnected during the run"
+  sleep 0.2; pgrep -f "^/bin/sleep 20$" && fail "the command of the killed node survived"
   rpc tasks.list > tasks
   python3 -c "import json; t=[x for x in json.load(open(\"tasks\"))[\"result\"] if x[\"execution_user\"]==\"node:\"+open(\"id2\").read().strip()]; assert t and t[-1][\"status\"]==\"failed\", t"
   exec_on alpha "$HOME_ARGV" "\"security\":\"full\""; ran_on 1
+'
+
+test_case "node events belong to the session: exec.started and exec.finished stored under the session and the run" "$SCENE"'
+  make_source_repo src
+  start_daemon; host 1
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > r; repo=$(json_get r result.repo.id)
+  rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > r
+  wt=$(json_get r result.worktree.id)
+  rpc sessions.create "{\"worktree_id\":\"$wt\",\"tool\":\"claude-code\"}" > r; sid=$(json_get r result.id)
+  pair 1 worker; "$AGOR" nodes approve worker > /dev/null; policy 1 --security full --ask off; start_node 1
+  exec_on worker "[\"/bin/echo\",\"from the node\"]" "\"security\":\"full\",\"session_id\":\"$sid\""
+  expect_json reply result.output "from the node"
+  run=$(json_get reply result.runId)
+  rpc messages.list "{\"session_id\":\"$sid\"}" > msgs
+  python3 - "$run" "$sid" <<PY || fail "session events missing"
+import json, sys
+rows = json.load(open("msgs"))["result"]
+types = [r["message_type"] for r in rows if r["task_id"] == sys.argv[1]]
+assert types == ["exec.started", "exec.finished"], types
+fin = json.loads(rows[-1]["data"])
+assert fin["sessionId"] == sys.argv[2] and fin["runId"] == sys.argv[1] and fin["output"] == "from the node\n", fin
+PY
+  exec_on worker "[\"/bin/true\"]" "\"session_id\":\"nosuch\""
+  expect_json reply error.data.code NOT_FOUND
+'
+
+test_case "TLS: a node pins the gateway certificate; a wrong pin is refused before anything is sent" "$SCENE"'
+  NETNS=""   # localhost names the gateway only on its own loopback
+  "$TEST_TOP/test/helpers/make-test-ca.sh" ca
+  pin=$(openssl x509 -in ca/server.crt -outform DER | sha256sum | cut -d" " -f1)
+  bad=$(printf "%064d" 0)
+  AGOR_DAEMON_HOST=127.0.0.1 "$AGOR" daemon --foreground --port 0 --set daemon.tls_cert="$PWD/ca/server.crt" \
+    --set daemon.tls_key="$PWD/ca/server.key" 2> daemon.log & DAEMON_PID=$!
+  for _ in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
+  mkdir -p -m 700 n1 n2
+  AGOR_HOME="$T/n2" "$AGOR" node pair --gateway "wss://localhost:$port/ws" --name evil --tls-fingerprint "$bad" 2> bad.err && fail "a wrong pin was accepted"
+  [ ! -e n2/node.json ] || fail "node.json written after a failed pairing"
+  AGOR_HOME="$T/n1" "$AGOR" node pair --gateway "wss://localhost:$port/ws" --name tls --tls-fingerprint "$pin" > id1
+  expect_json n1/node.json gateway.tlsFingerprint "$pin"
+  "$AGOR" nodes approve tls > /dev/null; policy 1 --security full --ask off; start_node 1
+  exec_on tls "$HOME_ARGV" "\"security\":\"full\""; ran_on 1
+  expect_exit 2 "$AGOR" node pair --gateway "wss://localhost:$port/ws" --tls-fingerprint abc
+  expect_contains err "--tls-fingerprint: expected 64 hex digits"
+  expect_exit 2 "$AGOR" node pair --gateway "http://localhost:$port/"
+  expect_contains err "expected a ws:// or wss:// URL"
 '
 
 test_done
