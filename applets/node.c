@@ -449,7 +449,7 @@ static void on_err_line(struct runner *r, struct run *run, const char *line, siz
 static void split_err_lines(struct runner *r, struct run *run)
 {
 	char *nl;
-	while ((nl = memchr(run->err_line.buf, '\n', run->err_line.len))) {
+	while (run->err_line.len && (nl = memchr(run->err_line.buf, '\n', run->err_line.len))) {
 		size_t n = (size_t)(nl - run->err_line.buf);
 		on_err_line(r, run, run->err_line.buf, n);
 		strbuf_remove_front(&run->err_line, n + 1);

@@ -26,7 +26,7 @@ SCENE='
   start_daemon() { # [PORT]
     AGOR_DAEMON_HOST=0.0.0.0 "$AGOR" daemon --foreground --port "${1:-0}" 2>> daemon.log &
     DAEMON_PID=$!
-    for _ in $(seq 1 200); do grep -q "serving" daemon.log && break; sleep 0.05; done
+    for _ in $(seq 1 300); do grep -q "serving.*(pid $DAEMON_PID" daemon.log 2>/dev/null && break; sleep 0.05; done
     port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $DAEMON_PID.*/\1/p" daemon.log | tail -1)
     [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
   }
