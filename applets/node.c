@@ -33,6 +33,7 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
 #define BACKSTOP_GRACE_MS 10000
+#define MAX_ANSWER_BYTES (768u << 10) /* the gateway refuses messages over 1 MiB */
 
 extern const struct applet applet_node;
 
@@ -493,6 +494,22 @@ static json_t *run_result(struct run *run)
 	return res;
 }
 
+/* Output full of control characters can grow sixfold as JSON: an answer that would pass the gateway's
+ * message limit carries the event-sized tail of the output instead (and says so). */
+static json_t *fit_answer(json_t *res)
+{
+	_cleanup_free_ char *text = json_to_compact(res);
+	if (strlen(text) <= MAX_ANSWER_BYTES)
+		return res;
+	const char *out = json_string_value(json_object_get(res, "output"));
+	struct strbuf tail = STRBUF_INIT;
+	appr_event_output(out ? out : "", out ? strlen(out) : 0, &tail);
+	json_object_set_new(res, "output", json_string_lossy(tail.buf ? tail.buf : "", tail.len));
+	json_object_set_new(res, "outputShortened", json_true());
+	strbuf_release(&tail);
+	return res;
+}
+
 static void finish_if_done(struct runner *r, size_t slot)
 {
 	struct run *run = r->runs[slot];
@@ -503,7 +520,7 @@ static void finish_if_done(struct runner *r, size_t slot)
 	child_wait(&run->child, &status, &e);
 	if (run->err_line.len)
 		on_err_line(r, run, run->err_line.buf, run->err_line.len);
-	send_json(r, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", run->rpc_id, "result", run_result(run)));
+	send_json(r, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", run->rpc_id, "result", fit_answer(run_result(run))));
 	log_info("node: run %s finished (exit %d)", run->run_id, child_exit_code(&run->child));
 	run_free(run);
 	r->runs[slot] = NULL;

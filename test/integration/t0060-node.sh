@@ -30,6 +30,10 @@ SCENE='
     port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $DAEMON_PID.*/\1/p" daemon.log | tail -1)
     [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
   }
+  stop_daemon() { # SIGTERM: a clean exit (under ASan also: no leaks)
+    kill -TERM "$DAEMON_PID"; local rc=0; wait "$DAEMON_PID" || rc=$?; DAEMON_PID=""
+    [ $rc -eq 0 ] || { tail -n 40 daemon.log; fail "daemon exited $rc"; }
+  }
   kill_daemon() { kill -9 "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=""; }
   rpc() { python3 "$RPC" "$GW_HOME/run/agor.sock" "$@"; }
   # host N — a machine for node N: its own network namespace and veth when we can, else loopback.
@@ -147,6 +151,7 @@ test_case "selection: exact id, remote IP, normalized name, id prefix of 6+, con
   expect_contains reply "params.node: required when 3 nodes are paired"
   rpc exec.run "{\"host\":\"moon\",\"argv\":[\"true\"]}" > reply
   expect_contains reply "params.host: \\\"moon\\\" is not one of sandbox|gateway|node"
+  stop_daemon
 '
 
 test_case "a node decides under its own policy: its deny beats the gateway asking for full; the gateway can only tighten" "$SCENE"'
@@ -189,6 +194,7 @@ test_case "a node decides under its own policy: its deny beats the gateway askin
   exec_on open "[\"/bin/sh\",\"-c\",\"printf %s \\\"\$GREETING\\\"\"]" "\"security\":\"full\",\"env\":{\"GREETING\":\"hello\"}"
   expect_json reply result.output hello
   expect_json reply result.success true
+  stop_daemon
 '
 
 test_case "output is capped at 200000 bytes with a marker; events carry a 20000-character tail; a timeout kills the command" "$SCENE"'
@@ -210,7 +216,11 @@ test_case "output is capped at 200000 bytes with a marker; events carry a 20000-
   expect_json reply result.timedOut true
   expect_json reply result.success false
   pgrep -f "^/bin/sleep 30$" && fail "the timed-out command survived"
-  true
+  # control characters escape sixfold in JSON: the answer still fits the gateway'"'"'s message limit
+  exec_on worker "[\"/bin/sh\",\"-c\",\"head -c 300000 /dev/zero | tr \\\"\\\\\\\\000\\\" \\\"\\\\\\\\001\\\"\"]" "\"security\":\"full\""
+  expect_json reply result.outputShortened true
+  expect_json reply result.success true
+  stop_daemon
 '
 
 test_case "daemon killed: nodes reconnect when it returns; node killed mid-command: the run fails with the reason" "$SCENE"'
@@ -259,6 +269,7 @@ assert fin["sessionId"] == sys.argv[2] and fin["runId"] == sys.argv[1] and fin["
 PY
   exec_on worker "[\"/bin/true\"]" "\"session_id\":\"nosuch\""
   expect_json reply error.data.code NOT_FOUND
+  stop_daemon
 '
 
 test_case "TLS: a node pins the gateway certificate; a wrong pin is refused before anything is sent" "$SCENE"'
