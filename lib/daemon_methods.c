@@ -619,7 +619,7 @@ static int node_session_param(struct rpc_ctx *rc, json_t *params, const char **s
 static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct node_exec x = { .query = opt_str(params, "node"), .cwd = opt_str(params, "cwd"),
-			       .agent_id = opt_str(params, "agent_id"), .created_by = P(rc)->user_id, .on_done = exec_ran };
+			       .agent_id = opt_str(params, "agent_id"), .on_done = exec_ran };
 	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || node_env_param(params, &x.env, e) < 0 ||
 	    level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
 	    level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||

@@ -294,4 +294,31 @@ test_case "TLS: a node pins the gateway certificate; a wrong pin is refused befo
   expect_contains err "expected a ws:// or wss:// URL"
 '
 
+test_case "authorization: only admins manage nodes; a node connection is no user and speaks only for its own runs" "$SCENE"'
+  start_daemon; host 1
+  pair 1 worker; "$AGOR" nodes approve worker > /dev/null; policy 1 --security full --ask off
+  ws() { python3 "$TEST_TOP/test/helpers/ws-rpc.py" 127.0.0.1 "$port" "$@"; }
+  ws "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"nodes.list\"}" > anon
+  expect_contains anon "only an admin may manage nodes"
+  "$AGOR" user create bob > /dev/null
+  tok=$("$AGOR" user token --for bob 2>/dev/null)
+  AGOR_TOKEN="$tok" "$AGOR" nodes approve worker --url "ws://127.0.0.1:$port/ws" 2> member.err && fail "a member managed nodes"
+  expect_contains member.err "only an admin may manage nodes"
+  token=$(json_get "$T/n1/node.json" token); id=$(cat id1)
+  hello="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"node.hello\",\"params\":{\"nodeId\":\"$id\",\"token\":\"$token\"}}"
+  ws "$hello" \
+     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"users.list\"}" \
+     "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nodes.list\"}" \
+     "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"node.event\",\"params\":{\"runId\":\"someone-elses\",\"type\":\"exec.finished\",\"data\":{}}}" \
+     "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"exec.run\",\"params\":{\"host\":\"node\",\"argv\":[\"id\"],\"security\":\"full\"}}" > asnode
+  sed -n 1p asnode > r1; expect_json r1 result.status approved
+  sed -n 2p asnode > r2; expect_json r2 error.data.code AUTH_FAILED
+  sed -n 3p asnode > r3; expect_json r3 error.data.code PERMISSION_DENIED
+  sed -n 4p asnode > r4; expect_json r4 error.data.code NOT_FOUND
+  sed -n 5p asnode > r5; expect_json r5 error.data.code AUTH_FAILED
+  ws "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"node.pair\",\"params\":{\"displayName\":\"x\",\"tokenSha256\":\"short\"}}" > badpair
+  expect_contains badpair "params.tokenSha256: required, 64 lowercase hex digits"
+  stop_daemon
+'
+
 test_done
