@@ -179,11 +179,9 @@ static void become_node(struct daemon *d, struct daemon_peer *p, const json_t *r
 {
 	const char *id = json_get_str(row, "id");
 	struct node_link *old = link_of(d, id);
-	if (old) { /* a reconnecting node: the older connection is stale */
+	if (old) { /* a reconnecting node: the older connection is stale, and so are its runs */
 		struct daemon_peer *stale = old->peer;
-		free(stale->node_id);
-		stale->node_id = NULL;
-		unlink_node(d, old);
+		daemon_node_closed(d, stale);
 		net_conn_close(stale->conn);
 	}
 	struct node_link *l = xcalloc(1, sizeof(*l));
@@ -402,7 +400,10 @@ static json_t *target_node(struct daemon *d, const char *query, struct err *e)
 	if (!rows)
 		return NULL;
 	json_t *only = json_array_size(rows) == 1 ? json_incref(json_array_get(rows, 0)) : NULL;
-	if (!only)
+	if (!json_array_size(rows))
+		err_set(e, E_NOT_FOUND, "host \"node\": no node is paired (on the node: agor node pair --gateway URL; "
+					"then here: agor nodes approve ID)");
+	else if (!only)
 		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "node"),
 			 "params.node: required when %zu nodes are paired (a node id, id prefix, IP or display name; "
 			 "see agor nodes list)", json_array_size(rows));
