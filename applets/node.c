@@ -371,7 +371,6 @@ static int start_run(struct runner *r, struct run *run, json_t *params, struct e
 {
 	struct strvec args = STRVEC_INIT, env = STRVEC_INIT;
 	int rv = approvals_args(r, params, &args, e);
-	child_init(&run->child);
 	if (rv == 0) {
 		child_env(r, params, &env);
 		run->child.args = args;
@@ -410,6 +409,7 @@ static void system_run(struct runner *r, json_t *rpc_id, json_t *params)
 	else if (slot == MAX_RUNS)
 		err_set(&e, E_PERMISSION_DENIED, "system.run: this node already runs %d commands; try again later", MAX_RUNS);
 	struct run *run = xcalloc(1, sizeof(*run));
+	child_init(&run->child); /* run_free releases it on every path */
 	run->rpc_id = json_incref(rpc_id);
 	run->run_id = xstrdup(run_id ? run_id : "");
 	if (e.code || start_run(r, run, params, &e) < 0) {
