@@ -213,7 +213,7 @@ static int cmd_pair(int argc, char **argv)
 	_cleanup_json_ json_t *doc = identity_json(node_id, &o, name, token);
 	_cleanup_free_ char *text = json_dumps(doc, JSON_INDENT(2));
 	crypto_wipe(token, sizeof(token));
-	if (fs_write_file_atomic(home, NODE_FILE, text, strlen(text), &e) < 0)
+	if (fs_write_file_atomic(path, text, strlen(text), 0600, &e) < 0)
 		return fail("pair", &e);
 	crypto_wipe(text, strlen(text));
 	printf("%s\n", node_id);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "banned.h"
@@ -125,29 +126,18 @@ int fs_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int fs_write_file_atomic(const char *dir, const char *name, const char *text, size_t len, struct err *e)
+int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e)
 {
-	static unsigned counter;
-	_cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
-	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d.%u", path, (int)getpid(), counter++);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
-		return err_errno(e, errno, "create %s", tmp);
-	int rc = 0;
-	if (fchmod(fd, 0600) < 0 || fs_write_all(fd, text, len) < 0 || fsync(fd) < 0)
-		rc = err_errno(e, errno, "write %s", tmp);
-	if (close(fd) < 0 && rc == 0)
-		rc = err_errno(e, errno, "close %s", tmp);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = err_errno(e, errno, "rename onto %s", path);
-	if (rc < 0) {
-		unlink(tmp);
-		return -1;
-	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+		return err_errno(e, errno, "creating %s", tmp);
+	int rc = fchmod(fd, mode) == 0 && fs_write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+	int saved = errno;
+	close(fd);
+	if (rc == 0 && rename(tmp, path) == 0)
+		return 0;
+	saved = rc == 0 ? errno : saved;
+	unlink(tmp);
+	return err_errno(e, saved, "writing %s", path);
 }

@@ -15,9 +15,9 @@ int fs_remove_tree(const char *path, struct err *e);
 int fs_dir_is_empty(const char *path);
 /* Writes all len bytes (retrying short writes and EINTR); -1 with errno on failure. Async-signal-safe. */
 int fs_write_all(int fd, const void *buf, size_t len);
-/* Replaces dir/name with text atomically: a fresh dir/name.tmp.PID.N (O_EXCL, O_NOFOLLOW, 0600) written,
- * fsync'ed and renamed over it, then dir fsync'ed. A reader sees the old or the new file, never a mix. */
-int fs_write_file_atomic(const char *dir, const char *name, const char *text, size_t len, struct err *e);
+/* Replaces path with len bytes of data, mode `mode`, atomically (a temporary file in the same directory,
+ * fsync'd, renamed over path): readers see the old file or the new one, never a part. */
+int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
 /* 1 when something (anything, even a dangling symlink) exists at path. */
 int fs_exists(const char *path);
 
