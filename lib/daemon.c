@@ -12,7 +12,6 @@
 
 #include "audit.h"
 #include "daemon.h"
-#include "daemon_nodes.h"
 #include "impersonate.h"
 #include "json.h"
 #include "log.h"

@@ -78,6 +78,8 @@ void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 void daemon_write_batch(struct daemon *d);
 /* Frees the cache of verified executor tokens (daemon_release). */
 void daemon_forget_verified_tokens(struct daemon *d);
+/* Frees the in-memory state of paired nodes (daemon_nodes.c; daemon_release). */
+void daemon_nodes_release(struct daemon *d);
 
 /* Records an audit row; failures are logged loudly (never silently dropped). details (may be NULL) is
  * stolen, so `daemon_audit(…, json_pack(…))` reads well. */

@@ -56,7 +56,5 @@ int daemon_node_exec(struct daemon *d, const struct node_exec *x, char **run_id,
 int daemon_node_take_answer(struct daemon *d, struct daemon_peer *p, const char *msg, size_t len);
 /* A connection closed: when it was a node, its runs fail with the reason. */
 void daemon_node_closed(struct daemon *d, struct daemon_peer *p);
-/* Frees the in-memory node state (daemon_release). */
-void daemon_nodes_release(struct daemon *d);
 
 #endif
