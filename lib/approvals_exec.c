@@ -42,6 +42,7 @@ int appr_exec_run(const char *resolved, const char *const *argv, int timeout_ms,
 	c.new_process_group = 1;
 	c.timeout_ms = timeout_ms;
 	c.kill_grace_ms = 1000;
+	c.before_exec = child_die_with_parent; /* `approvals exec` killed (e.g. with its node): the command too */
 	if (child_run(&c, NULL, 0, &r->output, NULL, APPR_OUTPUT_MAX, e) < 0)
 		return -1;
 	if (c.out_dropped > 0)

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1047,4 +1048,10 @@ int child_run(struct child *c, const void *input, size_t input_len, struct strbu
 	}
 	sigpipe_restore(&guard);
 	return rc;
+}
+
+int child_die_with_parent(void *arg)
+{
+	(void)arg;
+	return prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ? errno : 0;
 }

@@ -233,6 +233,7 @@ void daemon_release(struct daemon *d)
 {
 	explicit_bzero(d->jwt_secret, sizeof(d->jwt_secret));
 	explicit_bzero(d->master_key, sizeof(d->master_key));
+	daemon_nodes_release(d);
 	db_close(d->db);
 	loop_free(d->loop);
 	paths_release(&d->paths);

@@ -20,6 +20,7 @@
 struct net_server;
 struct net_conn;
 struct task_run;
+struct node_state;
 
 struct daemon {
 	struct config *cfg;
@@ -45,6 +46,8 @@ struct daemon {
 
 	int write_batch_open; /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
+
+	struct node_state *nodes; /* paired nodes connected now and their runs (daemon_nodes.c) */
 
 	struct net_conn **subscribers;
 	size_t nsubscribers, subscribers_alloc;
@@ -75,6 +78,8 @@ void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 void daemon_write_batch(struct daemon *d);
 /* Frees the cache of verified executor tokens (daemon_release). */
 void daemon_forget_verified_tokens(struct daemon *d);
+/* Frees the in-memory state of paired nodes (daemon_nodes.c; daemon_release). */
+void daemon_nodes_release(struct daemon *d);
 
 /* Records an audit row; failures are logged loudly (never silently dropped). details (may be NULL) is
  * stolen, so `daemon_audit(…, json_pack(…))` reads well. */

@@ -4,10 +4,12 @@
 #include <pwd.h>
 #include <string.h>
 
+#include "approvals_policy.h"
 #include "audit.h"
 #include "crypto.h"
 #include "daemon.h"
 #include "daemon_methods.h"
+#include "daemon_nodes.h"
 #include "json.h"
 #include "log.h"
 #include "payload.h"
@@ -505,7 +507,7 @@ static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	return owners_list(rc, params, result, e);
 }
 
-/* --- exec.run (host sandbox) ---------------------------------------------------------------- */
+/* --- exec.run (hosts sandbox and node) ------------------------------------------------------- */
 
 /* A run whose program did not end well (exit ≠ 0, timeout, OOM, pids limit) fails its task; the output
  * and the sandbox receipt stay in the task's result. */
@@ -537,16 +539,19 @@ static int need_argv(json_t *params, json_t **argv, struct err *e)
 	return ok ? 0 : err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "argv"), "params.argv: expected a non-empty array of strings");
 }
 
-static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *id, *host = opt_str(params, "host");
+	const char *id;
 	json_t *argv;
 	_cleanup_free_ char *user = NULL;
 	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || need_argv(params, &argv, e) < 0)
 		return -1;
-	if (host && strcmp(host, "sandbox"))
-		return err_set(e, E_NOT_BUILT, "params.host: only \"sandbox\" is built so far (gateway and node hosts "
-				     "come with the node runner)");
+	static const char *const node_only[] = { "node", "security", "ask", "env", "cwd", NULL };
+	for (size_t i = 0; node_only[i]; i++)
+		if (json_object_get(params, node_only[i]))
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", node_only[i]),
+					"params.%s: only for host \"node\" (the sandbox runs in the worktree under its own "
+					"controls)", node_only[i]);
 	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", id);
 	if (!wt)
 		return -1;
@@ -569,6 +574,96 @@ static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct 
 	json_decref(exec_params);
 	json_decref(wt);
 	return rv;
+}
+
+/* A level parameter: absent → dflt; else one of the names parse() knows. */
+static int level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
+		       const char *dflt, const char **out, struct err *e)
+{
+	json_t *v = json_object_get(params, key);
+	*out = v ? json_string_value(v) : dflt;
+	if (v && (!*out || parse(*out) < 0))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: expected one of %s",
+				key, names);
+	return 0;
+}
+
+static int node_env_param(json_t *params, json_t **env, struct err *e)
+{
+	*env = json_object_get(params, "env");
+	if (!*env)
+		return 0;
+	if (!json_is_object(*env))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"), "params.env: expected an object of strings");
+	const char *name;
+	json_t *value;
+	json_object_foreach(*env, name, value) {
+		if (!json_is_string(value))
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"),
+					"params.env.%s: expected a string value", name);
+		if (!payload_env_name_allowed(name))
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"),
+					"params.env.%s: not allowed (loader, shell and interpreter variables and PATH are "
+					"the node's own; remove it)", name);
+	}
+	return 0;
+}
+
+/* params.session_id, when given, must be a session of the caller (or the caller an admin). */
+static int node_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, struct err *e)
+{
+	*session_id = opt_str(params, "session_id");
+	if (!*session_id)
+		return 0;
+	_cleanup_json_ json_t *s = one_row(D(rc), e, "session", "SELECT id, created_by FROM sessions WHERE id = ?", *session_id);
+	if (!s)
+		return -1;
+	if (!P(rc)->is_admin && strcmp(json_get_str(s, "created_by"), P(rc)->user_id))
+		return err_set(e, E_PERMISSION_DENIED, "session %s is not yours", *session_id);
+	return 0;
+}
+
+/* host=node: the command goes to a paired node, which decides under its own approvals file. */
+static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct node_exec x = { .query = opt_str(params, "node"), .cwd = opt_str(params, "cwd"),
+			       .agent_id = opt_str(params, "agent_id"), .on_done = exec_ran };
+	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || node_env_param(params, &x.env, e) < 0 ||
+	    level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
+	    level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||
+	    node_session_param(rc, params, &x.session_id, e) < 0)
+		return -1;
+	x.created_by = P(rc)->user_id;
+	json_t *timeout = json_object_get(params, "timeout_ms");
+	if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < 1))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "timeout_ms"),
+				"params.timeout_ms: expected a positive integer (milliseconds)");
+	x.timeout_ms = timeout ? json_integer_value(timeout) : 0;
+	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "exec.run", NULL);
+	x.arg = pr;
+	_cleanup_free_ char *run_id = NULL;
+	if (daemon_node_exec(D(rc), &x, &run_id, e) < 0) {
+		pending_free(pr);
+		return -1;
+	}
+	if (pr->peer)
+		return RPC_DEFERRED;
+	*result = json_pack("{s:s}", "task_id", run_id);
+	return 0;
+}
+
+static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *host = opt_str(params, "host");
+	if (!host || !strcmp(host, "sandbox"))
+		return exec_run_sandbox(rc, params, result, e);
+	if (!strcmp(host, "node"))
+		return exec_run_node(rc, params, result, e);
+	if (!strcmp(host, "gateway"))
+		return err_set(e, E_NOT_BUILT, "params.host: \"gateway\" is not built (the daemon never runs commands "
+				     "itself; run a paired node on the gateway's host and use host \"node\")");
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "host"),
+			"params.host: \"%s\" is not one of sandbox|gateway|node", host);
 }
 
 static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -868,6 +963,8 @@ static const struct rpc_method *all_methods(size_t *n)
 		count = ARRAY_SIZE(client_methods);
 		for (size_t i = 0; i < daemon_token_nmethods && count < ARRAY_SIZE(all); i++)
 			all[count++] = daemon_token_methods[i];
+		for (size_t i = 0; i < daemon_node_nmethods && count < ARRAY_SIZE(all); i++)
+			all[count++] = daemon_node_methods[i];
 		for (size_t i = 0; i < daemon_executor_nmethods && count < ARRAY_SIZE(all); i++)
 			all[count++] = daemon_executor_methods[i];
 		for (size_t i = 0; i < daemon_permission_nmethods && count < ARRAY_SIZE(all); i++)

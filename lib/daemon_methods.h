@@ -18,6 +18,7 @@ struct daemon_peer {
 	char *user_id;	/* the agor user this connection acts as, or NULL */
 	int is_admin;
 	int subscribed;
+	char *node_id;	 /* a paired node authenticated with node.hello (never also a user) */
 	char *token_jti; /* over TCP: the client token this connection authenticated with (auth.token) */
 	void **pending;	/* deferred replies waiting on this connection */
 	size_t npending, pending_alloc;

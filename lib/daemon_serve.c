@@ -7,6 +7,7 @@
 
 #include "daemon.h"
 #include "daemon_methods.h"
+#include "daemon_nodes.h"
 #include "json.h"
 #include "log.h"
 #include "net.h"
@@ -63,6 +64,7 @@ static void on_close(struct net_conn *c, void *arg)
 		daemon_pending_detach(p->pending[i]);
 	if (p->subscribed)
 		daemon_unsubscribe(d, c);
+	daemon_node_closed(d, p);
 	free(p->pending);
 	free(p->user_id);
 	free(p->token_jti);
@@ -74,6 +76,8 @@ static void on_message(struct net_conn *c, const char *data, size_t len, void *a
 {
 	struct daemon *d = arg;
 	struct daemon_peer *p = net_conn_get_data(c);
+	if (daemon_node_take_answer(d, p, data, len))
+		return;
 	char *reply = daemon_handle_message(d, p, data, len);
 	if (reply) {
 		net_send(c, reply, strlen(reply));

@@ -55,6 +55,12 @@ static const char *const migrations[] = {
 	"CREATE TABLE client_tokens ("
 	"  jti TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id), label TEXT,"
 	"  issued_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, revoked_at INTEGER, last_used_at INTEGER);",
+	/* 3: paired nodes (issue 8): a pairing request the operator approves or revokes; the node's token is
+	 * only ever stored as its SHA-256 */
+	"CREATE TABLE nodes ("
+	"  id TEXT PRIMARY KEY, display_name TEXT NOT NULL, token_sha256 TEXT NOT NULL,"
+	"  status TEXT NOT NULL CHECK (status IN ('pending','approved','revoked')), requested_from TEXT,"
+	"  last_ip TEXT, created_at INTEGER NOT NULL, decided_at INTEGER, decided_by TEXT, last_seen_at INTEGER);",
 };
 
 int db_schema_version(void)

@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -224,12 +223,6 @@ static void serve_one_permission(struct prompt_run *r)
 
 /* --- the agent child -------------------------------------------------------------------------------- */
 
-static int die_with_executor(void *arg)
-{
-	(void)arg;
-	return prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ? errno : 0;
-}
-
 static void base_environment(const struct prompt_request *req, struct strvec *env)
 {
 	const char *home = getenv("HOME"), *user = getenv("USER");
@@ -265,7 +258,7 @@ static int start_agent(struct prompt_run *r, const struct agent_invocation *inv,
 	c->stdout_io = CHILD_IO_PIPE;
 	c->stderr_io = CHILD_IO_PIPE;
 	c->new_process_group = 1;
-	c->before_exec = die_with_executor;
+	c->before_exec = child_die_with_parent; /* killed with the executor */
 	int rc = child_start(c, e);
 	wipe_secret_entries(&c->env, inv->api_key);
 	if (rc < 0)

@@ -304,8 +304,10 @@ test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a fai
   rpc tasks.get "{\"id\":\"$task\"}" > task
   expect_json task result.status failed
   expect_contains task "pids-limit"
-  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"true\"],\"host\":\"node\"}" > reply
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"true\"],\"host\":\"gateway\"}" > reply
   expect_contains reply NOT_BUILT
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"true\"],\"host\":\"node\"}" > reply
+  expect_contains reply "no node is paired"
   rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[]}" > reply
   expect_contains reply "params.argv"
 '
