@@ -171,6 +171,10 @@ void child_kill_group(struct child *c, int sig);
 /* Sends sig to every registered (started, not yet reaped) child, as child_kill_group() would.
  * Async-signal-safe. */
 void child_kill_all(int sig);
+/* Lets a started child go: it leaves the registry and is never signalled, waited for or killed by
+ * child_release() (a long-lived process handed to someone else, e.g. a terminal's tmux client, which
+ * should have made itself a session leader in before_exec). c->status means nothing afterwards. */
+void child_detach(struct child *c);
 /* Frees args/env, closes c's descriptors; kills (SIGKILL) and reaps a child still running. */
 void child_release(struct child *c);
 

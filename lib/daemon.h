@@ -46,6 +46,8 @@ struct daemon {
 	int write_batch_open; /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
 
+	struct terminal *terminals; /* open terminals (daemon_terminal.c) */
+
 	struct net_conn **subscribers;
 	size_t nsubscribers, subscribers_alloc;
 	uint64_t events_sent;

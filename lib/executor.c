@@ -14,6 +14,7 @@
 #include "impersonate.h"
 #include "json.h"
 #include "paths.h"
+#include "terminal.h"
 #include "banned.h"
 
 /* Only the stable codes of SPEC §3.3 leave the executor: an internal code is mapped onto one. */
@@ -274,6 +275,36 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 	return 0;
 }
 
+/* --- tmux.attach ------------------------------------------------------------------------- */
+
+static int run_tmux_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			   struct err *e)
+{
+	_cleanup_free_ char *cwd = NULL;
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+		return -1;
+	struct passwd *pw = getpwuid(geteuid());
+	if (!pw)
+		return err_set(e, E_IMPERSONATION_FAILED, "uid %u has no passwd entry: tmux needs the user's home and shell",
+			       (unsigned)geteuid());
+	if (!ctx->dry_run && (!p->daemon_url || !p->session_token))
+		return invalid_param(e, "sessionToken", "tmux.attach hands its terminal to the daemon: daemonUrl and "
+							"sessionToken are required (the daemon's terminal.open fills them)");
+	struct terminal_tmux_request r = {
+		.pw = pw,
+		.session = payload_str(p, "sessionName"),
+		.window = payload_str(p, "windowName"),
+		.cwd = cwd,
+		.create = payload_bool(p, "create", 1),
+		.env = p->env,
+		.daemon_url = p->daemon_url,
+		.session_token = p->session_token,
+		.dry_run = ctx->dry_run,
+		.plan = plan,
+	};
+	return terminal_tmux_attach(&r, data, e);
+}
+
 /* --- commands that land with later issues -------------------------------------------------- */
 
 static int run_not_built(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
@@ -284,7 +315,7 @@ static int run_not_built(const struct payload *p, const struct executor_context 
 	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
 		return -1;
 	const char *missing = p->command == CMD_PROMPT ? "agent execution (the prompt command)"
-						       : "terminals (tmux.attach / zellij.attach)";
+						       : "zellij terminals (zellij.attach; tmux.attach is built)";
 	plan_add(plan, json_pack("{s:s,s:s}", "step", p->command_name, "cwd", cwd));
 	if (ctx->dry_run)
 		return 0;
@@ -303,8 +334,8 @@ static command_fn command_handler(enum payload_command cmd)
 	case CMD_GIT_WORKTREE_ADD: return run_worktree_add;
 	case CMD_GIT_WORKTREE_REMOVE: return run_worktree_remove;
 	case CMD_EXEC_RUN: return run_exec;
+	case CMD_TMUX_ATTACH: return run_tmux_attach;
 	case CMD_PROMPT:
-	case CMD_TMUX_ATTACH:
 	case CMD_ZELLIJ_ATTACH: return run_not_built;
 	}
 	return run_not_built;

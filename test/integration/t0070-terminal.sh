@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# t0070-terminal — terminals end to end with real tmux: the executor's tmux.attach hands a control socket to the
+# daemon (SCM_RIGHTS), the daemon relays it; resize, exit, re-attach after kill -9, access attacks, environment.
+. "$(dirname "$0")/../lib.sh"
+
+WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
+export WS_MODULE_DIR="$WS_DIR" TEST_TOP
+
+# in_private_tmp < BODY — runs BODY (stdin, with `set -e` and the SCENE helpers) in a private mount namespace
+# with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER) a case starts is its own and is killed with the
+# case, never one of the host's.
+in_private_tmp() {
+  local script="$T/.private-tmp-body.sh"
+  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
+  T="$T" unshare --mount --propagation private -- bash -c '
+    set -e
+    mount -t tmpfs -o mode=1777 tmpfs /tmp
+    trap "tmux -L agor-$(id -un) kill-server 2>/dev/null || true" EXIT
+    bash "$1"' _ "$script"
+}
+
+SCENE='
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 "$@" 2>> daemon.log &
+    daemon_pid=$!
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && [ "$(grep -c serving daemon.log)" -ge "${starts:-1}" ] && break; sleep 0.05; done
+    starts=$(( ${starts:-1} + 1 ))
+    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $daemon_pid.*/\1/p" daemon.log | tail -1)
+    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
+  }
+  stop_daemon() { kill -TERM $daemon_pid; wait $daemon_pid || { cat daemon.log; fail "daemon exit $?"; }; }
+  worktree() { # → $wt, a worktree of a fresh clone
+    make_source_repo src
+    "$AGOR" repo clone "$PWD/src" --json > clone.json
+    "$AGOR" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
+    wt=$(json_get wt.json worktree.id)
+  }
+  term() { python3 "$TEST_TOP/test/helpers/term-client.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  ancestors() { # PID → its ancestors pids, one a line
+    local p=$1
+    while [ "$p" -gt 1 ]; do p=$(awk "{print \$4}" /proc/$p/stat); echo "$p"; done
+  }
+'
+
+test_case "tmux.attach dry run: one server per user (-L agor-USER), session, window per worktree, control client" '
+  mkdir -p "$AGOR_HOME/worktrees/o/r/feature"
+  executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\"}}" --dry-run
+  expect_success
+  user=$(id -un)
+  expect_json out data.plan.1.argv "[\"tmux\", \"-L\", \"agor-$user\", \"has-session\", \"-t\", \"=agor\"]"
+  expect_contains out "\"new-window\",\"-d\",\"-t\",\"=agor:\",\"-n\",\"feature\""
+  expect_contains out "\"-C\",\"attach-session\""
+  expect_contains out "terminal.handover (SCM_RIGHTS)"
+  executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"/etc\"}}" --dry-run
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+  executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\"},\"daemonUrl\":\"http://x\",\"sessionToken\":\"t\"}"
+  expect_error INVALID_PAYLOAD 2
+  expect_contains out "unix:PATH"
+'
+
+if ! command -v tmux > /dev/null; then
+  test_skip "terminals with real tmux" "tmux is not installed (Debian: tmux)"
+  test_done; exit
+fi
+if [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
+  test_skip "terminals with real tmux" "needs root for a private /tmp (unshare --mount)"
+  test_done; exit
+fi
+
+test_case "echo hi, resize (tput cols), no daemon secret in the shell, state kept across kill -9 of the daemon, exit" '
+  in_private_tmp <<"BODY"
+    AGOR_TEST_SECRET=s3cr3t-of-the-daemon start_daemon
+    worktree
+    term $wt "type:echo h\"\"i\n" "expect:hi\r\n" "type:tput cols\n" "expect:80\r\n" \
+      resize:117x33 "type:tput cols; tput lines\n" "expect:117\r\n33\r\n" \
+      "type:echo \"[\$AGOR_TEST_SECRET][\$AGOR_HOME][\$USER]\"\n" "expect:\[\]\[\]\[$(id -un)\]\r\n" \
+      "type:env | grep -c AGOR_\n" "expect:\r0\r\n" \
+      "type:STATE=kept-\$((40+2))\n" > first.out || { cat first.out daemon.log; false; }
+    head -1 first.out > open.json
+    expect_json open.json open.result.tmux.server "agor-$(id -un)"
+    expect_json open.json open.result.tmux.session agor
+    kill -9 $daemon_pid; wait $daemon_pid 2> /dev/null || true
+    start_daemon
+    term $wt "type:echo \"[\$STATE]\"\n" "expect:\[kept-42\]" "type:exit\n" expect-exit > second.out || { cat second.out daemon.log; false; }
+    expect_contains second.out "\"reason\": \"exited\""
+    ! tmux -L agor-$(id -un) has-session -t =agor 2> /dev/null || fail "the session outlived its last shell"
+    stop_daemon
+BODY
+'
+
+test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and neither tmux nor the shell is its child" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    term $wt "type:echo round\$((1+1))trip\n" "expect:round2trip\r\n" > out || { cat out daemon.log; false; }
+    head -1 out > open.json
+    cpid=$(json_get open.json open.result.tmux.controlPid)
+    [ -d /proc/$cpid ] || fail "no tmux control client $cpid"
+    client_sock=$(readlink /proc/$cpid/fd/0 | sed -n "s/socket:\[\([0-9]*\)\]/\1/p")
+    [ -n "$client_sock" ] || fail "the control client stdin is not a socket"
+    ss -xpn > ss.out
+    # the line of the daemon end: its peer is the client socket
+    awk -v peer="$client_sock" "\$8 == peer" ss.out | grep -q "pid=$daemon_pid," || { cat ss.out; fail "the daemon holds no peer of socket $client_sock"; }
+    shell=$(tmux -L agor-$(id -un) display-message -p -t "=agor:" "#{pane_pid}")
+    server=$(tmux -L agor-$(id -un) display-message -p "#{pid}")
+    for p in $cpid $shell $server; do
+      ancestors $p > anc.$p
+      ! grep -qx "$daemon_pid" anc.$p || fail "process $p descends from the daemon"
+    done
+    stop_daemon
+BODY
+'
+
+ws_reason=""
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  ws_reason="node and npm are not installed (Debian: nodejs npm)"
+elif [ ! -f "$WS_DIR/node_modules/ws/package.json" ] &&
+  ! { mkdir -p "$WS_DIR" && npm install --prefix "$WS_DIR" --no-audit --no-fund ws@8 > "$WS_DIR.log" 2>&1; }; then
+  ws_reason="npm install ws@8 failed (see $WS_DIR.log)"
+fi
+if [ -n "$ws_reason" ]; then
+  test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
+  test_done; exit
+fi
+
+test_case "WebSocket /terminal: binary frames, two clients see the same output, bad sizes refused" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    term $wt "type:true\n" > out || { cat out daemon.log; false; }
+    head -1 out > open.json
+    node "$TEST_TOP/test/helpers/term-ws.mjs" relay $port "$(json_get open.json open.result.terminal_id)" \
+      "$(json_get open.json open.result.token)" > ws.out || { cat ws.out daemon.log; false; }
+    expect_json ws.out a ok
+    expect_json ws.out b ok
+    expect_json ws.out both_saw_output true
+    expect_json ws.out resize INVALID_PAYLOAD
+    stop_daemon
+BODY
+'
+
+test_case "access: another user cannot open, attach, list or close a terminal; tokens are per terminal; forged hand-over" '
+  in_private_tmp <<"BODY"
+    make_source_repo src2
+    start_daemon
+    worktree
+    "$AGOR" worktree add "$(json_get clone.json repo.id)" second --json > wt2.json
+    wt2=$(json_get wt2.json worktree.id)
+    term $wt "type:true\n" > one.out || { cat one.out daemon.log; false; }
+    term $wt2 "type:true\n" > two.out || { cat two.out daemon.log; false; }
+    head -1 one.out > one.json; head -1 two.out > two.json
+    [ "$(json_get one.json open.result.tmux.window)" != "$(json_get two.json open.result.tmux.window)" ] || fail "one window for two worktrees"
+    "$AGOR" user create bob --json > bob.json
+    BOB_TOKEN=$("$AGOR" user token --for bob 2> /dev/null)
+    node "$TEST_TOP/test/helpers/term-ws.mjs" attacks $port "$BOB_TOKEN" $wt "$(json_get one.json open.result.terminal_id)" \
+      "$(json_get one.json open.result.token)" "$(json_get two.json open.result.token)" > attacks.out || { cat attacks.out daemon.log; false; }
+    cat attacks.out
+    expect_json attacks.out bob_auth ok
+    expect_json attacks.out bob_open_alices_worktree PERMISSION_DENIED
+    expect_json attacks.out bob_attach_with_alices_token PERMISSION_DENIED
+    expect_json attacks.out bob_list "[]"
+    expect_json attacks.out bob_close NOT_FOUND
+    expect_json attacks.out other_terminals_token AUTH_FAILED
+    expect_json attacks.out garbage_token AUTH_FAILED
+    expect_json attacks.out no_such_terminal AUTH_FAILED
+    expect_json attacks.out input_unattached INVALID_PAYLOAD
+    expect_json attacks.out handover_forged AUTH_FAILED
+    expect_json attacks.out binary_unattached "[\"terminal.error\"]"
+    ! grep -q pwned "$(tmux -L agor-$(id -un) capture-pane -p -t "=agor:" > pane.txt; echo pane.txt)" || fail "unattached input reached a shell"
+    "$AGOR" audit verify > /dev/null
+    stop_daemon
+BODY
+'
+
+test_done
