@@ -15,13 +15,13 @@
 #include "lib/banned.h"
 
 extern const struct applet applet_admin, applet_approvals, applet_audit, applet_config, applet_daemon,
-	applet_executor, applet_node, applet_repo, applet_session, applet_setup, applet_task, applet_user,
+	applet_executor, applet_node, applet_repo, applet_session, applet_setup, applet_task, applet_terminal, applet_user,
 	applet_worktree;
 
 /* Sorted by name: lookup is a binary search, and main() checks the order. */
 static const struct applet *const applets[] = {
 	&applet_admin,	  &applet_approvals, &applet_audit, &applet_config, &applet_daemon, &applet_executor,
-	&applet_node,	  &applet_repo,	     &applet_session, &applet_setup, &applet_task, &applet_user, &applet_worktree,
+	&applet_node,	  &applet_repo,	     &applet_session, &applet_setup, &applet_task, &applet_terminal, &applet_user, &applet_worktree,
 };
 
 static int compare_name(const void *key, const void *elem)

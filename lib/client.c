@@ -80,7 +80,7 @@ static int build_params(const char *group, const struct client_command *c, int a
 	return 0;
 }
 
-static char *default_url(const char *config_path, struct err *e)
+char *client_default_url(const char *config_path, struct err *e)
 {
 	struct config *cfg = config_new();
 	char *url = NULL;
@@ -92,7 +92,7 @@ static char *default_url(const char *config_path, struct err *e)
 
 static int call_daemon(const struct client_opts *o, const char *method, json_t *params, json_t **result, struct err *e)
 {
-	_cleanup_free_ char *url = o->url ? xstrdup(o->url) : default_url(o->config_path, e);
+	_cleanup_free_ char *url = o->url ? xstrdup(o->url) : client_default_url(o->config_path, e);
 	if (!url)
 		return -1;
 	struct rpc_client_options opts = { 0 };

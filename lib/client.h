@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "err.h"
+
 enum client_flag_type { CLIENT_FLAG_STRING, CLIENT_FLAG_BOOL };
 
 struct client_flag {
@@ -31,6 +33,8 @@ struct client_command {
 
 /* argv[0] is the group name ("repo"). */
 int client_main(const char *group, const struct client_command *commands, size_t ncommands, int argc, char **argv);
+/* "unix:<daemon.socket_path>" of the configuration (config_path may be NULL); NULL with e on a config error. */
+char *client_default_url(const char *config_path, struct err *e);
 /* Prints rows of objects as aligned columns of the given keys. */
 void client_print_table(const json_t *rows, const char *const *keys);
 

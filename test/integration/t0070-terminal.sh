@@ -111,6 +111,27 @@ test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and nei
 BODY
 '
 
+test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the detach key detaches and the shell stays" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    drive() { python3 "$TEST_TOP/test/helpers/pty-drive.py" "$@"; }
+    drive 90x20 "type:echo cli\$((2+3))ok\n" "expect:cli5ok\r\n" "type:tput cols\n" "expect:90\r\n" \
+      winsize:132x40 "expect:.*" "type:sleep 0.3; tput cols\n" "expect:132\r\n" "type:KEEP=me\n" \
+      "type:\x1d" wait-exit -- "$AGOR" terminal feature > cli.out || { cat cli.out daemon.log; false; }
+    expect_contains cli.out "exit 0"
+    expect_contains cli.out "[agor terminal: detached]"
+    drive 80x24 "type:echo \"<\$KEEP>\"\n" "expect:<me>" "type:exit\n" wait-exit -- "$AGOR" terminal feature > cli2.out || { cat cli2.out daemon.log; false; }
+    expect_contains cli2.out "exit 0"
+    expect_contains cli2.out "[agor terminal: exited]"
+    expect_exit 2 "$AGOR" terminal
+    expect_exit 2 "$AGOR" terminal feature --detach-key X
+    expect_exit 1 "$AGOR" terminal no-such-worktree < /dev/null
+    expect_contains err NOT_FOUND
+    stop_daemon
+BODY
+'
+
 ws_reason=""
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
   ws_reason="node and npm are not installed (Debian: nodejs npm)"
