@@ -120,11 +120,12 @@ TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall
 # scratch corpus first (libFuzzer writes new inputs there) and the checked-in seeds second, e.g.
 #   make fuzz && mkdir -p build/fuzz/corpus-ws && build/fuzz/ws_frame_fuzz -max_total_time=60 build/fuzz/corpus-ws test/fuzz/seeds/ws
 #   mkdir -p build/fuzz/corpus-http && build/fuzz/http_fuzz -max_total_time=60 build/fuzz/corpus-http test/fuzz/seeds/http
+#   mkdir -p build/fuzz/corpus-tmux && build/fuzz/tmux_control_fuzz -max_total_time=60 build/fuzz/corpus-tmux test/fuzz/seeds/tmux
 FUZZ_CC := clang
 FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -g -O1 -D_GNU_SOURCE -I. -Ilib -isystem $(DEPS_GLIBC)/include \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB := lib/ws.c lib/http.c lib/ndjson.c lib/strbuf.c lib/xalloc.c lib/err.c
-FUZZ_TARGETS := build/fuzz/ws_frame_fuzz build/fuzz/http_fuzz
+FUZZ_LIB := lib/ws.c lib/http.c lib/ndjson.c lib/strbuf.c lib/xalloc.c lib/err.c lib/tmux_control.c
+FUZZ_TARGETS := build/fuzz/ws_frame_fuzz build/fuzz/http_fuzz build/fuzz/tmux_control_fuzz
 fuzz: $(FUZZ_TARGETS)
 build/fuzz/%: test/fuzz/%.c $(FUZZ_LIB) $(DEPS_STAMP_GLIBC)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang with libFuzzer (apt-get install clang)"; exit 1; }
