@@ -132,6 +132,46 @@ test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the
 BODY
 '
 
+# Insulated mode for real (users in a scratch /etc): the daemon runs as agord, terminals as alice through sudo.
+ISO_SCENE='
+  mount -t tmpfs -o mode=1777 tmpfs /tmp
+  groupadd -f agor_users
+  useradd -m -s /bin/bash -G agor_users agord
+  useradd -m -s /bin/bash -G agor_users alice
+  mkdir -p bin && cp "$AGOR" bin/agor && cp "$TEST_TOP/test/helpers/term-client.py" bin/ && chmod 755 bin bin/*
+  BIN="$T/bin/agor"
+  chmod 755 "$T" && d="$T"; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+  printf "agord ALL=(alice) NOPASSWD: %s executor --stdin\nDefaults!%s env_keep += \"AGOR_IMPERSONATED\"\n" "$BIN" "$BIN" > /etc/sudoers.d/agor-test
+  chmod 440 /etc/sudoers.d/agor-test && visudo -cf /etc/sudoers.d/agor-test > /dev/null
+  mkdir -p data /run/agor && chown alice:agor_users data && chmod 2770 data
+  chown agord:agor_users /run/agor && chmod 750 /run/agor
+  make_source_repo src && chmod -R a+rX src
+  as_agord() { setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin AGOR_SECRET_ENV=daemon-only "$@"; }
+  as_agord mkdir -m 700 /home/agord/.agor
+  printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
+  chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
+  as_agord "$BIN" daemon --foreground --port 0 2> daemon.log &
+  daemon_pid=$!
+  trap "kill $daemon_pid 2> /dev/null; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true" EXIT
+  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+'
+
+test_case "insulated mode: the shell runs as the execution user with its own environment, not the daemon's" '
+  in_scratch_system "$ISO_SCENE"'"'"'
+  as_agord "$BIN" repo clone "$T/src" --json > clone.json 2> clone.err || { cat clone.err daemon.log; false; }
+  as_agord "$BIN" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
+  wt=$(json_get wt.json worktree.id)
+  as_agord python3 bin/term-client.py /run/agor/agor.sock $wt "type:id -un; echo \"[\$HOME][\$AGOR_SECRET_ENV]\"\n" \
+    "expect:\ralice\r\n\[/home/alice\]\[\]\r\n" "type:cat /home/agord/.agor/jwt.secret > /dev/null || echo no-secret-here\n" \
+    "expect:\r\nno-secret-here\r\n" > out || { cat out daemon.log; false; }
+  head -1 out > open.json
+  expect_json open.json open.result.tmux.server agor-alice
+  [ "$(stat -c %U /tmp/tmux-$(id -u alice)/agor-alice)" = alice ] || fail "the tmux socket is not alice"
+  for p in $(pgrep -f "^tmux -L agor-alice"); do [ "$(stat -c %U /proc/$p)" = alice ] || fail "tmux process $p is not alice"; done
+'"'"'
+'
+
 ws_reason=""
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
   ws_reason="node and npm are not installed (Debian: nodejs npm)"
