@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,8 @@ struct terminal {
 	struct daemon *d;
 	char *id, *user_id, *worktree_id, *task_id;
 	char token[TOKEN_HEX + 1];
+	const char *multiplexer; /* "tmux" (a control-mode socket) or "zellij" (a PTY master) */
+	int is_pty;
 	json_t *tmux; /* {server, session, window, pane, controlPid} once handed over */
 	const char *window, *pane; /* borrowed from tmux */
 	int fd;			   /* the control socket, -1 until handed over */
@@ -57,10 +60,10 @@ static struct terminal *find_by_task(struct daemon *d, const char *task_id)
 	return NULL;
 }
 
-static struct terminal *find_open(struct daemon *d, const char *user_id, const char *worktree_id)
+static struct terminal *find_open(struct daemon *d, const char *user_id, const char *worktree_id, const char *multiplexer)
 {
 	for (struct terminal *t = d->terminals; t; t = t->next)
-		if (!strcmp(t->user_id, user_id) && !strcmp(t->worktree_id, worktree_id))
+		if (!strcmp(t->user_id, user_id) && !strcmp(t->worktree_id, worktree_id) && !strcmp(t->multiplexer, multiplexer))
 			return t;
 	return NULL;
 }
@@ -75,7 +78,8 @@ static int new_token(char out[TOKEN_HEX + 1], struct err *e)
 	return 0;
 }
 
-static struct terminal *terminal_new(struct daemon *d, const char *user_id, const char *worktree_id, struct err *e)
+static struct terminal *terminal_new(struct daemon *d, const char *user_id, const char *worktree_id,
+				     const char *multiplexer, struct err *e)
 {
 	struct terminal *t = xcalloc(1, sizeof(*t));
 	if (new_token(t->token, e) < 0) {
@@ -83,6 +87,7 @@ static struct terminal *terminal_new(struct daemon *d, const char *user_id, cons
 		return NULL;
 	}
 	t->d = d;
+	t->multiplexer = multiplexer; /* a static string */
 	t->id = daemon_new_id();
 	t->user_id = xstrdup(user_id);
 	t->worktree_id = xstrdup(worktree_id);
@@ -111,8 +116,9 @@ static void terminal_free(struct terminal *t)
 		t->clients[i]->terminal = NULL;
 	if (t->fd >= 0) {
 		loop_del_fd(t->d->loop, t->fd);
-		close(t->fd); /* the tmux client sees EOF and detaches; the session and its shell stay */
-		tmux_parser_release(&t->parser);
+		close(t->fd); /* the tmux client sees EOF (zellij: SIGHUP) and detaches; the session and its shell stay */
+		if (!t->is_pty)
+			tmux_parser_release(&t->parser);
 	}
 	explicit_bzero(t->token, sizeof(t->token));
 	free(t->clients);
@@ -250,6 +256,16 @@ static int flush_commands(struct terminal *t)
 
 static int queue_resize(struct terminal *t, int cols, int rows, struct err *e)
 {
+	if (t->is_pty) {
+		struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+		if (cols < 1 || cols > 10000 || rows < 1 || rows > 10000)
+			return err_set(e, E_INVALID_PAYLOAD, "params.cols/rows: a size between 1x1 and 10000x10000");
+		if (ioctl(t->fd, TIOCSWINSZ, &ws) < 0)
+			return err_errno(e, errno, "resizing terminal %s", t->id);
+		t->cols = cols;
+		t->rows = rows;
+		return 0;
+	}
 	if (tmux_encode_resize(&t->out, cols, rows) < 0)
 		return err_set(e, E_INVALID_PAYLOAD, "params.cols/rows: a size between 1x1 and 10000x10000, got %dx%d",
 			       cols, rows);
@@ -284,6 +300,33 @@ static void on_tmux_readable(struct loop *l, int fd, unsigned events, void *arg)
 	}
 	if (t->end_reason || gone)
 		terminal_end(t, t->end_reason ? t->end_reason : gone);
+}
+
+/* A PTY master (zellij): its bytes are the screen; EOF or EIO means the program on it is gone. */
+static void on_pty_readable(struct loop *l, int fd, unsigned events, void *arg)
+{
+	(void)l;
+	struct terminal *t = arg;
+	char buf[16384];
+	size_t total = 0;
+	const char *gone = NULL;
+	if ((events & LOOP_WRITE) && flush_commands(t) < 0)
+		gone = "the terminal stopped reading";
+	while (!gone && total < READ_BUDGET && (events & (LOOP_READ | LOOP_HUP | LOOP_ERROR))) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			gone = "exited";
+			break;
+		}
+		total += (size_t)n;
+		relay_output(t, (const uint8_t *)buf, (size_t)n);
+	}
+	if (gone)
+		terminal_end(t, gone);
 }
 
 /* --- terminal.open ------------------------------------------------------------------------- */
@@ -379,11 +422,12 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 	if (daemon_execution_user_for(D(rc), json_get_str(wt, "created_by"), &user, e) < 0)
 		return -1;
 	_cleanup_free_ char *window = xasprintf("%s-%.8s", json_get_str(wt, "name"), wt_id);
+	int zellij = !strcmp(t->multiplexer, "zellij");
 	json_t *params = json_pack("{s:s,s:s,s:s,s:b}", "sessionName", "agor", "cwd", json_get_str(wt, "path"),
-				   "windowName", window, "create", 1);
+				   zellij ? "tabName" : "windowName", window, "create", 1);
 	struct open_request *o = xcalloc(1, sizeof(*o));
 	o->terminal_id = xstrdup(t->id);
-	struct task_spec spec = { .command = "tmux.attach", .params = params, .created_by = P(rc)->user_id,
+	struct task_spec spec = { .command = zellij ? "zellij.attach" : "tmux.attach", .params = params, .created_by = P(rc)->user_id,
 				  .execution_user = user, .worktree_id = wt_id, .with_token = 1,
 				  .on_done = terminal_opened, .arg = o };
 	int rv = daemon_task_submit(D(rc), &spec, &task_id, e);
@@ -407,9 +451,13 @@ static int terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (!wt)
 		return -1;
 	int cols = 80, rows = 24;
+	const char *multiplexer = json_get_str(params, "multiplexer");
 	if (opt_size(params, &cols, &rows, e) < 0)
 		return -1;
-	struct terminal *t = find_open(D(rc), P(rc)->user_id, json_get_str(wt, "id"));
+	if (multiplexer && strcmp(multiplexer, "tmux") && strcmp(multiplexer, "zellij"))
+		return err_set(e, E_INVALID_PAYLOAD, "params.multiplexer: \"tmux\" (the default) or \"zellij\"");
+	multiplexer = multiplexer && !strcmp(multiplexer, "zellij") ? "zellij" : "tmux";
+	struct terminal *t = find_open(D(rc), P(rc)->user_id, json_get_str(wt, "id"), multiplexer);
 	if (t && t->fd >= 0) { /* several clients share one terminal */
 		*result = terminal_json(t, 1);
 		return 0;
@@ -417,7 +465,7 @@ static int terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (t)
 		return err_set(e, E_ALREADY_EXISTS, "a terminal for worktree %s is being opened: retry in a moment",
 			       json_get_str(wt, "id"));
-	if (!(t = terminal_new(D(rc), P(rc)->user_id, json_get_str(wt, "id"), e)))
+	if (!(t = terminal_new(D(rc), P(rc)->user_id, json_get_str(wt, "id"), multiplexer, e)))
 		return -1;
 	t->cols = cols;
 	t->rows = rows;
@@ -440,14 +488,16 @@ static int valid_tmux_id(const char *s, char sigil)
 	return 1;
 }
 
-/* The descriptor must be a socket (tmux control) or a character device (a PTY): never a file or a FIFO. */
-static int check_descriptor(int fd, struct err *e)
+/* The descriptor must be a socket (tmux control) or a PTY master (zellij): never a file or a FIFO. */
+static int check_descriptor(int fd, int is_pty, struct err *e)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return err_errno(e, errno, "fstat of the handed-over descriptor");
-	if (!S_ISSOCK(st.st_mode) && !S_ISCHR(st.st_mode))
-		return err_set(e, E_INVALID_PAYLOAD, "the handed-over descriptor is neither a socket nor a terminal");
+	struct winsize ws;
+	if (is_pty ? !S_ISCHR(st.st_mode) || ioctl(fd, TIOCGWINSZ, &ws) < 0 : !S_ISSOCK(st.st_mode))
+		return err_set(e, E_INVALID_PAYLOAD, "the handed-over descriptor is not a %s",
+			       is_pty ? "pseudo-terminal" : "socket");
 	int flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return err_errno(e, errno, "making the terminal descriptor non-blocking");
@@ -456,14 +506,17 @@ static int check_descriptor(int fd, struct err *e)
 
 static int adopt_descriptor(struct terminal *t, int fd, json_t *params, struct err *e)
 {
-	t->tmux = json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?}", "server", json_object_get(params, "server"), "session",
+	t->tmux = json_pack("{s:s,s:O?,s:O?,s:O?,s:O?,s:O?}", "multiplexer", t->multiplexer, "server",
+			    json_object_get(params, "server"), "session",
 			    json_object_get(params, "session"), "window", json_object_get(params, "window"), "pane",
 			    json_object_get(params, "pane"), "controlPid", json_object_get(params, "controlPid"));
 	t->window = json_get_str(t->tmux, "window");
 	t->pane = json_get_str(t->tmux, "pane");
-	tmux_parser_init(&t->parser, on_tmux_event, t);
-	if (loop_add_fd(t->d->loop, fd, LOOP_READ, on_tmux_readable, t, e) < 0) {
-		tmux_parser_release(&t->parser);
+	if (!t->is_pty)
+		tmux_parser_init(&t->parser, on_tmux_event, t);
+	if (loop_add_fd(t->d->loop, fd, LOOP_READ, t->is_pty ? on_pty_readable : on_tmux_readable, t, e) < 0) {
+		if (!t->is_pty)
+			tmux_parser_release(&t->parser);
 		return -1;
 	}
 	t->fd = fd;
@@ -483,12 +536,16 @@ static int terminal_handover(struct rpc_ctx *rc, json_t *params, json_t **result
 	int rv = 0;
 	if (!t || t->fd >= 0)
 		rv = err_set(e, E_AUTH_FAILED, "no terminal waits for this task's hand-over");
+	else if ((t->is_pty = !strcmp(t->multiplexer, "zellij")) != !strcmp(json_get_str(params, "kind") ? json_get_str(params, "kind") : "", "pty"))
+		rv = err_set(e, E_INVALID_PAYLOAD, "params.kind: a %s terminal hands over %s", t->multiplexer,
+			     t->is_pty ? "a PTY (kind \"pty\")" : "a tmux control socket");
 	else if (fd < 0)
 		rv = err_set(e, E_INVALID_PAYLOAD, "terminal.handover carries its descriptor with SCM_RIGHTS on the Unix "
 						   "socket: none arrived");
-	else if (!valid_tmux_id(json_get_str(params, "window"), '@') || !valid_tmux_id(json_get_str(params, "pane"), '%'))
+	else if (!t->is_pty && (!valid_tmux_id(json_get_str(params, "window"), '@') ||
+				!valid_tmux_id(json_get_str(params, "pane"), '%')))
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.window/pane: tmux ids (@N, %%N) are required");
-	else if (check_descriptor(fd, e) < 0 || adopt_descriptor(t, fd, params, e) < 0)
+	else if (check_descriptor(fd, t->is_pty, e) < 0 || adopt_descriptor(t, fd, params, e) < 0)
 		rv = -1;
 	if (rv < 0) {
 		if (fd >= 0)
@@ -543,7 +600,9 @@ static int send_input(struct terminal *t, const void *data, size_t len, struct e
 	if (t->out.len - t->out_off > INPUT_BACKLOG_MAX)
 		return err_set(e, E_TIMEOUT, "terminal %s: tmux is not taking input (backlog over %u bytes)", t->id,
 			       INPUT_BACKLOG_MAX);
-	if (len && tmux_encode_send_keys(&t->out, t->pane, data, len) < 0)
+	if (t->is_pty)
+		strbuf_add(&t->out, data, len);
+	else if (len && tmux_encode_send_keys(&t->out, t->pane, data, len) < 0)
 		return err_set(e, E_INTERNAL, "terminal %s: pane %s cannot take keys", t->id, t->pane);
 	return flush_commands(t) < 0 ? err_set(e, E_INTERNAL, "terminal %s: writing to tmux failed", t->id) : 0;
 }

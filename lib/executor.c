@@ -277,32 +277,55 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 
 /* --- tmux.attach ------------------------------------------------------------------------- */
 
-static int run_tmux_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
-			   struct err *e)
+static int terminal_request_for(const struct payload *p, const struct executor_context *ctx, json_t *plan,
+				char **cwd, struct terminal_request *r, struct err *e)
 {
-	_cleanup_free_ char *cwd = NULL;
-	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, cwd, e) < 0)
 		return -1;
 	struct passwd *pw = getpwuid(geteuid());
 	if (!pw)
-		return err_set(e, E_IMPERSONATION_FAILED, "uid %u has no passwd entry: tmux needs the user's home and shell",
-			       (unsigned)geteuid());
+		return err_set(e, E_IMPERSONATION_FAILED, "uid %u has no passwd entry: a terminal needs the user's home and "
+							  "shell", (unsigned)geteuid());
 	if (!ctx->dry_run && (!p->daemon_url || !p->session_token))
-		return invalid_param(e, "sessionToken", "tmux.attach hands its terminal to the daemon: daemonUrl and "
-							"sessionToken are required (the daemon's terminal.open fills them)");
-	struct terminal_tmux_request r = {
+		return invalid_param(e, "sessionToken", "a terminal is handed to the daemon: daemonUrl and sessionToken "
+							"are required (the daemon's terminal.open fills them)");
+	*r = (struct terminal_request){
 		.pw = pw,
 		.session = payload_str(p, "sessionName"),
-		.window = payload_str(p, "windowName"),
-		.cwd = cwd,
+		.cwd = *cwd,
 		.create = payload_bool(p, "create", 1),
 		.env = p->env,
 		.daemon_url = p->daemon_url,
 		.session_token = p->session_token,
+		.zellij_dir = ctx->cfg->paths.zellij_dir,
 		.dry_run = ctx->dry_run,
 		.plan = plan,
 	};
+	return 0;
+}
+
+static int run_tmux_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			   struct err *e)
+{
+	_cleanup_free_ char *cwd = NULL;
+	struct terminal_request r;
+	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
+		return -1;
+	r.window = payload_str(p, "windowName");
 	return terminal_tmux_attach(&r, data, e);
+}
+
+static int run_zellij_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			     struct err *e)
+{
+	_cleanup_free_ char *cwd = NULL;
+	struct terminal_request r;
+	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
+		return -1;
+	if (!r.create)
+		return invalid_param(e, "params.create", "zellij attaches with --create; false is not supported");
+	r.window = payload_str(p, "tabName");
+	return terminal_zellij_attach(&r, data, e);
 }
 
 /* --- commands that land with later issues -------------------------------------------------- */
@@ -314,8 +337,7 @@ static int run_not_built(const struct payload *p, const struct executor_context 
 	_cleanup_free_ char *cwd = NULL;
 	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
 		return -1;
-	const char *missing = p->command == CMD_PROMPT ? "agent execution (the prompt command)"
-						       : "zellij terminals (zellij.attach; tmux.attach is built)";
+	const char *missing = "agent execution (the prompt command)";
 	plan_add(plan, json_pack("{s:s,s:s}", "step", p->command_name, "cwd", cwd));
 	if (ctx->dry_run)
 		return 0;
@@ -335,8 +357,8 @@ static command_fn command_handler(enum payload_command cmd)
 	case CMD_GIT_WORKTREE_REMOVE: return run_worktree_remove;
 	case CMD_EXEC_RUN: return run_exec;
 	case CMD_TMUX_ATTACH: return run_tmux_attach;
-	case CMD_PROMPT:
-	case CMD_ZELLIJ_ATTACH: return run_not_built;
+	case CMD_ZELLIJ_ATTACH: return run_zellij_attach;
+	case CMD_PROMPT: return run_not_built;
 	}
 	return run_not_built;
 }

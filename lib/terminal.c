@@ -1,11 +1,13 @@
-/* terminal.c — tmux for the executor (terminal.h): ensure session and window, start a control-mode client,
- * hand its socket to the daemon with SCM_RIGHTS. Never passes the caller's environment or a secret in argv. */
+/* terminal.c — tmux and zellij for the executor (terminal.h): tmux session and window plus a control-mode client,
+ * or zellij on a PTY; the descriptor goes to the daemon with SCM_RIGHTS. Never passes the caller's environment or a secret in argv. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/ioctl.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "json.h"
 #include "strbuf.h"
 #include "terminal.h"
+#include "zellij.h"
 #include "banned.h"
 
 #define TMUX_COMMAND_TIMEOUT_MS 10000
@@ -60,7 +63,7 @@ static json_t *argv_json(const struct strvec *argv)
 
 /* Runs one tmux command to completion; out gets its stdout. Returns its exit code, or -1 with e set when it
  * could not run at all. */
-static int run_tmux(const struct terminal_tmux_request *r, const char *const *args, struct strbuf *out, struct err *e)
+static int run_tmux(const struct terminal_request *r, const char *const *args, struct strbuf *out, struct err *e)
 {
 	_cleanup_child_ struct child c;
 	child_init(&c);
@@ -86,7 +89,7 @@ static int run_tmux(const struct terminal_tmux_request *r, const char *const *ar
 	return rc;
 }
 
-static void plan_tmux(const struct terminal_tmux_request *r, const char *step, const char *const *args)
+static void plan_tmux(const struct terminal_request *r, const char *step, const char *const *args)
 {
 	struct strvec argv = STRVEC_INIT;
 	terminal_tmux_argv(r->pw->pw_name, &argv, args);
@@ -94,7 +97,7 @@ static void plan_tmux(const struct terminal_tmux_request *r, const char *step, c
 	strvec_clear(&argv);
 }
 
-static const char *window_name(const struct terminal_tmux_request *r)
+static const char *window_name(const struct terminal_request *r)
 {
 	if (r->window)
 		return r->window;
@@ -104,7 +107,7 @@ static const char *window_name(const struct terminal_tmux_request *r)
 
 /* --- session and window -------------------------------------------------------------------- */
 
-static int ensure_session(const struct terminal_tmux_request *r, int *created, struct err *e)
+static int ensure_session(const struct terminal_request *r, int *created, struct err *e)
 {
 	_cleanup_free_ char *target = xasprintf("=%s", r->session);
 	const char *has[] = { "has-session", "-t", target, NULL };
@@ -129,7 +132,7 @@ static int ensure_session(const struct terminal_tmux_request *r, int *created, s
 }
 
 /* The id (@N) of the window named window_name(r), "" when there is none. */
-static int find_window(const struct terminal_tmux_request *r, struct strbuf *id, struct err *e)
+static int find_window(const struct terminal_request *r, struct strbuf *id, struct err *e)
 {
 	_cleanup_free_ char *target = xasprintf("=%s", r->session);
 	const char *list[] = { "list-windows", "-t", target, "-F", "#{window_id} #{window_name}", NULL };
@@ -153,7 +156,7 @@ static int find_window(const struct terminal_tmux_request *r, struct strbuf *id,
 	return rc;
 }
 
-static int ensure_window(const struct terminal_tmux_request *r, struct strbuf *id, int *created, struct err *e)
+static int ensure_window(const struct terminal_request *r, struct strbuf *id, int *created, struct err *e)
 {
 	_cleanup_free_ char *target = xasprintf("=%s:", r->session);
 	const char *make[] = { "new-window", "-d", "-t", target, "-n", window_name(r), "-c", r->cwd, NULL };
@@ -175,7 +178,7 @@ static int ensure_window(const struct terminal_tmux_request *r, struct strbuf *i
 	return id->len ? 0 : err_set(e, E_INTERNAL, "tmux made window %s but does not list it", window_name(r));
 }
 
-static int active_pane(const struct terminal_tmux_request *r, const char *window, struct strbuf *pane, struct err *e)
+static int active_pane(const struct terminal_request *r, const char *window, struct strbuf *pane, struct err *e)
 {
 	const char *ask[] = { "display-message", "-p", "-t", window, "#{pane_id}", NULL };
 	if (run_tmux(r, ask, pane, e) != 0)
@@ -193,7 +196,7 @@ static int become_session_leader(void *arg)
 }
 
 /* Starts `tmux -C attach-session` on fd (stdin and stdout) as a session leader of its own, and lets it go. */
-static int start_control_client(const struct terminal_tmux_request *r, const char *window, int fd, pid_t *pid,
+static int start_control_client(const struct terminal_request *r, const char *window, int fd, pid_t *pid,
 				struct err *e)
 {
 	_cleanup_free_ char *target = xasprintf("=%s:%s", r->session, window);
@@ -267,7 +270,7 @@ static int check_reply(const struct strbuf *line, struct err *e)
 		       json_get_str(error, "message") ? json_get_str(error, "message") : "no reason given");
 }
 
-static int hand_over(const struct terminal_tmux_request *r, json_t *info, int fd, struct err *e)
+static int hand_over(const struct terminal_request *r, json_t *info, int fd, struct err *e)
 {
 	int sock = connect_daemon(r->daemon_url, e);
 	if (sock < 0)
@@ -293,7 +296,7 @@ static int hand_over(const struct terminal_tmux_request *r, json_t *info, int fd
 	return rc;
 }
 
-static int attach_and_hand_over(const struct terminal_tmux_request *r, json_t *info, struct err *e)
+static int attach_and_hand_over(const struct terminal_request *r, json_t *info, struct err *e)
 {
 	int pair[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
@@ -311,7 +314,7 @@ static int attach_and_hand_over(const struct terminal_tmux_request *r, json_t *i
 	return rc;
 }
 
-int terminal_tmux_attach(const struct terminal_tmux_request *r, json_t **data, struct err *e)
+int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct err *e)
 {
 	_cleanup_free_ char *server = terminal_tmux_server_name(r->pw->pw_name);
 	int session_created = 0, window_created = 0;
@@ -338,5 +341,122 @@ int terminal_tmux_attach(const struct terminal_tmux_request *r, json_t **data, s
 	}
 	strbuf_release(&window);
 	strbuf_release(&pane);
+	return rc;
+}
+
+/* --- zellij: a PTY running `zellij attach SESSION --create` ---------------------------------- */
+
+static int become_pty_session_leader(void *arg)
+{
+	(void)arg;
+	if (setsid() < 0 || ioctl(0, TIOCSCTTY, 0) < 0)
+		return -1;
+	return 0;
+}
+
+static int open_pty(int *master, int *slave, struct err *e)
+{
+	*master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master < 0)
+		return err_errno(e, errno, "posix_openpt");
+	char name[128];
+	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+	if (grantpt(*master) < 0 || unlockpt(*master) < 0 || ptsname_r(*master, name, sizeof(name)) != 0 ||
+	    (*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int errnum = errno;
+		close(*master);
+		return err_errno(e, errnum, "opening a pseudo-terminal");
+	}
+	ioctl(*master, TIOCSWINSZ, &ws);
+	return 0;
+}
+
+static int start_zellij(const struct terminal_request *r, const char *config, int slave, pid_t *pid, struct err *e)
+{
+	_cleanup_child_ struct child c;
+	child_init(&c);
+	zellij_attach_argv(config, r->session, &c.args);
+	terminal_user_env(r->pw, r->env, &c.env);
+	c.cwd = r->cwd;
+	c.stdin_io = c.stdout_io = c.stderr_io = CHILD_IO_FD;
+	c.stdin_fd = c.stdout_fd = c.stderr_fd = slave;
+	c.before_exec = become_pty_session_leader;
+	if (child_start(&c, e) < 0) {
+		int errnum = (int)json_integer_value(json_object_get(e->details, "errno"));
+		if (errnum == ENOENT)
+			return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "program", "zellij"),
+					"zellij is not installed on this host (not on PATH): install it, or use tmux.attach");
+		return -1;
+	}
+	*pid = c.pid;
+	child_detach(&c);
+	return 0;
+}
+
+/* params.tabName: the session shows (or makes) that tab; zellij's own command, run once the client is up. */
+static int select_tab(const struct terminal_request *r, struct err *e)
+{
+	_cleanup_child_ struct child c;
+	child_init(&c);
+	zellij_tab_argv(r->session, r->window, &c.args);
+	terminal_user_env(r->pw, r->env, &c.env);
+	c.cwd = r->cwd;
+	c.stdin_io = CHILD_IO_NULL;
+	c.new_process_group = 1;
+	c.timeout_ms = TMUX_COMMAND_TIMEOUT_MS;
+	struct strbuf err_out = STRBUF_INIT;
+	int rc = child_run(&c, NULL, 0, NULL, &err_out, 16 * 1024, e);
+	if (rc == 0 && !child_exited_ok(&c))
+		rc = err_setd(e, E_INTERNAL, json_pack("{s:s%}", "stderr", err_out.buf, err_out.len),
+			      "zellij go-to-tab-name %s failed", r->window);
+	strbuf_release(&err_out);
+	return rc;
+}
+
+static void plan_zellij(const struct terminal_request *r, const char *config)
+{
+	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+	zellij_attach_argv(config, r->session, &argv);
+	terminal_user_env(r->pw, r->env, &env);
+	json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "zellij.install-config", "path", config));
+	json_array_append_new(r->plan, json_pack("{s:s,s:o,s:o,s:s}", "step", "zellij.attach (on a new pseudo-terminal)",
+						  "argv", argv_json(&argv), "env", argv_json(&env), "cwd", r->cwd));
+	strvec_clear(&argv);
+	if (r->window) {
+		zellij_tab_argv(r->session, r->window, &argv);
+		json_array_append_new(r->plan, json_pack("{s:s,s:o}", "step", "zellij.tab", "argv", argv_json(&argv)));
+	}
+	json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "terminal.handover (SCM_RIGHTS: the PTY master)",
+						  "daemonUrl", r->daemon_url ? r->daemon_url : "(none)"));
+	strvec_clear(&argv);
+	strvec_clear(&env);
+}
+
+int terminal_zellij_attach(const struct terminal_request *r, json_t **data, struct err *e)
+{
+	_cleanup_free_ char *config = zellij_config_path(r->zellij_dir);
+	if (r->dry_run) {
+		plan_zellij(r, config);
+		return 0;
+	}
+	int changed, master = -1, slave = -1;
+	pid_t pid = 0;
+	if (zellij_install_config(r->zellij_dir, &changed, e) < 0 || open_pty(&master, &slave, e) < 0)
+		return -1;
+	int rc = start_zellij(r, config, slave, &pid, e);
+	close(slave);
+	json_t *info = json_pack("{s:s,s:s,s:s,s:I}", "kind", "pty", "multiplexer", "zellij", "session", r->session,
+				 "controlPid", (json_int_t)pid);
+	if (rc == 0 && r->window)
+		rc = select_tab(r, e);
+	if (rc == 0)
+		rc = hand_over(r, info, master, e);
+	if (rc < 0 && pid > 0)
+		kill(pid, SIGHUP);
+	close(master);
+	if (rc == 0)
+		*data = json_pack("{s:o,s:b}", "terminal", info, "handedOver", 1);
+	else
+		json_decref(info);
 	return rc;
 }

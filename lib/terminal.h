@@ -13,7 +13,7 @@
  *   on one end of a socket pair and sends the other end with SCM_RIGHTS to the daemon (daemonUrl must be
  *   unix:PATH) in a `terminal.handover {session_token, server, session, window, pane}` call; the result
  *   data names the server, session, window id, pane id and whether anything was created.
- *   With dry_run only the plan (every tmux argv) is produced.
+ *   With dry_run only the plan (every argv) is produced.
  */
 #ifndef AGOR_TERMINAL_H
 #define AGOR_TERMINAL_H
@@ -24,15 +24,16 @@
 #include "err.h"
 #include "strvec.h"
 
-struct terminal_tmux_request {
+struct terminal_request {
 	const struct passwd *pw; /* the execution user (the current user) */
 	const char *session;	 /* params.sessionName */
-	const char *window;	 /* params.windowName, or NULL: basename of cwd */
+	const char *window;	 /* tmux: params.windowName, or NULL: basename of cwd; zellij: params.tabName */
 	const char *cwd;	 /* resolved inside the worktrees directory */
 	int create;
 	json_t *env;		   /* payload env (filtered), may be NULL */
 	const char *daemon_url;	   /* unix:PATH */
 	const char *session_token; /* a secret: never in argv, never logged */
+	const char *zellij_dir;	   /* zellij: paths.zellij_dir (config.kdl, sessions/) */
 	int dry_run;
 	json_t *plan; /* dry run: steps are appended here */
 };
@@ -44,6 +45,10 @@ void terminal_user_env(const struct passwd *pw, json_t *extra, struct strvec *en
 /* argv of `tmux -L agor-<user> ARGS…` (NULL-terminated list of extra arguments). */
 void terminal_tmux_argv(const char *user, struct strvec *argv, const char *const *args);
 
-int terminal_tmux_attach(const struct terminal_tmux_request *r, json_t **data, struct err *e);
+int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct err *e);
+/* zellij.attach: installs config.kdl if needed, runs `zellij --config … attach SESSION --create` as a session
+ * leader on a new PTY (the slave its controlling terminal), selects params.tabName when given, and hands the
+ * PTY master over (terminal.handover with kind "pty"). zellij missing from PATH is NOT_FOUND. */
+int terminal_zellij_attach(const struct terminal_request *r, json_t **data, struct err *e);
 
 #endif

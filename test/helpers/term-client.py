@@ -2,8 +2,8 @@
 # term-client.py — a terminal client for the tests over the daemon's Unix socket (NDJSON, base64 input/output).
 # Usage: term-client.py SOCKET WORKTREE STEP...   steps: type:TEXT (\n → Enter) expect:REGEX resize:COLSxROWS
 #        attach:ID:TOKEN (attach to a given terminal instead of opening one) expect-exit close sleep:SECONDS
-# Prints the terminal.open result as the first line ({"open": …}); exits 1 with the output seen on a failed expect.
-import base64, json, re, socket, sys, time
+# TERM_MULTIPLEXER=zellij opens a zellij terminal. Prints the terminal.open result as the first line ({"open": …}); exits 1 with the output seen on a failed expect.
+import base64, json, os, re, socket, sys, time
 
 sock_path, worktree, steps = sys.argv[1], sys.argv[2], sys.argv[3:]
 s = socket.socket(socket.AF_UNIX)
@@ -63,7 +63,8 @@ if steps and steps[0].startswith("attach:"):
     _, tid, token = steps.pop(0).split(":", 2)
     opened = {"result": {"terminal_id": tid, "token": token}}
 else:
-    opened = call("terminal.open", {"worktree_id": worktree, "cols": 80, "rows": 24})
+    opened = call("terminal.open", {"worktree_id": worktree, "cols": 80, "rows": 24,
+                                    "multiplexer": os.environ.get("TERM_MULTIPLEXER", "tmux")})
 print(json.dumps({"open": opened}), flush=True)
 if "error" in opened:
     sys.exit(1)

@@ -58,6 +58,31 @@ test_case "tmux.attach dry run: one server per user (-L agor-USER), session, win
   expect_contains out "unix:PATH"
 '
 
+test_case "zellij.attach dry run: command line, environment, config path; agor setup zellij installs config.kdl" '
+  mkdir -p "$AGOR_HOME/worktrees/o/r/feature"
+  AGOR_SECRET_OF_THE_CALLER=x executor "{\"command\":\"zellij.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\",\"tabName\":\"feature\"},\"env\":{\"EDITOR\":\"vi\"}}" --dry-run
+  expect_success
+  expect_json out data.plan.2.argv "[\"zellij\", \"--config\", \"$AGOR_HOME/zellij/config.kdl\", \"attach\", \"agor\", \"--create\"]"
+  expect_json out data.plan.3.argv "[\"zellij\", \"--session\", \"agor\", \"action\", \"go-to-tab-name\", \"--create\", \"feature\"]"
+  json_get out data.plan.2.env > env.json
+  for v in "HOME=$(getent passwd $(id -un) | cut -d: -f6)" "USER=$(id -un)" "TERM=xterm-256color" "EDITOR=vi"; do
+    expect_contains env.json "\"$v\""
+  done
+  expect_not_contains env.json AGOR_
+  expect_not_contains env.json SECRET
+  [ ! -e "$AGOR_HOME/zellij/config.kdl" ] || fail "a dry run wrote the config"
+  executor "{\"command\":\"zellij.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\",\"create\":false}}" --dry-run
+  expect_error INVALID_PAYLOAD 2
+  expect_exit 0 "$AGOR" setup zellij
+  expect_contains out "wrote $AGOR_HOME/zellij/config.kdl"
+  expect_contains "$AGOR_HOME/zellij/config.kdl" "session_serialization true"
+  expect_contains "$AGOR_HOME/zellij/config.kdl" "session_folder \"$AGOR_HOME/zellij/sessions\""
+  expect_contains "$AGOR_HOME/zellij/config.kdl" "pane_frames false"
+  [ -d "$AGOR_HOME/zellij/sessions" ]
+  expect_exit 0 "$AGOR" setup zellij
+  expect_contains out "nothing to change"
+'
+
 if ! command -v tmux > /dev/null; then
   test_skip "terminals with real tmux" "tmux is not installed (Debian: tmux)"
   test_done; exit
@@ -131,6 +156,40 @@ test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the
     stop_daemon
 BODY
 '
+
+test_case "zellij terminals: a PTY master handed over (fake zellij on PATH): argv, environment, echo, resize, exit" '
+  in_private_tmp <<"BODY"
+    mount -t tmpfs tmpfs /usr/local/bin
+    printf "#!/bin/sh\necho \"\$*\" >> /tmp/zellij.argv\nenv > /tmp/zellij.env\n[ \"\$1\" = --config ] && exec bash --norc -i\nexit 0\n" > /usr/local/bin/zellij
+    chmod 755 /usr/local/bin/zellij
+    AGOR_TEST_SECRET=daemon-only start_daemon
+    worktree
+    TERM_MULTIPLEXER=zellij term $wt "type:echo z\$((3*3))z\n" "expect:z9z\r\n" "type:tput cols\n" "expect:80\r\n" \
+      resize:99x30 "type:tput cols\n" "expect:99\r\n" "type:exit\n" expect-exit > z.out || { cat z.out daemon.log; false; }
+    head -1 z.out > open.json
+    expect_json open.json open.result.tmux.multiplexer zellij
+    expect_contains /tmp/zellij.argv "--config $AGOR_HOME/zellij/config.kdl attach agor --create"
+    expect_contains /tmp/zellij.argv "--session agor action go-to-tab-name --create feature-"
+    expect_not_contains /tmp/zellij.env AGOR_
+    expect_contains /tmp/zellij.env "TERM=xterm-256color"
+    expect_contains "$AGOR_HOME/zellij/config.kdl" "session_serialization true"
+    expect_contains z.out "\"reason\": \"exited\""
+    stop_daemon
+BODY
+'
+
+if command -v zellij > /dev/null; then
+  test_case "zellij terminals with the real zellij: echo through zellij attach --create" '
+    in_private_tmp <<"BODY"
+      start_daemon
+      worktree
+      TERM_MULTIPLEXER=zellij term $wt "sleep:2" "type:echo real\$((2*4))zellij\n" "expect:real8zellij" > z.out || { cat z.out daemon.log; false; }
+      stop_daemon
+BODY
+  '
+else
+  test_skip "zellij terminals with the real zellij" "zellij is not on PATH (not packaged for Debian 12): the command line, environment, config and PTY hand-over are tested with a fake above"
+fi
 
 # Insulated mode for real (users in a scratch /etc): the daemon runs as agord, terminals as alice through sudo.
 ISO_SCENE='

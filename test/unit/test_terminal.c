@@ -11,6 +11,7 @@
 #include "terminal.h"
 #include "terminal_client.h"
 #include "unit.h"
+#include "zellij.h"
 #include "banned.h"
 
 /* A socket pair end crosses another socket and still talks to its partner: the descriptor is the same. */
@@ -136,4 +137,51 @@ TEST(terminal_client_detach_keys)
 	CHECK_INT(terminal_client_parse_key("C-ab"), -1);
 	CHECK_INT(terminal_client_parse_key("C-1"), -1);
 	CHECK_INT(terminal_client_parse_key(NULL), -1);
+}
+
+TEST(zellij_config_serializes_sessions_under_the_given_dir)
+{
+	struct strbuf kdl = STRBUF_INIT;
+	zellij_config_kdl("/data/zellij", &kdl);
+	CHECK_CONTAINS(kdl.buf, "\nsession_serialization true\n");
+	CHECK_CONTAINS(kdl.buf, "\nsession_folder \"/data/zellij/sessions\"\n");
+	CHECK_CONTAINS(kdl.buf, "\npane_frames false\n");
+	CHECK_CONTAINS(kdl.buf, "\nshow_startup_tips false\n");
+	strbuf_release(&kdl);
+}
+
+TEST(zellij_install_config_is_idempotent_and_private)
+{
+	char *dir = xasprintf("%s/zj", unit_tmpdir());
+	struct err e = ERR_INIT;
+	int changed = -1;
+	CHECK_INT(zellij_install_config(dir, &changed, &e), 0);
+	CHECK_INT(changed, 1);
+	CHECK_INT(zellij_install_config(dir, &changed, &e), 0);
+	CHECK_INT(changed, 0);
+	char *sessions = xasprintf("%s/sessions", dir);
+	struct stat st;
+	CHECK(stat(sessions, &st) == 0 && (st.st_mode & 0777) == 0700);
+	char *path = zellij_config_path(dir);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
+	free(path);
+	free(sessions);
+	free(dir);
+}
+
+TEST(zellij_command_lines)
+{
+	struct strvec argv = STRVEC_INIT;
+	zellij_attach_argv("/d/config.kdl", "agor", &argv);
+	CHECK_INT(argv.nr, 6);
+	CHECK_STR(argv.v[0], "zellij");
+	CHECK_STR(argv.v[2], "/d/config.kdl");
+	CHECK_STR(argv.v[3], "attach");
+	CHECK_STR(argv.v[4], "agor");
+	CHECK_STR(argv.v[5], "--create");
+	strvec_clear(&argv);
+	zellij_tab_argv("agor", "wt", &argv);
+	CHECK_STR(argv.v[4], "go-to-tab-name");
+	CHECK_STR(argv.v[6], "wt");
+	strvec_clear(&argv);
 }
