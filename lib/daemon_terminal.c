@@ -38,6 +38,13 @@ struct terminal {
 	size_t out_off;
 	struct daemon_peer **clients;
 	size_t nclients, clients_alloc;
+	/* The answers tmux owes us, one per command line we sent, in order: NULL = nothing to do with it, else the
+	 * client that asked for the screen (capture-pane). Blocks tmux opens for commands of its own (flags 0)
+	 * are not ours and are not counted. */
+	struct daemon_peer **owed;
+	size_t owed_head, owed_len, owed_alloc;
+	struct daemon_peer *capture_for; /* the block being read is this client's screen */
+	int in_our_block;
 	const char *end_reason; /* set inside the parser: the terminal ends after the read */
 	char end_reason_buf[128];
 };
@@ -122,6 +129,7 @@ static void terminal_free(struct terminal *t)
 	}
 	explicit_bzero(t->token, sizeof(t->token));
 	free(t->clients);
+	free(t->owed);
 	free(t->id);
 	free(t->user_id);
 	free(t->worktree_id);
@@ -136,6 +144,47 @@ void daemon_terminals_release(struct daemon *d)
 {
 	while (d->terminals)
 		terminal_free(d->terminals);
+}
+
+/* --- answers tmux owes us ---------------------------------------------------------------- */
+
+static void owe(struct terminal *t, struct daemon_peer *p)
+{
+	if (t->owed_head + t->owed_len == t->owed_alloc) {
+		memmove(t->owed, t->owed + t->owed_head, t->owed_len * sizeof(*t->owed));
+		t->owed_head = 0;
+		if (t->owed_len == t->owed_alloc) {
+			t->owed_alloc = t->owed_alloc ? t->owed_alloc * 2 : 16;
+			t->owed = xrealloc(t->owed, t->owed_alloc * sizeof(*t->owed));
+		}
+	}
+	t->owed[t->owed_head + t->owed_len++] = p;
+}
+
+/* Appends commands (whole lines) to the output queue, each owing one answer (to nobody). */
+static void owe_lines_since(struct terminal *t, size_t from)
+{
+	for (size_t i = from; i < t->out.len; i++)
+		if (t->out.buf[i] == '\n')
+			owe(t, NULL);
+}
+
+static struct daemon_peer *next_owed(struct terminal *t)
+{
+	if (!t->owed_len)
+		return NULL;
+	t->owed_len--;
+	return t->owed[t->owed_head++];
+}
+
+/* A client that leaves is owed nothing any more. */
+static void forget_owed(struct terminal *t, struct daemon_peer *p)
+{
+	for (size_t i = 0; i < t->owed_len; i++)
+		if (t->owed[t->owed_head + i] == p)
+			t->owed[t->owed_head + i] = NULL;
+	if (t->capture_for == p)
+		t->capture_for = NULL;
 }
 
 /* --- clients ------------------------------------------------------------------------------- */
@@ -157,6 +206,8 @@ static void remove_client(struct terminal *t, struct daemon_peer *p)
 			t->clients[i] = t->clients[--t->nclients];
 			break;
 		}
+	if (!t->is_pty)
+		forget_owed(t, p);
 	p->terminal = NULL;
 }
 
@@ -171,6 +222,18 @@ static void send_event(struct daemon_peer *p, const char *type, json_t *data)
 	char *text = rpc_event_text(type, data);
 	net_send(p->conn, text, strlen(text));
 	free(text);
+}
+
+static void send_bytes(struct terminal *t, struct daemon_peer *p, const void *data, size_t len)
+{
+	if (net_conn_kind(p->conn) == NET_CONN_WS) {
+		net_send_binary(p->conn, data, len);
+		return;
+	}
+	struct strbuf b64 = STRBUF_INIT;
+	crypto_base64_encode(data, len, &b64);
+	send_event(p, "terminal.output", json_pack("{s:s,s:s}", "terminal_id", t->id, "data", b64.buf));
+	strbuf_release(&b64);
 }
 
 /* Output of the pane: a binary frame to WebSocket clients, a terminal.output event (base64) to the others. */
@@ -225,9 +288,23 @@ static void on_tmux_event(void *arg, const struct tmux_event *ev)
 			t->end_reason = t->end_reason_buf;
 		}
 		break;
+	case TMUX_BLOCK_BEGIN:
+		t->in_our_block = ev->flags & 1;
+		t->capture_for = t->in_our_block ? next_owed(t) : NULL;
+		if (t->capture_for) /* the screen follows: start from a clean one */
+			send_bytes(t, t->capture_for, "\033[H\033[2J", 7);
+		break;
+	case TMUX_BLOCK_DATA:
+		if (t->capture_for && (ev->len || ev->eol))
+			send_bytes(t, t->capture_for, ev->data, ev->len);
+		if (t->capture_for && ev->eol)
+			send_bytes(t, t->capture_for, "\r\n", 2);
+		break;
 	case TMUX_BLOCK_END:
-		if (ev->error)
+		if (ev->error && t->in_our_block)
 			log_debug("terminal %s: a tmux command failed", t->id);
+		t->capture_for = NULL;
+		t->in_our_block = 0;
 		break;
 	default:
 		break;
@@ -266,11 +343,13 @@ static int queue_resize(struct terminal *t, int cols, int rows, struct err *e)
 		t->rows = rows;
 		return 0;
 	}
+	size_t from = t->out.len;
 	if (tmux_encode_resize(&t->out, cols, rows) < 0)
 		return err_set(e, E_INVALID_PAYLOAD, "params.cols/rows: a size between 1x1 and 10000x10000, got %dx%d",
 			       cols, rows);
 	/* the window follows this terminal's size even when the user's session shows another window */
 	strbuf_addf(&t->out, "resize-window -t %s -x %d -y %d\n", t->window, cols, rows);
+	owe_lines_since(t, from);
 	t->cols = cols;
 	t->rows = rows;
 	return 0;
@@ -583,6 +662,11 @@ static int terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (p->terminal)
 		remove_client(p->terminal, p);
 	add_client(t, p);
+	if (!t->is_pty) { /* the new client first gets what the pane shows now (escapes kept) */
+		strbuf_addf(&t->out, "capture-pane -p -e -t %s\n", t->pane);
+		owe(t, p);
+		flush_commands(t);
+	}
 	*result = terminal_json(t, 0);
 	json_object_set_new(*result, "attached", json_true());
 	json_object_set_new(*result, "binary", json_boolean(net_conn_kind(p->conn) == NET_CONN_WS));
@@ -600,10 +684,13 @@ static int send_input(struct terminal *t, const void *data, size_t len, struct e
 	if (t->out.len - t->out_off > INPUT_BACKLOG_MAX)
 		return err_set(e, E_TIMEOUT, "terminal %s: tmux is not taking input (backlog over %u bytes)", t->id,
 			       INPUT_BACKLOG_MAX);
+	size_t from = t->out.len;
 	if (t->is_pty)
 		strbuf_add(&t->out, data, len);
 	else if (len && tmux_encode_send_keys(&t->out, t->pane, data, len) < 0)
 		return err_set(e, E_INTERNAL, "terminal %s: pane %s cannot take keys", t->id, t->pane);
+	else
+		owe_lines_since(t, from);
 	return flush_commands(t) < 0 ? err_set(e, E_INTERNAL, "terminal %s: writing to tmux failed", t->id) : 0;
 }
 

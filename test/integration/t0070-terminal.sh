@@ -92,7 +92,7 @@ if [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
   test_done; exit
 fi
 
-test_case "echo hi, resize (tput cols), no daemon secret in the shell, state kept across kill -9 of the daemon, exit" '
+test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen and state kept across kill -9 of the daemon, exit" '
   in_private_tmp <<"BODY"
     AGOR_TEST_SECRET=s3cr3t-of-the-daemon start_daemon
     worktree
@@ -106,7 +106,7 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, state kep
     expect_json open.json open.result.tmux.session agor
     kill -9 $daemon_pid; wait $daemon_pid 2> /dev/null || true
     start_daemon
-    term $wt "type:echo \"[\$STATE]\"\n" "expect:\[kept-42\]" "type:exit\n" expect-exit > second.out || { cat second.out daemon.log; false; }
+    term $wt "expect:STATE=kept-\\\$\\(\\(40\\+2\\)\\)" "type:echo \"[\$STATE]\"\n" "expect:\[kept-42\]" "type:exit\n" expect-exit > second.out || { cat second.out daemon.log; false; }
     expect_contains second.out "\"reason\": \"exited\""
     ! tmux -L agor-$(id -un) has-session -t =agor 2> /dev/null || fail "the session outlived its last shell"
     stop_daemon
