@@ -151,8 +151,10 @@ void daemon_terminals_release(struct daemon *d)
 static void owe(struct terminal *t, struct daemon_peer *p)
 {
 	if (t->owed_head + t->owed_len == t->owed_alloc) {
-		memmove(t->owed, t->owed + t->owed_head, t->owed_len * sizeof(*t->owed));
-		t->owed_head = 0;
+		if (t->owed_head) { /* slide what is still owed to the front */
+			memmove(t->owed, t->owed + t->owed_head, t->owed_len * sizeof(*t->owed));
+			t->owed_head = 0;
+		}
 		if (t->owed_len == t->owed_alloc) {
 			t->owed_alloc = t->owed_alloc ? t->owed_alloc * 2 : 16;
 			t->owed = xrealloc(t->owed, t->owed_alloc * sizeof(*t->owed));
