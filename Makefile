@@ -100,6 +100,10 @@ build/bench/sandbox_rtt: build/musl/test/bench/sandbox_rtt.o $(MUSL_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
 
+build/bench/tmux_parse: build/musl/test/bench/tmux_parse.o $(MUSL_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
+
 # Network test server (test/helpers/net_echo.c) for t0020-net, in both flavors. It links only the modules the
 # message server needs (lib/net and what it uses), so a half-written unrelated module never breaks it.
 NET_HELPER_LIB := net http ws ndjson tls loop strbuf err xalloc log json
