@@ -735,8 +735,7 @@ static void handle_request(struct net_conn *c)
 	if (!strcmp(path, "/ws") || !strcmp(path, "/terminal")) {
 		c->terminal_path = !strcmp(path, "/terminal");
 		handle_ws_upgrade(c, m, keep_alive);
-	}
-	else if (!strcmp(path, "/rpc"))
+	} else if (!strcmp(path, "/rpc"))
 		handle_rpc_post(c, m, keep_alive);
 	else if (m->method == HTTP_GET || m->method == HTTP_HEAD)
 		serve_get(c, path, m->method == HTTP_HEAD, keep_alive);
