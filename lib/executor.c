@@ -289,6 +289,8 @@ static int terminal_request_for(const struct payload *p, const struct executor_c
 	if (!ctx->dry_run && (!p->daemon_url || !p->session_token))
 		return invalid_param(e, "sessionToken", "a terminal is handed to the daemon: daemonUrl and sessionToken "
 							"are required (the daemon's terminal.open fills them)");
+	if (!ctx->dry_run && strncmp(p->daemon_url, "unix:", 5))
+		return invalid_param(e, "daemonUrl", "a terminal is handed over on the daemon's Unix socket: unix:PATH");
 	*r = (struct terminal_request){
 		.pw = pw,
 		.session = payload_str(p, "sessionName"),

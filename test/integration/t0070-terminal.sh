@@ -23,6 +23,7 @@ SCENE='
   start_daemon() {
     "$AGOR" daemon --foreground --port 0 "$@" 2>> daemon.log &
     daemon_pid=$!
+    trap "kill \$daemon_pid 2> /dev/null || true" EXIT   # a failed case leaves no daemon behind
     for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && [ "$(grep -c serving daemon.log)" -ge "${starts:-1}" ] && break; sleep 0.05; done
     starts=$(( ${starts:-1} + 1 ))
     port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $daemon_pid.*/\1/p" daemon.log | tail -1)
@@ -209,7 +210,8 @@ ISO_SCENE='
   as_agord mkdir -m 700 /home/agord/.agor
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  as_agord "$BIN" daemon --foreground --port 0 2> daemon.log &
+  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
+    AGOR_SECRET_ENV=daemon-only "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself
   daemon_pid=$!
   trap "kill $daemon_pid 2> /dev/null; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true" EXIT
   for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
