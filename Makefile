@@ -100,9 +100,13 @@ build/bench/sandbox_rtt: build/musl/test/bench/sandbox_rtt.o $(MUSL_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
 
+build/bench/tmux_parse: build/musl/test/bench/tmux_parse.o $(MUSL_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
+
 # Network test server (test/helpers/net_echo.c) for t0020-net, in both flavors. It links only the modules the
 # message server needs (lib/net and what it uses), so a half-written unrelated module never breaks it.
-NET_HELPER_LIB := net http ws ndjson tls loop strbuf err xalloc log json
+NET_HELPER_LIB := net fdpass http ws ndjson tls loop strbuf err xalloc log json
 build/musl/net-echo: build/musl/test/helpers/net_echo.o $(NET_HELPER_LIB:%=build/musl/lib/%.o)
 	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -120,11 +124,12 @@ TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall
 # scratch corpus first (libFuzzer writes new inputs there) and the checked-in seeds second, e.g.
 #   make fuzz && mkdir -p build/fuzz/corpus-ws && build/fuzz/ws_frame_fuzz -max_total_time=60 build/fuzz/corpus-ws test/fuzz/seeds/ws
 #   mkdir -p build/fuzz/corpus-http && build/fuzz/http_fuzz -max_total_time=60 build/fuzz/corpus-http test/fuzz/seeds/http
+#   mkdir -p build/fuzz/corpus-tmux && build/fuzz/tmux_control_fuzz -max_total_time=60 build/fuzz/corpus-tmux test/fuzz/seeds/tmux
 FUZZ_CC := clang
 FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -g -O1 -D_GNU_SOURCE -I. -Ilib -isystem $(DEPS_GLIBC)/include \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB := lib/ws.c lib/http.c lib/ndjson.c lib/strbuf.c lib/xalloc.c lib/err.c
-FUZZ_TARGETS := build/fuzz/ws_frame_fuzz build/fuzz/http_fuzz
+FUZZ_LIB := lib/ws.c lib/http.c lib/ndjson.c lib/strbuf.c lib/xalloc.c lib/err.c lib/tmux_control.c
+FUZZ_TARGETS := build/fuzz/ws_frame_fuzz build/fuzz/http_fuzz build/fuzz/tmux_control_fuzz
 fuzz: $(FUZZ_TARGETS)
 build/fuzz/%: test/fuzz/%.c $(FUZZ_LIB) $(DEPS_STAMP_GLIBC)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang with libFuzzer (apt-get install clang)"; exit 1; }

@@ -18,6 +18,7 @@
 #include "sandbox.h"
 #include "unixmode.h"
 #include "unixperm.h"
+#include "zellij.h"
 #include "banned.h"
 
 #define SUDOERS_DIR    "/etc/sudoers.d"
@@ -983,7 +984,7 @@ static int parse_setup_args(struct setup *s, int argc, char **argv)
 {
 	if (argc < 2)
 		return applet_usage_error(&applet_setup,
-					  "missing subcommand (sudoers, isolation, validate)");
+					  "missing subcommand (sudoers, isolation, validate, zellij)");
 	s->sub = argv[1];
 	if (strcmp(s->sub, "sudoers") && strcmp(s->sub, "isolation") && strcmp(s->sub, "validate"))
 		return applet_usage_error(&applet_setup, "unknown subcommand '%s'", s->sub);
@@ -1016,8 +1017,42 @@ static int parse_setup_args(struct setup *s, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* `agor setup zellij [--config PATH] [--print]`: the zellij config.kdl of terminals, under paths.zellij_dir. */
+static int cmd_zellij(int argc, char **argv)
+{
+	const char *config_path = NULL;
+	bool print = false;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--print"))
+			print = true;
+		else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			config_path = argv[++i];
+		else
+			return applet_usage_error(&applet_setup, "unknown option '%s' for setup zellij", argv[i]);
+	}
+	struct err e = ERR_INIT;
+	struct config *cfg = config_new();
+	int changed = 0, rc = config_load(cfg, &(struct config_overrides){ .config_path = config_path }, &e);
+	if (rc == 0 && print) {
+		struct strbuf text = STRBUF_INIT;
+		zellij_config_kdl(cfg->paths.zellij_dir, &text);
+		fputs(text.buf, stdout);
+		strbuf_release(&text);
+	} else if (rc == 0 && (rc = zellij_install_config(cfg->paths.zellij_dir, &changed, &e)) == 0) {
+		_cleanup_free_ char *path = zellij_config_path(cfg->paths.zellij_dir);
+		printf(changed ? "wrote %s\n" : "# nothing to change: %s is up to date\n", path);
+	}
+	if (rc < 0)
+		fprintf(stderr, "agor setup zellij: %s\n", e.message);
+	config_free(cfg);
+	err_clear(&e);
+	return rc < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
 static int setup_main(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "zellij"))
+		return cmd_zellij(argc, argv);
 	struct setup s = {.actions = STRVEC_INIT, .e = ERR_INIT};
 	int status = parse_setup_args(&s, argc, argv);
 	if (status != EXIT_OK)
@@ -1049,6 +1084,7 @@ static const char setup_usage[] =
 	"                          [--executor-user E] [--bin PATH] [--dry-run]\n"
 	"       agor setup validate [--mode M] [--daemon-user U] [--executor-user E]\n"
 	"                          [--bin PATH] [--config PATH]\n"
+	"       agor setup zellij [--config PATH] [--print]\n"
 	"\n"
 	"sudoers    prints the /etc/sudoers.d/agor snippet: the daemon user may run\n"
 	"           '<bin> executor --stdin' as the execution user(s) and '<bin> admin *'\n"
@@ -1059,6 +1095,9 @@ static const char setup_usage[] =
 	"           entry, /etc/agor/admin.yaml, and unix_user_mode and daemon.socket_path\n"
 	"           in the daemon user's config.yaml (written as that user).\n"
 	"validate   one line per check, 'ok …' or 'FAIL … — fix: …'; exit 1 when any fails.\n"
+	"zellij     writes <paths.zellij_dir>/config.kdl for zellij terminals (session_serialization,\n"
+	"           session_folder <paths.zellij_dir>/sessions, a quiet interface); idempotent.\n"
+	"           --print shows it instead.\n"
 	"\n"
 	"Defaults: --daemon-user agor, --executor-user agor_executor, --bin /usr/local/bin/agor;\n"
 	"isolation defaults to --mode insulated; validate reads the mode from the daemon's\n"

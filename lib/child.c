@@ -761,6 +761,14 @@ int child_exit_code(const struct child *c)
 	return -1;
 }
 
+void child_detach(struct child *c)
+{
+	registry_remove(c);
+	c->reaped = 1; /* never waited for, never killed by us: init (or a subreaper) reaps it */
+	c->status = 0;
+	close_fd(&c->pidfd);
+}
+
 void child_release(struct child *c)
 {
 	if (c->pid > 0 && !c->reaped) {

@@ -174,6 +174,10 @@ void child_kill_all(int sig);
 /* A before_exec hook (arg unused): the child is sent SIGKILL when the process that started it dies
  * (PR_SET_PDEATHSIG), so a runner killed outright leaves no command behind. Async-signal-safe. */
 int child_die_with_parent(void *arg);
+/* Lets a started child go: it leaves the registry and is never signalled, waited for or killed by
+ * child_release() (a long-lived process handed to someone else, e.g. a terminal's tmux client, which
+ * should have made itself a session leader in before_exec). c->status means nothing afterwards. */
+void child_detach(struct child *c);
 /* Frees args/env, closes c's descriptors; kills (SIGKILL) and reaps a child still running. */
 void child_release(struct child *c);
 

@@ -80,7 +80,7 @@ static int build_params(const char *group, const struct client_command *c, int a
 	return 0;
 }
 
-static char *default_url(const char *config_path, struct err *e)
+char *client_default_url(const char *config_path, struct err *e)
 {
 	struct config *cfg = config_new();
 	char *url = NULL;
@@ -92,7 +92,7 @@ static char *default_url(const char *config_path, struct err *e)
 
 struct rpc_client *client_connect(const char *url_flag, const char *config_path, const char *token, struct err *e)
 {
-	_cleanup_free_ char *url = url_flag ? xstrdup(url_flag) : default_url(config_path, e);
+	_cleanup_free_ char *url = url_flag ? xstrdup(url_flag) : client_default_url(config_path, e);
 	if (!url)
 		return NULL;
 	struct rpc_client_options opts = { 0 };

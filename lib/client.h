@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "err.h"
+
 enum client_flag_type { CLIENT_FLAG_STRING, CLIENT_FLAG_BOOL };
 
 struct client_flag {
@@ -36,6 +38,8 @@ struct err;
 /* Connects to url (NULL: the configured Unix socket of config_path's config) and, over TCP, authenticates
  * with token (NULL: $AGOR_TOKEN). NULL with e set (naming `agor daemon`) when the daemon is unreachable. */
 struct rpc_client *client_connect(const char *url, const char *config_path, const char *token, struct err *e);
+/* "unix:<daemon.socket_path>" of the configuration (config_path may be NULL); NULL with e on a config error. */
+char *client_default_url(const char *config_path, struct err *e);
 /* Prints rows of objects as aligned columns of the given keys. */
 void client_print_table(const json_t *rows, const char *const *keys);
 

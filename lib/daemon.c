@@ -234,6 +234,7 @@ void daemon_release(struct daemon *d)
 	explicit_bzero(d->jwt_secret, sizeof(d->jwt_secret));
 	explicit_bzero(d->master_key, sizeof(d->master_key));
 	daemon_nodes_release(d);
+	daemon_terminals_release(d); /* before the loop goes: their descriptors are registered in it */
 	db_close(d->db);
 	loop_free(d->loop);
 	paths_release(&d->paths);
@@ -393,7 +394,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 		return -1;
 	}
 	json_t *params = json_deep_copy(s->params);
-	if (s->with_token) /* the prompt payload names its task */
+	if (s->with_token && !strcmp(s->command, "prompt")) /* the prompt payload names its task */
 		json_object_set_new(params, "taskId", json_string(t->task_id));
 	t->payload = build_payload(d, s->command, params, s->execution_user, token);
 	json_decref(params);

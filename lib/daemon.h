@@ -48,6 +48,7 @@ struct daemon {
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
 
 	struct node_state *nodes; /* paired nodes connected now and their runs (daemon_nodes.c) */
+	struct terminal *terminals; /* open terminals (daemon_terminal.c) */
 
 	struct net_conn **subscribers;
 	size_t nsubscribers, subscribers_alloc;

@@ -106,6 +106,16 @@ static int authenticate(struct daemon *d, const char *method, json_t *params, st
 	return 0;
 }
 
+int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *params, char **task_id, struct err *e)
+{
+	struct token_auth a;
+	int rc = authenticate(d, method, params, &a, e);
+	if (rc == 0)
+		*task_id = xstrdup(a.claims.tid);
+	auth_release(&a);
+	return rc;
+}
+
 /* A call naming a task must name the token's own task. */
 static int check_task_param(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
 {

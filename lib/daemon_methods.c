@@ -956,7 +956,7 @@ static const struct rpc_method client_methods[] = {
 /* Client methods and the executor methods of daemon_executor.c, in one table. */
 static const struct rpc_method *all_methods(size_t *n)
 {
-	static struct rpc_method all[ARRAY_SIZE(client_methods) + 32];
+	static struct rpc_method all[ARRAY_SIZE(client_methods) + 64];
 	static size_t count;
 	if (!count) {
 		memcpy(all, client_methods, sizeof(client_methods));
@@ -969,9 +969,46 @@ static const struct rpc_method *all_methods(size_t *n)
 			all[count++] = daemon_executor_methods[i];
 		for (size_t i = 0; i < daemon_permission_nmethods && count < ARRAY_SIZE(all); i++)
 			all[count++] = daemon_permission_methods[i];
+		for (size_t i = 0; i < daemon_terminal_nmethods && count < ARRAY_SIZE(all); i++)
+			all[count++] = daemon_terminal_methods[i];
 	}
 	*n = count;
 	return all;
+}
+
+/* --- for the other method files (daemon_terminal.c) --------------------------------------- */
+
+int daemon_need_user(struct rpc_ctx *rc, struct err *e)
+{
+	return need_user(rc, e);
+}
+
+int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e)
+{
+	return owns_worktree(d, worktree_id, user_id, e);
+}
+
+int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e)
+{
+	return execution_user_for(d, creator_id, (const char **)user, e);
+}
+
+struct pending_reply *daemon_reply_defer(struct rpc_ctx *rc)
+{
+	return pending_new(rc, 1, "deferred", NULL);
+}
+
+void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct err *error)
+{
+	if (pr->peer && pr->id) {
+		char *text = error ? rpc_error_text(pr->id, error) : rpc_result_text(pr->id, result);
+		result = NULL;
+		daemon_peer_send(pr->peer, text);
+		free(text);
+	}
+	if (result)
+		json_decref(result);
+	pending_free(pr);
 }
 
 char *daemon_handle_message(struct daemon *d, struct daemon_peer *peer, const char *msg, size_t len)

@@ -20,6 +20,7 @@ struct daemon_peer {
 	int subscribed;
 	char *node_id;	 /* a paired node authenticated with node.hello (never also a user) */
 	char *token_jti; /* over TCP: the client token this connection authenticated with (auth.token) */
+	struct terminal *terminal; /* the terminal this connection is attached to (daemon_terminal.c), or NULL */
 	void **pending;	/* deferred replies waiting on this connection */
 	size_t npending, pending_alloc;
 };
@@ -35,6 +36,29 @@ int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *
 extern const size_t daemon_executor_nmethods;
 /* Opens the sealed API key of service into out. */
 int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e);
+
+/* The terminal methods (daemon_terminal.c): terminal.open|attach|input|resize|close|list, terminal.handover. */
+extern const struct rpc_method daemon_terminal_methods[];
+extern const size_t daemon_terminal_nmethods;
+/* Bytes typed into the terminal the connection is attached to (WebSocket binary frames). */
+void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_t len);
+/* The connection closes: it leaves its terminal. */
+void daemon_terminal_on_close(struct daemon_peer *peer);
+/* Lets every terminal go (shutdown): descriptors closed, tmux clients detach, sessions stay. */
+void daemon_terminals_release(struct daemon *d);
+
+/* Shared by the method files. daemon_need_user: the caller is an agor user (else AUTH_FAILED). */
+int daemon_need_user(struct rpc_ctx *rc, struct err *e);
+int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e);
+/* The Unix user executions for agor user creator_id run as (SPEC §5.1); *user is malloc'd. */
+int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e);
+/* Verifies an executor's params.session_token (as every executor method does); *task_id is its task. */
+int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *params, char **task_id, struct err *e);
+/* A reply that comes later: the method returns RPC_DEFERRED (when rc has an id, outside a batch) and
+ * answers with daemon_reply_finish(result stolen, or error); a closed connection drops the answer. */
+struct pending_reply;
+struct pending_reply *daemon_reply_defer(struct rpc_ctx *rc);
+void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct err *error);
 
 /* Processes one message from peer; returns the reply text (malloc'd) or NULL. */
 char *daemon_handle_message(struct daemon *d, struct daemon_peer *peer, const char *msg, size_t len);

@@ -62,6 +62,7 @@ static void on_close(struct net_conn *c, void *arg)
 		return;
 	for (size_t i = 0; i < p->npending; i++)
 		daemon_pending_detach(p->pending[i]);
+	daemon_terminal_on_close(p);
 	if (p->subscribed)
 		daemon_unsubscribe(d, c);
 	daemon_node_closed(d, p);
@@ -85,6 +86,14 @@ static void on_message(struct net_conn *c, const char *data, size_t len, void *a
 	} else if (net_conn_kind(c) == NET_CONN_HTTP && !p->npending) {
 		net_send(c, "", 0); /* a POST carrying only notifications still gets its answer: 204 */
 	}
+}
+
+static void on_binary(struct net_conn *c, const void *data, size_t len, void *arg)
+{
+	(void)arg;
+	struct daemon_peer *p = net_conn_get_data(c);
+	if (p)
+		daemon_terminal_on_binary(p, data, len);
 }
 
 static void on_oversize(struct net_conn *c, void *arg)
@@ -297,7 +306,7 @@ int daemon_run(struct daemon *d, struct err *e)
 		return err_set(e, E_CONFIG, "daemon.tls_cert and daemon.tls_key go together: set both for TLS, or neither");
 	sc.unix_gid_set = socket_group(d, &sc.unix_gid);
 	struct net_callbacks cb = { .arg = d, .on_open = on_open, .on_close = on_close, .on_message = on_message,
-				    .on_oversize = on_oversize, .on_http_get = on_http_get };
+				    .on_binary = on_binary, .on_oversize = on_oversize, .on_http_get = on_http_get };
 	if (loop_add_signal(d->loop, SIGTERM, on_stop_signal, d, e) < 0 ||
 	    loop_add_signal(d->loop, SIGINT, on_stop_signal, d, e) < 0 ||
 	    loop_add_signal(d->loop, SIGHUP, on_hup, d, e) < 0 || loop_set_wake(d->loop, on_wake, d, e) < 0)

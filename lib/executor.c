@@ -15,6 +15,7 @@
 #include "json.h"
 #include "paths.h"
 #include "prompt.h"
+#include "terminal.h"
 #include "banned.h"
 
 /* Only the stable codes of SPEC §3.3 leave the executor: an internal code is mapped onto one. */
@@ -305,21 +306,59 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 	return prompt_run(&req, data, e);
 }
 
-/* --- commands that land with later issues -------------------------------------------------- */
+/* --- tmux.attach ------------------------------------------------------------------------- */
 
-static int run_not_built(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
-			 struct err *e)
+static int terminal_request_for(const struct payload *p, const struct executor_context *ctx, json_t *plan,
+				char **cwd, struct terminal_request *r, struct err *e)
 {
-	(void)data;
-	_cleanup_free_ char *cwd = NULL;
-	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, cwd, e) < 0)
 		return -1;
-	const char *missing = "terminals (tmux.attach / zellij.attach)";
-	plan_add(plan, json_pack("{s:s,s:s}", "step", p->command_name, "cwd", cwd));
-	if (ctx->dry_run)
-		return 0;
-	return err_setd(e, E_NOT_BUILT, json_pack("{s:s,s:s}", "command", p->command_name, "missing", missing),
-			"%s is validated but not built yet: %s lands in a later release", p->command_name, missing);
+	struct passwd *pw = getpwuid(geteuid());
+	if (!pw)
+		return err_set(e, E_IMPERSONATION_FAILED, "uid %u has no passwd entry: a terminal needs the user's home and "
+							  "shell", (unsigned)geteuid());
+	if (!ctx->dry_run && (!p->daemon_url || !p->session_token))
+		return invalid_param(e, "sessionToken", "a terminal is handed to the daemon: daemonUrl and sessionToken "
+							"are required (the daemon's terminal.open fills them)");
+	if (!ctx->dry_run && strncmp(p->daemon_url, "unix:", 5))
+		return invalid_param(e, "daemonUrl", "a terminal is handed over on the daemon's Unix socket: unix:PATH");
+	*r = (struct terminal_request){
+		.pw = pw,
+		.session = payload_str(p, "sessionName"),
+		.cwd = *cwd,
+		.create = payload_bool(p, "create", 1),
+		.env = p->env,
+		.daemon_url = p->daemon_url,
+		.session_token = p->session_token,
+		.zellij_dir = ctx->cfg->paths.zellij_dir,
+		.dry_run = ctx->dry_run,
+		.plan = plan,
+	};
+	return 0;
+}
+
+static int run_tmux_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			   struct err *e)
+{
+	_cleanup_free_ char *cwd = NULL;
+	struct terminal_request r;
+	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
+		return -1;
+	r.window = payload_str(p, "windowName");
+	return terminal_tmux_attach(&r, data, e);
+}
+
+static int run_zellij_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			     struct err *e)
+{
+	_cleanup_free_ char *cwd = NULL;
+	struct terminal_request r;
+	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
+		return -1;
+	if (!r.create)
+		return invalid_param(e, "params.create", "zellij attaches with --create; false is not supported");
+	r.window = payload_str(p, "tabName");
+	return terminal_zellij_attach(&r, data, e);
 }
 
 /* --- dispatch ----------------------------------------------------------------------------- */
@@ -334,10 +373,10 @@ static command_fn command_handler(enum payload_command cmd)
 	case CMD_GIT_WORKTREE_REMOVE: return run_worktree_remove;
 	case CMD_EXEC_RUN: return run_exec;
 	case CMD_PROMPT: return run_prompt;
-	case CMD_TMUX_ATTACH:
-	case CMD_ZELLIJ_ATTACH: return run_not_built;
+	case CMD_TMUX_ATTACH: return run_tmux_attach;
+	case CMD_ZELLIJ_ATTACH: return run_zellij_attach;
 	}
-	return run_not_built;
+	return NULL; /* payload_parse admits only the commands above */
 }
 
 static json_t *dry_run_result(const struct payload *p, const struct config *cfg, json_t *plan)
@@ -366,7 +405,10 @@ int executor_execute(const struct payload *p, const struct executor_context *ctx
 	if (!ctx->dry_run && ensure_data_dirs(ctx->cfg, e) < 0)
 		return -1;
 	_cleanup_json_ json_t *plan = ctx->dry_run ? json_array() : NULL;
-	if (command_handler(p->command)(p, ctx, plan, data, e) < 0)
+	command_fn run = command_handler(p->command);
+	if (!run)
+		return err_set(e, E_UNKNOWN_COMMAND, "command %s has no handler", p->command_name);
+	if (run(p, ctx, plan, data, e) < 0)
 		return -1;
 	if (ctx->dry_run)
 		*data = dry_run_result(p, ctx->cfg, plan);

@@ -8,8 +8,8 @@
  *   Impersonation (asUser ≠ the current user) is the caller's job: executor_needs_impersonation()
  *   tells, and executor_forward_payload() gives the text to hand to the impersonated executor
  *   (with dataHome pinned to this executor's effective data home).
- *   Commands whose machinery lands later (prompt, tmux.attach, zellij.attach) are validated and
- *   their paths confined in full, then answered with E_NOT_BUILT naming what is missing.
+ *   prompt runs the agent CLI (prompt.h); tmux.attach and zellij.attach hand a terminal to the
+ *   daemon (terminal.h).
  */
 #ifndef AGOR_EXECUTOR_H
 #define AGOR_EXECUTOR_H

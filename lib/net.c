@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "fdpass.h"
 #include "http.h"
 #include "log.h"
 #include "ndjson.h"
@@ -76,6 +77,9 @@ struct net_conn {
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
+	int passed_fds[FDPASS_MAX_FDS]; /* Unix: descriptors received with SCM_RIGHTS, oldest first */
+	size_t npassed;
+	int terminal_path; /* WS upgraded at /terminal */
 	char remote[INET6_ADDRSTRLEN + 10];
 	void *data;
 };
@@ -138,6 +142,8 @@ static void release_if_big(struct strbuf *sb)
 
 static void conn_free(struct net_conn *c)
 {
+	for (size_t i = 0; i < c->npassed; i++)
+		close(c->passed_fds[i]);
 	tls_free(c->tls);
 	if (c->http) {
 		http_reader_release(c->http);
@@ -398,6 +404,22 @@ static void on_conn_timer(struct loop *l, void *arg)
 
 /* --- raw I/O ----------------------------------------------------------------------------- */
 
+/* Unix peers may attach descriptors (SCM_RIGHTS): they are kept for net_conn_take_fd(), at most
+ * FDPASS_MAX_FDS at a time (more are closed), and closed with the connection if nobody takes them. */
+static ssize_t recv_unix(struct net_conn *c, char *buf, size_t len)
+{
+	int fds[FDPASS_MAX_FDS];
+	size_t nfds = 0;
+	ssize_t n = fdpass_recv(c->fd, buf, len, fds, FDPASS_MAX_FDS, &nfds);
+	for (size_t i = 0; i < nfds; i++) {
+		if (c->npassed < FDPASS_MAX_FDS)
+			c->passed_fds[c->npassed++] = fds[i];
+		else
+			close(fds[i]);
+	}
+	return n;
+}
+
 static ssize_t conn_recv(struct net_conn *c, char *buf, size_t len)
 {
 	if (c->tls) {
@@ -409,7 +431,7 @@ static ssize_t conn_recv(struct net_conn *c, char *buf, size_t len)
 		return n >= 0 ? n : n == TLS_WANT_READ ? IO_AGAIN : n == TLS_WANT_WRITE ? IO_WANT_WRITE : IO_ERROR;
 	}
 	for (;;) {
-		ssize_t n = recv(c->fd, buf, len, 0);
+		ssize_t n = c->kind == NET_CONN_UNIX ? recv_unix(c, buf, len) : recv(c->fd, buf, len, 0);
 		if (n >= 0)
 			return n;
 		if (errno == EINTR)
@@ -710,9 +732,10 @@ static void handle_request(struct net_conn *c)
 	size_t path_len = http_target_path_len(m->target.buf);
 	strbuf_setlen(&m->target, path_len);
 	const char *path = m->target.buf;
-	if (!strcmp(path, "/ws"))
+	if (!strcmp(path, "/ws") || !strcmp(path, "/terminal")) {
+		c->terminal_path = !strcmp(path, "/terminal");
 		handle_ws_upgrade(c, m, keep_alive);
-	else if (!strcmp(path, "/rpc"))
+	} else if (!strcmp(path, "/rpc"))
 		handle_rpc_post(c, m, keep_alive);
 	else if (m->method == HTTP_GET || m->method == HTTP_HEAD)
 		serve_get(c, path, m->method == HTTP_HEAD, keep_alive);
@@ -1409,6 +1432,20 @@ int net_send(struct net_conn *c, const char *data, size_t len)
 	c->srv->stats.messages_out++;
 	after_queue(c);
 	return c->state == ST_DEAD ? -1 : 0;
+}
+
+int net_conn_take_fd(struct net_conn *c)
+{
+	if (!c->npassed)
+		return -1;
+	int fd = c->passed_fds[0];
+	memmove(c->passed_fds, c->passed_fds + 1, --c->npassed * sizeof(int));
+	return fd;
+}
+
+int net_conn_is_terminal(const struct net_conn *c)
+{
+	return c->terminal_path;
 }
 
 int net_send_binary(struct net_conn *c, const void *data, size_t len)

@@ -13,7 +13,7 @@
  *
  * Connections and messages. Three kinds, one callback for whole messages, on_message(conn, data, len):
  *   NET_CONN_UNIX  one message per line (NDJSON; "\r\n" accepted, blank lines ignored);
- *   NET_CONN_WS    one message per text frame/fragmented message (GET /ws, RFC 6455, masked client frames
+ *   NET_CONN_WS    one message per text frame/fragmented message (GET /ws or /terminal, RFC 6455, masked client frames
  *                  required; violations close with 1002/1007; pings answered; close handshake honoured);
  *                  binary messages go to on_binary, or the connection is closed with 1003 when it is NULL;
  *   NET_CONN_HTTP  a TCP connection before (or without) a WebSocket upgrade: the body of POST /rpc is one
@@ -129,6 +129,11 @@ void net_server_foreach(struct net_server *s, void (*fn)(struct net_conn *c, voi
 
 int net_send(struct net_conn *c, const char *data, size_t len);
 int net_send_binary(struct net_conn *c, const void *data, size_t len);
+/* The oldest descriptor a Unix peer attached (SCM_RIGHTS) and nobody took yet, now the caller's; -1: none.
+ * Descriptors arrive with the bytes they were sent with: take it while handling that message. */
+int net_conn_take_fd(struct net_conn *c);
+/* 1 when the WebSocket was opened at GET /terminal (a terminal relay) rather than /ws. */
+int net_conn_is_terminal(const struct net_conn *c);
 void net_conn_close(struct net_conn *c);
 
 void net_conn_set_data(struct net_conn *c, void *data);

@@ -596,6 +596,11 @@ static int recv_ws(struct rpc_client *c, struct strbuf *msg, uint64_t deadline, 
 	}
 }
 
+int rpc_client_fd(const struct rpc_client *c)
+{
+	return c->fd;
+}
+
 int rpc_client_recv(struct rpc_client *c, struct strbuf *msg, int timeout_ms, struct err *e)
 {
 	uint64_t deadline = deadline_after(timeout_ms);

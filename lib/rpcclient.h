@@ -48,6 +48,9 @@ struct rpc_client;
 struct rpc_client *rpc_client_connect(const char *url, const struct rpc_client_options *opt, struct err *e);
 int rpc_client_send(struct rpc_client *c, const char *json, size_t len, struct err *e);
 int rpc_client_recv(struct rpc_client *c, struct strbuf *msg, int timeout_ms, struct err *e);
+/* The connection's descriptor, for poll(): when it is readable, drain rpc_client_recv(…, 0) until E_TIMEOUT
+ * (messages already buffered do not make it readable, so always drain after a wake-up). */
+int rpc_client_fd(const struct rpc_client *c);
 int rpc_client_call(struct rpc_client *c, const char *method, json_t *params, json_t **result, struct err *e);
 /* Sends a WebSocket close / TLS close_notify (best effort) and frees everything. NULL is fine. */
 void rpc_client_close(struct rpc_client *c);

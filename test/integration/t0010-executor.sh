@@ -394,13 +394,16 @@ test_case "a data home the executor may not write is PERMISSION_DENIED (a stable
 
 # --- commands that land later ---------------------------------------------------------------------
 
-test_case "prompt needs its daemon URL; tmux.attach and zellij.attach validate fully, then answer NOT_BUILT (exit 1)" '
+test_case "prompt needs its daemon URL; tmux.attach and zellij.attach need the daemon" '
   mkdir -p "$AGOR_HOME/worktrees/w"
   executor "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"hi\",\"tool\":\"claude-code\",\"cwd\":\"w\"},\"sessionToken\":\"tok\"}"
   expect_error INVALID_PAYLOAD 2
   expect_json out error.details.path daemonUrl
-  executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"s\",\"cwd\":\"w\"}}"
-  expect_error NOT_BUILT 1
+  for cmd in tmux.attach zellij.attach; do
+    executor "{\"command\":\"$cmd\",\"params\":{\"sessionName\":\"s\",\"cwd\":\"w\"}}"
+    expect_error INVALID_PAYLOAD 2
+    expect_contains out sessionToken
+  done
   executor "{\"command\":\"zellij.attach\",\"params\":{\"sessionName\":\"s\",\"cwd\":\"/etc\"}}"
   expect_error PATH_OUTSIDE_DATA_HOME 1
 '

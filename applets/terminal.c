@@ -1,0 +1,62 @@
+/* terminal.c — `agor terminal WORKTREE`: this TTY, in raw mode, attached to the worktree's terminal through
+ * the daemon (tmux as the execution user; the daemon relays). Never runs a shell itself. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "applet.h"
+#include "client.h"
+#include "terminal_client.h"
+#include "banned.h"
+
+extern const struct applet applet_terminal;
+
+static int terminal_main(int argc, char **argv)
+{
+	struct terminal_client_options o = { .detach_key = 0x1d, .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO };
+	const char *url = NULL, *config = NULL, *key = "C-]";
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--url") || !strcmp(argv[i], "--config") || !strcmp(argv[i], "--detach-key")) &&
+		    i + 1 >= argc)
+			return applet_usage_error(&applet_terminal, "%s needs a value", argv[i]);
+		if (!strcmp(argv[i], "--url"))
+			url = argv[++i];
+		else if (!strcmp(argv[i], "--config"))
+			config = argv[++i];
+		else if (!strcmp(argv[i], "--detach-key"))
+			key = argv[++i];
+		else if (argv[i][0] == '-' || o.worktree)
+			return applet_usage_error(&applet_terminal, "unexpected argument '%s'", argv[i]);
+		else
+			o.worktree = argv[i];
+	}
+	if (!o.worktree)
+		return applet_usage_error(&applet_terminal, "which worktree? give its id or name");
+	if ((o.detach_key = terminal_client_parse_key(key)) < 0)
+		return applet_usage_error(&applet_terminal, "--detach-key: C-LETTER or C-] (got '%s')", key);
+	struct err e = ERR_INIT;
+	_cleanup_free_ char *default_url = url ? NULL : client_default_url(config, &e);
+	o.url = url ? url : default_url;
+	char *reason = NULL;
+	int rc = o.url ? terminal_client_run(&o, &reason, &e) : -1;
+	if (rc < 0) {
+		fprintf(stderr, "agor terminal: %s [%s]\n", e.message, e.code);
+		int usage = !strcmp(e.code, E_USAGE);
+		err_clear(&e);
+		return usage ? EXIT_USAGE : EXIT_FAILED;
+	}
+	fprintf(stderr, "\r\n[agor terminal: %s]\r\n", reason);
+	free(reason);
+	return EXIT_OK;
+}
+
+const struct applet applet_terminal = {
+	.name = "terminal",
+	.summary = "attach this TTY to a worktree's terminal (tmux as the execution user, through the daemon)",
+	.usage = "Usage: agor terminal WORKTREE [--detach-key C-]] [--url unix:PATH] [--config PATH]\n"
+		 "Opens (or rejoins) the tmux window of WORKTREE (id or name) through the daemon and relays this TTY to\n"
+		 "it in raw mode; the window follows this TTY's size. The detach key (default C-]) detaches: the shell\n"
+		 "goes on, and `agor terminal WORKTREE` finds it again, also after a daemon restart.\n",
+	.main = terminal_main,
+	.flags = APPLET_CLIENT,
+};

@@ -1,0 +1,790 @@
+/* daemon_terminal.c — terminals in the daemon: terminal.open runs a tmux.attach executor, which hands over a
+ * tmux control socket (SCM_RIGHTS); the daemon relays it to attached clients. Never starts a shell or tmux. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crypto.h"
+#include "daemon.h"
+#include "daemon_methods.h"
+#include "json.h"
+#include "log.h"
+#include "net.h"
+#include "rpc.h"
+#include "tmux_control.h"
+#include "banned.h"
+
+#define TOKEN_HEX 64		     /* a terminal token: 32 random bytes, hex */
+#define INPUT_BACKLOG_MAX (1u << 20) /* commands queued for tmux before input is refused */
+#define READ_BUDGET (256u * 1024)    /* bytes read from tmux per loop iteration */
+
+struct terminal {
+	struct terminal *next;
+	struct daemon *d;
+	char *id, *user_id, *worktree_id, *task_id;
+	char token[TOKEN_HEX + 1];
+	const char *multiplexer; /* "tmux" (a control-mode socket) or "zellij" (a PTY master) */
+	int is_pty;
+	json_t *tmux; /* {server, session, window, pane, controlPid} once handed over */
+	const char *window, *pane; /* borrowed from tmux */
+	int fd;			   /* the control socket, -1 until handed over */
+	int cols, rows;
+	struct tmux_parser parser;
+	struct strbuf out; /* commands not yet written to tmux */
+	size_t out_off;
+	struct daemon_peer **clients;
+	size_t nclients, clients_alloc;
+	/* The answers tmux owes us, one per command line we sent, in order: NULL = nothing to do with it, else the
+	 * client that asked for the screen (capture-pane). Blocks tmux opens for commands of its own (flags 0)
+	 * are not ours and are not counted. */
+	struct daemon_peer **owed;
+	size_t owed_head, owed_len, owed_alloc;
+	struct daemon_peer *capture_for; /* the block being read is this client's screen */
+	int in_our_block;
+	const char *end_reason; /* set inside the parser: the terminal ends after the read */
+	char end_reason_buf[128];
+};
+
+/* --- registry ------------------------------------------------------------------------------ */
+
+static struct terminal *find_terminal(struct daemon *d, const char *id)
+{
+	for (struct terminal *t = d->terminals; t; t = t->next)
+		if (id && !strcmp(t->id, id))
+			return t;
+	return NULL;
+}
+
+static struct terminal *find_by_task(struct daemon *d, const char *task_id)
+{
+	for (struct terminal *t = d->terminals; t; t = t->next)
+		if (t->task_id && !strcmp(t->task_id, task_id))
+			return t;
+	return NULL;
+}
+
+static struct terminal *find_open(struct daemon *d, const char *user_id, const char *worktree_id, const char *multiplexer)
+{
+	for (struct terminal *t = d->terminals; t; t = t->next)
+		if (!strcmp(t->user_id, user_id) && !strcmp(t->worktree_id, worktree_id) && !strcmp(t->multiplexer, multiplexer))
+			return t;
+	return NULL;
+}
+
+static int new_token(char out[TOKEN_HEX + 1], struct err *e)
+{
+	uint8_t raw[TOKEN_HEX / 2];
+	if (crypto_random(raw, sizeof(raw), e) < 0)
+		return -1;
+	crypto_hex(raw, sizeof(raw), out);
+	explicit_bzero(raw, sizeof(raw));
+	return 0;
+}
+
+static struct terminal *terminal_new(struct daemon *d, const char *user_id, const char *worktree_id,
+				     const char *multiplexer, struct err *e)
+{
+	struct terminal *t = xcalloc(1, sizeof(*t));
+	if (new_token(t->token, e) < 0) {
+		free(t);
+		return NULL;
+	}
+	t->d = d;
+	t->multiplexer = multiplexer; /* a static string */
+	t->id = daemon_new_id();
+	t->user_id = xstrdup(user_id);
+	t->worktree_id = xstrdup(worktree_id);
+	t->fd = -1;
+	t->cols = 80;
+	t->rows = 24;
+	strbuf_init(&t->out, 0);
+	t->next = d->terminals;
+	d->terminals = t;
+	return t;
+}
+
+static void unlink_terminal(struct terminal *t)
+{
+	for (struct terminal **p = &t->d->terminals; *p; p = &(*p)->next)
+		if (*p == t) {
+			*p = t->next;
+			return;
+		}
+}
+
+static void terminal_free(struct terminal *t)
+{
+	unlink_terminal(t);
+	for (size_t i = 0; i < t->nclients; i++)
+		t->clients[i]->terminal = NULL;
+	if (t->fd >= 0) {
+		loop_del_fd(t->d->loop, t->fd);
+		close(t->fd); /* the tmux client sees EOF (zellij: SIGHUP) and detaches; the session and its shell stay */
+		if (!t->is_pty)
+			tmux_parser_release(&t->parser);
+	}
+	explicit_bzero(t->token, sizeof(t->token));
+	free(t->clients);
+	free(t->owed);
+	free(t->id);
+	free(t->user_id);
+	free(t->worktree_id);
+	free(t->task_id);
+	if (t->tmux)
+		json_decref(t->tmux);
+	strbuf_release(&t->out);
+	free(t);
+}
+
+void daemon_terminals_release(struct daemon *d)
+{
+	while (d->terminals)
+		terminal_free(d->terminals);
+}
+
+/* --- answers tmux owes us ---------------------------------------------------------------- */
+
+static void owe(struct terminal *t, struct daemon_peer *p)
+{
+	if (t->owed_head + t->owed_len == t->owed_alloc) {
+		if (t->owed_head) { /* slide what is still owed to the front */
+			memmove(t->owed, t->owed + t->owed_head, t->owed_len * sizeof(*t->owed));
+			t->owed_head = 0;
+		}
+		if (t->owed_len == t->owed_alloc) {
+			t->owed_alloc = t->owed_alloc ? t->owed_alloc * 2 : 16;
+			t->owed = xrealloc(t->owed, t->owed_alloc * sizeof(*t->owed));
+		}
+	}
+	t->owed[t->owed_head + t->owed_len++] = p;
+}
+
+/* Appends commands (whole lines) to the output queue, each owing one answer (to nobody). */
+static void owe_lines_since(struct terminal *t, size_t from)
+{
+	for (size_t i = from; i < t->out.len; i++)
+		if (t->out.buf[i] == '\n')
+			owe(t, NULL);
+}
+
+static struct daemon_peer *next_owed(struct terminal *t)
+{
+	if (!t->owed_len)
+		return NULL;
+	t->owed_len--;
+	return t->owed[t->owed_head++];
+}
+
+/* A client that leaves is owed nothing any more. */
+static void forget_owed(struct terminal *t, struct daemon_peer *p)
+{
+	for (size_t i = 0; i < t->owed_len; i++)
+		if (t->owed[t->owed_head + i] == p)
+			t->owed[t->owed_head + i] = NULL;
+	if (t->capture_for == p)
+		t->capture_for = NULL;
+}
+
+/* --- clients ------------------------------------------------------------------------------- */
+
+static void add_client(struct terminal *t, struct daemon_peer *p)
+{
+	if (t->nclients == t->clients_alloc) {
+		t->clients_alloc = t->clients_alloc ? t->clients_alloc * 2 : 4;
+		t->clients = xrealloc(t->clients, t->clients_alloc * sizeof(*t->clients));
+	}
+	t->clients[t->nclients++] = p;
+	p->terminal = t;
+}
+
+static void remove_client(struct terminal *t, struct daemon_peer *p)
+{
+	for (size_t i = 0; i < t->nclients; i++)
+		if (t->clients[i] == p) {
+			t->clients[i] = t->clients[--t->nclients];
+			break;
+		}
+	if (!t->is_pty)
+		forget_owed(t, p);
+	p->terminal = NULL;
+}
+
+void daemon_terminal_on_close(struct daemon_peer *peer)
+{
+	if (peer->terminal)
+		remove_client(peer->terminal, peer);
+}
+
+static void send_event(struct daemon_peer *p, const char *type, json_t *data)
+{
+	char *text = rpc_event_text(type, data);
+	net_send(p->conn, text, strlen(text));
+	free(text);
+}
+
+static void send_bytes(struct terminal *t, struct daemon_peer *p, const void *data, size_t len)
+{
+	if (net_conn_kind(p->conn) == NET_CONN_WS) {
+		net_send_binary(p->conn, data, len);
+		return;
+	}
+	struct strbuf b64 = STRBUF_INIT;
+	crypto_base64_encode(data, len, &b64);
+	send_event(p, "terminal.output", json_pack("{s:s,s:s}", "terminal_id", t->id, "data", b64.buf));
+	strbuf_release(&b64);
+}
+
+/* Output of the pane: a binary frame to WebSocket clients, a terminal.output event (base64) to the others. */
+static void relay_output(struct terminal *t, const uint8_t *data, size_t len)
+{
+	struct strbuf b64 = STRBUF_INIT;
+	for (size_t i = 0; i < t->nclients; i++) {
+		struct net_conn *c = t->clients[i]->conn;
+		if (net_conn_kind(c) == NET_CONN_WS) {
+			net_send_binary(c, data, len); /* a client that does not read is dropped by net */
+			continue;
+		}
+		if (!b64.len)
+			crypto_base64_encode(data, len, &b64);
+		send_event(t->clients[i], "terminal.output", json_pack("{s:s,s:s}", "terminal_id", t->id, "data", b64.buf));
+	}
+	strbuf_release(&b64);
+}
+
+/* The terminal is over: clients are told (and /terminal sockets closed), the owner gets an event. */
+static void terminal_end(struct terminal *t, const char *reason)
+{
+	log_info("terminal %s (worktree %s) ended: %s", t->id, t->worktree_id, reason);
+	for (size_t i = 0; i < t->nclients; i++) {
+		struct daemon_peer *p = t->clients[i];
+		send_event(p, "terminal.exited", json_pack("{s:s,s:s}", "terminal_id", t->id, "reason", reason));
+		if (net_conn_is_terminal(p->conn))
+			net_conn_close(p->conn);
+	}
+	daemon_broadcast_to(t->d, t->user_id, "terminal.exited",
+			    json_pack("{s:s,s:s,s:s}", "terminal_id", t->id, "worktree_id", t->worktree_id, "reason", reason));
+	terminal_free(t);
+}
+
+/* --- the tmux side ------------------------------------------------------------------------- */
+
+static void on_tmux_event(void *arg, const struct tmux_event *ev)
+{
+	struct terminal *t = arg;
+	switch (ev->kind) {
+	case TMUX_OUTPUT:
+		if (!strcmp(ev->id, t->pane) && ev->len)
+			relay_output(t, ev->data, ev->len);
+		break;
+	case TMUX_WINDOW_CLOSE:
+		if (!strcmp(ev->id, t->window))
+			t->end_reason = "exited";
+		break;
+	case TMUX_EXIT: /* the session ended (its last shell exited) or tmux detached the client */
+		if (!t->end_reason) {
+			snprintf(t->end_reason_buf, sizeof(t->end_reason_buf), "%s%s", *ev->arg ? "tmux: " : "exited", ev->arg);
+			t->end_reason = t->end_reason_buf;
+		}
+		break;
+	case TMUX_BLOCK_BEGIN:
+		t->in_our_block = ev->flags & 1;
+		t->capture_for = t->in_our_block ? next_owed(t) : NULL;
+		if (t->capture_for) /* the screen follows: start from a clean one */
+			send_bytes(t, t->capture_for, "\033[H\033[2J", 7);
+		break;
+	case TMUX_BLOCK_DATA:
+		if (t->capture_for && (ev->len || ev->eol))
+			send_bytes(t, t->capture_for, ev->data, ev->len);
+		if (t->capture_for && ev->eol)
+			send_bytes(t, t->capture_for, "\r\n", 2);
+		break;
+	case TMUX_BLOCK_END:
+		if (ev->error && t->in_our_block)
+			log_debug("terminal %s: a tmux command failed", t->id);
+		t->capture_for = NULL;
+		t->in_our_block = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+static int flush_commands(struct terminal *t)
+{
+	while (t->out_off < t->out.len) {
+		ssize_t n = write(t->fd, t->out.buf + t->out_off, t->out.len - t->out_off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			loop_set_events(t->d->loop, t->fd, LOOP_READ | LOOP_WRITE);
+			return 0;
+		}
+		if (n <= 0)
+			return -1;
+		t->out_off += (size_t)n;
+	}
+	strbuf_setlen(&t->out, 0);
+	t->out_off = 0;
+	loop_set_events(t->d->loop, t->fd, LOOP_READ);
+	return 0;
+}
+
+static int queue_resize(struct terminal *t, int cols, int rows, struct err *e)
+{
+	if (t->is_pty) {
+		struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+		if (cols < 1 || cols > 10000 || rows < 1 || rows > 10000)
+			return err_set(e, E_INVALID_PAYLOAD, "params.cols/rows: a size between 1x1 and 10000x10000");
+		if (ioctl(t->fd, TIOCSWINSZ, &ws) < 0)
+			return err_errno(e, errno, "resizing terminal %s", t->id);
+		t->cols = cols;
+		t->rows = rows;
+		return 0;
+	}
+	size_t from = t->out.len;
+	if (tmux_encode_resize(&t->out, cols, rows) < 0)
+		return err_set(e, E_INVALID_PAYLOAD, "params.cols/rows: a size between 1x1 and 10000x10000, got %dx%d",
+			       cols, rows);
+	/* the window follows this terminal's size even when the user's session shows another window */
+	strbuf_addf(&t->out, "resize-window -t %s -x %d -y %d\n", t->window, cols, rows);
+	owe_lines_since(t, from);
+	t->cols = cols;
+	t->rows = rows;
+	return 0;
+}
+
+static void on_tmux_readable(struct loop *l, int fd, unsigned events, void *arg)
+{
+	(void)l;
+	struct terminal *t = arg;
+	char buf[16384];
+	size_t total = 0;
+	const char *gone = NULL;
+	if ((events & LOOP_WRITE) && flush_commands(t) < 0)
+		gone = "the tmux client stopped reading";
+	while (!gone && !t->end_reason && total < READ_BUDGET && (events & (LOOP_READ | LOOP_HUP | LOOP_ERROR))) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			gone = "the tmux client went away";
+			break;
+		}
+		total += (size_t)n;
+		tmux_parser_feed(&t->parser, buf, (size_t)n);
+	}
+	if (t->end_reason || gone)
+		terminal_end(t, t->end_reason ? t->end_reason : gone);
+}
+
+/* A PTY master (zellij): its bytes are the screen; EOF or EIO means the program on it is gone. */
+static void on_pty_readable(struct loop *l, int fd, unsigned events, void *arg)
+{
+	(void)l;
+	struct terminal *t = arg;
+	char buf[16384];
+	size_t total = 0;
+	const char *gone = NULL;
+	if ((events & LOOP_WRITE) && flush_commands(t) < 0)
+		gone = "the terminal stopped reading";
+	while (!gone && total < READ_BUDGET && (events & (LOOP_READ | LOOP_HUP | LOOP_ERROR))) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0) {
+			gone = "exited";
+			break;
+		}
+		total += (size_t)n;
+		relay_output(t, (const uint8_t *)buf, (size_t)n);
+	}
+	if (gone)
+		terminal_end(t, gone);
+}
+
+/* --- terminal.open ------------------------------------------------------------------------- */
+
+struct open_request {
+	char *terminal_id;
+	struct pending_reply *pr;
+};
+
+static json_t *terminal_json(const struct terminal *t, int with_token)
+{
+	json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:i,s:I}", "terminal_id", t->id, "worktree_id", t->worktree_id, "user_id",
+			      t->user_id, "cols", t->cols, "rows", t->rows, "clients", (json_int_t)t->nclients);
+	if (t->tmux)
+		json_object_set(j, "tmux", t->tmux);
+	if (with_token)
+		json_object_set_new(j, "token", json_string(t->token));
+	return j;
+}
+
+/* The tmux.attach executor has ended: by now it has handed the control socket over, or it failed. */
+static void terminal_opened(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+			    void *arg)
+{
+	(void)task_id;
+	(void)data;
+	struct open_request *o = arg;
+	struct terminal *t = find_terminal(d, o->terminal_id);
+	struct err e = ERR_INIT;
+	if (!error && (!t || t->fd < 0))
+		err_set(&e, E_INTERNAL, "the tmux.attach executor ended without handing its terminal over");
+	const struct err *failure = error ? error : err_is_set(&e) ? &e : NULL;
+	if (failure) {
+		if (t && t->fd < 0)
+			terminal_free(t);
+		daemon_reply_finish(o->pr, NULL, failure);
+	} else {
+		daemon_audit(d, t->user_id, "terminal.open", t->worktree_id, "ok", json_pack("{s:s}", "terminal_id", t->id));
+		daemon_reply_finish(o->pr, terminal_json(t, 1), NULL);
+	}
+	err_clear(&e);
+	free(o->terminal_id);
+	free(o);
+}
+
+static int need_string(json_t *params, const char *key, const char **out, struct err *e)
+{
+	*out = json_get_str(params, key);
+	if (*out && **out)
+		return 0;
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: required (a non-empty string)", key);
+}
+
+/* params.cols/rows when given (both integers in 1..10000), else the defaults already in cols and rows. */
+static int opt_size(json_t *params, int *cols, int *rows, struct err *e)
+{
+	json_t *c = json_object_get(params, "cols"), *r = json_object_get(params, "rows");
+	if (!c && !r)
+		return 0;
+	if (!json_is_integer(c) || !json_is_integer(r) || json_integer_value(c) < 1 || json_integer_value(c) > 10000 ||
+	    json_integer_value(r) < 1 || json_integer_value(r) > 10000)
+		return err_set(e, E_INVALID_PAYLOAD, "params.cols/rows: give both, integers between 1 and 10000");
+	*cols = (int)json_integer_value(c);
+	*rows = (int)json_integer_value(r);
+	return 0;
+}
+
+/* The worktree row of params.worktree_id (id or name), if the caller owns it or is an admin. */
+static json_t *worktree_for_caller(struct rpc_ctx *rc, json_t *params, struct err *e)
+{
+	const char *id;
+	if (daemon_need_user(rc, e) < 0 || need_string(params, "worktree_id", &id, e) < 0)
+		return NULL;
+	json_t *wt = db_query_one(D(rc)->db, e, "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", "s", id);
+	if (wt && json_is_null(wt)) {
+		json_decref(wt);
+		err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "worktree_id", id), "no worktree with id or name %s", id);
+		return NULL;
+	}
+	if (wt && !P(rc)->is_admin && !daemon_owns_worktree(D(rc), json_get_str(wt, "id"), P(rc)->user_id, e)) {
+		json_decref(wt);
+		err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may open a terminal in it", id);
+		return NULL;
+	}
+	return wt;
+}
+
+/* Submits the tmux.attach task whose executor will hand the terminal over (terminal.handover). */
+static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, struct err *e)
+{
+	_cleanup_free_ char *user = NULL, *task_id = NULL;
+	const char *wt_id = json_get_str(wt, "id");
+	if (daemon_execution_user_for(D(rc), json_get_str(wt, "created_by"), &user, e) < 0)
+		return -1;
+	_cleanup_free_ char *window = xasprintf("%s-%.8s", json_get_str(wt, "name"), wt_id);
+	int zellij = !strcmp(t->multiplexer, "zellij");
+	json_t *params = json_pack("{s:s,s:s,s:s,s:b}", "sessionName", "agor", "cwd", json_get_str(wt, "path"),
+				   zellij ? "tabName" : "windowName", window, "create", 1);
+	struct open_request *o = xcalloc(1, sizeof(*o));
+	o->terminal_id = xstrdup(t->id);
+	struct task_spec spec = { .command = zellij ? "zellij.attach" : "tmux.attach", .params = params, .created_by = P(rc)->user_id,
+				  .execution_user = user, .worktree_id = wt_id, .with_token = 1,
+				  .on_done = terminal_opened, .arg = o };
+	int rv = daemon_task_submit(D(rc), &spec, &task_id, e);
+	json_decref(params);
+	if (rv < 0) {
+		free(o->terminal_id);
+		free(o);
+		return -1;
+	}
+	t->task_id = TAKE_PTR(task_id);
+	o->pr = daemon_reply_defer(rc); /* on_done runs on this thread, later: o is complete by then */
+	return 0;
+}
+
+static int terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	if (!rc->id || rc->in_batch)
+		return err_set(e, E_INVALID_PAYLOAD, "terminal.open answers when the terminal is ready: call it with an id, "
+						     "outside a batch");
+	_cleanup_json_ json_t *wt = worktree_for_caller(rc, params, e);
+	if (!wt)
+		return -1;
+	int cols = 80, rows = 24;
+	const char *multiplexer = json_get_str(params, "multiplexer");
+	if (opt_size(params, &cols, &rows, e) < 0)
+		return -1;
+	if (multiplexer && strcmp(multiplexer, "tmux") && strcmp(multiplexer, "zellij"))
+		return err_set(e, E_INVALID_PAYLOAD, "params.multiplexer: \"tmux\" (the default) or \"zellij\"");
+	multiplexer = multiplexer && !strcmp(multiplexer, "zellij") ? "zellij" : "tmux";
+	struct terminal *t = find_open(D(rc), P(rc)->user_id, json_get_str(wt, "id"), multiplexer);
+	if (t && t->fd >= 0) { /* several clients share one terminal */
+		*result = terminal_json(t, 1);
+		return 0;
+	}
+	if (t)
+		return err_set(e, E_ALREADY_EXISTS, "a terminal for worktree %s is being opened: retry in a moment",
+			       json_get_str(wt, "id"));
+	if (!(t = terminal_new(D(rc), P(rc)->user_id, json_get_str(wt, "id"), multiplexer, e)))
+		return -1;
+	t->cols = cols;
+	t->rows = rows;
+	if (start_terminal(rc, wt, t, e) < 0) {
+		terminal_free(t);
+		return -1;
+	}
+	return RPC_DEFERRED;
+}
+
+/* --- terminal.handover (executor, session token) ----------------------------------------------- */
+
+static int valid_tmux_id(const char *s, char sigil)
+{
+	if (!s || s[0] != sigil || !s[1])
+		return 0;
+	for (s++; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* The descriptor must be a socket (tmux control) or a PTY master (zellij): never a file or a FIFO. */
+static int check_descriptor(int fd, int is_pty, struct err *e)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return err_errno(e, errno, "fstat of the handed-over descriptor");
+	struct winsize ws;
+	if (is_pty ? !S_ISCHR(st.st_mode) || ioctl(fd, TIOCGWINSZ, &ws) < 0 : !S_ISSOCK(st.st_mode))
+		return err_set(e, E_INVALID_PAYLOAD, "the handed-over descriptor is not a %s",
+			       is_pty ? "pseudo-terminal" : "socket");
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return err_errno(e, errno, "making the terminal descriptor non-blocking");
+	return 0;
+}
+
+static int adopt_descriptor(struct terminal *t, int fd, json_t *params, struct err *e)
+{
+	t->tmux = json_pack("{s:s,s:O?,s:O?,s:O?,s:O?,s:O?}", "multiplexer", t->multiplexer, "server",
+			    json_object_get(params, "server"), "session",
+			    json_object_get(params, "session"), "window", json_object_get(params, "window"), "pane",
+			    json_object_get(params, "pane"), "controlPid", json_object_get(params, "controlPid"));
+	t->window = json_get_str(t->tmux, "window");
+	t->pane = json_get_str(t->tmux, "pane");
+	if (!t->is_pty)
+		tmux_parser_init(&t->parser, on_tmux_event, t);
+	if (loop_add_fd(t->d->loop, fd, LOOP_READ, t->is_pty ? on_pty_readable : on_tmux_readable, t, e) < 0) {
+		if (!t->is_pty)
+			tmux_parser_release(&t->parser);
+		return -1;
+	}
+	t->fd = fd;
+	if (queue_resize(t, t->cols, t->rows, e) == 0)
+		flush_commands(t);
+	err_clear(e);
+	return 0;
+}
+
+static int terminal_handover(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	_cleanup_free_ char *task_id = NULL;
+	if (daemon_executor_authenticate(D(rc), "terminal.handover", params, &task_id, e) < 0)
+		return -1;
+	int fd = net_conn_take_fd(P(rc)->conn);
+	struct terminal *t = find_by_task(D(rc), task_id);
+	int rv = 0;
+	if (!t || t->fd >= 0)
+		rv = err_set(e, E_AUTH_FAILED, "no terminal waits for this task's hand-over");
+	else if ((t->is_pty = !strcmp(t->multiplexer, "zellij")) != !strcmp(json_get_str(params, "kind") ? json_get_str(params, "kind") : "", "pty"))
+		rv = err_set(e, E_INVALID_PAYLOAD, "params.kind: a %s terminal hands over %s", t->multiplexer,
+			     t->is_pty ? "a PTY (kind \"pty\")" : "a tmux control socket");
+	else if (fd < 0)
+		rv = err_set(e, E_INVALID_PAYLOAD, "terminal.handover carries its descriptor with SCM_RIGHTS on the Unix "
+						   "socket: none arrived");
+	else if (!t->is_pty && (!valid_tmux_id(json_get_str(params, "window"), '@') ||
+				!valid_tmux_id(json_get_str(params, "pane"), '%')))
+		rv = err_set(e, E_INVALID_PAYLOAD, "params.window/pane: tmux ids (@N, %%N) are required");
+	else if (check_descriptor(fd, t->is_pty, e) < 0 || adopt_descriptor(t, fd, params, e) < 0)
+		rv = -1;
+	if (rv < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	daemon_audit(D(rc), t->user_id, "terminal.handover", t->id, "ok",
+		     json_pack("{s:s,s:O?}", "task_id", task_id, "pane", json_object_get(params, "pane")));
+	*result = json_pack("{s:b,s:s}", "accepted", 1, "terminal_id", t->id);
+	return 0;
+}
+
+/* --- attach, input, resize, close, list ------------------------------------------------------ */
+
+static int token_matches(const struct terminal *t, const char *token)
+{
+	return token && strlen(token) == TOKEN_HEX && crypto_equal(t->token, token, TOKEN_HEX);
+}
+
+static int terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id, *token;
+	if (need_string(params, "terminal_id", &id, e) < 0 || need_string(params, "token", &token, e) < 0)
+		return -1;
+	struct daemon_peer *p = P(rc);
+	struct terminal *t = find_terminal(D(rc), id);
+	if (!t || t->fd < 0 || !token_matches(t, token)) {
+		daemon_audit(D(rc), p->user_id ? p->user_id : "anonymous", "terminal.attach", id, "refused", NULL);
+		return err_set(e, E_AUTH_FAILED, "terminal %s: no such terminal, or the token is not this terminal's", id);
+	}
+	if (p->user_id && !p->is_admin && strcmp(p->user_id, t->user_id)) {
+		daemon_audit(D(rc), p->user_id, "terminal.attach", id, "refused", json_pack("{s:s}", "reason", "another user's terminal"));
+		return err_set(e, E_PERMISSION_DENIED, "terminal %s belongs to another user", id);
+	}
+	if (p->terminal)
+		remove_client(p->terminal, p);
+	add_client(t, p);
+	if (!t->is_pty) { /* the new client first gets what the pane shows now (escapes kept) */
+		strbuf_addf(&t->out, "capture-pane -p -e -t %s\n", t->pane);
+		owe(t, p);
+		flush_commands(t);
+	}
+	*result = terminal_json(t, 0);
+	json_object_set_new(*result, "attached", json_true());
+	json_object_set_new(*result, "binary", json_boolean(net_conn_kind(p->conn) == NET_CONN_WS));
+	return 0;
+}
+
+static int attached_terminal(struct rpc_ctx *rc, struct terminal **t, struct err *e)
+{
+	*t = P(rc)->terminal;
+	return *t ? 0 : err_set(e, E_INVALID_PAYLOAD, "this connection is not attached to a terminal: call terminal.attach first");
+}
+
+static int send_input(struct terminal *t, const void *data, size_t len, struct err *e)
+{
+	if (t->out.len - t->out_off > INPUT_BACKLOG_MAX)
+		return err_set(e, E_TIMEOUT, "terminal %s: tmux is not taking input (backlog over %u bytes)", t->id,
+			       INPUT_BACKLOG_MAX);
+	size_t from = t->out.len;
+	if (t->is_pty)
+		strbuf_add(&t->out, data, len);
+	else if (len && tmux_encode_send_keys(&t->out, t->pane, data, len) < 0)
+		return err_set(e, E_INTERNAL, "terminal %s: pane %s cannot take keys", t->id, t->pane);
+	else
+		owe_lines_since(t, from);
+	return flush_commands(t) < 0 ? err_set(e, E_INTERNAL, "terminal %s: writing to tmux failed", t->id) : 0;
+}
+
+void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_t len)
+{
+	struct err e = ERR_INIT;
+	if (!peer->terminal)
+		send_event(peer, "terminal.error", json_pack("{s:s}", "message", "binary frames are keystrokes for an "
+									      "attached terminal: call terminal.attach first"));
+	else if (send_input(peer->terminal, data, len, &e) < 0)
+		send_event(peer, "terminal.error", json_pack("{s:s}", "message", e.message));
+	err_clear(&e);
+}
+
+static int terminal_input(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct terminal *t;
+	const char *data;
+	if (attached_terminal(rc, &t, e) < 0 || need_string(params, "data", &data, e) < 0)
+		return -1;
+	struct strbuf raw = STRBUF_INIT;
+	int rv = crypto_base64_decode(data, strlen(data), &raw, e);
+	if (rv < 0)
+		err_prefix(e, "params.data (base64 of the bytes to type)");
+	else
+		rv = send_input(t, raw.buf, raw.len, e);
+	strbuf_release(&raw);
+	if (rv == 0)
+		*result = json_pack("{s:b}", "sent", 1);
+	return rv;
+}
+
+static int terminal_resize(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct terminal *t;
+	int cols = 0, rows = 0;
+	if (attached_terminal(rc, &t, e) < 0)
+		return -1;
+	if (!json_object_get(params, "cols") || !json_object_get(params, "rows"))
+		return err_set(e, E_INVALID_PAYLOAD, "params.cols/rows: both are required");
+	if (opt_size(params, &cols, &rows, e) < 0 || queue_resize(t, cols, rows, e) < 0)
+		return -1;
+	if (flush_commands(t) < 0)
+		return err_set(e, E_INTERNAL, "terminal %s: writing to tmux failed", t->id);
+	*result = json_pack("{s:i,s:i}", "cols", cols, "rows", rows);
+	return 0;
+}
+
+/* The caller's own terminal (or any, for an admin) by params.terminal_id. */
+static int owned_terminal(struct rpc_ctx *rc, json_t *params, struct terminal **t, struct err *e)
+{
+	const char *id;
+	if (daemon_need_user(rc, e) < 0 || need_string(params, "terminal_id", &id, e) < 0)
+		return -1;
+	*t = find_terminal(D(rc), id);
+	if (*t && (P(rc)->is_admin || !strcmp((*t)->user_id, P(rc)->user_id)))
+		return 0;
+	return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "terminal_id", id), "no terminal %s of yours", id);
+}
+
+static int terminal_close(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct terminal *t;
+	if (owned_terminal(rc, params, &t, e) < 0)
+		return -1;
+	if (t->fd < 0)
+		return err_set(e, E_ALREADY_EXISTS, "terminal %s is still being opened", t->id);
+	daemon_audit(D(rc), P(rc)->user_id, "terminal.close", t->id, "ok", NULL);
+	terminal_end(t, "closed (the tmux session stays: terminal.open attaches it again)");
+	*result = json_pack("{s:b}", "closed", 1);
+	return 0;
+}
+
+static int terminal_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)params;
+	if (daemon_need_user(rc, e) < 0)
+		return -1;
+	*result = json_array();
+	for (struct terminal *t = D(rc)->terminals; t; t = t->next)
+		if (t->fd >= 0 && (P(rc)->is_admin || !strcmp(t->user_id, P(rc)->user_id)))
+			json_array_append_new(*result, terminal_json(t, 0));
+	return 0;
+}
+
+const struct rpc_method daemon_terminal_methods[] = {
+	{ "terminal.attach", terminal_attach },
+	{ "terminal.close", terminal_close },
+	{ "terminal.handover", terminal_handover },
+	{ "terminal.input", terminal_input },
+	{ "terminal.list", terminal_list },
+	{ "terminal.open", terminal_open },
+	{ "terminal.resize", terminal_resize },
+};
+const size_t daemon_terminal_nmethods = ARRAY_SIZE(daemon_terminal_methods);

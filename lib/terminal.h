@@ -1,0 +1,54 @@
+/* terminal.h — the executor's half of terminals (SPEC §3.2 tmux.attach): the execution user's tmux server,
+ * session and worktree window, a control-mode client on a socket pair, and the hand-over of its descriptor.
+ * Never runs tmux with the daemon's environment, never gives the daemon a child: the client it starts is a
+ * session leader of its own and is let go once the daemon holds its descriptor.
+ *
+ * Contract
+ *   One tmux server per Unix user (`tmux -L agor-<user>`), one session per user (params.sessionName), one
+ *   window per worktree (params.windowName, default: the last component of cwd), created on demand when
+ *   params.create is not false (else a missing session or window is NOT_FOUND).
+ *   terminal_user_env(): exactly HOME, USER, LOGNAME, SHELL (from the passwd database), PATH, LANG,
+ *   TERM=xterm-256color, plus the payload's (already filtered) env — nothing of the caller's.
+ *   terminal_tmux_attach(): ensures session and window, starts `tmux -L S -C attach-session -t =SESS:@W`
+ *   on one end of a socket pair and sends the other end with SCM_RIGHTS to the daemon (daemonUrl must be
+ *   unix:PATH) in a `terminal.handover {session_token, server, session, window, pane}` call; the result
+ *   data names the server, session, window id, pane id and whether anything was created.
+ *   With dry_run only the plan (every argv) is produced.
+ */
+#ifndef AGOR_TERMINAL_H
+#define AGOR_TERMINAL_H
+
+#include <jansson.h>
+#include <pwd.h>
+
+#include "err.h"
+#include "strvec.h"
+
+struct terminal_request {
+	const struct passwd *pw; /* the execution user (the current user) */
+	const char *session;	 /* params.sessionName */
+	const char *window;	 /* tmux: params.windowName, or NULL: basename of cwd; zellij: params.tabName */
+	const char *cwd;	 /* resolved inside the worktrees directory */
+	int create;
+	json_t *env;		   /* payload env (filtered), may be NULL */
+	const char *daemon_url;	   /* unix:PATH */
+	const char *session_token; /* a secret: never in argv, never logged */
+	const char *zellij_dir;	   /* zellij: paths.zellij_dir (config.kdl, sessions/) */
+	int dry_run;
+	json_t *plan; /* dry run: steps are appended here */
+};
+
+/* "agor-<user>": the tmux server (-L) of user. */
+char *terminal_tmux_server_name(const char *user);
+/* The environment every tmux command and the user's shell get. */
+void terminal_user_env(const struct passwd *pw, json_t *extra, struct strvec *env);
+/* argv of `tmux -L agor-<user> ARGS…` (NULL-terminated list of extra arguments). */
+void terminal_tmux_argv(const char *user, struct strvec *argv, const char *const *args);
+
+int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct err *e);
+/* zellij.attach: installs config.kdl if needed, runs `zellij --config … attach SESSION --create` as a session
+ * leader on a new PTY (the slave its controlling terminal), selects params.tabName when given, and hands the
+ * PTY master over (terminal.handover with kind "pty"). zellij missing from PATH is NOT_FOUND. */
+int terminal_zellij_attach(const struct terminal_request *r, json_t **data, struct err *e);
+
+#endif

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# t0070-terminal — terminals end to end with real tmux: the executor's tmux.attach hands a control socket to the
+# daemon (SCM_RIGHTS), the daemon relays it; resize, exit, re-attach after kill -9, access attacks, environment.
+. "$(dirname "$0")/../lib.sh"
+
+WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
+export WS_MODULE_DIR="$WS_DIR" TEST_TOP
+
+# in_private_tmp < BODY — runs BODY (stdin, with `set -e` and the SCENE helpers) in a private mount namespace
+# with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER) a case starts is its own and is killed with the
+# case, never one of the host's.
+in_private_tmp() {
+  local script="$T/.private-tmp-body.sh"
+  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
+  T="$T" unshare --mount --propagation private -- bash -c '
+    set -e
+    mount -t tmpfs -o mode=1777 tmpfs /tmp
+    trap "tmux -L agor-$(id -un) kill-server 2>/dev/null || true" EXIT
+    bash "$1"' _ "$script"
+}
+
+SCENE='
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 "$@" 2>> daemon.log &
+    daemon_pid=$!
+    trap "kill \$daemon_pid 2> /dev/null || true" EXIT   # a failed case leaves no daemon behind
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && [ "$(grep -c serving daemon.log)" -ge "${starts:-1}" ] && break; sleep 0.05; done
+    starts=$(( ${starts:-1} + 1 ))
+    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $daemon_pid.*/\1/p" daemon.log | tail -1)
+    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
+  }
+  stop_daemon() { kill -TERM $daemon_pid; wait $daemon_pid || { cat daemon.log; fail "daemon exit $?"; }; }
+  worktree() { # → $wt, a worktree of a fresh clone
+    make_source_repo src
+    "$AGOR" repo clone "$PWD/src" --json > clone.json
+    "$AGOR" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
+    wt=$(json_get wt.json worktree.id)
+  }
+  term() { python3 "$TEST_TOP/test/helpers/term-client.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  ancestors() { # PID → its ancestors pids, one a line
+    local p=$1
+    while [ "$p" -gt 1 ]; do p=$(awk "{print \$4}" /proc/$p/stat); echo "$p"; done
+  }
+'
+
+test_case "tmux.attach dry run: one server per user (-L agor-USER), session, window per worktree, control client" '
+  mkdir -p "$AGOR_HOME/worktrees/o/r/feature"
+  executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\"}}" --dry-run
+  expect_success
+  user=$(id -un)
+  expect_json out data.plan.1.argv "[\"tmux\", \"-L\", \"agor-$user\", \"has-session\", \"-t\", \"=agor\"]"
+  expect_contains out "\"new-window\",\"-d\",\"-t\",\"=agor:\",\"-n\",\"feature\""
+  expect_contains out "\"-C\",\"attach-session\""
+  expect_contains out "terminal.handover (SCM_RIGHTS)"
+  executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"/etc\"}}" --dry-run
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+  executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\"},\"daemonUrl\":\"http://x\",\"sessionToken\":\"t\"}"
+  expect_error INVALID_PAYLOAD 2
+  expect_contains out "unix:PATH"
+'
+
+test_case "zellij.attach dry run: command line, environment, config path; agor setup zellij installs config.kdl" '
+  mkdir -p "$AGOR_HOME/worktrees/o/r/feature"
+  AGOR_SECRET_OF_THE_CALLER=x executor "{\"command\":\"zellij.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\",\"tabName\":\"feature\"},\"env\":{\"EDITOR\":\"vi\"}}" --dry-run
+  expect_success
+  expect_json out data.plan.2.argv "[\"zellij\", \"--config\", \"$AGOR_HOME/zellij/config.kdl\", \"attach\", \"agor\", \"--create\"]"
+  expect_json out data.plan.3.argv "[\"zellij\", \"--session\", \"agor\", \"action\", \"go-to-tab-name\", \"--create\", \"feature\"]"
+  json_get out data.plan.2.env > env.json
+  for v in "HOME=$(getent passwd $(id -un) | cut -d: -f6)" "USER=$(id -un)" "TERM=xterm-256color" "EDITOR=vi"; do
+    expect_contains env.json "\"$v\""
+  done
+  expect_not_contains env.json AGOR_
+  expect_not_contains env.json SECRET
+  [ ! -e "$AGOR_HOME/zellij/config.kdl" ] || fail "a dry run wrote the config"
+  executor "{\"command\":\"zellij.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\",\"create\":false}}" --dry-run
+  expect_error INVALID_PAYLOAD 2
+  expect_exit 0 "$AGOR" setup zellij
+  expect_contains out "wrote $AGOR_HOME/zellij/config.kdl"
+  expect_contains "$AGOR_HOME/zellij/config.kdl" "session_serialization true"
+  expect_contains "$AGOR_HOME/zellij/config.kdl" "session_folder \"$AGOR_HOME/zellij/sessions\""
+  expect_contains "$AGOR_HOME/zellij/config.kdl" "pane_frames false"
+  [ -d "$AGOR_HOME/zellij/sessions" ]
+  expect_exit 0 "$AGOR" setup zellij
+  expect_contains out "nothing to change"
+'
+
+if ! command -v tmux > /dev/null; then
+  test_skip "terminals with real tmux" "tmux is not installed (Debian: tmux)"
+  test_done; exit
+fi
+if [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
+  test_skip "terminals with real tmux" "needs root for a private /tmp (unshare --mount)"
+  test_done; exit
+fi
+
+test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen and state kept across kill -9 of the daemon, exit" '
+  in_private_tmp <<"BODY"
+    AGOR_TEST_SECRET=s3cr3t-of-the-daemon start_daemon
+    worktree
+    term $wt "type:echo h\"\"i\n" "expect:hi\r\n" "type:tput cols\n" "expect:80\r\n" \
+      resize:117x33 "type:tput cols; tput lines\n" "expect:117\r\n33\r\n" \
+      "type:echo \"[\$AGOR_TEST_SECRET][\$AGOR_HOME][\$USER]\"\n" "expect:\[\]\[\]\[$(id -un)\]\r\n" \
+      "type:env | grep -c AGOR_\n" "expect:\r0\r\n" \
+      "type:STATE=kept-\$((40+2))\n" > first.out || { cat first.out daemon.log; false; }
+    head -1 first.out > open.json
+    expect_json open.json open.result.tmux.server "agor-$(id -un)"
+    expect_json open.json open.result.tmux.session agor
+    kill -9 $daemon_pid; wait $daemon_pid 2> /dev/null || true
+    start_daemon
+    term $wt "expect:STATE=kept-\\\$\\(\\(40\\+2\\)\\)" "type:echo \"[\$STATE]\"\n" "expect:\[kept-42\]" "type:exit\n" expect-exit > second.out || { cat second.out daemon.log; false; }
+    expect_contains second.out "\"reason\": \"exited\""
+    ! tmux -L agor-$(id -un) has-session -t =agor 2> /dev/null || fail "the session outlived its last shell"
+    stop_daemon
+BODY
+'
+
+test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and neither tmux nor the shell is its child" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    term $wt "type:echo round\$((1+1))trip\n" "expect:round2trip\r\n" > out || { cat out daemon.log; false; }
+    head -1 out > open.json
+    cpid=$(json_get open.json open.result.tmux.controlPid)
+    [ -d /proc/$cpid ] || fail "no tmux control client $cpid"
+    client_sock=$(readlink /proc/$cpid/fd/0 | sed -n "s/socket:\[\([0-9]*\)\]/\1/p")
+    [ -n "$client_sock" ] || fail "the control client stdin is not a socket"
+    ss -xpn > ss.out
+    # the line of the daemon end: its peer is the client socket
+    awk -v peer="$client_sock" "\$8 == peer" ss.out | grep -q "pid=$daemon_pid," || { cat ss.out; fail "the daemon holds no peer of socket $client_sock"; }
+    shell=$(tmux -L agor-$(id -un) display-message -p -t "=agor:" "#{pane_pid}")
+    server=$(tmux -L agor-$(id -un) display-message -p "#{pid}")
+    for p in $cpid $shell $server; do
+      ancestors $p > anc.$p
+      ! grep -qx "$daemon_pid" anc.$p || fail "process $p descends from the daemon"
+    done
+    stop_daemon
+BODY
+'
+
+test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the detach key detaches and the shell stays" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    drive() { python3 "$TEST_TOP/test/helpers/pty-drive.py" "$@"; }
+    drive 90x20 "type:echo cli\$((2+3))ok\n" "expect:cli5ok\r\n" "type:tput cols\n" "expect:90\r\n" \
+      winsize:132x40 "expect:.*" "type:sleep 0.3; tput cols\n" "expect:132\r\n" "type:KEEP=me\n" \
+      "type:\x1d" wait-exit -- "$AGOR" terminal feature > cli.out || { cat cli.out daemon.log; false; }
+    expect_contains cli.out "exit 0"
+    expect_contains cli.out "[agor terminal: detached]"
+    drive 80x24 "type:echo \"<\$KEEP>\"\n" "expect:<me>" "type:exit\n" wait-exit -- "$AGOR" terminal feature > cli2.out || { cat cli2.out daemon.log; false; }
+    expect_contains cli2.out "exit 0"
+    expect_contains cli2.out "[agor terminal: exited]"
+    expect_exit 2 "$AGOR" terminal
+    expect_exit 2 "$AGOR" terminal feature --detach-key X
+    expect_exit 1 "$AGOR" terminal no-such-worktree < /dev/null
+    expect_contains err NOT_FOUND
+    stop_daemon
+BODY
+'
+
+test_case "zellij terminals: a PTY master handed over (fake zellij on PATH): argv, environment, echo, resize, exit" '
+  in_private_tmp <<"BODY"
+    mount -t tmpfs tmpfs /usr/local/bin
+    printf "#!/bin/sh\necho \"\$*\" >> /tmp/zellij.argv\nenv > /tmp/zellij.env\n[ \"\$1\" = --config ] && exec bash --norc -i\nexit 0\n" > /usr/local/bin/zellij
+    chmod 755 /usr/local/bin/zellij
+    AGOR_TEST_SECRET=daemon-only start_daemon
+    worktree
+    TERM_MULTIPLEXER=zellij term $wt "type:echo z\$((3*3))z\n" "expect:z9z\r\n" "type:tput cols\n" "expect:80\r\n" \
+      resize:99x30 "type:tput cols\n" "expect:99\r\n" "type:exit\n" expect-exit > z.out || { cat z.out daemon.log; false; }
+    head -1 z.out > open.json
+    expect_json open.json open.result.tmux.multiplexer zellij
+    expect_contains /tmp/zellij.argv "--config $AGOR_HOME/zellij/config.kdl attach agor --create"
+    expect_contains /tmp/zellij.argv "--session agor action go-to-tab-name --create feature-"
+    expect_not_contains /tmp/zellij.env AGOR_
+    expect_contains /tmp/zellij.env "TERM=xterm-256color"
+    expect_contains "$AGOR_HOME/zellij/config.kdl" "session_serialization true"
+    expect_contains z.out "\"reason\": \"exited\""
+    stop_daemon
+BODY
+'
+
+if command -v zellij > /dev/null; then
+  test_case "zellij terminals with the real zellij: echo through zellij attach --create" '
+    in_private_tmp <<"BODY"
+      start_daemon
+      worktree
+      TERM_MULTIPLEXER=zellij term $wt "sleep:2" "type:echo real\$((2*4))zellij\n" "expect:real8zellij" > z.out || { cat z.out daemon.log; false; }
+      stop_daemon
+BODY
+  '
+else
+  test_skip "zellij terminals with the real zellij" "zellij is not on PATH (not packaged for Debian 12): the command line, environment, config and PTY hand-over are tested with a fake above"
+fi
+
+# Insulated mode for real (users in a scratch /etc): the daemon runs as agord, terminals as alice through sudo.
+ISO_SCENE='
+  mount -t tmpfs -o mode=1777 tmpfs /tmp
+  groupadd -f agor_users
+  useradd -m -s /bin/bash -G agor_users agord
+  useradd -m -s /bin/bash -G agor_users alice
+  mkdir -p bin && cp "$AGOR" bin/agor && cp "$TEST_TOP/test/helpers/term-client.py" bin/ && chmod 755 bin bin/*
+  BIN="$T/bin/agor"
+  chmod 755 "$T" && d="$T"; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+  printf "agord ALL=(alice) NOPASSWD: %s executor --stdin\nDefaults!%s env_keep += \"AGOR_IMPERSONATED\"\n" "$BIN" "$BIN" > /etc/sudoers.d/agor-test
+  chmod 440 /etc/sudoers.d/agor-test && visudo -cf /etc/sudoers.d/agor-test > /dev/null
+  mkdir -p data /run/agor && chown alice:agor_users data && chmod 2770 data
+  chown agord:agor_users /run/agor && chmod 750 /run/agor
+  make_source_repo src && chmod -R a+rX src
+  as_agord() { setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin AGOR_SECRET_ENV=daemon-only "$@"; }
+  as_agord mkdir -m 700 /home/agord/.agor
+  printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
+  chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
+  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
+    AGOR_SECRET_ENV=daemon-only "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself
+  daemon_pid=$!
+  trap "kill $daemon_pid 2> /dev/null; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true" EXIT
+  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+'
+
+test_case "insulated mode: the shell runs as the execution user with its own environment, not the daemon's" '
+  in_scratch_system "$ISO_SCENE"'"'"'
+  as_agord "$BIN" repo clone "$T/src" --json > clone.json 2> clone.err || { cat clone.err daemon.log; false; }
+  as_agord "$BIN" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
+  wt=$(json_get wt.json worktree.id)
+  as_agord python3 bin/term-client.py /run/agor/agor.sock $wt "type:id -un; echo \"[\$HOME][\$AGOR_SECRET_ENV]\"\n" \
+    "expect:\ralice\r\n\[/home/alice\]\[\]\r\n" "type:cat /home/agord/.agor/jwt.secret > /dev/null || echo no-secret-here\n" \
+    "expect:\r\nno-secret-here\r\n" > out || { cat out daemon.log; false; }
+  head -1 out > open.json
+  expect_json open.json open.result.tmux.server agor-alice
+  [ "$(stat -c %U /tmp/tmux-$(id -u alice)/agor-alice)" = alice ] || fail "the tmux socket is not alice"
+  for p in $(pgrep -f "^tmux -L agor-alice"); do [ "$(stat -c %U /proc/$p)" = alice ] || fail "tmux process $p is not alice"; done
+'"'"'
+'
+
+ws_reason=""
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  ws_reason="node and npm are not installed (Debian: nodejs npm)"
+elif [ ! -f "$WS_DIR/node_modules/ws/package.json" ] &&
+  ! { mkdir -p "$WS_DIR" && npm install --prefix "$WS_DIR" --no-audit --no-fund ws@8 > "$WS_DIR.log" 2>&1; }; then
+  ws_reason="npm install ws@8 failed (see $WS_DIR.log)"
+fi
+if [ -n "$ws_reason" ]; then
+  test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
+  test_done; exit
+fi
+
+test_case "WebSocket /terminal: binary frames, two clients see the same output, bad sizes refused" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    term $wt "type:true\n" > out || { cat out daemon.log; false; }
+    head -1 out > open.json
+    node "$TEST_TOP/test/helpers/term-ws.mjs" relay $port "$(json_get open.json open.result.terminal_id)" \
+      "$(json_get open.json open.result.token)" > ws.out || { cat ws.out daemon.log; false; }
+    expect_json ws.out a ok
+    expect_json ws.out b ok
+    expect_json ws.out both_saw_output true
+    expect_json ws.out resize INVALID_PAYLOAD
+    stop_daemon
+BODY
+'
+
+test_case "access: another user cannot open, attach, list or close a terminal; tokens are per terminal; forged hand-over" '
+  in_private_tmp <<"BODY"
+    make_source_repo src2
+    start_daemon
+    worktree
+    "$AGOR" worktree add "$(json_get clone.json repo.id)" second --json > wt2.json
+    wt2=$(json_get wt2.json worktree.id)
+    term $wt "type:true\n" > one.out || { cat one.out daemon.log; false; }
+    term $wt2 "type:true\n" > two.out || { cat two.out daemon.log; false; }
+    head -1 one.out > one.json; head -1 two.out > two.json
+    [ "$(json_get one.json open.result.tmux.window)" != "$(json_get two.json open.result.tmux.window)" ] || fail "one window for two worktrees"
+    "$AGOR" user create bob --json > bob.json
+    BOB_TOKEN=$("$AGOR" user token --for bob 2> /dev/null)
+    node "$TEST_TOP/test/helpers/term-ws.mjs" attacks $port "$BOB_TOKEN" $wt "$(json_get one.json open.result.terminal_id)" \
+      "$(json_get one.json open.result.token)" "$(json_get two.json open.result.token)" > attacks.out || { cat attacks.out daemon.log; false; }
+    cat attacks.out
+    expect_json attacks.out bob_auth ok
+    expect_json attacks.out bob_open_alices_worktree PERMISSION_DENIED
+    expect_json attacks.out bob_attach_with_alices_token PERMISSION_DENIED
+    expect_json attacks.out bob_list "[]"
+    expect_json attacks.out bob_close NOT_FOUND
+    expect_json attacks.out other_terminals_token AUTH_FAILED
+    expect_json attacks.out garbage_token AUTH_FAILED
+    expect_json attacks.out no_such_terminal AUTH_FAILED
+    expect_json attacks.out input_unattached INVALID_PAYLOAD
+    expect_json attacks.out handover_forged AUTH_FAILED
+    expect_json attacks.out binary_unattached "[\"terminal.error\"]"
+    ! grep -q pwned "$(tmux -L agor-$(id -un) capture-pane -p -t "=agor:" > pane.txt; echo pane.txt)" || fail "unattached input reached a shell"
+    "$AGOR" audit verify > /dev/null
+    stop_daemon
+BODY
+'
+
+test_done
