@@ -357,28 +357,40 @@ static int queue_resize(struct terminal *t, int cols, int rows, struct err *e)
 	return 0;
 }
 
-static void on_tmux_readable(struct loop *l, int fd, unsigned events, void *arg)
+static void feed_tmux_parser(struct terminal *t, const uint8_t *data, size_t len)
 {
-	(void)l;
-	struct terminal *t = arg;
+	tmux_parser_feed(&t->parser, (const char *)data, len);
+}
+
+/* Flushes owed commands, then reads what the descriptor has (a bounded amount per wake-up) into sink;
+ * returns why the terminal is gone (eof_reason at end of file), or NULL while it lives. */
+static const char *pump_descriptor(struct terminal *t, int fd, unsigned events,
+				   void (*sink)(struct terminal *, const uint8_t *, size_t), const char *eof_reason)
+{
 	char buf[16384];
 	size_t total = 0;
-	const char *gone = NULL;
 	if ((events & LOOP_WRITE) && flush_commands(t) < 0)
-		gone = "the tmux client stopped reading";
-	while (!gone && !t->end_reason && total < READ_BUDGET && (events & (LOOP_READ | LOOP_HUP | LOOP_ERROR))) {
+		return "the terminal stopped reading its input";
+	while (!t->end_reason && total < READ_BUDGET && (events & (LOOP_READ | LOOP_HUP | LOOP_ERROR))) {
 		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
-		if (n <= 0) {
-			gone = "the tmux client went away";
-			break;
-		}
+		if (n <= 0)
+			return eof_reason;
 		total += (size_t)n;
-		tmux_parser_feed(&t->parser, buf, (size_t)n);
+		sink(t, (const uint8_t *)buf, (size_t)n);
 	}
+	return NULL;
+}
+
+/* The tmux control client: its output is parsed; %exit or EOF ends the terminal. */
+static void on_tmux_readable(struct loop *l, int fd, unsigned events, void *arg)
+{
+	(void)l;
+	struct terminal *t = arg;
+	const char *gone = pump_descriptor(t, fd, events, feed_tmux_parser, "the tmux client went away");
 	if (t->end_reason || gone)
 		terminal_end(t, t->end_reason ? t->end_reason : gone);
 }
@@ -388,24 +400,7 @@ static void on_pty_readable(struct loop *l, int fd, unsigned events, void *arg)
 {
 	(void)l;
 	struct terminal *t = arg;
-	char buf[16384];
-	size_t total = 0;
-	const char *gone = NULL;
-	if ((events & LOOP_WRITE) && flush_commands(t) < 0)
-		gone = "the terminal stopped reading";
-	while (!gone && total < READ_BUDGET && (events & (LOOP_READ | LOOP_HUP | LOOP_ERROR))) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
-		if (n <= 0) {
-			gone = "exited";
-			break;
-		}
-		total += (size_t)n;
-		relay_output(t, (const uint8_t *)buf, (size_t)n);
-	}
+	const char *gone = pump_descriptor(t, fd, events, relay_output, "exited");
 	if (gone)
 		terminal_end(t, gone);
 }

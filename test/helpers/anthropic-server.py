@@ -7,16 +7,11 @@
 #   "RUN: <shell command>"               → a Bash tool_use running that command (tool_use)
 #   "SLOW <seconds>"                     → text deltas spread over that many seconds (end_turn)
 #   anything else                        → text "Hello from the scripted model." (end_turn)
-import json, os, secrets, sys, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json, secrets, sys, time
+
+from scripted_sse import ScriptedHandler, serve
 
 PORT_FILE, LOG_FILE = sys.argv[1], sys.argv[2]
-log_lock = threading.Lock()
-
-
-def log(entry):
-    with log_lock, open(LOG_FILE, "a") as f:
-        f.write(json.dumps(entry) + "\n")
 
 
 def text_of(content):
@@ -47,11 +42,8 @@ def bash_tool(tools):
     return None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
+class Handler(ScriptedHandler):
+    LOG_FILE = LOG_FILE
 
     def do_HEAD(self):
         self.send_response(404)
@@ -62,32 +54,14 @@ class Handler(BaseHTTPRequestHandler):
         self.do_HEAD()
 
     def event(self, name, data):
-        chunk = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-        self.wfile.flush()
+        self.send_event(name, data)
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        try:
-            req = json.loads(body)
-        except ValueError:
-            req = {}
-        log({"path": self.path, "headers": dict(self.headers), "body": req})
+        req = self.read_logged_json()
         if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-            out = json.dumps({"input_tokens": 10}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            self.send_json({"input_tokens": 10})
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.reply(req)
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self.stream(req)
 
     def reply(self, req):
         user = last_user(req.get("messages", []))
@@ -133,10 +107,4 @@ class Handler(BaseHTTPRequestHandler):
         self.event("content_block_stop", {"type": "content_block_stop", "index": 0})
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
-with open(PORT_FILE + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-
-os.rename(PORT_FILE + ".tmp", PORT_FILE)
-server.serve_forever()
+serve(Handler, PORT_FILE)

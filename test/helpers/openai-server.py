@@ -6,16 +6,11 @@
 #   a function_call_output               → message "All done."
 #   a user message "RUN: <command>"      → a call of the request's shell tool running that command
 #   anything else                        → message "Hello from the scripted model."
-import json, os, secrets, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json, secrets, sys
+
+from scripted_sse import ScriptedHandler, serve
 
 PORT_FILE, LOG_FILE = sys.argv[1], sys.argv[2]
-log_lock = threading.Lock()
-
-
-def log(entry):
-    with log_lock, open(LOG_FILE, "a") as f:
-        f.write(json.dumps(entry) + "\n")
 
 
 def newest_user_text(items):
@@ -38,39 +33,17 @@ def shell_call(tools, command):
     return None, None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
+class Handler(ScriptedHandler):
+    LOG_FILE = LOG_FILE
 
     def do_GET(self):
-        out = json.dumps({"object": "list", "data": []}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        self.send_json({"object": "list", "data": []})
 
     def event(self, data):
-        chunk = f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
-        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-        self.wfile.flush()
+        self.send_event(data["type"], data)
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        try:
-            req = json.loads(body)
-        except ValueError:
-            req = {}
-        log({"path": self.path, "headers": dict(self.headers), "body": req})
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.reply(req)
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self.stream(self.read_logged_json())
 
     def reply(self, req):
         items = req.get("input", [])
@@ -95,9 +68,4 @@ class Handler(BaseHTTPRequestHandler):
             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 49}}})
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-server.daemon_threads = True
-with open(PORT_FILE + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.rename(PORT_FILE + ".tmp", PORT_FILE)
-server.serve_forever()
+serve(Handler, PORT_FILE)

@@ -6,17 +6,28 @@
 WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
 export WS_MODULE_DIR="$WS_DIR" TEST_TOP
 
+# PRIVATE_TMP — shell code (run as root inside a private mount namespace) that puts an empty tmpfs on /tmp
+# while keeping the checkout reachable at the same path when it lives under /tmp (CI clones may).
+PRIVATE_TMP='
+  case "$TEST_TOP/" in
+    /tmp/*) mount --bind "$TEST_TOP" /mnt
+            mount -t tmpfs -o mode=1777 tmpfs /tmp
+            mkdir -p "$TEST_TOP" && mount --move /mnt "$TEST_TOP" ;;
+    *) mount -t tmpfs -o mode=1777 tmpfs /tmp ;;
+  esac
+'
+
 # in_private_tmp < BODY — runs BODY (stdin, with `set -e` and the SCENE helpers) in a private mount namespace
 # with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER) a case starts is its own and is killed with the
 # case, never one of the host's.
 in_private_tmp() {
   local script="$T/.private-tmp-body.sh"
   { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
-  T="$T" unshare --mount --propagation private -- bash -c '
+  T="$T" TEST_TOP="$TEST_TOP" unshare --mount --propagation private -- bash -c '
     set -e
-    mount -t tmpfs -o mode=1777 tmpfs /tmp
+    eval "$2"
     trap "tmux -L agor-$(id -un) kill-server 2>/dev/null || true" EXIT
-    bash "$1"' _ "$script"
+    bash "$1"' _ "$script" "$PRIVATE_TMP"
 }
 
 SCENE='
@@ -193,8 +204,8 @@ else
 fi
 
 # Insulated mode for real (users in a scratch /etc): the daemon runs as agord, terminals as alice through sudo.
-ISO_SCENE='
-  mount -t tmpfs -o mode=1777 tmpfs /tmp
+ISO_SCENE="TEST_TOP='$TEST_TOP'
+$PRIVATE_TMP"'
   groupadd -f agor_users
   useradd -m -s /bin/bash -G agor_users agord
   useradd -m -s /bin/bash -G agor_users alice

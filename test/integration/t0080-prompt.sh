@@ -71,6 +71,14 @@ SCENE='
     for i in $(seq 1 300); do rpc messages.list "{\"task_id\":\"$1\"}" | grep -q "\"message_type\": *\"$2\"" && return 0; sleep 0.1; done
     fail "no $2 message for task $1"
   }
+  # start_streaming_prompt SECONDS OUT ERR — a slow prompt in the background, streaming once this returns:
+  # $task is its task, $prompt_pid the agor process itself (not a subshell), so signals reach it.
+  start_streaming_prompt() {
+    "$AGOR" prompt "$session" "SLOW $1" --no --config "$PWD/config.yaml" > "$2" 2> "$3" &
+    prompt_pid=$!
+    for i in $(seq 1 100); do task=$(task_of "$3"); [ -n "$task" ] && break; sleep 0.1; done
+    wait_message "$task" text_delta
+  }
   mine() { for p in $(pgrep -u agor_executor); do case $(readlink /proc/$p/cwd 2>/dev/null) in "$T"*) echo $p;; esac; done; }
   no_agent_left() { # processes of this case (they all work under $T) are gone
     for i in $(seq 1 50); do [ -z "$(mine)" ] && return 0; sleep 0.1; done
@@ -125,10 +133,7 @@ DENIED='
 
 SECRECY='
     write_config; prepare_session
-    a prompt "$session" "SLOW 6" --no > out 2> err &
-    prompt_pid=$!
-    for i in $(seq 1 100); do task=$(task_of err); [ -n "$task" ] && break; sleep 0.1; done
-    wait_message "$task" text_delta
+    start_streaming_prompt 6 out err
     agent=$(pgrep -u agor_executor -f "stream-json" | head -1)
     [ -n "$agent" ] || fail "the agent process was not found"
     tr "\0" "\n" < /proc/$agent/environ | grep -qx "ANTHROPIC_API_KEY=$KEY" || fail "positive control: the agent has no key"
@@ -150,18 +155,12 @@ SECRECY='
 
 CANCEL='
     write_config; prepare_session
-    a prompt "$session" "SLOW 30" --no > out 2> err &
-    prompt_pid=$!
-    for i in $(seq 1 100); do task=$(task_of err); [ -n "$task" ] && break; sleep 0.1; done
-    wait_message "$task" text_delta
+    start_streaming_prompt 30 out err
     a task cancel "$task"
     wait_status "$task" cancelled
     prompt_exit=0; wait $prompt_pid || prompt_exit=$?; expect_eq "$prompt_exit" 1
     no_agent_left
-    "$AGOR" prompt "$session" "SLOW 30" --no --config "$PWD/config.yaml" > out2 2> err2 &
-    prompt_pid=$!
-    for i in $(seq 1 100); do task=$(task_of err2); [ -n "$task" ] && break; sleep 0.1; done
-    wait_message "$task" text_delta
+    start_streaming_prompt 30 out2 err2
     kill -INT $prompt_pid
     prompt_exit=0; wait $prompt_pid || prompt_exit=$?; expect_eq "$prompt_exit" 1
     expect_contains err2 "cancelling task"
@@ -178,10 +177,7 @@ TIMEOUT='
     grep -q TIMEOUT task.json || { cat task.json; fail "not a timeout"; }
     no_agent_left
     write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
-    a prompt "$session" "SLOW 30" --no > out 2> err &
-    prompt_pid=$!
-    for i in $(seq 1 100); do task=$(task_of err); [ -n "$task" ] && break; sleep 0.1; done
-    wait_message "$task" text_delta
+    start_streaming_prompt 30 out err
     pkill -KILL -u agor_executor -f "executor --stdin"
     prompt_exit=0; wait $prompt_pid || prompt_exit=$?; expect_eq "$prompt_exit" 1
     a task get "$task" --json > task.json
