@@ -114,6 +114,10 @@ PY
     grep -q "request_permission" audit.json || fail "no permission decision in the audit log"
     grep -q "\"approved\"" audit.json || fail "no approved decision in the audit log"
     ! grep -rq "$KEY" daemon.log out err audit.json || fail "the key leaked into a log or the output"
+    printf "y\n" > answer
+    script -qec "$AGOR prompt $session \"please RUN: echo tty > tty.txt\" --config $PWD/config.yaml" /dev/null < answer > tty.out || { cat tty.out; fail "prompt on a terminal failed"; }
+    expect_contains tty.out "Allow? [y/N]"
+    [ -e "$wt_path/tty.txt" ] || { cat tty.out; fail "the y typed on the terminal did not approve"; }
 '
 
 DENIED='
