@@ -235,6 +235,7 @@ test_case "git credentials just in time: the executor asks the daemon (get_crede
   grep -q get_credential audit || fail "get_credential not audited"
   clone forged.git "x.y.z"
   expect_error AUTH_FAILED 1
+  kill $server; wait $server 2>/dev/null || true # before stop_daemon clears the EXIT trap that kills it
   stop_daemon
 '
 
