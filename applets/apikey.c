@@ -54,19 +54,14 @@ static json_t *params_for(const char *sub, int argc, char **argv, struct strbuf 
 
 static int apikey_main(int argc, char **argv)
 {
-	const char *url = NULL, *config = NULL, *token = NULL;
+	struct client_opts o = { 0 };
 	char *words[3];
-	int nwords = 0, json = 0;
+	int nwords = 0;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (i + 1 < argc && !strcmp(argv[i], "--url"))
-			url = argv[++i];
-		else if (i + 1 < argc && !strcmp(argv[i], "--config"))
-			config = argv[++i];
-		else if (i + 1 < argc && !strcmp(argv[i], "--token"))
-			token = argv[++i];
-		else if (argv[i][0] == '-' || nwords == 3)
+		int taken = client_take_option(&o, argc, argv, &i);
+		if (taken > 0)
+			continue;
+		if (taken < 0 || argv[i][0] == '-' || nwords == 3)
 			return applet_usage_error(&applet_apikey, "unexpected argument '%s'", argv[i]);
 		else
 			words[nwords++] = argv[i];
@@ -84,7 +79,7 @@ static int apikey_main(int argc, char **argv)
 	const char *method = !strcmp(sub, "set") ? "api_keys.set" : !strcmp(sub, "list") ? "api_keys.list" : "api_keys.remove";
 	struct err e = ERR_INIT;
 	json_t *result = NULL;
-	struct rpc_client *c = client_connect(url, config, token, &e);
+	struct rpc_client *c = client_connect(o.url, o.config_path, o.token, &e);
 	int rc = c ? rpc_client_call(c, method, params, &result, &e) : -1;
 	rpc_client_close(c);
 	json_decref(params);
@@ -93,7 +88,7 @@ static int apikey_main(int argc, char **argv)
 		err_clear(&e);
 		return 1;
 	}
-	char *text = json_dumps(result, json ? JSON_COMPACT : JSON_INDENT(2));
+	char *text = json_dumps(result, o.json ? JSON_COMPACT : JSON_INDENT(2));
 	printf("%s\n", text);
 	free(text);
 	json_decref(result);

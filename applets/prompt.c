@@ -16,9 +16,9 @@
 enum answer_policy { ASK_TTY, ALWAYS_YES, ALWAYS_NO };
 
 struct prompt_opts {
-	const char *session, *text, *url, *config_path, *token;
+	const char *session, *text;
 	enum answer_policy answers;
-	int json;
+	struct client_opts client; /* --url, --config, --token, --json */
 };
 
 struct stream {
@@ -48,14 +48,13 @@ static int parse(int argc, char **argv, struct prompt_opts *o)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "--yes") || !strcmp(a, "--no")) {
+		int taken = client_take_option(&o->client, argc, argv, &i);
+		if (taken < 0) {
+			return usage("missing value for an option");
+		} else if (taken) {
+			continue;
+		} else if (!strcmp(a, "--yes") || !strcmp(a, "--no")) {
 			o->answers = a[2] == 'y' ? ALWAYS_YES : ALWAYS_NO;
-		} else if (!strcmp(a, "--json")) {
-			o->json = 1;
-		} else if (!strcmp(a, "--url") || !strcmp(a, "--config") || !strcmp(a, "--token")) {
-			if (i + 1 >= argc)
-				return usage("missing value for an option");
-			*(!strcmp(a, "--url") ? &o->url : !strcmp(a, "--token") ? &o->token : &o->config_path) = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			return usage("unknown option");
 		} else if (!o->session) {
@@ -151,7 +150,7 @@ static void answer_permission(struct stream *s, const json_t *data)
 		fprintf(stderr, "agor prompt: denying %s: not a terminal (use --yes or --no)\n", json_get_str(data, "tool_name"));
 		approved = 0;
 	}
-	if (!s->o->json)
+	if (!s->o->client.json)
 		printf("[permission] %s %s\n", json_get_str(data, "tool_name"), approved ? "allowed" : "denied");
 	send_call(s, "permissions.respond", json_pack("{s:s,s:b}", "request_id", json_get_str(data, "request_id"), "approved", approved));
 }
@@ -168,7 +167,7 @@ static void task_ended(struct stream *s, const json_t *data)
 	const char *status = json_get_str(data, "status");
 	end_delta(s);
 	json_t *error = json_object_get(data, "error");
-	if (!s->o->json) {
+	if (!s->o->client.json) {
 		if (error)
 			fprintf(stderr, "agor prompt: task %s %s: %s\n", s->task_id, status, json_get_str(error, "message"));
 		else
@@ -184,12 +183,12 @@ static void on_event(struct stream *s, const char *type, const json_t *data)
 		task = json_get_str(data, "id");
 	if (!task || strcmp(task, s->task_id))
 		return;
-	if (s->o->json) {
+	if (s->o->client.json) {
 		json_t *line = json_pack("{s:s,s:O}", "type", type, "data", data);
 		json_write_line(1, line);
 		json_decref(line);
 	}
-	if (!strcmp(type, "message") && !s->o->json)
+	if (!strcmp(type, "message") && !s->o->client.json)
 		print_message(s, json_get_str(data, "message_type"), json_object_get(data, "data"));
 	else if (!strcmp(type, "permission.requested"))
 		answer_permission(s, data);
@@ -259,7 +258,7 @@ static int prompt_main(int argc, char **argv)
 	struct err e = ERR_INIT;
 	struct stream s = { .o = &o, .exit_status = -1 };
 	_cleanup_free_ char *task_id = NULL;
-	s.rpc = client_connect(o.url, o.config_path, o.token, &e);
+	s.rpc = client_connect(o.client.url, o.client.config_path, o.client.token, &e);
 	if (!s.rpc || start_task(&s, &task_id, &e) < 0) {
 		fprintf(stderr, "agor prompt: %s%s%s%s\n", e.message, e.code ? " [" : "", e.code ? e.code : "", e.code ? "]" : "");
 		rpc_client_close(s.rpc);
@@ -267,7 +266,7 @@ static int prompt_main(int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	s.task_id = task_id;
-	if (!o.json)
+	if (!o.client.json)
 		fprintf(stderr, "task %s\n", task_id);
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	sigaction(SIGINT, &sa, NULL);

@@ -12,12 +12,6 @@
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
-struct client_opts {
-	const char *url;
-	const char *config_path;
-	const char *token; /* --token, else AGOR_TOKEN: a user token for TCP URLs */
-	int json;
-};
 
 static void print_group_usage(FILE *out, const char *group, const struct client_command *cmds, size_t n)
 {
@@ -45,6 +39,23 @@ static const struct client_flag *find_flag(const struct client_command *c, const
 	return NULL;
 }
 
+int client_take_option(struct client_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	if (!strcmp(a, "--json")) {
+		o->json = 1;
+		return 1;
+	}
+	const char **target = !strcmp(a, "--url") ? &o->url : !strcmp(a, "--token") ? &o->token
+				: !strcmp(a, "--config") ? &o->config_path : NULL;
+	if (!target)
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*target = argv[++*i];
+	return 1;
+}
+
 /* Turns argv into params; returns 0 or EXIT_USAGE. */
 static int build_params(const char *group, const struct client_command *c, int argc, char **argv, struct client_opts *o,
 			json_t *params)
@@ -53,12 +64,11 @@ static int build_params(const char *group, const struct client_command *c, int a
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const struct client_flag *f;
-		if (!strcmp(a, "--json")) {
-			o->json = 1;
-		} else if (!strcmp(a, "--url") || !strcmp(a, "--config") || !strcmp(a, "--token")) {
-			if (i + 1 >= argc)
-				return usage_error(group, "missing value for", a);
-			*(!strcmp(a, "--url") ? &o->url : !strcmp(a, "--token") ? &o->token : &o->config_path) = argv[++i];
+		int taken = client_take_option(o, argc, argv, &i);
+		if (taken < 0) {
+			return usage_error(group, "missing value for", a);
+		} else if (taken) {
+			continue;
 		} else if ((f = find_flag(c, a))) {
 			if (f->type == CLIENT_FLAG_BOOL) {
 				json_object_set_new(params, f->param, json_true());

@@ -35,6 +35,16 @@ struct client_command {
 int client_main(const char *group, const struct client_command *commands, size_t ncommands, int argc, char **argv);
 struct rpc_client;
 struct err;
+/* The options every client command takes: --url URL, --config PATH, --token T, --json. */
+struct client_opts {
+	const char *url;
+	const char *config_path;
+	const char *token; /* --token, else AGOR_TOKEN: a user token for TCP URLs */
+	int json;
+};
+/* When argv[*i] is one of those options, takes it (and its value, advancing *i) and returns 1; returns 0 for
+ * anything else and -1 when the option's value is missing. */
+int client_take_option(struct client_opts *o, int argc, char **argv, int *i);
 /* Connects to url (NULL: the configured Unix socket of config_path's config) and, over TCP, authenticates
  * with token (NULL: $AGOR_TOKEN). NULL with e set (naming `agor daemon`) when the daemon is unreachable. */
 struct rpc_client *client_connect(const char *url, const char *config_path, const char *token, struct err *e);

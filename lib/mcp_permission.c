@@ -10,6 +10,7 @@
 #include "fsutil.h"
 #include "json.h"
 #include "mcp_permission.h"
+#include "net.h"
 #include "strbuf.h"
 #include "version.h"
 #include "banned.h"
@@ -27,10 +28,12 @@ static json_t *tool_list(void)
 /* One line to the broker, one line back; NULL when anything fails. */
 static json_t *ask_broker(const char *socket_path, json_t *question)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(socket_path) >= sizeof(sa.sun_path))
+	struct sockaddr_un sa;
+	struct err e = ERR_INIT;
+	int fits = net_unix_address(socket_path, &sa, &e) == 0;
+	err_clear(&e);
+	if (!fits)
 		return NULL;
-	memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return NULL;

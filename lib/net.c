@@ -1171,14 +1171,25 @@ static int bind_unix_socket(int fd, const struct sockaddr_un *sa, struct err *e)
 	return r < 0 ? err_errno(e, errnum, "bind %s", sa->sun_path) : 0;
 }
 
+int net_unix_address(const char *path, struct sockaddr_un *sa, struct err *e)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return err_set(e, E_INVALID_PAYLOAD, "socket path is %zu bytes, longer than the %zu a Unix socket allows: %s",
+			       strlen(path), sizeof(sa->sun_path) - 1, path);
+	memcpy(sa->sun_path, path, strlen(path) + 1);
+	return 0;
+}
+
 static int listen_unix(struct net_server *srv, struct err *e)
 {
 	const char *path = srv->unix_path;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return err_set(e, E_CONFIG, "socket path is %zu bytes, longer than the %zu a Unix socket allows: %s",
-			       strlen(path), sizeof(sa.sun_path) - 1, path);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
+	struct sockaddr_un sa;
+	if (net_unix_address(path, &sa, e) < 0) {
+		e->code = E_CONFIG;
+		return -1;
+	}
 	if (remove_stale_socket(path, e) < 0)
 		return -1;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -65,6 +65,8 @@
 #include "loop.h"
 #include "strbuf.h"
 
+struct sockaddr_un;
+
 enum net_conn_kind { NET_CONN_UNIX, NET_CONN_HTTP, NET_CONN_WS };
 
 #define NET_TCP_EPHEMERAL (-1) /* tcp_port: bind a free port */
@@ -89,6 +91,10 @@ struct net_server_config {
 
 struct net_conn;
 struct net_server;
+
+/* Fills *sa for the Unix socket at path; -1 (E_INVALID_PAYLOAD, naming the length limit) when path does not
+ * fit sun_path. The one place every Unix socket address is made. */
+int net_unix_address(const char *path, struct sockaddr_un *sa, struct err *e);
 
 struct net_callbacks {
 	void (*on_open)(struct net_conn *c, void *arg);

@@ -17,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "loop.h"
+#include "net.h"
 #include "prompt.h"
 #include "rpcclient.h"
 #include "strbuf.h"
@@ -146,10 +147,9 @@ static int fetch_api_key(struct prompt_run *r, char **key, struct err *e)
 static int open_broker(struct prompt_run *r, struct err *e)
 {
 	r->socket_path = xasprintf("%s/permission.sock", r->run_dir);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(r->socket_path) >= sizeof(sa.sun_path))
-		return err_set(e, E_INTERNAL, "permission socket path too long: %s", r->socket_path);
-	memcpy(sa.sun_path, r->socket_path, strlen(r->socket_path) + 1);
+	struct sockaddr_un sa;
+	if (net_unix_address(r->socket_path, &sa, e) < 0)
+		return -1;
 	r->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (r->listen_fd < 0 || bind(r->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(r->listen_fd, 8) < 0)
 		return err_errno(e, errno, "permission socket %s", r->socket_path);

@@ -14,6 +14,7 @@
 #include "child.h"
 #include "fdpass.h"
 #include "json.h"
+#include "net.h"
 #include "strbuf.h"
 #include "terminal.h"
 #include "zellij.h"
@@ -222,10 +223,9 @@ static int connect_daemon(const char *url, struct err *e)
 	if (!url || strncmp(url, "unix:", 5))
 		return err_set(e, E_INVALID_PAYLOAD, "daemonUrl: a terminal is handed over on the daemon's Unix socket "
 						     "(unix:PATH), got %s", url ? url : "nothing");
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(url + 5) >= sizeof(sa.sun_path))
-		return err_set(e, E_INVALID_PAYLOAD, "daemonUrl: socket path too long");
-	memcpy(sa.sun_path, url + 5, strlen(url + 5) + 1);
+	struct sockaddr_un sa;
+	if (net_unix_address(url + 5, &sa, e) < 0)
+		return err_prefix(e, "daemonUrl"), -1;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return err_errno(e, errno, "socket");
