@@ -13,6 +13,7 @@
 
 #include "adminconf.h"
 #include "applet.h"
+#include "cgroup.h"
 #include "json.h"
 #include "unixperm.h"
 #include "banned.h"
@@ -645,6 +646,31 @@ static int cmd_setup_unix_user(struct admin *a)
 	return a->dry_run ? 0 : unixperm_useradd_login(user, &a->e);
 }
 
+/* ---- cgroups
+ * ------------------------------------------------------------------------------------------- */
+
+/* A cgroup subtree for a non-root executor user: its sandboxed runs make their groups below it.
+ * cgroupfs forgets it at reboot, so a boot-time unit (or `agor setup isolation`) runs this again. */
+static int cmd_cgroup_delegate(struct admin *a)
+{
+	const char *user = a->pos.v[0];
+	struct unixperm_user u;
+	if (unixperm_check_user_name("unix-user", user, &a->e) < 0 || unixperm_require_agor_user(user, &u, &a->e) < 0)
+		return -1;
+	int rc = 0;
+	if (u.uid == 0)
+		rc = err_set(&a->e, E_PERMISSION_DENIED, "%s has uid 0: root needs no delegation", user);
+	set_str(a, "user", user);
+	act(a, "mkdir + chown %s: %s/{memory,pids,cpu}/%s/%s (or the cgroup2 equivalent)", user, CGROUP_DEFAULT_ROOT,
+	    CGROUP_DEFAULT_PARENT, user);
+	json_t *made = json_array();
+	if (rc == 0 && !a->dry_run)
+		rc = cgroup_delegate(CGROUP_DEFAULT_ROOT, CGROUP_DEFAULT_PARENT, user, u.uid, u.gid, made, &a->e);
+	json_object_set_new(a->data, "cgroups", made);
+	unixperm_user_release(&u);
+	return rc;
+}
+
 /* The archive directory: --archive must be archive_dir of admin.yaml or a directory below it,
  * owned by root and not writable by group or others (archives hold a user's private files). */
 static int open_archive_dir(struct admin *a, const char *dir)
@@ -761,6 +787,7 @@ static int cmd_delete_unix_user(struct admin *a)
 static const struct admin_cmd commands[] = {
 	{"add-worktree-owner", 3, OPT_LINK_NAME,
 	 "<worktree-id> <unix-user> <worktree-path> [--link-name NAME]", cmd_add_worktree_owner},
+	{"cgroup-delegate", 1, 0, "<unix-user>", cmd_cgroup_delegate},
 	{"create-worktree-group", 2, OPT_OTHERS,
 	 "<worktree-id> <worktree-path> [--others none|read|write]", cmd_create_worktree_group},
 	{"delete-unix-user", 1, OPT_ARCHIVE, "<unix-user> [--archive DIR]", cmd_delete_unix_user},
@@ -960,6 +987,7 @@ static const char admin_usage[] =
 	"  set-worktree-permissions <worktree-id> <worktree-path> <none|read|write>\n"
 	"  update-repo-permissions  <repo-path> [--group|--world]     (default --group)\n"
 	"  setup-unix-user          <unix-user>\n"
+	"  cgroup-delegate          <unix-user>   (a cgroup subtree for its sandboxed runs)\n"
 	"  delete-unix-user         <unix-user> [--archive DIR]\n"
 	"\n"
 	"Paths must lie inside the roots named in the root-owned /etc/agor/admin.yaml\n"

@@ -2,12 +2,15 @@
  * Never writes anything but the result line to stdout; never echoes a secret from the payload. */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "applet.h"
 #include "config.h"
+#include "confine.h"
+#include "execrun.h"
 #include "executor.h"
 #include "impersonate.h"
 #include "json.h"
@@ -213,10 +216,54 @@ static int run_mcp_permission(int argc, char **argv)
 	return mcp_permission_serve(0, 1, argv[3]);
 }
 
+/* The user's shell for the sandboxed pane: $SHELL when it is an absolute path, else the passwd entry's. */
+static const char *pane_shell(void)
+{
+	const char *shell = getenv("SHELL");
+	if (shell && shell[0] == '/')
+		return shell;
+	struct passwd *pw = getpwuid(geteuid());
+	return pw && pw->pw_shell && pw->pw_shell[0] == '/' ? pw->pw_shell : "/bin/sh";
+}
+
+static int sandboxed_shell(const char *data_home, const char *cwd, int *exit_code, struct err *e)
+{
+	struct config *cfg = config_new();
+	_cleanup_free_ char *path = NULL;
+	int rc = config_set_flag(cfg, "paths.data_home", data_home, e);
+	if (rc == 0)
+		rc = config_load(cfg, NULL, e);
+	if (rc == 0)
+		rc = confine_path(cfg->paths.worktrees_dir, cwd, 1, &path, e);
+	if (rc == 0)
+		rc = execrun_interactive(cfg, path, (const char *const[]){ pane_shell(), NULL }, exit_code, e);
+	config_free(cfg);
+	return rc;
+}
+
+/* `agor executor sandbox-shell --data-home DIR --cwd WORKTREE`: what a terminal pane runs when the sandbox is
+ * on — the user's shell inside the worktree's sandbox (execrun_interactive); a failure is shown on the pane. */
+static int run_sandbox_shell(int argc, char **argv)
+{
+	if (argc != 6 || strcmp(argv[2], "--data-home") || strcmp(argv[4], "--cwd"))
+		return applet_usage_error(&applet_executor, "usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE");
+	struct err e = ERR_INIT;
+	int code = EXIT_FAILED;
+	if (sandboxed_shell(argv[3], argv[5], &code, &e) < 0) {
+		fprintf(stderr, "agor: the sandboxed shell did not start: %s\n", e.message);
+		sleep(5); /* long enough to be read before tmux closes the pane */
+		code = EXIT_FAILED;
+	}
+	err_clear(&e);
+	return code;
+}
+
 static int executor_main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "mcp-permission"))
 		return run_mcp_permission(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "sandbox-shell"))
+		return run_sandbox_shell(argc, argv);
 	struct executor_args a = { 0 };
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
@@ -232,6 +279,7 @@ const struct applet applet_executor = {
 		 "                     --tool claude-code|codex|gemini|opencode\n"
 		 "                     [--permission-mode M] [--daemon-url URL] [--dry-run]\n"
 		 "       agor executor mcp-permission --socket PATH   (Claude Code's permission prompt tool)\n"
+		 "       agor executor sandbox-shell --data-home DIR --cwd WORKTREE   (a terminal pane's shell)\n"
 		 "\n"
 		 "Reads one JSON payload {\"command\":…,\"params\":{…}} from stdin (at most 4 MiB), runs it\n"
 		 "and prints exactly one result line on stdout:\n"

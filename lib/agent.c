@@ -152,6 +152,8 @@ static void codex_command(const struct agent_invocation *inv, struct strvec *arg
 	const char *mode = inv->permission_mode;
 	if (!strcmp(mode, "bypassPermissions"))
 		strvec_push(argv, "--dangerously-bypass-approvals-and-sandbox");
+	else if (strcmp(mode, "plan") && inv->in_sandbox) /* agor's kernel sandbox keeps writes in the worktree; */
+		strvec_pushv(argv, (const char *const[]){ "-s", "danger-full-access", NULL }); /* codex's bwrap can't nest */
 	else
 		strvec_pushv(argv, (const char *const[]){ "-s", !strcmp(mode, "plan") ? "read-only" : "workspace-write", NULL });
 	if (inv->model)
@@ -365,11 +367,16 @@ static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn em
 
 /* --- the table and the shared entry points -------------------------------------------------------- */
 
+static const char *const claude_state[] = { ".claude", NULL };
+static const char *const codex_state[] = { ".agor/codex", NULL };
+static const char *const gemini_state[] = { ".gemini", NULL };
+static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", NULL };
+
 static const struct agent_adapter adapters[] = {
-	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map },
-	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare },
-	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map },
-	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map },
+	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map, NULL, claude_state },
+	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare, codex_state },
+	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, NULL, gemini_state },
+	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map, NULL, opencode_state },
 };
 
 const struct agent_adapter *agent_find(const char *tool)
@@ -377,6 +384,16 @@ const struct agent_adapter *agent_find(const char *tool)
 	for (size_t i = 0; tool && i < ARRAY_SIZE(adapters); i++)
 		if (!strcmp(adapters[i].tool, tool))
 			return &adapters[i];
+	return NULL;
+}
+
+const struct config_agent *agent_config(const struct config *cfg, const char *tool)
+{
+	const struct config_agent *settings[] = { &cfg->agents.claude_code, &cfg->agents.codex, &cfg->agents.gemini,
+						  &cfg->agents.opencode };
+	for (size_t i = 0; tool && i < ARRAY_SIZE(adapters); i++)
+		if (!strcmp(adapters[i].tool, tool))
+			return settings[i];
 	return NULL;
 }
 

@@ -32,6 +32,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "config.h"
 #include "err.h"
 #include "strbuf.h"
 #include "strvec.h"
@@ -57,6 +58,7 @@ struct agent_invocation {
 	const char *mcp_config;	     /* Claude Code: the MCP config file of the permission prompt tool */
 	const char *run_dir;	     /* a private 0700 directory for this run */
 	const char *home;	     /* the agent's $HOME (Codex keeps its CODEX_HOME under it), or NULL */
+	int in_sandbox;		     /* runs inside agor's sandbox (where the CLI's own namespaces are denied) */
 };
 
 typedef void (*agent_emit_fn)(const char *type, json_t *data, void *arg);
@@ -70,9 +72,12 @@ struct agent_adapter {
 			struct strbuf *stdin_text);
 	void (*map)(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg);
 	int (*prepare)(const struct agent_invocation *inv, struct err *e); /* files the CLI reads; may be NULL */
+	const char *const *state_dirs; /* below $HOME, kept between runs (sessions to resume, settings) */
 };
 
 const struct agent_adapter *agent_find(const char *tool);
+/* agents.<section> of cfg for a tool name, or NULL for an unknown tool. */
+const struct config_agent *agent_config(const struct config *cfg, const char *tool);
 void agent_command(const struct agent_adapter *a, const struct agent_invocation *inv, struct strvec *argv,
 		   struct strvec *env, struct strbuf *stdin_text);
 /* Writes what the CLI must find on disk before it starts (Codex: CODEX_HOME/config.toml naming the

@@ -75,9 +75,9 @@ static long long read_number(const char *dir, const char *file)
 	return strtoll(sb.buf, NULL, 10);
 }
 
-static int controller_listed(const char *dir, const char *name)
+static int listed_in(const char *dir, const char *file, const char *name)
 {
-	_cleanup_free_ char *path = xasprintf("%s/cgroup.controllers", dir);
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
 	_cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
 	if (strbuf_read_file(&sb, path, 4096) < 0)
 		return 0;
@@ -86,6 +86,11 @@ static int controller_listed(const char *dir, const char *name)
 		if ((p == sb.buf || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
 			return 1;
 	return 0;
+}
+
+static int controller_listed(const char *dir, const char *name)
+{
+	return listed_in(dir, "cgroup.controllers", name);
 }
 
 static void needed_controllers(const struct cgroup_limits *l, const char **out, int *n)
@@ -120,6 +125,11 @@ static int make_dir(const char *path, struct err *e)
 {
 	if (mkdir(path, 0755) == 0 || errno == EEXIST)
 		return 0;
+	if (errno == EACCES && geteuid() != 0)
+		return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
+				"cgroup: cannot create %s: %s (fix: delegate a cgroup to this user once per boot, as root: "
+				"agor admin cgroup-delegate USER; or set execution.sandbox.memory_max_mb, pids_max and "
+				"cpu_max_percent to 0)", path, strerror(errno));
 	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
 			"cgroup: cannot create %s: %s", path, strerror(errno));
 }
@@ -138,8 +148,14 @@ static void add_dir(struct cgroup *cg, char *dir, const char *controller)
 	cg->ndirs++;
 }
 
+/* Enables ctrl for dir's children; nothing to write (so nothing to be allowed to) when they already are. */
 static int enable_v2_controllers(const char *dir, const char **ctrl, int n, struct err *e)
 {
+	int all = 1;
+	for (int i = 0; i < n; i++)
+		all &= listed_in(dir, "cgroup.subtree_control", ctrl[i]);
+	if (all)
+		return 0;
 	struct strbuf sb = STRBUF_INIT;
 	for (int i = 0; i < n; i++)
 		strbuf_addf(&sb, "%s+%s", i ? " " : "", ctrl[i]);
@@ -330,4 +346,50 @@ void cgroup_destroy(struct cgroup *cg)
 		free(cg->procs[i]);
 	}
 	memset(cg, 0, sizeof(*cg));
+}
+
+/* ---- delegation (root) ------------------------------------------------------------------------- */
+
+static const char *const delegated_files[] = { "cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "tasks" };
+
+static int hand_over(const char *dir, uid_t uid, gid_t gid, struct err *e)
+{
+	if (chown(dir, uid, gid) < 0)
+		return err_errno(e, errno, "cgroup: chown %s", dir);
+	for (size_t i = 0; i < ARRAY_SIZE(delegated_files); i++) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", dir, delegated_files[i]);
+		if (chown(path, uid, gid) < 0 && errno != ENOENT)
+			return err_errno(e, errno, "cgroup: chown %s", path);
+	}
+	return 0;
+}
+
+int cgroup_delegate(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, json_t *made,
+		    struct err *e)
+{
+	const char *all[] = { "memory", "pids", "cpu" };
+	_cleanup_free_ char *v2root = find_v2_root(root, all, 2); /* cpu is optional on v2 */
+	if (v2root) {
+		const char *ctrl[3] = { "memory", "pids", "cpu" };
+		int n = controller_listed(v2root, "cpu") ? 3 : 2;
+		_cleanup_free_ char *pdir = xasprintf("%s/%s", v2root, parent), *dir = xasprintf("%s/%s", pdir, user);
+		if (make_dir(pdir, e) < 0 || enable_v2_controllers(v2root, ctrl, n, e) < 0 ||
+		    enable_v2_controllers(pdir, ctrl, n, e) < 0 || make_dir(dir, e) < 0 || hand_over(dir, uid, gid, e) < 0)
+			return -1;
+		json_array_append_new(made, json_string(dir));
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
+		_cleanup_free_ char *hier = xasprintf("%s/%s", root, all[i]);
+		if (!fs_type_is(hier, CGROUP_SUPER_MAGIC))
+			continue;
+		_cleanup_free_ char *pdir = xasprintf("%s/%s", hier, parent), *dir = xasprintf("%s/%s", pdir, user);
+		if (make_dir(pdir, e) < 0 || make_dir(dir, e) < 0 || hand_over(dir, uid, gid, e) < 0)
+			return -1;
+		json_array_append_new(made, json_string(dir));
+	}
+	if (!json_array_size(made))
+		return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
+				"cgroup: no cgroup2 with memory and pids nor a v1 hierarchy under %s", root);
+	return 0;
 }

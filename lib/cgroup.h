@@ -23,6 +23,7 @@
  */
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "err.h"
 
@@ -33,6 +34,9 @@ struct cgroup_limits {
 };
 
 #define CGROUP_MAX_DIRS 3
+/* execution.sandbox.cgroup_root and cgroup_parent by default; agor admin cgroup-delegate uses these */
+#define CGROUP_DEFAULT_ROOT "/sys/fs/cgroup"
+#define CGROUP_DEFAULT_PARENT "agor"
 
 struct cgroup {
 	int version; /* 1 or 2; 0 before create */
@@ -52,5 +56,14 @@ json_t *cgroup_events(const struct cgroup *cg);
 /* {"version": N, "path": "...", "memoryMaxBytes": N, "pidsMax": N, "cpuMaxPercent": N} */
 json_t *cgroup_receipt(const struct cgroup *cg);
 void cgroup_destroy(struct cgroup *cg);
+
+/* Root only (agor admin cgroup-delegate): makes ROOT/…/PARENT/USER in every hierarchy (v2: the one
+ * cgroup2 directory, memory/pids/cpu enabled for its children; v1: memory, pids, cpu) and hands it to
+ * uid:gid (the directory, cgroup.procs, cgroup.threads, cgroup.subtree_control, tasks), so runs of a
+ * non-root executor can make their groups below it. Appends each directory to made. On v2 the
+ * executor must also start inside the delegated subtree (moving a process needs the common ancestor's
+ * cgroup.procs), which a service manager's delegation gives. */
+int cgroup_delegate(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, json_t *made,
+		    struct err *e);
 
 #endif

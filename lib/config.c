@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "json.h"
 #include "banned.h"
@@ -123,9 +124,9 @@ static const struct config_key keys[] = {
 	  .min = 0, .max = 1048576, FIELD(execution.sandbox.nofile) },
 	{ .key = "execution.sandbox.fsize_mb", .type = CONFIG_INT, .def = "0",
 	  .min = 0, .max = 1048576, FIELD(execution.sandbox.fsize_mb) },
-	{ .key = "execution.sandbox.cgroup_root", .type = CONFIG_PATH, .def = "/sys/fs/cgroup",
+	{ .key = "execution.sandbox.cgroup_root", .type = CONFIG_PATH, .def = CGROUP_DEFAULT_ROOT,
 	  FIELD(execution.sandbox.cgroup_root) },
-	{ .key = "execution.sandbox.cgroup_parent", .type = CONFIG_STRING, .def = "agor",
+	{ .key = "execution.sandbox.cgroup_parent", .type = CONFIG_STRING, .def = CGROUP_DEFAULT_PARENT,
 	  .check = check_cgroup_name, FIELD(execution.sandbox.cgroup_parent) },
 	{ .key = "agents.claude_code.command", .type = CONFIG_NULLABLE_STRING, FIELD(agents.claude_code.command) },
 	{ .key = "agents.claude_code.base_url", .type = CONFIG_NULLABLE_STRING, .check = check_base_url,

@@ -3,6 +3,7 @@
  * Never returns a secret to anyone but the token's task, never writes a secret to the audit log or logs. */
 #include <string.h>
 
+#include "agent.h"
 #include "crypto.h"
 #include "daemon.h"
 #include "daemon_methods.h"
@@ -128,12 +129,7 @@ static int check_task_param(struct daemon *d, const char *method, json_t *params
 /* The daemon's agents.<tool> settings for the executor: program, provider endpoint, model. */
 static json_t *model_config(const struct config *cfg, const char *tool)
 {
-	const struct config_agent *a = !tool ? NULL
-				       : !strcmp(tool, "claude-code") ? &cfg->agents.claude_code
-				       : !strcmp(tool, "codex")	      ? &cfg->agents.codex
-				       : !strcmp(tool, "gemini")      ? &cfg->agents.gemini
-				       : !strcmp(tool, "opencode")    ? &cfg->agents.opencode
-								      : NULL;
+	const struct config_agent *a = agent_config(cfg, tool);
 	if (!a)
 		return json_null();
 	return json_pack("{s:s?,s:s?,s:s?}", "command", a->command, "base_url", a->base_url, "model", a->model);

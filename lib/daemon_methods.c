@@ -851,6 +851,8 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (rv == 0) {
 		json_t *p = json_pack("{s:s,s:s,s:O,s:O,s:O}", "sessionId", sid, "prompt", prompt, "tool", json_object_get(s, "tool"),
 				      "permissionMode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"));
+		if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* the creator's kept home, as exec.run */
+			json_object_set(p, "home", json_object_get(s, "created_by"));
 		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
 					  .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
 		rv = daemon_task_submit(D(rc), &spec, &task_id, e);

@@ -20,12 +20,7 @@
 #include "strbuf.h"
 #include "banned.h"
 
-struct git_dirs {
-	char *common; /* the repository's git directory, or NULL */
-	char *admin;  /* its worktrees/NAME entry for this worktree, or NULL */
-};
-
-static void git_dirs_release(struct git_dirs *g)
+static void git_dirs_release(struct execrun_git_dirs *g)
 {
 	free(g->common);
 	free(g->admin);
@@ -58,7 +53,7 @@ static int outside(struct err *e, const char *what, const char *path)
 /* A linked worktree: .git is a file "gitdir: REPOS/x.git/worktrees/NAME", whose commondir leads
  * to the repository. A plain clone: .git is a directory inside the worktree. Both must stay in
  * the data home (the .git file is writable by whatever ran in the worktree before). */
-static int find_git_dirs(const struct config *cfg, const char *worktree, struct git_dirs *g, struct err *e)
+static int find_git_dirs(const struct config *cfg, const char *worktree, struct execrun_git_dirs *g, struct err *e)
 {
 	memset(g, 0, sizeof(*g));
 	_cleanup_free_ char *dotgit = xasprintf("%s/.git", worktree);
@@ -105,17 +100,7 @@ static char *run_name(void)
 	return xasprintf("run-%ld-%s", (long)getpid(), hex);
 }
 
-struct prepared {
-	struct git_dirs git;
-	char *user;    /* the caller's login name ($USER, $LOGNAME) */
-	char *home;    /* $HOME inside */
-	int home_kept; /* a per-user home from DATA_HOME/homes */
-	struct sandbox *sb;
-	json_t *fallback; /* the receipt when running unsandboxed after a missing control */
-	char *name;
-};
-
-static void prepared_release(struct prepared *pr)
+void execrun_confinement_release(struct execrun_confinement *pr)
 {
 	git_dirs_release(&pr->git);
 	sandbox_free(pr->sb);
@@ -135,7 +120,7 @@ static json_t *unsandboxed_receipt(const struct err *why)
 }
 
 /* A missing control: an error, or with fallback_to_unified a loud warning and no sandbox. */
-static int isolation_missing(const struct config *cfg, struct prepared *pr, struct err *e)
+static int isolation_missing(const struct config *cfg, struct execrun_confinement *pr, struct err *e)
 {
 	if (strcmp(e->code, E_ISOLATION_UNAVAILABLE) || !cfg->execution.fallback_to_unified)
 		return -1;
@@ -153,35 +138,36 @@ static int valid_home_name(const char *s)
 
 /* The caller's account (one passwd lookup), then its home inside: the passwd home on a private tmpfs,
  * or a per-user home DATA_HOME/homes/NAME, a real directory (made 0700 unless plan_only). */
-static int resolve_home(const struct execrun_request *req, int plan_only, struct prepared *pr, struct err *e)
+static int resolve_home(const struct config *cfg, const char *home, int plan_only, struct execrun_confinement *pr,
+			struct err *e)
 {
 	struct passwd *pw = getpwuid(geteuid());
 	int usable = pw && pw->pw_dir && pw->pw_dir[0] == '/' && pw->pw_dir[1];
 	pr->user = xstrdup(pw ? pw->pw_name : "agor");
-	if (!req->home) {
+	if (!home) {
 		pr->home = xstrdup(usable ? pw->pw_dir : "/home/agor");
 		return 0;
 	}
-	if (!valid_home_name(req->home))
+	if (!valid_home_name(home))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", "params.home", "reason", "not a home name"),
 				"params.home: expected a name of letters, digits, '.', '_' and '-' (not starting with '.')");
-	_cleanup_free_ char *homes = xasprintf("%s/homes", req->cfg->paths.data_home);
+	_cleanup_free_ char *homes = xasprintf("%s/homes", cfg->paths.data_home);
 	pr->home_kept = 1;
 	if (plan_only && !fs_exists(homes)) {
-		pr->home = xasprintf("%s/%s", homes, req->home);
+		pr->home = xasprintf("%s/%s", homes, home);
 		return 0;
 	}
-	if (fs_mkdir_p(homes, 0700, e) < 0 || confine_path(homes, req->home, 0, &pr->home, e) < 0)
+	if (fs_mkdir_p(homes, 0700, e) < 0 || confine_path(homes, home, 0, &pr->home, e) < 0)
 		return -1;
 	if (!plan_only && mkdir(pr->home, 0700) < 0 && errno != EEXIST)
 		return err_errno(e, errno, "mkdir %s", pr->home);
 	return 0;
 }
 
-static int prepare(const struct execrun_request *req, int plan_only, struct prepared *pr, struct err *e)
+int execrun_confine(const struct execrun_confine_request *req, struct execrun_confinement *pr, struct err *e)
 {
 	memset(pr, 0, sizeof(*pr));
-	if (find_git_dirs(req->cfg, req->cwd, &pr->git, e) < 0 || resolve_home(req, plan_only, pr, e) < 0)
+	if (find_git_dirs(req->cfg, req->cwd, &pr->git, e) < 0 || resolve_home(req->cfg, req->home, req->plan_only, pr, e) < 0)
 		return -1;
 	struct sandbox_config sc;
 	sandbox_config_from(&sc, req->cfg);
@@ -197,26 +183,60 @@ static int prepare(const struct execrun_request *req, int plan_only, struct prep
 		.home = pr->home,
 		.home_is_kept = pr->home_kept,
 		.name = pr->name,
-		.plan_only = plan_only,
+		.plan_only = req->plan_only,
+		.read_only_binds = req->read_only_binds,
+		.read_write_binds = req->read_write_binds,
+		.network_host = req->network_host,
 	};
 	pr->sb = sandbox_prepare(&sc, &sr, e);
 	return pr->sb ? 0 : isolation_missing(req->cfg, pr, e);
 }
 
-int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e)
+static int prepare(const struct execrun_request *req, int plan_only, struct execrun_confinement *pr, struct err *e)
 {
-	struct prepared pr;
-	if (prepare(req, 1, &pr, e) < 0) {
-		prepared_release(&pr);
-		return -1;
+	struct execrun_confine_request cr = { .cfg = req->cfg, .cwd = req->cwd, .home = req->home, .plan_only = plan_only };
+	return execrun_confine(&cr, pr, e);
+}
+
+void execrun_confinement_apply(const struct execrun_confinement *pr, struct child *c)
+{
+	if (pr->sb) {
+		c->before_exec = sandbox_before_exec;
+		c->before_exec_arg = pr->sb;
 	}
-	*step = json_pack("{s:s,s:O,s:s,s:o}", "step", "exec.run", "argv", req->argv, "cwd", req->cwd, "sandbox",
-			  pr.sb ? sandbox_receipt(pr.sb) : json_incref(pr.fallback));
-	prepared_release(&pr);
+}
+
+json_t *execrun_confinement_receipt(const struct execrun_confinement *pr)
+{
+	return pr->sb ? sandbox_receipt(pr->sb) : json_incref(pr->fallback);
+}
+
+int execrun_confinement_failed(const struct config *cfg, struct execrun_confinement *pr, struct err *e)
+{
+	if (!pr->sb)
+		return -1;
+	sandbox_explain_failure(pr->sb, e);
+	if (isolation_missing(cfg, pr, e) < 0)
+		return -1;
+	sandbox_free(pr->sb); /* a control failed in the child before exec: nothing ran yet */
+	pr->sb = NULL;
 	return 0;
 }
 
-static void build_environment(const struct execrun_request *req, const struct prepared *pr, struct strvec *env)
+int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e)
+{
+	struct execrun_confinement pr;
+	if (prepare(req, 1, &pr, e) < 0) {
+		execrun_confinement_release(&pr);
+		return -1;
+	}
+	*step = json_pack("{s:s,s:O,s:s,s:o}", "step", "exec.run", "argv", req->argv, "cwd", req->cwd, "sandbox",
+			  execrun_confinement_receipt(&pr));
+	execrun_confinement_release(&pr);
+	return 0;
+}
+
+void execrun_environment(const struct execrun_confinement *pr, json_t *extra, struct strvec *env)
 {
 	strvec_push(env, "PATH=/usr/local/bin:/usr/bin:/bin");
 	strvec_pushf(env, "HOME=%s", pr->home);
@@ -226,25 +246,22 @@ static void build_environment(const struct execrun_request *req, const struct pr
 	strvec_push(env, "TERM=dumb");
 	const char *name;
 	json_t *value;
-	json_object_foreach(req->env, name, value) strvec_setenv(env, name, json_string_value(value));
+	json_object_foreach(extra, name, value) strvec_setenv(env, name, json_string_value(value));
 }
 
-static void setup_child(const struct execrun_request *req, struct child *c, const struct prepared *pr)
+static void setup_child(const struct execrun_request *req, struct child *c, const struct execrun_confinement *pr)
 {
 	child_init(c);
 	size_t i;
 	json_t *arg;
 	json_array_foreach(req->argv, i, arg) strvec_push(&c->args, json_string_value(arg));
-	build_environment(req, pr, &c->env);
+	execrun_environment(pr, req->env, &c->env);
 	c->cwd = req->cwd;
 	c->stdin_io = CHILD_IO_NULL;
 	c->new_process_group = 1;
 	c->timeout_ms = (int)(req->timeout_ms > 0 ? req->timeout_ms : req->cfg->execution.timeout_ms);
 	c->kill_grace_ms = 2000;
-	if (pr->sb) {
-		c->before_exec = sandbox_before_exec;
-		c->before_exec_arg = pr->sb;
-	}
+	execrun_confinement_apply(pr, c);
 }
 
 static const char *outcome_of(const struct child *c, json_t *events)
@@ -258,7 +275,7 @@ static const char *outcome_of(const struct child *c, json_t *events)
 	return child_exited_ok(c) ? "ok" : "exit-nonzero";
 }
 
-static int run_child(const struct execrun_request *req, struct prepared *pr, json_t **data, struct err *e)
+static int run_child(const struct execrun_request *req, struct execrun_confinement *pr, json_t **data, struct err *e)
 {
 	_cleanup_child_ struct child c;
 	setup_child(req, &c, pr);
@@ -267,27 +284,69 @@ static int run_child(const struct execrun_request *req, struct prepared *pr, jso
 	json_t *events = pr->sb ? sandbox_finish(pr->sb) : json_object();
 	if (rc < 0) {
 		json_decref(events);
-		return pr->sb ? sandbox_explain_failure(pr->sb, e) : -1;
+		return -1;
 	}
 	*data = json_pack("{s:i,s:b,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "exitCode", child_exit_code(&c), "timedOut",
 			  c.timed_out, "outcome", outcome_of(&c, events), "stdout", json_string_lossy(out.buf, out.len),
 			  "stderr", json_string_lossy(errout.buf, errout.len), "stdoutDroppedBytes", (json_int_t)c.out_dropped, "stderrDroppedBytes",
-			  (json_int_t)c.err_dropped, "events", events, "sandbox",
-			  pr->sb ? sandbox_receipt(pr->sb) : json_incref(pr->fallback));
+			  (json_int_t)c.err_dropped, "events", events, "sandbox", execrun_confinement_receipt(pr));
 	return 0;
 }
 
 int execrun(const struct execrun_request *req, json_t **data, struct err *e)
 {
-	struct prepared pr;
+	struct execrun_confinement pr;
 	int rc = prepare(req, 0, &pr, e);
 	if (rc == 0)
 		rc = run_child(req, &pr, data, e);
-	if (rc < 0 && pr.sb && isolation_missing(req->cfg, &pr, e) == 0) {
-		sandbox_free(pr.sb); /* a control failed in the child before exec: nothing ran yet */
-		pr.sb = NULL;
+	if (rc < 0 && execrun_confinement_failed(req->cfg, &pr, e) == 0)
 		rc = run_child(req, &pr, data, e);
+	execrun_confinement_release(&pr);
+	return rc;
+}
+
+/* --- an interactive program on the caller's terminal (the shell of a terminal pane) --------------- */
+
+static void setup_interactive(const struct execrun_confinement *cf, const char *cwd, const char *const *argv,
+			      struct child *c)
+{
+	child_init(c);
+	strvec_pushv(&c->args, argv);
+	execrun_environment(cf, NULL, &c->env);
+	const char *term = getenv("TERM");
+	strvec_setenv(&c->env, "TERM", term && *term ? term : "xterm-256color");
+	strvec_setenv(&c->env, "SHELL", argv[0]);
+	c->cwd = cwd;
+	execrun_confinement_apply(cf, c);
+}
+
+static int run_interactive(const struct config *cfg, struct execrun_confinement *cf, const char *cwd,
+			   const char *const *argv, int *exit_code, struct err *e)
+{
+	_cleanup_child_ struct child c;
+	setup_interactive(cf, cwd, argv, &c);
+	int rc = child_start(&c, e);
+	if (rc < 0 && execrun_confinement_failed(cfg, cf, e) == 0) {
+		child_release(&c);
+		setup_interactive(cf, cwd, argv, &c);
+		rc = child_start(&c, e);
 	}
-	prepared_release(&pr);
+	int status;
+	if (rc == 0 && (rc = child_wait(&c, &status, e)) == 0)
+		*exit_code = child_exit_code(&c);
+	return rc;
+}
+
+int execrun_interactive(const struct config *cfg, const char *cwd, const char *const *argv, int *exit_code,
+			struct err *e)
+{
+	struct execrun_confinement cf;
+	struct execrun_confine_request cr = { .cfg = cfg, .cwd = cwd };
+	int rc = execrun_confine(&cr, &cf, e);
+	if (rc == 0)
+		rc = run_interactive(cfg, &cf, cwd, argv, exit_code, e);
+	if (cf.sb)
+		json_decref(sandbox_finish(cf.sb));
+	execrun_confinement_release(&cf);
 	return rc;
 }

@@ -43,6 +43,54 @@ struct execrun_request {
 };
 
 int execrun(const struct execrun_request *req, json_t **data, struct err *e);
+
+/*
+ * The same confinement for other programs the executor starts in a worktree (the agent CLI of
+ * prompt): execrun_confine() finds the git directories, the home and prepares the sandbox (or the
+ * unsandboxed receipt when it is disabled or, with fallback_to_unified, missing);
+ * execrun_confinement_apply() makes child_start() enter it; when child_start() fails,
+ * execrun_confinement_failed() names the missing control (-1, e set) or, with fallback_to_unified,
+ * drops the sandbox (0: start again, unconfined, receipt saying so).
+ */
+struct execrun_confine_request {
+	const struct config *cfg;
+	const char *cwd;  /* confined, canonical */
+	const char *home; /* as execrun_request.home */
+	int plan_only;
+	const char *const *read_only_binds;  /* as sandbox_request */
+	const char *const *read_write_binds;
+	int network_host;
+};
+
+struct execrun_git_dirs {
+	char *common; /* the repository's git directory, or NULL */
+	char *admin;  /* its worktrees/NAME entry for this worktree, or NULL */
+};
+
+struct execrun_confinement {
+	struct execrun_git_dirs git;
+	char *user;    /* the caller's login name ($USER, $LOGNAME) */
+	char *home;    /* $HOME inside */
+	int home_kept; /* a per-user home from DATA_HOME/homes */
+	struct sandbox *sb;
+	json_t *fallback; /* the receipt when running unsandboxed */
+	char *name;
+};
+
+struct child;
+int execrun_confine(const struct execrun_confine_request *req, struct execrun_confinement *cf, struct err *e);
+void execrun_confinement_apply(const struct execrun_confinement *cf, struct child *c);
+int execrun_confinement_failed(const struct config *cfg, struct execrun_confinement *cf, struct err *e);
+json_t *execrun_confinement_receipt(const struct execrun_confinement *cf);
+/* The rebuilt environment: PATH, HOME and USER/LOGNAME of cf, LANG, TERM=dumb, then extra's variables. */
+struct strvec;
+void execrun_environment(const struct execrun_confinement *cf, json_t *extra, struct strvec *env);
+void execrun_confinement_release(struct execrun_confinement *cf);
+
+/* A terminal pane's shell: argv run in cwd (a confined worktree) under the same sandbox, on the caller's
+ * own terminal (stdio inherited, TERM kept), waited for; *exit_code is its status. */
+int execrun_interactive(const struct config *cfg, const char *cwd, const char *const *argv, int *exit_code,
+			struct err *e);
 int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e);
 
 #endif

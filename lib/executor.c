@@ -289,6 +289,7 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 	if (!p->daemon_url)
 		return invalid_param(e, "daemonUrl", "required for prompt (where to report the agent's messages)");
 	struct prompt_request req = {
+		.cfg = ctx->cfg,
 		.daemon_url = p->daemon_url,
 		.session_token = p->session_token,
 		.session_id = payload_str(p, "sessionId"),
@@ -298,12 +299,16 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 		.permission_mode = payload_str(p, "permissionMode"),
 		.cwd = cwd,
 		.env = p->env,
+		.home = payload_str(p, "home"),
 	};
-	plan_add(plan, json_pack("{s:s,s:s,s:s,s:s}", "step", "prompt", "tool", req.tool, "cwd", cwd, "daemonUrl",
-				 req.daemon_url));
-	if (ctx->dry_run)
-		return 0;
-	return prompt_run(&req, data, e);
+	if (!ctx->dry_run)
+		return prompt_run(&req, data, e);
+	json_t *receipt;
+	if (prompt_plan(&req, &receipt, e) < 0)
+		return -1;
+	plan_add(plan, json_pack("{s:s,s:s,s:s,s:s?,s:o}", "step", "prompt", "tool", req.tool, "cwd", cwd, "daemonUrl",
+				 req.daemon_url, "sandbox", receipt));
+	return 0;
 }
 
 /* --- tmux.attach ------------------------------------------------------------------------- */
@@ -345,6 +350,18 @@ static int run_tmux_attach(const struct payload *p, const struct executor_contex
 	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
 		return -1;
 	r.window = payload_str(p, "windowName");
+	_cleanup_free_ char *self = impersonate_self_path();
+	_cleanup_strbuf_ struct strbuf shell = STRBUF_INIT;
+	if (ctx->cfg->execution.sandbox.enabled) { /* each pane's shell starts inside the worktree's sandbox */
+		if (!self)
+			return err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe) for the sandboxed shell");
+		strbuf_add_shell_quoted(&shell, self);
+		strbuf_addstr(&shell, " executor sandbox-shell --data-home ");
+		strbuf_add_shell_quoted(&shell, ctx->cfg->paths.data_home);
+		strbuf_addstr(&shell, " --cwd ");
+		strbuf_add_shell_quoted(&shell, cwd);
+		r.shell_command = shell.buf;
+	}
 	return terminal_tmux_attach(&r, data, e);
 }
 

@@ -38,6 +38,7 @@ static const struct field_spec prompt_params[] = {
 	{ "tool", F_ENUM, REQUIRED, tools },
 	{ "permissionMode", F_ENUM, 0, permission_modes },
 	{ "cwd", F_STRING, REQ_STR },
+	{ "home", F_STRING, OPT_STR },
 	{ NULL },
 };
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,10 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "approvals_policy.h"
 #include "child.h"
+#include "common.h"
+#include "execrun.h"
 #include "fsutil.h"
 #include "impersonate.h"
 #include "json.h"
@@ -67,6 +71,7 @@ struct prompt_run {
 	struct strbuf err_tail;
 	int line_overflow;   /* the current line passed MAX_LINE_BYTES: dropped up to its newline */
 	struct err report_error; /* the first failure to reach the daemon */
+	json_t *receipt;	 /* the sandbox controls the agent ran under */
 };
 
 static void run_release(struct prompt_run *r)
@@ -81,6 +86,7 @@ static void run_release(struct prompt_run *r)
 	free(r->socket_path);
 	if (r->context)
 		json_decref(r->context);
+	json_decref(r->receipt);
 	rpc_client_close(r->rpc);
 	agent_state_release(&r->agent);
 	strbuf_release(&r->line);
@@ -223,23 +229,6 @@ static void serve_one_permission(struct prompt_run *r)
 
 /* --- the agent child -------------------------------------------------------------------------------- */
 
-static void base_environment(const struct prompt_request *req, struct strvec *env)
-{
-	const char *home = getenv("HOME"), *user = getenv("USER");
-	strvec_setenv(env, "PATH", getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin");
-	if (home)
-		strvec_setenv(env, "HOME", home);
-	if (user) {
-		strvec_setenv(env, "USER", user);
-		strvec_setenv(env, "LOGNAME", user);
-	}
-	strvec_setenv(env, "LANG", "C.UTF-8");
-	strvec_setenv(env, "TERM", "dumb");
-	const char *name;
-	json_t *value;
-	json_object_foreach(req->env, name, value) strvec_setenv(env, name, json_string_value(value));
-}
-
 static void wipe_secret_entries(struct strvec *env, const char *secret)
 {
 	for (size_t i = 0; secret && *secret && i < env->nr; i++)
@@ -247,22 +236,121 @@ static void wipe_secret_entries(struct strvec *env, const char *secret)
 			explicit_bzero(env->v[i], strlen(env->v[i]));
 }
 
-static int start_agent(struct prompt_run *r, const struct agent_invocation *inv, struct child *c,
-		       struct strbuf *stdin_text, struct err *e)
+/* --- the agent's sandbox -------------------------------------------------------------------------- */
+
+static const char *const system_prefixes[] = { "/usr/", "/bin/", "/sbin/", "/lib" };
+
+/* What the sandbox must show of the agent CLI's installation: for an npm package the top node_modules
+ * directory (its dependencies and native binaries lie beside it), else the program's directory;
+ * nothing for programs in the system directories, which the sandbox shows anyway. */
+static char *installation_of(const char *program)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(system_prefixes); i++)
+		if (!strncmp(program, system_prefixes[i], strlen(system_prefixes[i])))
+			return NULL;
+	const char *nm = strstr(program, "/node_modules/");
+	if (nm)
+		return xasprintf("%.*s/node_modules", (int)(nm - program), program);
+	return xasprintf("%.*s", (int)(strrchr(program, '/') - program), program);
+}
+
+struct agent_sandbox {
+	struct execrun_confinement cf;
+	char *program; /* the CLI's canonical path */
+	struct strvec read_only, read_write;
+};
+
+static void agent_sandbox_release(struct agent_sandbox *as)
+{
+	execrun_confinement_release(&as->cf);
+	free(as->program);
+	strvec_clear(&as->read_only);
+	strvec_clear(&as->read_write);
+}
+
+/* The adapter's state directories in the real home (made 0700 when missing), bound read-write onto the
+ * sandbox's private home: the CLI keeps its sessions for resume and nothing else of the home is seen. */
+static int add_state_dirs(struct prompt_run *r, const char *home, int plan_only, struct strvec *rw, struct err *e)
+{
+	for (const char *const *d = r->adapter->state_dirs; d && *d; d++) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", home, *d);
+		if (!plan_only && fs_mkdir_p(path, 0700, e) < 0)
+			return -1;
+		strvec_push(rw, path);
+	}
+	return 0;
+}
+
+static int confine_agent(struct prompt_run *r, const char *program, const char *self, int plan_only,
+			 struct agent_sandbox *as, struct err *e)
+{
+	memset(&as->cf, 0, sizeof(as->cf));
+	const char *path_env = getenv("PATH"); /* where the CLI is found; inside, PATH is the sandbox's own */
+	if (!(as->program = appr_resolve_executable(program, r->req->cwd, path_env, e))) {
+		if (!plan_only) /* a dry run may use another configuration than the daemon's: the plan goes on */
+			return err_prefix(e, "agents.%s.command", r->adapter->config_name), -1;
+		err_clear(e);
+		as->program = xstrdup(program);
+	}
+	_cleanup_free_ char *installation = as->program[0] == '/' ? installation_of(as->program) : NULL;
+	if (installation)
+		strvec_push(&as->read_only, installation);
+	if (self)
+		strvec_push(&as->read_only, self);
+	if (r->run_dir[0])
+		strvec_push(&as->read_write, r->run_dir);
+	struct passwd *pw = getpwuid(geteuid());
+	if (!r->req->home && pw && pw->pw_dir[0] == '/' && add_state_dirs(r, pw->pw_dir, plan_only, &as->read_write, e) < 0)
+		return -1;
+	struct execrun_confine_request cr = {
+		.cfg = r->req->cfg,
+		.cwd = r->req->cwd,
+		.home = r->req->home,
+		.plan_only = plan_only,
+		.read_only_binds = (const char *const *)as->read_only.v,
+		.read_write_binds = (const char *const *)as->read_write.v,
+		.network_host = 1, /* the CLI talks to its model endpoint */
+	};
+	return execrun_confine(&cr, &as->cf, e);
+}
+
+static void build_child(struct prompt_run *r, struct agent_invocation *inv, const struct agent_sandbox *as,
+			struct child *c, struct strbuf *stdin_text)
 {
 	child_init(c);
-	base_environment(r->req, &c->env);
+	inv->in_sandbox = as->cf.sb != NULL;
+	execrun_environment(&as->cf, r->req->env, &c->env);
+	if (as->cf.sb)
+		strvec_setenv(&c->env, "IS_SANDBOX", "1"); /* Claude Code: root is allowed to bypass permissions here */
 	agent_command(r->adapter, inv, &c->args, &c->env, stdin_text);
+	free(c->args.v[0]);
+	c->args.v[0] = xstrdup(as->program);
 	c->cwd = r->req->cwd;
 	c->stdin_io = CHILD_IO_PIPE;
 	c->stdout_io = CHILD_IO_PIPE;
 	c->stderr_io = CHILD_IO_PIPE;
 	c->new_process_group = 1;
-	c->before_exec = child_die_with_parent; /* killed with the executor */
+	c->before_exec = child_die_with_parent; /* killed with the executor (the sandbox does the same) */
+	execrun_confinement_apply(&as->cf, c);
+}
+
+/* Starts the CLI in its sandbox; a control missing in the child is refused — or, with
+ * fallback_to_unified, the CLI starts again unconfined and the receipt says so. */
+static int start_agent(struct prompt_run *r, struct agent_invocation *inv, struct agent_sandbox *as,
+		       struct child *c, struct strbuf *stdin_text, struct err *e)
+{
+	build_child(r, inv, as, c, stdin_text);
 	int rc = child_start(c, e);
 	wipe_secret_entries(&c->env, inv->api_key);
+	if (rc < 0 && execrun_confinement_failed(r->req->cfg, &as->cf, e) == 0) {
+		child_release(c);
+		strbuf_reset(stdin_text);
+		build_child(r, inv, as, c, stdin_text);
+		rc = child_start(c, e);
+		wipe_secret_entries(&c->env, inv->api_key);
+	}
 	if (rc < 0)
-		err_prefix(e, "starting %s", c->args.v[0]);
+		err_prefix(e, "starting %s", as->program);
 	return rc;
 }
 
@@ -395,9 +483,10 @@ static int conclude(struct prompt_run *r, const struct child *c, json_t **data, 
 	const char *status = stop_requested ? "cancelled" : reason ? "failed" : "completed";
 	if (!err_is_set(&r->report_error))
 		report_completion(r, status, reason);
-	json_t *result = json_pack("{s:s,s:i,s:I,s:s?,s:O?,s:I}", "status", status, "exitCode", child_exit_code(c), "messages",
-				   (json_int_t)r->agent.messages, "agentSessionId", r->agent.agent_session_id, "tokenUsage",
-				   r->agent.usage, "garbageLines", (json_int_t)r->agent.garbage_lines);
+	json_t *result = json_pack("{s:s,s:i,s:I,s:s?,s:O?,s:I,s:O?}", "status", status, "exitCode", child_exit_code(c),
+				   "messages", (json_int_t)r->agent.messages, "agentSessionId", r->agent.agent_session_id,
+				   "tokenUsage", r->agent.usage, "garbageLines", (json_int_t)r->agent.garbage_lines, "sandbox",
+				   r->receipt);
 	if (!reason) {
 		*data = result;
 		return 0;
@@ -426,30 +515,23 @@ static int prepare(struct prompt_run *r, struct err *e)
 	return 0;
 }
 
-static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
+/* The CLI: the daemon's agents.<tool>.command (get_execution_context), else its usual name. */
+static const char *agent_program(const struct prompt_run *r)
 {
-	const char *mode = r->req->permission_mode ? r->req->permission_mode : context_str(r, "permission_mode");
-	struct agent_invocation inv = {
-		.program = model_config_str(r, "command"),
-		.prompt = r->req->prompt,
-		.permission_mode = mode ? mode : "default",
-		.resume_id = context_str(r, "agent_session_id"),
-		.model = model_config_str(r, "model"),
-		.base_url = model_config_str(r, "base_url"),
-		.run_dir = r->run_dir,
-		.home = getenv("HOME"),
-	};
-	_cleanup_free_ char *self = impersonate_self_path(), *mcp = NULL, *key = NULL;
-	if (!strcmp(r->adapter->tool, "claude-code") &&
-	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
-		return err_is_set(e) ? -1 : err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe)");
-	inv.mcp_config = mcp;
-	if (agent_prepare(r->adapter, &inv, e) < 0 || fetch_api_key(r, &key, e) < 0)
+	const char *configured = model_config_str(r, "command");
+	return configured ? configured : r->adapter->program;
+}
+
+static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, struct agent_sandbox *as, json_t **data,
+			 struct err *e)
+{
+	_cleanup_free_ char *key = NULL;
+	if (agent_prepare(r->adapter, inv, e) < 0 || fetch_api_key(r, &key, e) < 0)
 		return -1;
-	inv.api_key = key;
+	inv->api_key = key;
 	_cleanup_child_ struct child c;
 	_cleanup_strbuf_ struct strbuf input = STRBUF_INIT;
-	int rc = start_agent(r, &inv, &c, &input, e);
+	int rc = start_agent(r, inv, as, &c, &input, e);
 	explicit_bzero(key, strlen(key));
 	if (rc < 0)
 		return -1;
@@ -458,7 +540,53 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 	int status;
 	if (child_wait(&c, &status, e) < 0)
 		return -1;
+	r->receipt = execrun_confinement_receipt(&as->cf);
 	return conclude(r, &c, data, e);
+}
+
+static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
+{
+	const char *mode = r->req->permission_mode ? r->req->permission_mode : context_str(r, "permission_mode");
+	struct agent_invocation inv = {
+		.program = agent_program(r),
+		.prompt = r->req->prompt,
+		.permission_mode = mode ? mode : "default",
+		.resume_id = context_str(r, "agent_session_id"),
+		.model = model_config_str(r, "model"),
+		.base_url = model_config_str(r, "base_url"),
+		.run_dir = r->run_dir,
+	};
+	_cleanup_free_ char *self = impersonate_self_path(), *mcp = NULL;
+	if (!strcmp(r->adapter->tool, "claude-code") &&
+	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
+		return err_is_set(e) ? -1 : err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe)");
+	inv.mcp_config = mcp;
+	struct agent_sandbox as = { .read_only = STRVEC_INIT, .read_write = STRVEC_INIT };
+	int rc = confine_agent(r, inv.program, self, 0, &as, e);
+	if (rc == 0) {
+		inv.home = as.cf.home;
+		rc = run_sandboxed(r, &inv, &as, data, e);
+	}
+	agent_sandbox_release(&as);
+	return rc;
+}
+
+int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *e)
+{
+	struct prompt_run r = { .req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT,
+				.report_error = ERR_INIT };
+	r.adapter = agent_find(req->tool);
+	const struct config_agent *settings = agent_config(req->cfg, req->tool);
+	int rc = r.adapter ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.tool: unknown agent tool %s", req->tool);
+	struct agent_sandbox as = { .read_only = STRVEC_INIT, .read_write = STRVEC_INIT };
+	_cleanup_free_ char *self = impersonate_self_path();
+	if (rc == 0)
+		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self, 1, &as, e);
+	if (rc == 0)
+		*receipt = execrun_confinement_receipt(&as.cf);
+	agent_sandbox_release(&as);
+	run_release(&r);
+	return rc;
 }
 
 int prompt_run(const struct prompt_request *req, json_t **data, struct err *e)

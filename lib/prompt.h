@@ -24,9 +24,11 @@
 
 #include <jansson.h>
 
+#include "config.h"
 #include "err.h"
 
 struct prompt_request {
+	const struct config *cfg;
 	const char *daemon_url;
 	const char *session_token; /* secret */
 	const char *session_id, *task_id;
@@ -35,9 +37,12 @@ struct prompt_request {
 	const char *permission_mode; /* NULL: the session's */
 	const char *cwd;	     /* confined worktree path */
 	json_t *env;		     /* the payload's filtered env, or NULL */
+	const char *home;	     /* unix_user_mode sandbox: the agor user's kept home (as exec.run's), or NULL */
 };
 
 int prompt_run(const struct prompt_request *req, json_t **data, struct err *e);
+/* The dry run: the sandbox receipt the agent CLI (agents.<tool>.command of req->cfg) would run under. */
+int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *e);
 
 /* Signal handlers that end every started child (their groups) and remember the request to stop. */
 void prompt_install_stop_handlers(void);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <net/if.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -324,14 +325,39 @@ static int plan_shield(struct sandbox *sb, const char *path, const char *private
 	return 0;
 }
 
+static void push_paths(struct strvec *v, const char *const *list)
+{
+	for (size_t i = 0; list && list[i]; i++)
+		strvec_push(v, list[i]);
+}
+
 static int plan_shields(struct sandbox *sb, const struct sandbox_request *req, struct strvec *shields, struct err *e)
 {
-	const char *paths[] = { req->worktree, req->git_common_dir, req->git_admin_dir, req->home_is_kept ? req->home : NULL };
+	_cleanup_strvec_ struct strvec paths = STRVEC_INIT;
+	const char *fixed[] = { req->worktree, req->git_common_dir, req->git_admin_dir,
+				req->home_is_kept ? req->home : NULL };
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+		if (fixed[i])
+			strvec_push(&paths, fixed[i]);
+	push_paths(&paths, req->read_only_binds);
+	push_paths(&paths, req->read_write_binds);
 	const char *roots[] = { "/tmp", req->home_is_kept ? NULL : req->home };
 	for (size_t r = 0; r < ARRAY_SIZE(roots); r++)
-		for (size_t i = 0; roots[r] && i < ARRAY_SIZE(paths); i++)
-			if (plan_shield(sb, paths[i], roots[r], shields, e) < 0)
+		for (size_t i = 0; roots[r] && i < paths.nr; i++)
+			if (plan_shield(sb, paths.v[i], roots[r], shields, e) < 0)
 				return -1;
+	return 0;
+}
+
+/* The request's own binds (NULL-terminated lists); absolute paths only, missing ones skipped. */
+static int plan_request_binds(struct sandbox *sb, const char *const *list, int writable, struct err *e)
+{
+	for (size_t i = 0; list && list[i]; i++) {
+		if (list[i][0] != '/')
+			return err_set(e, E_INTERNAL, "sandbox: %s is not an absolute path", list[i]);
+		if (plan_bind(sb, list[i], writable, 0, e) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -357,6 +383,8 @@ static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, st
 	    plan_bind(sb, req->worktree, 1, 0, e) < 0 || plan_git(sb, req, e) < 0)
 		return -1;
 	if (plan_extra(sb, sb->cfg.read_only_paths, 0, e) < 0 || plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
+		return -1;
+	if (plan_request_binds(sb, req->read_only_binds, 0, e) < 0 || plan_request_binds(sb, req->read_write_binds, 1, e) < 0)
 		return -1;
 	return seal_shields(sb, &shields, e);
 }
@@ -430,8 +458,11 @@ static int prepare_cgroup(struct sandbox *sb, const struct sandbox_request *req,
 					       "cpuMaxPercent", l->cpu_max_percent);
 		return 0;
 	}
-	const char *name = req->name;
-	if (cgroup_create(&sb->cgroup, sb->cfg.cgroup_root, sb->cfg.cgroup_parent, name, &sb->cfg.limits, e) < 0)
+	/* root makes its groups under the parent itself; anyone else under the subtree delegated to it */
+	struct passwd *pw = geteuid() ? getpwuid(geteuid()) : NULL;
+	_cleanup_free_ char *parent = pw ? xasprintf("%s/%s", sb->cfg.cgroup_parent, pw->pw_name)
+					 : xstrdup(sb->cfg.cgroup_parent);
+	if (cgroup_create(&sb->cgroup, sb->cfg.cgroup_root, parent, req->name, &sb->cfg.limits, e) < 0)
 		return -1;
 	sb->use_cgroup = 1;
 	sb->cgroup_receipt = cgroup_receipt(&sb->cgroup);
@@ -442,6 +473,8 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 {
 	struct sandbox *sb = xcalloc(1, sizeof(*sb));
 	sb->cfg = *cfg;
+	if (req->network_host)
+		sb->cfg.network_none = 0;
 	sb->diag[0] = sb->diag[1] = -1;
 	strvec_init(&sb->ro_paths);
 	strvec_init(&sb->rw_paths);
@@ -656,9 +689,25 @@ static NORETURN void exit_like(int status)
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
 }
 
-/* Waits for pid (reaping any other child on the way) and exits with its status. */
+static volatile pid_t forward_to;
+
+static void forward_signal(int sig)
+{
+	if (forward_to > 0)
+		kill(forward_to, sig);
+}
+
+/* Waits for pid (reaping any other child on the way) and exits with its status; a stop request
+ * (SIGTERM, SIGINT, SIGHUP) is passed on to pid, so the program can end gracefully. */
 static NORETURN void wait_and_mirror(pid_t pid)
 {
+	forward_to = pid;
+	struct sigaction sa = { .sa_handler = forward_signal };
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	for (;;) {
 		int status;
 		pid_t got = waitpid(-1, &status, 0);
@@ -686,6 +735,7 @@ int sandbox_before_exec(void *arg)
 {
 	const struct sandbox *sb = arg;
 	int rc;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the run ends with the executor that started it */
 	if (sb->use_cgroup && cgroup_join_self(&sb->cgroup) < 0)
 		return fail(sb, ST_CGROUP, -1);
 	if ((rc = enter_namespaces(sb)) != 0)

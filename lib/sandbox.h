@@ -31,7 +31,7 @@
  *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files,
  *      cfg.read_only_paths; read-write: the worktree, the repository's git directory with
  *      `hooks/` and `config` read-only and `worktrees/` reduced to this worktree's own entry,
- *      cfg.read_write_paths; private: /tmp, the home directory (tmpfs), /dev (null, zero,
+ *      cfg.read_write_paths, req.read_*_binds; private: /tmp, the home directory (tmpfs), /dev (null, zero,
  *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace. Nothing else —
  *      not AGOR_HOME, not other worktrees, not other homes. The root itself is read-only.
  *   3. hostname "agor-sandbox"; loopback up (network none); rlimits core 0, nofile, fsize;
@@ -40,7 +40,8 @@
  *      capability dropped (bounding, ambient, effective, permitted, inheritable; securebits
  *      locked so uid 0 regains nothing); the seccomp filter of seccomp.h;
  *   4. PID 1 forks the program's process (which returns 0 to child.c: chdir, exec) and then
- *      only waits: when the program exits, PID 1 exits with its status (128+signal when
+ *      only waits (SIGTERM, SIGINT and SIGHUP sent to the run's process group are passed on to
+ *      the program, so it can stop gracefully; the waiter dies with its parent): when the program exits, PID 1 exits with its status (128+signal when
  *      killed) and the kernel kills whatever else is left in the namespace.
  * A failure at any step writes (stage, errno) to a pipe that sandbox_explain_failure() reads.
  */
@@ -72,6 +73,12 @@ struct sandbox_request {
 	int home_is_kept;	    /* home is a real directory bound read-write, not a fresh tmpfs */
 	const char *name;	    /* names the cgroup (letters, digits, '-', '_', '.') */
 	int plan_only;		    /* a dry run: no cgroup, no directories; only the receipt */
+	/* What one kind of program needs besides the worktree (the agent CLI: its installation and this
+	 * executable read-only, the permission broker's directory and its state directories read-write):
+	 * NULL-terminated lists of absolute host paths bound at the same place, or NULL. */
+	const char *const *read_only_binds;
+	const char *const *read_write_binds;
+	int network_host; /* the host's network even when execution.sandbox.network is none (a model endpoint) */
 };
 
 struct sandbox;

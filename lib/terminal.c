@@ -113,7 +113,7 @@ static int ensure_session(const struct terminal_request *r, int *created, struct
 	_cleanup_free_ char *target = xasprintf("=%s", r->session);
 	const char *has[] = { "has-session", "-t", target, NULL };
 	const char *make[] = { "new-session", "-d", "-s", r->session, "-n", window_name(r), "-c", r->cwd, "-x", "80",
-			       "-y", "24", NULL };
+			       "-y", "24", r->shell_command, NULL };
 	*created = 0;
 	if (r->dry_run) {
 		plan_tmux(r, "tmux.has-session", has);
@@ -160,7 +160,7 @@ static int find_window(const struct terminal_request *r, struct strbuf *id, stru
 static int ensure_window(const struct terminal_request *r, struct strbuf *id, int *created, struct err *e)
 {
 	_cleanup_free_ char *target = xasprintf("=%s:", r->session);
-	const char *make[] = { "new-window", "-d", "-t", target, "-n", window_name(r), "-c", r->cwd, NULL };
+	const char *make[] = { "new-window", "-d", "-t", target, "-n", window_name(r), "-c", r->cwd, r->shell_command, NULL };
 	*created = 0;
 	if (r->dry_run) {
 		plan_tmux(r, "tmux.new-window (when missing)", make);

@@ -34,6 +34,7 @@ struct terminal_request {
 	const char *daemon_url;	   /* unix:PATH */
 	const char *session_token; /* a secret: never in argv, never logged */
 	const char *zellij_dir;	   /* zellij: paths.zellij_dir (config.kdl, sessions/) */
+	const char *shell_command; /* tmux: what a new window runs (the sandboxed shell), or NULL: the user's shell */
 	int dry_run;
 	json_t *plan; /* dry run: steps are appended here */
 };

@@ -125,6 +125,22 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen an
 BODY
 '
 
+test_case "attack: the pane shell is sandboxed to its worktree (no AGOR_HOME, no tmux server, no writes outside)" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    term $wt "type:hostname; cat $AGOR_HOME/jwt.secret || echo no-secret\n" "expect:agor-sandbox\r\n" "expect:no-secret" \
+      "type:tmux -L agor-$(id -un) new-window true || echo no-tmux\n" "expect:\r\nno-tmux" \
+      "type:touch $T/escape || echo no-escape; touch made-here && echo made\n" "expect:\r\nno-escape\r\n" "expect:\r\nmade" \
+      > out || { cat out daemon.log; false; }
+    [ ! -e "$T/escape" ] || fail "the shell wrote outside its worktree"
+    "$AGOR" worktree get $wt --json > wtget.json
+    [ -e "$(json_get wtget.json path)/made-here" ] || fail "the shell could not write its worktree"
+    [ "$(tmux -L agor-$(id -un) list-windows -a | wc -l)" = 1 ] || fail "the sandboxed shell reached the tmux server"
+    stop_daemon
+BODY
+'
+
 test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and neither tmux nor the shell is its child" '
   in_private_tmp <<"BODY"
     start_daemon

@@ -36,7 +36,7 @@ SCENE='
   start_daemon() {
     "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
     daemon_pid=$!
-    trap "kill $daemon_pid $server_pid $openai_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    trap "kill $daemon_pid $server_pid $openai_pid 2>/dev/null; wait $daemon_pid 2>/dev/null; rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2>/dev/null || true" EXIT
     for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && return 0; sleep 0.05; done
     cat daemon.log; fail "daemon did not start"
   }
@@ -46,6 +46,7 @@ SCENE='
     useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
     mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
     chown agor_executor data
+    "$AGOR" admin cgroup-delegate agor_executor > /dev/null # cgroup limits for the agent sandbox of a non-root user
     make_source_repo src && chmod -R a+rX src
     mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
     start_daemon
@@ -270,6 +271,34 @@ CRASH='
     expect_contains err "without a final result"
 '
 
+SANDBOXED='
+    write_config; prepare_session bypassPermissions
+    echo private > /home/agor_executor/private.txt && chown agor_executor /home/agor_executor/private.txt
+    probe="cat $AGOR_HOME/config.yaml && echo READ-CONFIG; cat /home/agor_executor/private.txt && echo READ-HOME;"
+    probe="$probe ls $T && echo LISTED-TEST; echo x > $T/escape.txt && echo WROTE-OUTSIDE; mkdir \$(git rev-parse --git-common-dir)/hooks/x && echo HOOK;"
+    probe="$probe tmux -L agor-agor_executor ls && echo TMUX; hostname; echo inside > in-worktree.txt"
+    a prompt "$session" "please RUN: { $probe; } > probe.txt 2>&1" > out 2> err || { cat out err daemon.log; fail "prompt failed"; }
+    expect_contains out "[completed]"
+    cat "$wt_path/probe.txt"
+    for leak in READ-CONFIG READ-HOME LISTED-TEST WROTE-OUTSIDE HOOK TMUX; do
+      ! grep -q "^$leak\$" "$wt_path/probe.txt" || fail "the agent could: $leak"
+    done
+    grep -q "^agor-sandbox\$" "$wt_path/probe.txt" || fail "the agent ran outside the sandbox"
+    [ ! -e "$T/escape.txt" ] && [ -e "$wt_path/in-worktree.txt" ] || fail "writes were not kept to the worktree"
+    a task get "$(task_of err)" --json > task.json
+    python3 - task.json <<PY
+import json, sys
+t = json.load(open(sys.argv[1]))
+sb = json.loads(t["result"])["sandbox"]
+assert sb["enabled"] is True and sb["network"] == "host", sb
+assert all("/agor/agor_executor/run-" in p for p in sb["cgroup"]["paths"]) and sb["cgroup"]["pidsMax"] == 1024, sb["cgroup"]
+assert any(p.endswith("/node_modules") for p in sb["mounts"]["readOnly"]), sb["mounts"]
+assert "/home/agor_executor/.claude" in sb["mounts"]["readWrite"], sb["mounts"]
+PY
+    a prompt "$session" "say hello" > out2 2> err2 || { cat out2 err2; fail "the resumed prompt failed"; }
+    tail -1 server.log | grep -q "probe.txt" || fail "the sandboxed agent did not keep its session for resume"
+'
+
 # scratch BODY — BODY after SCENE, as root in a private mount namespace (users made there never leak).
 scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX='$CODEX' TRACE='${TRACE:-}'
 $SCENE
@@ -287,6 +316,7 @@ else
     test_case "agor task cancel and Ctrl-C end the agent; the task is cancelled and nothing is left running" 'scratch "$CANCEL"'
     test_case "a timeout, and a killed executor, end the task failed with the reason; the agent dies too" 'scratch "$TIMEOUT"'
     test_case "attack: nobody to ask, an unanswered request and another user answering all end in deny" 'scratch "$ASKING"'
+    test_case "attack: the agent and its tools run in the sandbox (no config, home, test dir, hooks, tmux); resume still works" 'scratch "$SANDBOXED"'
     test_case "codex: a command runs in the worktree as the execution user; usage, thread resume, key kept out of logs" 'scratch "$CODEX_E2E"'
   fi
   test_case "an agent that crashes or emits garbage ends the task failed with the reason and its stderr" 'scratch "$CRASH"'
@@ -302,6 +332,8 @@ test_case "prompt payloads: the token and daemon URL are required; --dry-run pla
   "$AGOR" executor --stdin --dry-run > out <<< "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"p\",\"tool\":\"codex\",\"cwd\":\"$AGOR_HOME/worktrees/w\"},\"sessionToken\":\"x\",\"daemonUrl\":\"unix:/nonexistent\"}"
   expect_json out data.plan.1.step prompt
   expect_json out data.plan.1.tool codex
+  expect_json out data.plan.1.sandbox.enabled true
+  expect_json out data.plan.1.sandbox.network host
   executor "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"p\",\"tool\":\"codex\",\"cwd\":\"$AGOR_HOME/worktrees/w\"},\"sessionToken\":\"x\",\"daemonUrl\":\"unix:/nonexistent\"}"
   expect_error SYSTEM_ERROR 1 || expect_error INTERNAL 1
   expect_contains out "connecting to the daemon"
