@@ -757,13 +757,19 @@ static int events_subscribe(struct rpc_ctx *rc, json_t *params, json_t **result,
 	return 0;
 }
 
+/* config.get {} → every setting (as `agor config show --json`); {key} → that one (as `agor config get
+ * --json KEY`): the daemon's effective values, which a later `agor config set` changes only on restart. */
 static int config_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	(void)params;
 	if (need_user(rc, e) < 0)
 		return -1;
-	*result = config_to_json(D(rc)->cfg);
-	return 0;
+	const char *key = opt_str(params, "key");
+	if (!key) {
+		*result = config_to_json(D(rc)->cfg);
+		return 0;
+	}
+	*result = config_entry_to_json(D(rc)->cfg, key);
+	return *result ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.key: unknown setting %s", key);
 }
 
 static int audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
