@@ -1,10 +1,11 @@
-/* config.c — `agor config show`: every effective setting and its source (logic in lib/config).
- * Never writes config.yaml; never prints anything but the result on stdout. */
+/* config.c — `agor config show|get|set`: the effective settings and their sources (lib/config), and one
+ * key changed in config.yaml (lib/config_edit). Never writes anything but that key; never prints anything but the result on stdout. */
 #include <stdio.h>
 #include <string.h>
 
 #include "applet.h"
 #include "config.h"
+#include "config_edit.h"
 #include "json.h"
 #include "banned.h"
 
@@ -13,9 +14,16 @@ extern const struct applet applet_config;
 #define CONFIG_USAGE                                                                               \
 	"Usage: agor config show [--json] [--config PATH] [--home DIR] [--data-home DIR]\n"        \
 	"                        [--host HOST] [--port N] [--set KEY=VALUE]…\n"                  \
+	"       agor config get KEY [--json] [same options as show]\n"                            \
+	"       agor config set KEY VALUE [--config PATH] [--home DIR]\n"                         \
 	"\n"                                                                                       \
-	"Prints every effective setting, its value and where it came from:\n"                      \
-	"flag > environment > config.yaml > built-in default.\n"                                   \
+	"show prints every effective setting, its value and where it came from:\n"                 \
+	"flag > environment > config.yaml > built-in default. get prints one (--json:\n"          \
+	"{key,value,source,file?,line?,env?}). set writes KEY: VALUE into config.yaml, keeping\n" \
+	"every other line and comment; the value is checked like the file's own (nothing is\n"    \
+	"written when it is refused), the write is atomic and the file stays 0600. An\n"         \
+	"environment variable or flag still overrides what set wrote (get shows the source).\n"   \
+	"A running daemon reads config.yaml at start: restart it to apply.\n"                     \
 	"\n"                                                                                       \
 	"  --json             one JSON object: "                                                   \
 	"{\"settings\":[{key,value,source,file?,line?,env?}…],\n"                                \
@@ -150,22 +158,105 @@ static int config_show(int argc, char **argv)
 	return rc;
 }
 
+/* Moves the first npos arguments that are not options to the front; returns how many there were. */
+static int take_positionals(int argc, char **argv, char **pos, int npos)
+{
+	int n = 0;
+	for (int i = 1; i < argc && n < npos; i++)
+		if (argv[i][0] != '-' && (i == 1 || argv[i - 1][0] != '-' || strchr(argv[i - 1], '=') ||
+					  !strcmp(argv[i - 1], "--json"))) {
+			pos[n++] = argv[i];
+			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv)); /* keeps the NULL */
+			argc--, i--;
+		}
+	return n;
+}
+
+static int print_entry(const struct config *cfg, const char *key, bool json)
+{
+	struct config_entry en;
+	if (config_entry_get(cfg, key, &en) < 0) {
+		fprintf(stderr, "agor config get: unknown setting '%s' (see 'agor config show')\n", key);
+		return EXIT_FAILED;
+	}
+	if (json) {
+		json_t *j = config_entry_to_json(cfg, key);
+		int rc = json_write_line(1, j);
+		json_decref(j);
+		return rc < 0 ? EXIT_FAILED : EXIT_OK;
+	}
+	printf("%s\n", en.value ? en.value : "null");
+	return fflush(stdout) ? EXIT_FAILED : EXIT_OK;
+}
+
+/* `get KEY` loads like show (same flags), then prints one entry. */
+static int config_get(int argc, char **argv)
+{
+	char *key = NULL;
+	if (take_positionals(argc, argv, &key, 1) != 1)
+		return applet_usage_error(&applet_config, "usage: agor config get KEY [--json]");
+	argc--;
+	struct config *cfg = config_new();
+	struct show_options opt = {0};
+	int rc = parse_show_args(argc, argv, cfg, &opt);
+	if (rc == 0) {
+		_cleanup_err_ struct err e = ERR_INIT;
+		if (config_load(cfg, &(struct config_overrides){.config_path = opt.config_path}, &e) < 0) {
+			fprintf(stderr, "agor config: %s\n", e.message);
+			rc = EXIT_FAILED;
+		} else {
+			rc = print_entry(cfg, key, opt.json);
+		}
+	}
+	config_free(cfg);
+	return rc;
+}
+
+/* `set KEY VALUE` edits the file config_load would read (even one that does not load now: the
+ * edit may be its fix; the edited file must load). */
+static int config_set(int argc, char **argv)
+{
+	char *pos[2] = {NULL, NULL};
+	if (take_positionals(argc, argv, pos, 2) != 2)
+		return applet_usage_error(&applet_config, "usage: agor config set KEY VALUE");
+	argc -= 2;
+	struct config *cfg = config_new();
+	struct show_options opt = {0};
+	int rc = parse_show_args(argc, argv, cfg, &opt);
+	if (rc == 0) {
+		_cleanup_err_ struct err e = ERR_INIT, ignored = ERR_INIT;
+		(void)config_load(cfg, &(struct config_overrides){.config_path = opt.config_path}, &ignored);
+		const char *path = config_chosen_file(cfg);
+		if (!path) {
+			fprintf(stderr, "agor config set: %s\n", ignored.message);
+			rc = EXIT_FAILED;
+		} else if (config_file_set(path, pos[0], pos[1], &e) < 0) {
+			fprintf(stderr, "agor config set: %s\n", e.message);
+			rc = EXIT_FAILED;
+		} else if (!opt.json) {
+			printf("%s: %s = %s\n", path, pos[0], pos[1]);
+		}
+	}
+	config_free(cfg);
+	return rc;
+}
+
 static int config_main(int argc, char **argv)
 {
 	if (argc < 2)
-		return applet_usage_error(&applet_config, "missing subcommand (show)");
+		return applet_usage_error(&applet_config, "missing subcommand (show, get, set)");
 	if (!strcmp(argv[1], "show"))
 		return config_show(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "get") || !strcmp(argv[1], "set")) {
-		fprintf(stderr, "agor config %s: not built yet (it needs the daemon)\n", argv[1]);
-		return EXIT_USAGE;
-	}
+	if (!strcmp(argv[1], "get"))
+		return config_get(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "set"))
+		return config_set(argc - 1, argv + 1);
 	return applet_usage_error(&applet_config, "unknown subcommand '%s'", argv[1]);
 }
 
 const struct applet applet_config = {
 	.name = "config",
-	.summary = "show the effective configuration and where each setting came from",
+	.summary = "show, get or set the configuration (and where each setting came from)",
 	.usage = CONFIG_USAGE,
 	.main = config_main,
 	.flags = APPLET_CLIENT,

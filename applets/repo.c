@@ -34,7 +34,7 @@ static const char *const url_arg[] = { "url", NULL }, *const id_arg[] = { "id", 
 static const struct client_flag clone_flags[] = { { "--branch", "branch", CLIENT_FLAG_STRING }, { NULL } };
 
 static const struct client_command commands[] = {
-	{ "clone", "repos.clone", url_arg, clone_flags, "URL [--branch B]", print_repo },
+	{ "clone", "repos.clone", url_arg, clone_flags, "URL [--branch B]", print_repo, .progress = 1 },
 	{ "list", "repos.list", NULL, NULL, "", print_repos },
 	{ "get", "repos.get", id_arg, NULL, "ID", print_repo },
 	{ "remove", "repos.remove", id_arg, NULL, "ID", print_removed },
@@ -48,7 +48,8 @@ static int repo_main(int argc, char **argv)
 const struct applet applet_repo = {
 	.name = "repo",
 	.summary = "clone and list repositories (through the daemon)",
-	.usage = "Usage: agor repo clone URL [--branch B] | list | get ID | remove ID   [--json] [--url URL]\n",
+	.usage = "Usage: agor repo clone URL [--branch B] | list | get ID | remove ID   [--json] [--url URL]\n"
+		 "(clone shows git's progress as one updating line when stderr is a terminal, never with --json)\n",
 	.main = repo_main,
 	.flags = APPLET_CLIENT,
 };

@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <yaml.h>
 
 #include "adminconf.h"
 #include "applet.h"
 #include "config.h"
+#include "config_edit.h"
 #include "fsutil.h"
 #include "json.h"
 #include "sandbox.h"
@@ -165,156 +165,18 @@ struct config_edit {
 	const char *socket_path;
 };
 
-static bool yaml_is_null(const yaml_node_t *n)
-{
-	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	const char *v = (const char *)n->data.scalar.value;
-	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
-	       !strcmp(v, "NULL");
-}
-
-static yaml_node_pair_t *yaml_find_pair(yaml_document_t *doc, int map, const char *key)
-{
-	yaml_node_t *m = yaml_document_get_node(doc, map);
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		if (k && k->type == YAML_SCALAR_NODE &&
-		    !strcmp((const char *)k->data.scalar.value, key))
-			return p;
-	}
-	return NULL;
-}
-
-static int yaml_scalar(yaml_document_t *doc, const char *text)
-{
-	return yaml_document_add_scalar(doc, NULL, (const yaml_char_t *)text, (int)strlen(text),
-					YAML_PLAIN_SCALAR_STYLE);
-}
-
-/* The id of the mapping at map[key], created (or replacing a null) when needed; 0 on error. */
-static int yaml_child_mapping(yaml_document_t *doc, int map, const char *key, struct err *e)
-{
-	yaml_node_pair_t *p = yaml_find_pair(doc, map, key);
-	if (p) {
-		yaml_node_t *v = yaml_document_get_node(doc, p->value);
-		if (v && v->type == YAML_MAPPING_NODE)
-			return p->value;
-		if (!v || !yaml_is_null(v))
-			return err_set(e, E_CONFIG, "config.yaml: %s is not a mapping", key), 0;
-		int id = yaml_document_add_mapping(doc, NULL, YAML_BLOCK_MAPPING_STYLE);
-		yaml_find_pair(doc, map, key)->value = id; /* re-find: adding may move the arrays */
-		return id;
-	}
-	int k = yaml_scalar(doc, key);
-	int id = yaml_document_add_mapping(doc, NULL, YAML_BLOCK_MAPPING_STYLE);
-	yaml_document_append_mapping_pair(doc, map, k, id);
-	return id;
-}
-
-static void yaml_set_scalar(yaml_document_t *doc, int map, const char *key, const char *value)
-{
-	int v = yaml_scalar(doc, value);
-	yaml_node_pair_t *p = yaml_find_pair(doc, map, key);
-	if (p)
-		p->value = v;
-	else
-		yaml_document_append_mapping_pair(doc, map, yaml_scalar(doc, key), v);
-}
-
-static int emit_to_strbuf(void *data, unsigned char *buffer, size_t size)
-{
-	strbuf_add(data, buffer, size);
-	return 1;
-}
-
-/* Sets daemon.socket_path and execution.unix_user_mode in the YAML text, into out. */
-static int edit_config_text(const struct strbuf *in, const struct config_edit *ed,
-			    struct strbuf *out, struct err *e)
-{
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)in->buf, in->len);
-	int ok = yaml_parser_load(&parser, &doc);
-	yaml_parser_delete(&parser);
-	if (!ok)
-		return err_set(e, E_CONFIG, "%s: invalid YAML; fix it first", ed->path);
-	if (!yaml_document_get_root_node(&doc))
-		yaml_document_add_mapping(&doc, NULL, YAML_BLOCK_MAPPING_STYLE);
-	int root = 1, daemon, execution;
-	if (yaml_document_get_root_node(&doc)->type != YAML_MAPPING_NODE ||
-	    !(daemon = yaml_child_mapping(&doc, root, "daemon", e)) ||
-	    !(execution = yaml_child_mapping(&doc, root, "execution", e))) {
-		if (!err_is_set(e))
-			err_set(e, E_CONFIG, "%s: the top level is not a mapping", ed->path);
-		yaml_document_delete(&doc);
-		return -1;
-	}
-	yaml_set_scalar(&doc, daemon, "socket_path", ed->socket_path);
-	yaml_set_scalar(&doc, execution, "unix_user_mode", ed->mode);
-	yaml_emitter_t em;
-	yaml_emitter_initialize(&em);
-	yaml_emitter_set_output(&em, emit_to_strbuf, out);
-	yaml_emitter_set_unicode(&em, 1);
-	ok = yaml_emitter_open(&em) && yaml_emitter_dump(&em, &doc) && yaml_emitter_close(&em);
-	yaml_emitter_delete(&em);
-	return ok ? 0 : err_set(e, E_INTERNAL, "cannot write YAML");
-}
-
-/* Loads path with the real loader: what we write must be a config the daemon accepts. */
-static int check_config_file(const char *path, struct err *e)
-{
-	struct config *cfg = config_new();
-	struct config_overrides ov = {.config_path = path};
-	int rc = config_load(cfg, &ov, e);
-	config_free(cfg);
-	return rc;
-}
-
+/* daemon.socket_path, then execution.unix_user_mode, each set in place by lib/config_edit (comments and
+ * other lines kept, checked by the real loader, atomic); the first alone is already a valid config. */
 static int write_config_fn(void *arg, struct strbuf *out, struct err *e)
 {
 	const struct config_edit *ed = arg;
 	(void)out;
-	struct strbuf in = STRBUF_INIT, text = STRBUF_INIT;
-	char *dir = xstrndup(ed->path, (size_t)(strrchr(ed->path, '/') - ed->path));
-	char *tmp = xasprintf("%s.agor-setup.tmp", ed->path);
-	int fd = -1, rc = -1;
-	if (strbuf_read_file(&in, ed->path, 1 << 20) < 0 && errno != ENOENT) {
-		err_errno(e, errno, "read %s", ed->path);
-		goto out;
-	}
-	if (edit_config_text(&in, ed, &text, e) < 0 || fs_mkdir_p(dir, 0700, e) < 0)
-		goto out;
-	(void)unlink(tmp);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
-		err_errno(e, errno, "create %s", tmp);
-		goto out;
-	}
-	if (fs_write_all(fd, text.buf, text.len) < 0 || fsync(fd) < 0) {
-		err_errno(e, errno, "write %s", tmp);
-		goto out;
-	}
-	if (check_config_file(tmp, e) < 0) {
-		err_prefix(e, "the edited config would not load");
-		goto out;
-	}
-	if (rename(tmp, ed->path) < 0) {
-		err_errno(e, errno, "rename %s", tmp);
-		goto out;
-	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0)
-		(void)unlink(tmp);
-	free(tmp);
-	free(dir);
-	strbuf_release(&in);
-	strbuf_release(&text);
-	return rc;
+	_cleanup_free_ char *dir = xstrndup(ed->path, (size_t)(strrchr(ed->path, '/') - ed->path));
+	if (fs_mkdir_p(dir, 0700, e) < 0 ||
+	    config_file_set(ed->path, "daemon.socket_path", ed->socket_path, e) < 0 ||
+	    config_file_set(ed->path, "execution.unix_user_mode", ed->mode, e) < 0)
+		return -1;
+	return 0;
 }
 
 /* ---- root-owned files, installed atomically

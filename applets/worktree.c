@@ -10,8 +10,10 @@
 static int print_worktree(const json_t *r)
 {
 	const json_t *w = json_object_get(r, "worktree") ? json_object_get(r, "worktree") : r;
-	printf("worktree %s\n  name    %s\n  path    %s\n  branch  %s\n", json_get_str(w, "id") ?: "?",
-	       json_get_str(w, "name") ?: "?", json_get_str(w, "path") ?: "?", json_get_str(w, "branch") ?: "(detached)");
+	printf("worktree %s\n  name    %s\n  path    %s\n  branch  %s\n  others  can %s, files %s\n",
+	       json_get_str(w, "id") ?: "?", json_get_str(w, "name") ?: "?", json_get_str(w, "path") ?: "?",
+	       json_get_str(w, "branch") ?: "(detached)", json_get_str(w, "others_can") ?: "?",
+	       json_get_str(w, "others_fs_access") ?: "?");
 	return 0;
 }
 
@@ -40,6 +42,13 @@ static const struct client_flag add_flags[] = {
 	{ "--branch", "branch", CLIENT_FLAG_STRING },
 	{ "--source-branch", "source_branch", CLIENT_FLAG_STRING },
 	{ "--create-branch", "create_branch", CLIENT_FLAG_BOOL },
+	{ "--others-can", "others_can", CLIENT_FLAG_STRING },
+	{ "--others-fs-access", "others_fs_access", CLIENT_FLAG_STRING },
+	{ NULL },
+};
+static const struct client_flag access_flags[] = {
+	{ "--others-can", "others_can", CLIENT_FLAG_STRING },
+	{ "--others-fs-access", "others_fs_access", CLIENT_FLAG_STRING },
 	{ NULL },
 };
 static const struct client_flag list_flags[] = { { "--repo", "repo_id", CLIENT_FLAG_STRING }, { NULL } };
@@ -54,6 +63,8 @@ static const struct client_command commands[] = {
 	{ "owners", "worktrees.owners.list", owners_arg, NULL, "ID", print_owners },
 	{ "add-owner", "worktrees.owners.add", owner_args, NULL, "ID USER", print_owners },
 	{ "remove-owner", "worktrees.owners.remove", owner_args, NULL, "ID USER", print_owners },
+	{ "set-access", "worktrees.set_access", owners_arg, access_flags,
+	  "ID [--others-can none|view|prompt|all] [--others-fs-access none|read|write]", print_worktree },
 };
 
 static int worktree_main(int argc, char **argv)
@@ -65,8 +76,11 @@ const struct applet applet_worktree = {
 	.name = "worktree",
 	.summary = "add, list and remove worktrees (through the daemon)",
 	.usage = "Usage: agor worktree add REPO NAME [--branch B] [--source-branch S] [--create-branch]\n"
+		 "                         [--others-can C] [--others-fs-access none|read|write]\n"
 		 "       agor worktree list [--repo REPO] | get ID | remove ID [--force]\n"
-		 "       agor worktree owners ID | add-owner ID USER | remove-owner ID USER   [--json] [--url URL]\n",
+		 "       agor worktree owners ID | add-owner ID USER | remove-owner ID USER   [--json] [--url URL]\n"
+		 "       agor worktree set-access ID [--others-can none|view|prompt|all] [--others-fs-access L]\n"
+		 "(others-fs-access needs worktree Unix groups: unix_user_mode insulated|strict, worktree_rbac)\n",
 	.main = worktree_main,
 	.flags = APPLET_CLIENT,
 };

@@ -829,6 +829,8 @@ struct capture {
 	size_t max;
 	int keep_tail; /* 0: keep the head */
 	size_t *dropped;
+	void (*on_data)(const char *data, size_t len, void *arg); /* every chunk as it is read, or NULL */
+	void *on_data_arg;
 };
 
 static size_t captured(const struct capture *cap)
@@ -870,6 +872,8 @@ static ssize_t read_into_capture(int fd, struct capture *cap)
 		ssize_t n = read(fd, scratch, sizeof(scratch));
 		if (n > 0)
 			*cap->dropped += (size_t)n;
+		if (n > 0 && cap->on_data)
+			cap->on_data(scratch, (size_t)n, cap->on_data_arg);
 		return n;
 	}
 	struct strbuf *sb = cap->sb;
@@ -877,6 +881,8 @@ static ssize_t read_into_capture(int fd, struct capture *cap)
 	ssize_t n = read(fd, sb->buf + sb->len, sb->alloc - sb->len - 1);
 	if (n <= 0)
 		return n;
+	if (cap->on_data)
+		cap->on_data(sb->buf + sb->len, (size_t)n, cap->on_data_arg);
 	strbuf_setlen(sb, sb->len + (size_t)n);
 	if (cap->keep_tail)
 		keep_tail(cap, cap->max > READ_CHUNK ? cap->max : READ_CHUNK);
@@ -1028,7 +1034,7 @@ int child_run(struct child *c, const void *input, size_t input_len, struct strbu
 {
 	struct capture cap_out = { out, out ? out->len : 0, max_capture, 0, &c->out_dropped };
 	struct capture cap_err = { err_out, err_out ? err_out->len : 0, max_capture, 1,
-				   &c->err_dropped };
+				   &c->err_dropped, c->on_stderr, c->on_stderr_arg };
 	struct sigpipe_guard guard;
 
 	if (input)

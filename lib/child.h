@@ -118,6 +118,10 @@ struct child {
 	/* Called in the parent once the child has exec'd (e.g. to let another thread cancel it). */
 	void (*on_started)(pid_t pid, void *arg);
 	void *on_started_arg;
+	/* child_run() with err_out: called in the parent with each chunk of stderr as it arrives
+	 * (before any of it is dropped), e.g. to relay progress lines. */
+	void (*on_stderr)(const char *data, size_t len, void *arg);
+	void *on_stderr_arg;
 
 	/* Results (read-only for callers). */
 	pid_t pid;  /* > 0 once started; kept after reaping for reference */

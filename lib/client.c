@@ -100,13 +100,13 @@ char *client_default_url(const char *config_path, struct err *e)
 	return url;
 }
 
-struct rpc_client *client_connect(const char *url_flag, const char *config_path, const char *token, struct err *e)
+static struct rpc_client *connect_with(const char *url_flag, const char *config_path, const char *token,
+				       const struct rpc_client_options *opts, struct err *e)
 {
 	_cleanup_free_ char *url = url_flag ? xstrdup(url_flag) : client_default_url(config_path, e);
 	if (!url)
 		return NULL;
-	struct rpc_client_options opts = { 0 };
-	struct rpc_client *cl = rpc_client_connect(url, &opts, e);
+	struct rpc_client *cl = rpc_client_connect(url, opts, e);
 	if (!cl) {
 		err_prefix(e, "cannot reach the agor daemon at %s (is it running? start it with `agor daemon`)", url);
 		return NULL;
@@ -125,13 +125,45 @@ struct rpc_client *client_connect(const char *url_flag, const char *config_path,
 	return cl;
 }
 
-static int call_daemon(const struct client_opts *o, const char *method, json_t *params, json_t **result, struct err *e)
+struct rpc_client *client_connect(const char *url_flag, const char *config_path, const char *token, struct err *e)
 {
-	struct rpc_client *cl = client_connect(o->url, o->config_path, o->token, e);
+	struct rpc_client_options opts = { 0 };
+	return connect_with(url_flag, config_path, token, &opts, e);
+}
+
+/* A task.progress event: its line replaces the previous one on the terminal (stderr). */
+static void show_progress(json_t *msg, void *arg)
+{
+	int *shown = arg;
+	json_t *ev = json_object_get(msg, "params");
+	const char *type = json_get_str(ev, "type"), *line = json_get_str(json_object_get(ev, "data"), "line");
+	if (!type || strcmp(type, "task.progress") || !line)
+		return;
+	fputs("\r", stderr);
+	for (size_t i = 0; line[i] && i < 200; i++)
+		if ((unsigned char)line[i] >= 0x20 && line[i] != 0x7f)
+			fputc(line[i], stderr);
+	fputs("\033[K", stderr);
+	fflush(stderr);
+	*shown = 1;
+}
+
+/* One call. A command with progress, for a person (no --json, stderr a terminal), asks the daemon for
+ * task.progress events and draws them as one updating line, ended with a newline before the answer. */
+static int call_daemon(const struct client_command *c, const struct client_opts *o, json_t *params, json_t **result,
+		       struct err *e)
+{
+	int shown = 0, progress = c->progress && !o->json && isatty(STDERR_FILENO);
+	struct rpc_client_options opts = { .on_notification = progress ? show_progress : NULL, .arg = &shown };
+	if (progress)
+		json_object_set_new(params, "progress", json_true());
+	struct rpc_client *cl = connect_with(o->url, o->config_path, o->token, &opts, e);
 	if (!cl)
 		return -1;
-	int rc = rpc_client_call(cl, method, params, result, e);
+	int rc = rpc_client_call(cl, c->method, params, result, e);
 	rpc_client_close(cl);
+	if (shown)
+		fputs("\n", stderr);
 	return rc;
 }
 
@@ -192,7 +224,7 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 		return status;
 	}
 	struct err e = ERR_INIT;
-	if (call_daemon(&o, c->method, params, &result, &e) < 0) {
+	if (call_daemon(c, &o, params, &result, &e) < 0) {
 		if (e.code)
 			fprintf(stderr, "agor %s %s: %s [%s]\n", group, c->name, e.message, e.code);
 		else

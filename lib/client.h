@@ -29,6 +29,9 @@ struct client_command {
 	const char *usage;	      /* "URL [--branch B]" */
 	/* Prints the result for humans (NULL: indented JSON); returns the exit status (0 ok, 1 failed). */
 	int (*print)(const json_t *result);
+	/* The method takes {progress: true} and then sends task.progress events while it waits: shown as one
+	 * updating line on stderr when it is a terminal and --json is not given (never otherwise). */
+	int progress;
 };
 
 /* argv[0] is the group name ("repo"). */

@@ -1161,6 +1161,11 @@ static int load_sources(struct config *cfg, const struct config_overrides *ov, s
 	return finalize(cfg, e);
 }
 
+const char *config_chosen_file(const struct config *cfg)
+{
+	return cfg->state->config_file;
+}
+
 int config_load(struct config *cfg, const struct config_overrides *ov, struct err *e)
 {
 	static const struct config_overrides none;
@@ -1360,22 +1365,32 @@ static json_t *typed_json_value(const struct config_entry *en)
 	return json_string(en->value);
 }
 
+static json_t *entry_to_json(const struct config_entry *en)
+{
+	json_t *o = json_pack("{s:s,s:o,s:s}", "key", en->key, "value", typed_json_value(en), "source",
+			      config_source_name(en->source));
+	if (en->source == CONFIG_SOURCE_ENV)
+		json_object_set_new(o, "env", json_string(en->env));
+	if (en->source == CONFIG_SOURCE_FILE) {
+		json_object_set_new(o, "file", json_string(en->file));
+		json_object_set_new(o, "line", json_integer(en->line));
+	}
+	return o;
+}
+
+json_t *config_entry_to_json(const struct config *cfg, const char *key)
+{
+	struct config_entry en;
+	return config_entry_get(cfg, key, &en) < 0 ? NULL : entry_to_json(&en);
+}
+
 json_t *config_to_json(const struct config *cfg)
 {
 	json_t *settings = json_array();
 	for (size_t i = 0; i < NKEYS; i++) {
 		struct config_entry en;
 		config_entry_at(cfg, i, &en);
-		json_t *o =
-			json_pack("{s:s,s:o,s:s}", "key", en.key, "value", typed_json_value(&en),
-				  "source", config_source_name(en.source));
-		if (en.source == CONFIG_SOURCE_ENV)
-			json_object_set_new(o, "env", json_string(en.env));
-		if (en.source == CONFIG_SOURCE_FILE) {
-			json_object_set_new(o, "file", json_string(en.file));
-			json_object_set_new(o, "line", json_integer(en.line));
-		}
-		json_array_append_new(settings, o);
+		json_array_append_new(settings, entry_to_json(&en));
 	}
 	return json_pack("{s:o,s:s,s:b}", "settings", settings, "configFile",
 			 cfg->config_file ? cfg->config_file : "", "configFileFound",

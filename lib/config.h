@@ -1,5 +1,6 @@
 /* config.h — agor's settings (SPEC §2): one table of typed keys; defaults, file, env, flags.
- * Never writes config.yaml, never keeps an unchecked value, never reads a file others can write. */
+ * Never writes config.yaml (lib/config_edit does, for `agor config set`), never keeps an unchecked value,
+ * never reads a file others can write. */
 #ifndef AGOR_CONFIG_H
 #define AGOR_CONFIG_H
 
@@ -200,6 +201,9 @@ int config_set_flag_assignment(struct config *cfg, const char *assignment, struc
 /* Applies the environment and the config file under the flags already set, derives the
  * remaining defaults and fills the typed fields. On -1 the typed fields are unspecified. */
 int config_load(struct config *cfg, const struct config_overrides *ov, struct err *e);
+/* The config file config_load chose (absolute), also after it failed to read or apply it; NULL
+ * when even choosing failed. `agor config set` edits this file. */
+const char *config_chosen_file(const struct config *cfg);
 
 /* Typed access by key, for code that iterates keys; the rest should read the struct.
  * Asking for an unknown key or the wrong type is a programming error: it aborts. */
@@ -223,6 +227,9 @@ void config_format_text(const struct config *cfg, struct strbuf *out);
 /* `agor config show --json`: {"settings":[{"key","value","source","env"?,"file"?,"line"?}…],
  * "configFile": path, "configFileFound": bool}; values typed (numbers, booleans, null). */
 json_t *config_to_json(const struct config *cfg);
+/* One setting as config_to_json lists it ({key, value, source, env?, file?, line?}); NULL for an
+ * unknown key. `agor config get --json` and the daemon's config.get {key} answer with it. */
+json_t *config_entry_to_json(const struct config *cfg, const char *key);
 
 /* Refuses a config file that others could have written: not a regular file, owned by someone
  * other than the effective uid or root, or writable by group/others. The message names the fix. */

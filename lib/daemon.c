@@ -17,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "spawn.h"
+#include "strvec.h"
 #include "token.h"
 #include "banned.h"
 
@@ -28,11 +29,18 @@ struct task_run {
 	char *payload;
 	char *template;
 	char *unix_user, *command, *session_id, *worktree_id;
+	struct strvec admin_args; /* non-empty: the task runs agor admin, not an executor */
 	char *created_by; /* the agor user whose task it is: its events go to them (and admins) only */
 	task_judge_fn judge;
 	task_done_fn on_done;
+	task_progress_fn on_progress;
 	void *arg;
 	pthread_t thread;
+	/* progress: the worker assembles stderr lines in line[]; the newest complete one waits in progress
+	 * (under d->done_lock) until the loop thread hands it to on_progress */
+	char line[160];
+	size_t line_len;
+	char *progress;
 	int cancelled;
 	pid_t pid;
 	/* results, written by the worker */
@@ -266,6 +274,8 @@ static void task_run_free(struct task_run *t)
 	free(t->session_id);
 	free(t->worktree_id);
 	free(t->task_id);
+	strvec_clear(&t->admin_args);
+	free(t->progress);
 	free(t);
 }
 
@@ -284,6 +294,47 @@ static void *task_worker(void *arg)
 	pthread_mutex_unlock(&t->d->done_lock);
 	loop_wake(t->d->loop);
 	return NULL;
+}
+
+/* Worker thread: the executor's stderr, cut into lines (\n or \r); printable ASCII only, at most
+ * sizeof(line) - 1 bytes of each, the newest kept for the loop thread. Executors are untrusted: their
+ * lines are only ever relayed as text to the task's own caller. */
+static void take_stderr(const char *data, size_t len, void *arg)
+{
+	struct task_run *t = arg;
+	for (size_t i = 0; i < len; i++) {
+		char ch = data[i];
+		if (ch != '\n' && ch != '\r') {
+			if (t->line_len < sizeof(t->line) - 1 && ch >= 0x20 && ch < 0x7f)
+				t->line[t->line_len++] = ch;
+			continue;
+		}
+		if (!t->line_len)
+			continue;
+		char *line = xstrndup(t->line, t->line_len);
+		t->line_len = 0;
+		pthread_mutex_lock(&t->d->done_lock);
+		free(t->progress);
+		t->progress = line;
+		pthread_mutex_unlock(&t->d->done_lock);
+		loop_wake(t->d->loop);
+	}
+}
+
+/* Loop thread: hands each running task's newest progress line to its on_progress. */
+static void relay_progress(struct daemon *d)
+{
+	for (struct task_run *t = d->running; t; t = t->next) {
+		if (!t->on_progress)
+			continue;
+		pthread_mutex_lock(&d->done_lock);
+		char *line = t->progress;
+		t->progress = NULL;
+		pthread_mutex_unlock(&d->done_lock);
+		if (line)
+			t->on_progress(d, t->task_id, line, t->arg);
+		free(line);
+	}
 }
 
 static char *build_payload(struct daemon *d, const char *command, json_t *params, const char *execution_user,
@@ -319,6 +370,16 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 		.on_started = remember_pid,
 		.on_started_arg = t,
 	};
+	if (t->on_progress) {
+		t->req.on_stderr = take_stderr;
+		t->req.on_stderr_arg = t;
+	}
+	if (t->admin_args.nr) {
+		t->req.mode = SPAWN_ADMIN;
+		t->req.admin_args = (const char *const *)t->admin_args.v;
+		t->req.payload = "";
+		t->req.payload_len = 0;
+	}
 	if (db_run(d->db, e, "UPDATE tasks SET status = 'running', started_at = ? WHERE id = ?", "is", daemon_now(),
 		   t->task_id) < 0)
 		return -1;
@@ -372,17 +433,21 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	if (d->stopping)
 		return err_set(e, E_CANCELLED, "the daemon is shutting down");
 	struct task_run *t = xcalloc(1, sizeof(*t));
+	strvec_init(&t->admin_args);
 	t->d = d;
 	t->task_id = daemon_new_id();
 	t->command = xstrdup(s->command);
 	_cleanup_free_ char *token = NULL;
 	t->template = d->cfg->execution.executor_command_template ? xstrdup(d->cfg->execution.executor_command_template) : NULL;
-	t->unix_user = xstrdup(s->execution_user ? s->execution_user : d->daemon_user);
+	if (s->admin_args)
+		strvec_pushv(&t->admin_args, s->admin_args);
+	t->unix_user = xstrdup(s->admin_args ? "root" : s->execution_user ? s->execution_user : d->daemon_user);
 	t->session_id = s->session_id ? xstrdup(s->session_id) : NULL;
 	t->worktree_id = s->worktree_id ? xstrdup(s->worktree_id) : NULL;
 	t->created_by = s->created_by ? xstrdup(s->created_by) : NULL;
 	t->judge = s->judge;
 	t->on_done = s->on_done;
+	t->on_progress = s->on_progress;
 	t->arg = s->arg;
 	const char *prompt = json_string_value(json_object_get(s->params, "prompt"));
 	if (db_run(d->db, e,
@@ -461,6 +526,7 @@ static void finish_run(struct daemon *d, struct task_run *t)
 
 void daemon_collect_finished(struct daemon *d)
 {
+	relay_progress(d);
 	pthread_mutex_lock(&d->done_lock);
 	struct task_run *done = d->done;
 	d->done = NULL;

@@ -98,6 +98,8 @@ void daemon_audit(struct daemon *d, const char *actor, const char *action, const
 typedef int (*task_judge_fn)(const json_t *data, struct err *why);
 typedef void (*task_done_fn)(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
 			     void *arg);
+/* A line of progress the task's executor printed on stderr (loop thread; line is untrusted text). */
+typedef void (*task_progress_fn)(struct daemon *d, const char *task_id, const char *line, void *arg);
 struct task_spec {
 	const char *command;	  /* the executor command, e.g. "git.clone" */
 	json_t *params;		  /* borrowed */
@@ -106,8 +108,12 @@ struct task_spec {
 	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
 	const char *worktree_id;
 	int with_token; /* issue a session token bound to this task (prompt tasks) */
+	/* Instead of an executor: `sudo -n <agor> admin ARGS… --json` (NULL-terminated, validated by the
+	 * caller; command names it, e.g. "admin.set-worktree-permissions"). The task runs as root. */
+	const char *const *admin_args;
 	task_judge_fn judge;
 	task_done_fn on_done;
+	task_progress_fn on_progress; /* NULL: the executor's stderr is only kept for errors */
 	void *arg;
 };
 int daemon_task_submit(struct daemon *d, const struct task_spec *spec, char **task_id, struct err *e);

@@ -265,6 +265,23 @@ static void repo_cloned(struct daemon *d, const char *task_id, const json_t *dat
 	pending_free(pr);
 }
 
+/* repos.clone {progress: true}: each progress line of the clone's executor (git's "Receiving objects: …")
+ * goes to the waiting caller alone, as {"method":"event","params":{"type":"task.progress","data":{task_id,
+ * line}}}; `agor repo clone` on a terminal renders it as one updating line. */
+static void clone_progress(struct daemon *d, const char *task_id, const char *line, void *arg)
+{
+	(void)d;
+	struct pending_reply *pr = arg;
+	if (!pr->peer || !json_is_true(json_object_get(pr->extra, "progress")))
+		return;
+	json_t *n = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}}}", "jsonrpc", "2.0", "method", "event", "params", "type",
+			      "task.progress", "data", "task_id", task_id, "line", line);
+	char *text = json_to_compact(n);
+	daemon_peer_send(pr->peer, text);
+	free(text);
+	json_decref(n);
+}
+
 static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *url;
@@ -276,11 +293,13 @@ static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	if (opt_str(params, "branch"))
 		json_object_set_new(exec_params, "branch", json_string(opt_str(params, "branch")));
 	int wait = opt_bool(params, "wait", 1);
-	struct pending_reply *pr = pending_new(rc, wait, "repo", json_pack("{s:s}", "created_by", P(rc)->user_id));
+	struct pending_reply *pr = pending_new(rc, wait, "repo", json_pack("{s:s,s:b}", "created_by", P(rc)->user_id,
+									   "progress", opt_bool(params, "progress", 0)));
 	pr->row_id = daemon_new_id();
 	/* an https clone may need credentials: its executor gets a token to ask for them just in time */
 	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .with_token = !strncmp(url, "https://", 8), .on_done = repo_cloned };
+				  .execution_user = user, .with_token = !strncmp(url, "https://", 8), .on_done = repo_cloned,
+				  .on_progress = pr->peer && opt_bool(params, "progress", 0) ? clone_progress : NULL };
 	int rv = submit_with_reply(rc, 0, &spec, pr, result, e);
 	json_decref(exec_params);
 	return rv;
@@ -336,6 +355,131 @@ static char *org_repo_of(const char *repo_path)
 	return xasprintf("%s/%s", org ? org + 1 : copy, repo);
 }
 
+/* --- worktree Unix groups: agor admin, reached by the daemon through sudo ---------------------------
+ * Who calls admin: the daemon, never the executor. SPEC §5.2 says the daemon reaches admin through
+ * `sudo -n`, and the sudoers rules of `agor setup sudoers` grant `<agor> admin *` to the daemon user
+ * only; an executor runs as the session creator or executor_unix_user, is the parent of agent code and
+ * is untrusted, so it must not hold a path to root, and it does not know the worktree's id (the group is
+ * agor_wt_ + SHA-256(id)). The daemon decides who may ask (owners and admins), passes admin a fixed argv
+ * of values it validated or computed itself (the id from its database, the path derived from
+ * worktrees_dir + the repo's org/repo + the worktree's name, exactly as for git.worktree.add, never the
+ * executor's report, and a level from a three-word enum), and admin distrusts it in turn (paths confined
+ * by the root-owned admin.yaml). The daemon still never opens the data home: admin does, as root. */
+
+static int worktree_rbac_on(const struct daemon *d)
+{
+	int mode = d->cfg->execution.unix_user_mode;
+	return (mode == CONFIG_MODE_INSULATED || mode == CONFIG_MODE_STRICT) && d->cfg->execution.worktree_rbac;
+}
+
+static int refuse_without_rbac(const struct daemon *d, struct err *e)
+{
+	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "path", "others_fs_access"),
+			"params.others_fs_access: worktree Unix groups are off (execution.unix_user_mode: %s, "
+			"worktree_rbac: %s): every execution runs as one Unix user, so there is no other user to grant "
+			"or deny; set unix_user_mode insulated or strict and worktree_rbac: true (see agor setup --help)",
+			config_user_mode_name(d->cfg->execution.unix_user_mode),
+			d->cfg->execution.worktree_rbac ? "true" : "false");
+}
+
+static int check_word(json_t *params, const char *key, const char *const *words, const char *expected, struct err *e)
+{
+	const char *v = opt_str(params, key);
+	if (!json_object_get(params, key))
+		return 0;
+	for (size_t i = 0; v && words[i]; i++)
+		if (!strcmp(v, words[i]))
+			return 0;
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: expected one of %s", key,
+			expected);
+}
+
+static const char *const fs_access_words[] = { "none", "read", "write", NULL };
+static const char *const others_can_words[] = { "none", "view", "prompt", "all", NULL };
+
+static int check_access_params(json_t *params, struct err *e)
+{
+	return check_word(params, "others_fs_access", fs_access_words, "none|read|write", e) < 0 ||
+			       check_word(params, "others_can", others_can_words, "none|view|prompt|all", e) < 0
+		       ? -1
+		       : 0;
+}
+
+/* The absolute path the daemon asked the executor to make for worktree `name` of the repo at repo_path. */
+static char *worktree_abs_path(const struct daemon *d, const char *repo_path, const char *name)
+{
+	_cleanup_free_ char *org_repo = org_repo_of(repo_path);
+	return xasprintf("%s/%s/%s", d->cfg->paths.worktrees_dir, org_repo, name);
+}
+
+/* Runs `agor admin ARGV… --json` as a task of created_by (its audit row names root and the subcommand). */
+static int submit_admin(struct daemon *d, const char *created_by, const char *worktree_id, const char *const *argv,
+			task_done_fn done, void *arg, struct err *e)
+{
+	_cleanup_free_ char *command = xasprintf("admin.%s", argv[0]), *task_id = NULL;
+	json_t *params = json_object();
+	struct task_spec spec = { .command = command, .params = params, .created_by = created_by,
+				  .worktree_id = worktree_id, .admin_args = argv, .on_done = done, .arg = arg };
+	int rc = daemon_task_submit(d, &spec, &task_id, e);
+	json_decref(params);
+	return rc;
+}
+
+static json_t *worktree_row(struct daemon *d, const char *id, struct err *e)
+{
+	return one_row(d, e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
+}
+
+/* The last step of a worktree's group set-up (or of set_access): the reply with the worktree's row. */
+static void reply_with_worktree(struct daemon *d, struct pending_reply *pr, const char *task_id, const struct err *error)
+{
+	struct err e = ERR_INIT;
+	json_t *row = error ? NULL : worktree_row(d, pr->row_id, &e);
+	if (row)
+		daemon_broadcast(d, "worktree.updated", json_incref(row));
+	send_reply(pr, task_id, row ? json_pack("{s:o}", "worktree", row) : NULL,
+		   error ? error : err_is_set(&e) ? &e : NULL);
+	err_clear(&e);
+	pending_free(pr);
+}
+
+static void worktree_owner_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+				 void *arg)
+{
+	(void)data;
+	reply_with_worktree(d, arg, task_id, error);
+}
+
+/* After create-worktree-group of a new worktree: strict mode also makes its creator's Unix user a
+ * member (and gives it the ~/agor/worktrees link); other modes are done. */
+static void worktree_group_made(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+				void *arg)
+{
+	(void)data;
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	const char *unix_user = json_get_str(pr->extra, "owner_unix_user");
+	if (!error && db_run(d->db, &e, "UPDATE worktrees SET others_fs_access = ? WHERE id = ?", "ss",
+			     json_get_str(pr->extra, "others_fs_access"), pr->row_id) < 0)
+		error = &e;
+	if (!error && unix_user) {
+		const char *argv[] = { "add-worktree-owner", pr->row_id, unix_user, json_get_str(pr->extra, "group_path"), NULL };
+		if (submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, argv, worktree_owner_added, pr, &e) == 0)
+			return;
+		error = &e;
+	}
+	reply_with_worktree(d, pr, task_id, error);
+	err_clear(&e);
+}
+
+/* A new worktree under worktree_rbac gets its group: create-worktree-group ID PATH --others LEVEL. */
+static int start_worktree_group(struct daemon *d, struct pending_reply *pr, struct err *e)
+{
+	const char *argv[] = { "create-worktree-group", pr->row_id, json_get_str(pr->extra, "group_path"), "--others",
+			       json_get_str(pr->extra, "others_fs_access"), NULL };
+	return submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, argv, worktree_group_made, pr, e);
+}
+
 static void worktree_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
 {
 	struct pending_reply *pr = arg;
@@ -348,8 +492,18 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 		   json_get_str(data, "worktreePath"), json_get_str(data, "branch"), creator, daemon_now()) >= 0 &&
 	    db_run(d->db, &e, "INSERT INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss", pr->row_id, creator) >= 0)
 		row = one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
+	if (row && json_get_str(pr->extra, "others_can"))
+		db_run(d->db, &e, "UPDATE worktrees SET others_can = ? WHERE id = ?", "ss",
+		       json_get_str(pr->extra, "others_can"), pr->row_id);
 	if (row)
 		daemon_broadcast(d, "worktree.created", json_incref(row));
+	if (row && json_get_str(pr->extra, "group_path") && !err_is_set(&e)) {
+		json_decref(row);
+		if (start_worktree_group(d, pr, &e) == 0)
+			return;
+		err_prefix(&e, "worktree %s was added but its Unix group was not", pr->row_id);
+		row = NULL;
+	}
 	send_reply(pr, task_id, row ? json_pack("{s:O}", "worktree", row) : NULL, error ? error : err_is_set(&e) ? &e : NULL);
 	if (row)
 		json_decref(row);
@@ -369,6 +523,30 @@ static json_t *worktree_add_params(json_t *params, const char *repo_path, const 
 	return p;
 }
 
+/* Under worktree_rbac, what the new worktree's group set-up needs (pr->extra: group_path,
+ * others_fs_access, owner_unix_user in strict mode); without it, others_fs_access is refused. */
+static int plan_worktree_group(struct rpc_ctx *rc, json_t *params, const char *repo_path, const char *name,
+			       struct pending_reply *pr, struct err *e)
+{
+	struct daemon *d = D(rc);
+	const char *level = opt_str(params, "others_fs_access");
+	if (!worktree_rbac_on(d))
+		return level ? refuse_without_rbac(d, e) : 0;
+	_cleanup_free_ char *path = worktree_abs_path(d, repo_path, name);
+	json_object_set_new(pr->extra, "group_path", json_string(path));
+	json_object_set_new(pr->extra, "others_fs_access", json_string(level ? level : "none"));
+	if (d->cfg->execution.unix_user_mode != CONFIG_MODE_STRICT)
+		return 0;
+	json_t *me = one_row(d, e, "user", "SELECT unix_username FROM users WHERE id = ?", P(rc)->user_id);
+	if (!me)
+		return -1;
+	const char *unix_user = json_get_str(me, "unix_username");
+	if (unix_user && *unix_user)
+		json_object_set_new(pr->extra, "owner_unix_user", json_string(unix_user));
+	json_decref(me);
+	return 0;
+}
+
 static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *repo_id, *name;
@@ -383,9 +561,14 @@ static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	_cleanup_free_ char *path = xasprintf("%s/%s", org_repo, name);
 	json_t *exec_params = worktree_add_params(params, repo_path, name, path);
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree",
-					       json_pack("{s:s,s:O}", "created_by", P(rc)->user_id, "repo_id", json_object_get(repo, "id")));
+					       json_pack("{s:s,s:O,s:s?}", "created_by", P(rc)->user_id, "repo_id",
+							 json_object_get(repo, "id"), "others_can", opt_str(params, "others_can")));
 	pr->row_id = daemon_new_id();
-	int rv = execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e);
+	int rv = check_access_params(params, e);
+	if (rv == 0)
+		rv = plan_worktree_group(rc, params, repo_path, name, pr, e);
+	if (rv == 0)
+		rv = execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e);
 	struct task_spec spec = { .command = "git.worktree.add", .params = exec_params, .created_by = P(rc)->user_id,
 				  .execution_user = user, .worktree_id = pr->row_id, .on_done = worktree_added };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
@@ -399,8 +582,14 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	(void)data;
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
-	if (!error && db_run(d->db, &e, "DELETE FROM worktrees WHERE id = ?", "s", pr->row_id) >= 0)
+	if (!error && db_run(d->db, &e, "DELETE FROM worktrees WHERE id = ?", "s", pr->row_id) >= 0) {
 		daemon_broadcast(d, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
+		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
+		struct err ge = ERR_INIT;
+		if (worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, NULL, NULL, &ge) < 0)
+			log_warn("worktree %s: its Unix group stays: %s", pr->row_id, ge.message);
+		err_clear(&ge);
+	}
 	send_reply(pr, task_id, error ? NULL : json_pack("{s:b}", "removed", 1), error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
 	pending_free(pr);
@@ -505,6 +694,74 @@ static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.remove", wt_id, "ok",
 		     json_pack("{s:s}", "owner", json_get_str(user, "id")));
 	return owners_list(rc, params, result, e);
+}
+
+/* --- worktrees.set_access ------------------------------------------------------------------------- */
+
+static void access_applied(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+{
+	(void)data;
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	const char *can = json_get_str(pr->extra, "others_can"), *fs = json_get_str(pr->extra, "others_fs_access");
+	if (!error && db_run(d->db, &e, "UPDATE worktrees SET others_fs_access = ?, others_can = coalesce(?, others_can) "
+					"WHERE id = ?", "sss", fs, can, pr->row_id) < 0)
+		error = &e;
+	daemon_audit(d, json_get_str(pr->extra, "by"), "worktrees.set_access", pr->row_id, error ? "failed" : "ok",
+		     json_pack("{s:s?,s:s,s:s?}", "others_can", can, "others_fs_access", fs, "error",
+			       error ? error->message : NULL));
+	reply_with_worktree(d, pr, task_id, error);
+	err_clear(&e);
+}
+
+/* worktrees.set_access {worktree_id, others_can?, others_fs_access?}: owners and admins only. others_can
+ * (none|view|prompt|all) is the application-level setting, stored as is; others_fs_access
+ * (none|read|write) is applied by `agor admin create-worktree-group ID PATH --others LEVEL` — idempotent,
+ * and it also makes the group of a worktree created before worktree_rbac was on — and stored once admin
+ * succeeded. Without worktree groups (simple, sandbox, worktree_rbac false) others_fs_access is refused. */
+static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	const char *id;
+	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || check_access_params(params, e) < 0)
+		return -1;
+	const char *can = opt_str(params, "others_can"), *fs = opt_str(params, "others_fs_access");
+	if (!can && !fs)
+		return err_set(e, E_INVALID_PAYLOAD, "params: give others_can, others_fs_access or both");
+	_cleanup_json_ json_t *wt = one_row(D(rc), e, "worktree",
+					    "SELECT w.id, w.name, r.path AS repo_path FROM worktrees w JOIN repos r ON "
+					    "r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id);
+	if (!wt)
+		return -1;
+	const char *wt_id = json_get_str(wt, "id");
+	if (!P(rc)->is_admin && !owns_worktree(D(rc), wt_id, P(rc)->user_id, e)) {
+		daemon_audit(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id, "refused",
+			     json_pack("{s:s}", "reason", "not an owner"));
+		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may change its access", id);
+	}
+	if (fs && !worktree_rbac_on(D(rc)))
+		return refuse_without_rbac(D(rc), e);
+	if (!fs) {
+		if (db_run(D(rc)->db, e, "UPDATE worktrees SET others_can = ? WHERE id = ?", "ss", can, wt_id) < 0)
+			return -1;
+		daemon_audit(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id, "ok", json_pack("{s:s}", "others_can", can));
+		json_t *row = worktree_row(D(rc), wt_id, e);
+		if (!row)
+			return -1;
+		daemon_broadcast(D(rc), "worktree.updated", json_incref(row));
+		*result = json_pack("{s:o}", "worktree", row);
+		return 0;
+	}
+	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.access",
+					       json_pack("{s:s?,s:s,s:s}", "others_can", can, "others_fs_access", fs, "by",
+							 P(rc)->user_id));
+	pr->row_id = xstrdup(wt_id);
+	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
+	const char *argv[] = { "create-worktree-group", wt_id, path, "--others", fs, NULL };
+	if (submit_admin(D(rc), P(rc)->user_id, wt_id, argv, access_applied, pr, e) < 0) {
+		pending_free(pr);
+		return -1;
+	}
+	return pr->peer ? RPC_DEFERRED : (*result = json_pack("{s:s}", "worktree_id", wt_id), 0);
 }
 
 /* --- exec.run (hosts sandbox and node) ------------------------------------------------------- */
@@ -757,13 +1014,19 @@ static int events_subscribe(struct rpc_ctx *rc, json_t *params, json_t **result,
 	return 0;
 }
 
+/* config.get {} → every setting (as `agor config show --json`); {key} → that one (as `agor config get
+ * --json KEY`): the daemon's effective values, which a later `agor config set` changes only on restart. */
 static int config_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	(void)params;
 	if (need_user(rc, e) < 0)
 		return -1;
-	*result = config_to_json(D(rc)->cfg);
-	return 0;
+	const char *key = opt_str(params, "key");
+	if (!key) {
+		*result = config_to_json(D(rc)->cfg);
+		return 0;
+	}
+	*result = config_entry_to_json(D(rc)->cfg, key);
+	return *result ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.key: unknown setting %s", key);
 }
 
 static int audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -953,6 +1216,7 @@ static const struct rpc_method client_methods[] = {
 	{ "worktrees.owners.list", owners_list },
 	{ "worktrees.owners.remove", owners_remove },
 	{ "worktrees.remove", worktrees_remove },
+	{ "worktrees.set_access", worktrees_set_access },
 };
 
 /* Client methods and the executor methods of daemon_executor.c, in one table. */

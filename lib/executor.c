@@ -1,9 +1,11 @@
 /* executor.c — command dispatch for validated executor payloads (executor.h): confine, plan, run.
  * Never operates on a path that confine_path() has not resolved inside the data home. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "confine.h"
 #include "execrun.h"
@@ -16,6 +18,7 @@
 #include "paths.h"
 #include "prompt.h"
 #include "terminal.h"
+#include "unixperm.h"
 #include "banned.h"
 
 /* Only the stable codes of SPEC §3.3 leave the executor: an internal code is mapped onto one. */
@@ -190,14 +193,39 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 
 /* --- git.worktree.add / remove ------------------------------------------------------------ */
 
-static int refuse_unix_group_options(const struct payload *p, struct err *e)
+/* initUnixGroup: a worktree's managed group (agor_wt_ + SHA-256 of its id) is made by `agor admin`, which
+ * only the daemon reaches (SPEC §5.2; sudoers grant `agor admin *` to the daemon user alone, and the
+ * daemon knows the id and who may ask). An executor is untrusted and may run as the session's user, so it
+ * never holds a path to root: the field is refused, saying so, rather than half done. */
+static int refuse_init_unix_group(const struct payload *p, struct err *e)
 {
-	const char *access = payload_str(p, "othersFsAccess");
-	if (payload_bool(p, "initUnixGroup", 0) || (access && strcmp(access, "none")))
-		return err_setd(e, E_NOT_BUILT, json_pack("{s:s}", "missing", "worktree unix groups (agor admin via the daemon)"),
-				"initUnixGroup/othersFsAccess: worktree Unix groups are made by `agor admin` through the daemon, "
-				"which is not wired to the executor yet; omit these fields");
-	return 0;
+	if (!payload_bool(p, "initUnixGroup", 0))
+		return 0;
+	return err_setd(e, E_PERMISSION_DENIED, json_pack("{s:s}", "path", "params.initUnixGroup"),
+			"params.initUnixGroup: worktree Unix groups are made by the daemon through `sudo -n agor admin "
+			"create-worktree-group` (worktrees.add with execution.worktree_rbac on), never by an executor; "
+			"omit this field (othersFsAccess alone is applied by the executor as the worktree's owner)");
+}
+
+/* othersFsAccess without a managed group: the new tree, which the execution user owns, gets the same
+ * modes and ACLs admin gives (directories 2770|2775|2777, files group rw, others ---|r--|rw-), with the
+ * owner's primary group as the group, so no privilege is needed. */
+static int apply_others_access(const char *path, const char *level, json_t *data, struct err *e)
+{
+	struct unixperm_tree_spec spec = { .gid = getegid() };
+	if (unixperm_access_parse(level, &spec.others) < 0)
+		return invalid_param(e, "params.othersFsAccess", "expected none|read|write");
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_errno(e, errno, "open %s", path);
+	struct unixperm_tree_stats stats = { 0 };
+	int rc = unixperm_apply_tree(fd, &spec, &stats, e);
+	close(fd);
+	if (rc == 0)
+		json_object_set_new(data, "othersFsAccess",
+				    json_pack("{s:s,s:i,s:i,s:i}", "level", level, "dirs", (json_int_t)stats.dirs, "files",
+					      (json_int_t)stats.files, "changed", (json_int_t)stats.changed));
+	return rc;
 }
 
 static int run_worktree_add(const struct payload *p, const struct executor_context *ctx, json_t *plan,
@@ -211,7 +239,7 @@ static int run_worktree_add(const struct payload *p, const struct executor_conte
 	};
 	if (o.create_branch && !o.branch)
 		return invalid_param(e, "params.branch", "required when createBranch is true");
-	if (refuse_unix_group_options(p, e) < 0)
+	if (refuse_init_unix_group(p, e) < 0)
 		return -1;
 	_cleanup_free_ char *repo = NULL, *path = NULL;
 	const struct config *cfg = ctx->cfg;
@@ -225,13 +253,17 @@ static int run_worktree_add(const struct payload *p, const struct executor_conte
 				 path, "name", o.name, "branch", o.branch ? json_string(o.branch) : json_null(),
 				 "sourceBranch", o.source_branch ? json_string(o.source_branch) : json_null(),
 				 "createBranch", o.create_branch));
+	const char *others = payload_str(p, "othersFsAccess");
+	if (others)
+		plan_add(plan, json_pack("{s:s,s:s,s:s,s:i}", "step", "others-fs-access", "path", path, "level", others,
+					 "gid", (json_int_t)getegid()));
 	if (ctx->dry_run)
 		return 0;
 	_cleanup_free_ char *parent = xstrdup(path);
 	*strrchr(parent, '/') = '\0';
-	if (fs_mkdir_p(parent, 0755, e) < 0)
+	if (fs_mkdir_p(parent, 0755, e) < 0 || gitops_worktree_add(&o, data, e) < 0)
 		return -1;
-	return gitops_worktree_add(&o, data, e);
+	return others ? apply_others_access(path, others, *data, e) : 0;
 }
 
 static int run_worktree_remove(const struct payload *p, const struct executor_context *ctx, json_t *plan,

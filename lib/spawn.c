@@ -2,6 +2,7 @@
  * Never hands the daemon's own environment or a secret in argv to an executor it starts. */
 #include <pwd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "child.h"
 #include "config.h"
@@ -108,6 +109,16 @@ static int build_argv(const struct spawn_request *r, struct child *c, struct err
 			impersonate_argv(r->unix_user, r->agor_path, &c->args);
 		strvec_pushf(&c->env, "%s=1", IMPERSONATED_ENV);
 		return 0;
+	case SPAWN_ADMIN:
+		if (geteuid() != 0) {
+			if (!impersonate_sudo_path())
+				return err_set(e, E_ISOLATION_UNAVAILABLE, "cannot run agor admin: sudo is not installed");
+			strvec_pushv(&c->args, (const char *const[]){ impersonate_sudo_path(), "-n", "--", NULL });
+		}
+		strvec_pushv(&c->args, (const char *const[]){ r->agor_path, "admin", NULL });
+		strvec_pushv(&c->args, r->admin_args);
+		strvec_push(&c->args, "--json");
+		return 0;
 	case SPAWN_TEMPLATE: {
 		struct strbuf cmd = STRBUF_INIT;
 		if (spawn_render_template(r, &cmd, e) < 0) {
@@ -162,6 +173,8 @@ int spawn_executor(const struct spawn_request *r, struct spawn_result *out, stru
 	c.new_process_group = 1;
 	c.on_started = r->on_started;
 	c.on_started_arg = r->on_started_arg;
+	c.on_stderr = r->on_stderr;
+	c.on_stderr_arg = r->on_stderr_arg;
 	c.timeout_ms = r->timeout_ms;
 	if (r->kill_grace_ms)
 		c.kill_grace_ms = r->kill_grace_ms;

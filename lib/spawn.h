@@ -8,6 +8,9 @@
  *                   makes the executor impersonate it itself (§3.5).
  *   SPAWN_SUDO      `sudo -n -u USER -- <agor> executor --stdin` started directly (one exec less).
  *   SPAWN_TEMPLATE  `/bin/sh -c <template rendered>` (e.g. kubectl run -i … -- agor executor --stdin).
+ *   SPAWN_ADMIN     `sudo -n -- <agor> admin ARGS… --json` (just `<agor> admin …` when already root): the
+ *                   daemon's one way to root (SPEC §5.2), with the fixed argv it validated; stdin is
+ *                   empty and admin's --json line has the executor's result shape.
  * Template placeholders: {payload_json} {command} {task_id} {session_id} {worktree_id} {unix_user}
  * {unix_user_uid} {unix_user_gid} {daemon_url}; each value is single-quoted for the shell, uid/gid come
  * from the passwd database; an unknown placeholder is an error (config load checks it first).
@@ -24,13 +27,14 @@
 #include "err.h"
 #include "strbuf.h"
 
-enum spawn_mode { SPAWN_LOCAL, SPAWN_SUDO, SPAWN_TEMPLATE };
+enum spawn_mode { SPAWN_LOCAL, SPAWN_SUDO, SPAWN_TEMPLATE, SPAWN_ADMIN };
 
 struct spawn_request {
 	enum spawn_mode mode;
 	const char *agor_path;	/* the agor binary (LOCAL, SUDO) */
 	const char *template;	/* SPAWN_TEMPLATE: execution.executor_command_template */
 	const char *unix_user;	/* the execution user (SUDO: required; TEMPLATE: {unix_user}) */
+	const char *const *admin_args; /* SPAWN_ADMIN: subcommand and arguments, NULL-terminated */
 	const char *payload;	/* JSON text for stdin (may hold a session token: never in argv) */
 	size_t payload_len;
 	/* Template values (NULL → empty string). */
@@ -38,6 +42,8 @@ struct spawn_request {
 	int dry_run;		/* LOCAL/SUDO: add --dry-run (plan only) */
 	void (*on_started)(pid_t pid, void *arg); /* the executor's pid (leader of its process group) */
 	void *on_started_arg;
+	void (*on_stderr)(const char *data, size_t len, void *arg); /* its stderr as it arrives (progress) */
+	void *on_stderr_arg;
 	int timeout_ms;		/* 0 = none */
 	int kill_grace_ms;	/* 0 = 5000 */
 };

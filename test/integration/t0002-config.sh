@@ -238,6 +238,117 @@ else
 test_skip "config.yaml owned by another user" "needs root to chown"
 fi
 
+# ---- agor config get / set -----------------------------------------------------------------------------
+
+test_case "config set then get: round trip, comments, order and other lines kept byte for byte, mode 0600" '
+  write_config "# my settings
+daemon:
+  # the port we use
+  port: 4000    # inline comment
+  host: 127.0.0.1
+
+execution:
+  executor_pool:
+    max_executors: 3   # keep
+"
+  cp "$AGOR_HOME/config.yaml" before.yaml
+  expect_exit 0 "$AGOR" config set daemon.port 5000
+  expect_exit 0 "$AGOR" config get daemon.port
+  expect_eq "$(cat out)" 5000
+  sed "s/port: 4000 /port: 5000 /" before.yaml | cmp - "$AGOR_HOME/config.yaml" || fail "more than the value changed"
+  expect_mode "$AGOR_HOME/config.yaml" 600
+  expect_exit 0 "$AGOR" config set execution.executor_pool.idle_timeout_ms 1234
+  expect_exit 0 "$AGOR" config set agents.codex.model "gpt #5: \"quoted\""
+  expect_exit 0 "$AGOR" config get --json agents.codex.model
+  expect_json out value "gpt #5: \"quoted\""
+  expect_json out source file
+  expect_json out file "$AGOR_HOME/config.yaml"
+  expect_exit 0 "$AGOR" config get execution.executor_pool.idle_timeout_ms
+  expect_eq "$(cat out)" 1234
+  expect_exit 0 "$AGOR" config get execution.executor_pool.max_executors
+  expect_eq "$(cat out)" 3
+  grep -q "^    max_executors: 3   # keep$" "$AGOR_HOME/config.yaml" || fail "a sibling line changed"
+  grep -q "^  # the port we use$" "$AGOR_HOME/config.yaml" || fail "a comment was lost"
+  expect_exit 0 "$AGOR" config show
+  expect_setting execution.executor_pool.idle_timeout_ms 1234 "file, $AGOR_HOME/config.yaml:9"
+'
+
+test_case "config get: the effective value and its source (env overrides what set wrote)" '
+  write_config "daemon:
+  port: 4000
+"
+  AGOR_DAEMON_PORT=4100 "$AGOR" config get --json daemon.port > out || fail "get failed"
+  expect_json out value 4100
+  expect_json out source env
+  expect_json out env AGOR_DAEMON_PORT
+  expect_exit 0 "$AGOR" config get execution.worktree_rbac
+  expect_eq "$(cat out)" false
+  expect_exit 0 "$AGOR" config get execution.executor_command_template
+  expect_eq "$(cat out)" null
+  expect_exit 1 "$AGOR" config get daemon.nope
+  expect_contains err "unknown setting"
+  expect_empty out
+'
+
+test_case "config set: missing file and sections are created (0600); an empty value of a nullable key is null" '
+  rm -rf "$AGOR_HOME"; mkdir -m 700 "$AGOR_HOME"
+  expect_exit 0 "$AGOR" config set execution.sandbox.memory_max_mb 256
+  expect_mode "$AGOR_HOME/config.yaml" 600
+  expect_exit 0 "$AGOR" config set execution.executor_command_template "kubectl run -i {unix_user}"
+  expect_exit 0 "$AGOR" config get execution.sandbox.memory_max_mb
+  expect_eq "$(cat out)" 256
+  expect_exit 0 "$AGOR" config set execution.executor_command_template ""
+  expect_exit 0 "$AGOR" config get --json execution.executor_command_template
+  expect_json out value null
+  expect_exit 0 "$AGOR" config show
+'
+
+test_case "config set: a bad key, value, type or file is refused naming file and key, and nothing is written" '
+  write_config "# keep me
+daemon: {port: 4000}
+execution:
+  unix_user_mode: strict
+"
+  cp "$AGOR_HOME/config.yaml" before.yaml
+  ls -i "$AGOR_HOME/config.yaml" > inode.before
+  expect_exit 1 "$AGOR" config set daemon.port abc
+  expect_contains err "$AGOR_HOME/config.yaml: daemon.port: expected an integer"
+  expect_exit 1 "$AGOR" config set daemon.nosuch 1
+  expect_contains err "unknown setting \"daemon.nosuch\""
+  expect_exit 1 "$AGOR" config set execution.unix_user_mode bogus
+  expect_contains err "execution.unix_user_mode: expected one of simple|insulated|strict"
+  expect_exit 1 "$AGOR" config set daemon.host example.org
+  expect_contains err "config.yaml:2: daemon.host: its section is written in flow style"
+  expect_exit 1 "$AGOR" config set execution.worktree_rbac false
+  expect_contains err "the edited file would not load"
+  cmp before.yaml "$AGOR_HOME/config.yaml" || fail "a refused set changed the file"
+  ls -i "$AGOR_HOME/config.yaml" | cmp - inode.before || fail "a refused set replaced the file"
+  [ -z "$(ls "$AGOR_HOME" | grep -v "^config.yaml$")" ] || fail "a temporary file was left: $(ls "$AGOR_HOME")"
+  expect_exit 2 "$AGOR" config set daemon.port
+  expect_contains err "usage: agor config set KEY VALUE"
+  ln -s before.yaml "$AGOR_HOME/link.yaml"
+  expect_exit 1 "$AGOR" config set --config "$AGOR_HOME/link.yaml" daemon.port 1
+  expect_contains err "symlink"
+  chmod 620 "$AGOR_HOME/config.yaml"
+  expect_exit 1 "$AGOR" config set daemon.port 1
+  chmod 600 "$AGOR_HOME/config.yaml"
+  cmp before.yaml "$AGOR_HOME/config.yaml" || fail "a refused set changed the file"
+'
+
+test_case "config set: concurrent writers of different keys all land" '
+  write_config "daemon:
+  port: 4000
+"
+  for i in 1 2 3 4 5 6; do "$AGOR" config set agents.codex.model "m$i" > /dev/null & done
+  "$AGOR" config set execution.timeout_ms 61000 & "$AGOR" config set daemon.host 10.0.0.1 & "$AGOR" config set agents.gemini.model g1 &
+  wait
+  expect_exit 0 "$AGOR" config show --json
+  for kv in execution.timeout_ms=61000 daemon.host=10.0.0.1 agents.gemini.model=g1 daemon.port=4000; do
+    "$AGOR" config get "${kv%%=*}" > got; expect_eq "$(cat got)" "${kv#*=}"
+  done
+  [ "$(grep -c "model:" "$AGOR_HOME/config.yaml")" = 2 ] || { cat "$AGOR_HOME/config.yaml"; fail "duplicate keys"; }
+'
+
 test_case "usage errors exit 2; --help exits 0" '
   expect_exit 2 "$AGOR" config
   expect_contains err "missing subcommand"

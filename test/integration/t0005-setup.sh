@@ -120,6 +120,7 @@ isolation() {
   expect_contains /home/agor/.agor/config.yaml "unix_user_mode: insulated"
   expect_contains /home/agor/.agor/config.yaml "socket_path: /run/agor/agor.sock"
   expect_contains /home/agor/.agor/config.yaml "port: 4000"
+  head -1 /home/agor/.agor/config.yaml | grep -qx "# the daemon config" || fail "the operator's comment was lost"
   [ "$(stat -c '%a %U' /home/agor/.agor/config.yaml)" = "600 agor" ] || fail "config.yaml mode/owner"
   ! ls -A /etc/sudoers.d /etc/agor /home/agor/.agor | grep -q '^\.\|tmp' || fail "temporary files left"
   expect_exit 0 "$AGOR" setup isolation

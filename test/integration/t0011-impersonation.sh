@@ -49,6 +49,32 @@ test_case "the impersonated executor cannot read the invoking user's 0700 AGOR_H
 '"'"'
 '
 
+test_case "othersFsAccess: alice's new worktree gets admin's modes and ACLs with her own group; bob reads it or not; initUnixGroup refused" '
+  in_scratch_system "$SCENE"'"'"'
+  mkdir -p open && chown alice:alice open && chmod 755 open
+  wt() { run_as_agord "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"$1\",\"worktreePath\":\"acme/src/$1\",\"branch\":\"b-$1\",\"createBranch\":true$2},\"asUser\":\"alice\",\"dataHome\":\"$T/open\"}"; }
+  run_as_agord "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\",\"outputPath\":\"acme/src.git\"},\"asUser\":\"alice\",\"dataHome\":\"$T/open\"}"
+  expect_success
+  wt r ",\"othersFsAccess\":\"read\""
+  expect_success
+  expect_json out data.othersFsAccess.level read
+  w=open/worktrees/acme/src/r
+  expect_mode "$w" 2775
+  [ "$(stat -c %G "$w/hello.txt")" = alice ] || fail "not in the group of alice"
+  getfacl -cp "$w" | grep -qx "default:other::r-x" || { getfacl -cp "$w"; fail "no default ACL"; }
+  setpriv --reuid=bob --regid=bob --init-groups cat "$w/hello.txt" > /dev/null || fail "bob cannot read (read)"
+  ! setpriv --reuid=bob --regid=bob --init-groups touch "$w/bob" 2> /dev/null || fail "bob can write (read)"
+  wt n ",\"othersFsAccess\":\"none\""
+  expect_success
+  expect_mode open/worktrees/acme/src/n 2770
+  ! setpriv --reuid=bob --regid=bob --init-groups cat open/worktrees/acme/src/n/hello.txt 2> /dev/null || fail "bob can read (none)"
+  wt g ",\"initUnixGroup\":true"
+  expect_error PERMISSION_DENIED 1
+  expect_contains out "sudo -n agor admin create-worktree-group"
+  [ ! -e open/worktrees/acme/src/g ] || fail "a refused payload made the worktree"
+'"'"'
+'
+
 test_case "a user the sudo rules do not allow is IMPERSONATION_FAILED with the message of sudo" '
   in_scratch_system "$SCENE"'"'"'
   run_as_agord "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\"},\"asUser\":\"bob\",\"dataHome\":\"$T/data\"}"

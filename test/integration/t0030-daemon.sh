@@ -94,6 +94,33 @@ test_case "sessions and worktree owners through the CLI: create/list/get, add/re
   stop_daemon
 '
 
+test_case "repo clone on a terminal shows git progress as one updating line; --json and a pipe stay clean" "$DAEMON"'
+  git init -q -b main big
+  for i in $(seq 1 3000); do echo "file $i" > big/f$i; done
+  git -C big add . && git -C big -c user.name=t -c user.email=t@t commit -qm many
+  cp -a big big2 && cp -a big big3
+  start_daemon
+  script -qec "$AGOR repo clone file://$PWD/big" /dev/null > tty.out 2>&1 < /dev/null || { cat tty.out daemon.log; fail "clone on a terminal failed"; }
+  grep -q "Receiving objects: 100% (3002/3002)" tty.out || { cat -v tty.out; fail "no progress on the terminal"; }
+  grep -q "^repo " tty.out || fail "no result after the progress"
+  [ "$(tr -cd "\r" < tty.out | wc -c)" -ge 5 ] || { cat -v tty.out; fail "progress is not one updating line"; }
+  grep -q "$(printf "\033\\[K")" tty.out || fail "the line is not cleared between updates"
+  expect_exit 0 "$AGOR" repo clone "file://$PWD/big2" --json
+  expect_empty err
+  json_get out repo.id > /dev/null
+  expect_not_contains out Receiving
+  "$AGOR" repo clone "file://$PWD/big3" > pipe.out 2> pipe.err || fail "clone into a pipe failed"
+  expect_empty pipe.err
+  ! grep -q Receiving pipe.out || fail "progress in a pipe"
+  rpc config.get "{\"key\":\"daemon.port\"}" > reply
+  expect_json reply result.key daemon.port
+  expect_json reply result.value 0
+  expect_json reply result.source flag
+  rpc config.get "{\"key\":\"no.such\"}" > reply
+  expect_json reply error.data.code INVALID_PAYLOAD
+  stop_daemon
+'
+
 test_case "a failing executor task reports its code; the CLI exits 1" "$DAEMON"'
   start_daemon
   expect_exit 1 "$AGOR" repo clone "$PWD/missing-repo"

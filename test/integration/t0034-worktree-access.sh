@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# t0034-worktree-access — worktree Unix groups for real (strict mode, users in a scratch /etc): the daemon (agord) runs
+# `sudo -n agor admin` with the generated sudoers; worktrees.set_access by owners only; other users' file access as attacks.
+. "$(dirname "$0")/../lib.sh"
+
+if ! is_root || ! command -v sudo > /dev/null || ! command -v unshare > /dev/null || ! command -v getfacl > /dev/null; then
+  test_skip "worktree Unix groups through agor admin" "needs root, sudo, unshare and getfacl (acl)"
+  test_done; exit
+fi
+
+# The scene (root, in the scratch /etc): daemon user agord, agor users alice (the creator) and bob (not an owner),
+# carol (a Unix user outside agor_users); /etc/agor/admin.yaml confines admin to the data home; the sudoers file is
+# exactly `agor setup sudoers --mode strict`. Clients: as_USER agor … on the daemon's socket /run/agor/agor.sock.
+SCENE='
+  groupadd -f agor_users
+  useradd -m -s /bin/bash -G agor_users agord
+  mkdir -p bin && cp "$AGOR" bin/agor && chmod 755 bin bin/agor
+  BIN="$T/bin/agor"
+  chmod 755 "$T" && d="$T"; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+  "$BIN" admin setup-unix-user alice > /dev/null && "$BIN" admin setup-unix-user bob > /dev/null
+  useradd -m -s /bin/bash carol
+  mkdir -p /etc/agor data/repos data/worktrees /run/agor
+  printf "worktrees_dir: %s\nrepos_dir: %s\n" "$T/data/worktrees" "$T/data/repos" > /etc/agor/admin.yaml
+  chmod 644 /etc/agor/admin.yaml
+  "$BIN" setup sudoers --mode strict --daemon-user agord --bin "$BIN" > /etc/sudoers.d/agor
+  chmod 440 /etc/sudoers.d/agor && visudo -cf /etc/sudoers.d/agor > /dev/null
+  chown -R agord:agor_users data && chmod -R 2770 data
+  chown agord:agor_users /run/agor && chmod 750 /run/agor
+  make_source_repo src && chmod -R a+rX src
+  as() { local u=$1; shift; setpriv --reuid="$u" --regid="$u" --init-groups env -i HOME="/home/$u" PATH=/usr/bin:/bin "$@"; }
+  as_agord() { as agord AGOR_HOME=/home/agord/.agor "$@"; }
+  as_agord mkdir -m 700 /home/agord/.agor
+  printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: strict\n" "$T/data" > config.yaml
+  chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
+  as_agord "$BIN" daemon --foreground --port 0 2> daemon.log &
+  daemon_pid=$!
+  trap "kill $daemon_pid 2> /dev/null || true" EXIT
+  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+  as_agord "$BIN" user create alice --unix-user alice > /dev/null
+  as_agord "$BIN" user create bob --unix-user bob > /dev/null
+  agor_as() { local u=$1; shift; as "$u" AGOR_HOME="/home/$u/.agor" "$BIN" "$@" --url unix:/run/agor/agor.sock; }
+  wt_group() { printf "agor_wt_%s" "$(printf %s "$1" | sha256sum | cut -c1-16)"; }
+  can() { as "$@" > /dev/null 2>&1 || fail "$1 cannot: ${*:2}"; }
+  cannot() { ! as "$@" > /dev/null 2>&1 || fail "$1 can: ${*:2}"; }
+  agor_as alice repo clone "$T/src" --json > clone.json 2> clone.err || { cat clone.err daemon.log; false; }
+  repo=$(json_get clone.json repo.id)
+'
+
+test_case "strict: worktrees.add makes the group (admin via sudo), modes and ACLs per others_fs_access; owner in, others out" '
+  in_scratch_system "$SCENE"'"'"'
+  agor_as alice worktree add "$repo" feat --others-fs-access none --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path); g=$(wt_group "$id")
+  expect_json wt.json worktree.others_fs_access none
+  getent group "$g" > /dev/null || fail "no group $g"
+  id -nG alice | tr " " "\n" | grep -qx "$g" || fail "alice is not in $g"
+  expect_mode "$w" 2770
+  [ "$(stat -c %G "$w/hello.txt")" = "$g" ] || fail "hello.txt is not in $g"
+  getfacl -cp "$w" | grep -qx "group:$g:rwx" || { getfacl -cp "$w"; fail "no ACL entry for $g"; }
+  getfacl -cp "$w" | grep -qx "default:group:$g:rwx" || fail "no default ACL for $g"
+  [ -L /home/alice/agor/worktrees/feat-${id:0:8} ] || fail "no owner link for alice"
+  can alice cat "$w/hello.txt"
+  can alice sh -c "echo more >> $w/hello.txt"
+  cannot bob cat "$w/hello.txt"
+  cannot bob ls "$w"
+  cannot carol cat "$w/hello.txt"
+  as_agord "$BIN" audit list --json > audit.json
+  grep -q "admin.create-worktree-group" audit.json || fail "the admin call is not audited"
+  grep -q "admin.add-worktree-owner" audit.json || fail "the owner call is not audited"
+  as_agord "$BIN" audit verify > /dev/null
+'"'"'
+'
+
+test_case "set_access: only owners (and admins) may change it; read then write really opens the files to bob; audited" '
+  in_scratch_system "$SCENE"'"'"'
+  agor_as alice worktree add "$repo" shared --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path)
+  cannot bob cat "$w/hello.txt"
+  ! agor_as bob worktree set-access "$id" --others-fs-access write > bob.out 2> bob.err || fail "bob (not an owner) changed access"
+  grep -q "only an owner" bob.err || { cat bob.err; fail "no clear refusal"; }
+  cannot bob cat "$w/hello.txt"
+  agor_as alice worktree set-access "$id" --others-fs-access read --others-can view --json > acc.json 2> acc.err || { cat acc.err daemon.log; false; }
+  expect_json acc.json worktree.others_fs_access read
+  expect_json acc.json worktree.others_can view
+  expect_mode "$w" 2775
+  can bob cat "$w/hello.txt"
+  can bob ls "$w"
+  cannot bob touch "$w/by-bob"
+  cannot bob sh -c "echo x >> $w/hello.txt"
+  getfacl -cp "$w" | grep -qx "default:other::r-x" || { getfacl -cp "$w"; fail "no default ACL for others"; }
+  cannot carol cat "$w/hello.txt"   # carol cannot even traverse the data home (agor_users only)
+  agor_as alice worktree set-access "$id" --others-fs-access write --json > acc.json
+  can bob sh -c "echo bob >> $w/hello.txt && echo new > $w/by-bob"
+  as alice cat "$w/by-bob" > /dev/null || fail "alice cannot read the file bob made"
+  agor_as alice worktree set-access "$id" --others-fs-access none --json > acc.json
+  cannot bob cat "$w/hello.txt"
+  agor_as bob worktree get "$id" --json > get.json
+  expect_json get.json others_fs_access none
+  expect_json get.json others_can view
+  ! agor_as alice worktree set-access "$id" --others-fs-access everything 2> bad.err || fail "a bad level was accepted"
+  grep -q "expected one of none|read|write" bad.err || { cat bad.err; fail "no clear message"; }
+  as_agord "$BIN" audit list --json > audit.json
+  python3 - audit.json <<"PY" || fail "set_access not audited as expected"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+rows = rows if isinstance(rows, list) else rows.get("entries", rows.get("rows", []))
+acts = [(r.get("action"), r.get("outcome")) for r in rows]
+assert ("worktrees.set_access", "refused") in acts, acts
+assert acts.count(("worktrees.set_access", "ok")) >= 3, acts
+PY
+'"'"'
+'
+
+test_case "simple mode: others_fs_access is refused clearly (no groups); others_can alone is stored" '
+  make_source_repo src
+  "$AGOR" daemon --foreground --port 0 2> daemon.log &
+  daemon_pid=$!
+  trap "kill $daemon_pid 2> /dev/null || true" EXIT
+  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  "$AGOR" repo clone "$PWD/src" --json > clone.json
+  expect_exit 1 "$AGOR" worktree add "$(json_get clone.json repo.id)" x --others-fs-access read
+  expect_contains err "worktree Unix groups are off (execution.unix_user_mode: simple"
+  "$AGOR" worktree add "$(json_get clone.json repo.id)" x --json > wt.json
+  id=$(json_get wt.json worktree.id)
+  expect_exit 1 "$AGOR" worktree set-access "$id" --others-fs-access read
+  expect_contains err "ISOLATION_UNAVAILABLE"
+  expect_exit 0 "$AGOR" worktree set-access "$id" --others-can prompt --json
+  expect_json out worktree.others_can prompt
+  expect_json out worktree.others_fs_access none
+  kill -TERM $daemon_pid; wait $daemon_pid
+'
+
+test_done
