@@ -12,10 +12,10 @@
  *     rpc_client_recv() returns the next message: the next line / text frame, or for HTTP the body of the
  *     response to the oldest unanswered POST (empty for 204). Over WebSocket, pings are answered and binary
  *     frames go to on_binary (skipped without it) while waiting. timeout_ms < 0 waits without limit; 0 only
- *     takes what has arrived. A timeout fails with E_TIMEOUT and leaves the client usable; a message over max_message fails with
- *     E_PAYLOAD_TOO_LARGE and is skipped (the client stays usable); anything else (I/O error, the server
- *     closing) fails with E_SYSTEM and the client is then unusable (HTTP reconnects by itself on the next
- *     send when the server closed an idle keep-alive connection).
+ *     takes what has arrived. A timeout fails with E_TIMEOUT and leaves the client usable; a message over
+ *     max_message fails with E_PAYLOAD_TOO_LARGE and is skipped (the client stays usable); anything else (I/O
+ *     error, the server closing) fails with E_SYSTEM and the client is then unusable (HTTP reconnects by itself
+ *     on the next send when the server closed an idle keep-alive connection).
  *   - rpc_client_call() sends {"jsonrpc":"2.0","id":N,"method":…,"params":…} with a fresh id and waits for
  *     the response with that id; notifications arriving first go to on_notification (when set), responses
  *     with other ids are dropped. A JSON-RPC error becomes e: code = data.code when it is one of err.h's

@@ -27,6 +27,10 @@ download() { # URL OUT
     curl -fsSL --retry 3 --connect-timeout 20 -o "$2" "$1"
   elif command -v wget > /dev/null; then
     wget -q -O "$2" "$1"
+  elif [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+    say "installing curl"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl >&2
+    curl -fsSL --retry 3 --connect-timeout 20 -o "$2" "$1"
   else
     die "neither curl nor wget is installed (Debian: curl); or put the tarball at $2 by hand"
   fi

@@ -1,6 +1,21 @@
 # test/terminal.sh — the terminal tests' shared scene (t0070-terminal, t0071-terminal-web), sourced after test/lib.sh:
 # a private /tmp per case (so the tmux servers a case starts are its own), a daemon, a worktree, terminal clients.
 
+# need_real_tmux NAME — the rest of the test file runs real tmux terminals: when this machine cannot (no tmux, not
+# root for a private /tmp), NAME is skipped with the reason and the test file ends here.
+need_real_tmux() {
+  local reason=""
+  if ! command -v tmux > /dev/null; then
+    reason="tmux is not installed (Debian: tmux)"
+  elif [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
+    reason="needs root for a private /tmp (unshare --mount)"
+  fi
+  [ -z "$reason" ] && return 0
+  test_skip "$1" "$reason"
+  test_done
+  exit
+}
+
 # PRIVATE_TMP — shell code (run as root inside a private mount namespace) that puts an empty tmpfs on /tmp
 # while keeping the checkout reachable at the same path when it lives under /tmp (CI clones may).
 PRIVATE_TMP='
@@ -43,6 +58,10 @@ SCENE='
     wt=$(json_get wt.json worktree.id)
   }
   term() { python3 "$TEST_TOP/test/helpers/term-client.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  open_terminal() { # WORKTREE → open.json, the terminal.open answer ({"open": {"result": {terminal_id, token, …}}})
+    term "$1" "type:true\n" > open.out || { cat open.out daemon.log; false; }
+    head -1 open.out > open.json
+  }
   ancestors() { # PID → its ancestors pids, one a line
     local p=$1
     while [ "$p" -gt 1 ]; do p=$(awk "{print \$4}" /proc/$p/stat); echo "$p"; done

@@ -48,14 +48,7 @@ test_case "zellij.attach dry run: command line, environment, config path; agor s
   expect_contains out "nothing to change"
 '
 
-if ! command -v tmux > /dev/null; then
-  test_skip "terminals with real tmux" "tmux is not installed (Debian: tmux)"
-  test_done; exit
-fi
-if [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
-  test_skip "terminals with real tmux" "needs root for a private /tmp (unshare --mount)"
-  test_done; exit
-fi
+need_real_tmux "terminals with real tmux"
 
 test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen and state kept across kill -9 of the daemon, exit" '
   in_private_tmp <<"BODY"
@@ -197,14 +190,7 @@ test_case "insulated mode: the shell runs as the execution user with its own env
 '"'"'
 '
 
-ws_reason=""
-if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
-  ws_reason="node and npm are not installed (Debian: nodejs npm)"
-elif [ ! -f "$WS_DIR/node_modules/ws/package.json" ] &&
-  ! { mkdir -p "$WS_DIR" && npm install --prefix "$WS_DIR" --no-audit --no-fund ws@8 > "$WS_DIR.log" 2>&1; }; then
-  ws_reason="npm install ws@8 failed (see $WS_DIR.log)"
-fi
-if [ -n "$ws_reason" ]; then
+if ! ws_reason=$(npm_package "$WS_DIR" ws@8); then
   test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
   test_done; exit
 fi
@@ -213,8 +199,7 @@ test_case "WebSocket /terminal: binary frames, two clients see the same output, 
   in_private_tmp <<"BODY"
     start_daemon
     worktree
-    term $wt "type:true\n" > out || { cat out daemon.log; false; }
-    head -1 out > open.json
+    open_terminal $wt
     node "$TEST_TOP/test/helpers/term-ws.mjs" relay $port "$(json_get open.json open.result.terminal_id)" \
       "$(json_get open.json open.result.token)" > ws.out || { cat ws.out daemon.log; false; }
     expect_json ws.out a ok

@@ -5,7 +5,8 @@
 
 PLAYWRIGHT_VERSION=1.65.1 # pinned; shared by both flavors: npm runs once
 PW_DIR="$TEST_TOP/build/test-tmp/node-playwright"
-export PLAYWRIGHT_MODULE_DIR="$PW_DIR" TEST_TOP
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium} # Debian's package; playwright-core downloads no browser
+export PLAYWRIGHT_MODULE_DIR="$PW_DIR" CHROMIUM TEST_TOP
 . "$TEST_TOP/test/terminal.sh"
 
 test_case "GET /terminal and /assets/*: embedded files, Content-Type, security headers, no token; traversal and unknown names 404" '
@@ -41,14 +42,7 @@ test_case "GET /terminal and /assets/*: embedded files, Content-Type, security h
   stop_daemon
 '
 
-if ! command -v tmux > /dev/null; then
-  test_skip "terminals over TCP with real tmux (agor terminal --url, the page in Chromium)" "tmux is not installed (Debian: tmux)"
-  test_done; exit
-fi
-if [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
-  test_skip "terminals over TCP with real tmux (agor terminal --url, the page in Chromium)" "needs root for a private /tmp (unshare --mount)"
-  test_done; exit
-fi
+need_real_tmux "terminals over TCP with real tmux (agor terminal --url, the page in Chromium)"
 
 test_case "agor terminal --url ws://…/ws and http://… with a user token (AGOR_TOKEN, --token): echo, resize, detach, exit" '
   in_private_tmp <<"BODY"
@@ -77,16 +71,12 @@ BODY
 '
 
 pw_reason=""
-if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
-  pw_reason="node and npm are not installed (Debian: nodejs npm)"
-elif [ "$(node -p "process.versions.node.split('.')[0]")" -lt 20 ]; then
+if [ ! -x "$CHROMIUM" ]; then
+  pw_reason="$CHROMIUM is not installed (Debian: chromium; .ci/run installs it)"
+elif command -v node > /dev/null && [ "$(node -p "process.versions.node.split('.')[0]")" -lt 20 ]; then
   pw_reason="playwright-core $PLAYWRIGHT_VERSION needs Node.js 20 or later (this is $(node --version))"
-elif [ ! -x /usr/bin/chromium ]; then
-  pw_reason="chromium is not installed (Debian: chromium; .ci/run installs it)"
-elif ! grep -qs "\"version\": \"$PLAYWRIGHT_VERSION\"" "$PW_DIR/node_modules/playwright-core/package.json" &&
-  ! { mkdir -p "$PW_DIR" && npm install --prefix "$PW_DIR" --no-audit --no-fund --loglevel=error \
-        "playwright-core@$PLAYWRIGHT_VERSION" > "$PW_DIR.log" 2>&1; }; then
-  pw_reason="npm install playwright-core@$PLAYWRIGHT_VERSION failed (see $PW_DIR.log)"
+else
+  pw_reason=$(npm_package "$PW_DIR" "playwright-core@$PLAYWRIGHT_VERSION") || true
 fi
 if [ -n "$pw_reason" ]; then
   test_skip "the web terminal in headless Chromium" "$pw_reason"
@@ -97,8 +87,7 @@ test_case "Chromium: two pages on one tmux terminal (link with #terminal&token),
   in_private_tmp <<"BODY"
     start_daemon
     worktree
-    term $wt "type:true\n" > out || { cat out daemon.log; false; }
-    head -1 out > open.json
+    open_terminal $wt
     tid=$(json_get open.json open.result.terminal_id)
     token=$(json_get open.json open.result.token)
     node "$TEST_TOP/test/helpers/web-terminal.mjs" share $port "$tid" "$token" > web.out 2> web.err || { cat web.out web.err daemon.log; false; }

@@ -960,7 +960,8 @@ TEST(net_http_status_codes_for_wrong_paths_methods_and_requests)
 	http_exchange("GET /rpc HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 405 Method Not Allowed\r\n", 0);
 	http_exchange("DELETE /x HTTP/1.1\r\nHost: a\r\n\r\n", "Allow: GET, HEAD", 0);
 	http_exchange("GET /ws HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 426 Upgrade Required", 0);
-	http_exchange("GET /terminal HTTP/1.1\r\nHost: a\r\n\r\n", "Content-Type: text/html\r\nContent-Length: 16\r\nX-Page: yes\r\n", 0);
+	http_exchange("GET /terminal HTTP/1.1\r\nHost: a\r\n\r\n",
+		      "Content-Type: text/html\r\nContent-Length: 16\r\nCache-Control: no-store\r\nX-Page: yes\r\n", 0);
 	http_exchange("GET /terminal HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 		      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
 		      "HTTP/1.1 101 Switching Protocols", 0);
