@@ -112,7 +112,12 @@ async function main() {
     terminalId = opened.terminal_id;
     token = opened.token;
   }
-  await conn.call('terminal.attach', { terminal_id: terminalId, token });
+  try {
+    await conn.call('terminal.attach', { terminal_id: terminalId, token });
+  } catch (e) {
+    sessionStorage.removeItem(KEY); // a refused link is not tried again on reload
+    throw e;
+  }
   attached = true;
   const resize = () => attached && conn.call('terminal.resize', { cols: term.cols, rows: term.rows }).catch((e) => setState('error', e.message, 'error'));
   term.onData((data) => attached && conn.ws.send(encoder.encode(data)));
