@@ -9,6 +9,7 @@ DEPS_MUSL := build/deps/musl
 DEPS_GLIBC := build/deps/glibc
 DEPS_STAMP_MUSL := $(DEPS_MUSL)/VERSIONS
 DEPS_STAMP_GLIBC := $(DEPS_GLIBC)/VERSIONS
+WEB_STAMP := build/web/VERSIONS
 
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wpointer-arith -Wstrict-prototypes \
 	-Wmissing-prototypes -Wno-missing-field-initializers
@@ -36,26 +37,68 @@ APPLET_SRCS := $(sort $(wildcard applets/*.c))
 UNIT_SRCS := $(sort $(wildcard test/unit/*.c))
 SRCS := main.c $(LIB_SRCS) $(APPLET_SRCS)
 
-MUSL_OBJS := $(SRCS:%.c=build/musl/%.o)
-ASAN_OBJS := $(SRCS:%.c=build/asan/%.o)
-MUSL_LIB_OBJS := $(LIB_SRCS:%.c=build/musl/%.o)
-ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o)
+# Generated sources (build/gen/*.c): the web terminal's embedded files (lib/web.h), compiled like lib/.
+GEN_OBJS_MUSL := build/musl/gen/web_assets.o
+GEN_OBJS_ASAN := build/asan/gen/web_assets.o
+
+MUSL_OBJS := $(SRCS:%.c=build/musl/%.o) $(GEN_OBJS_MUSL)
+ASAN_OBJS := $(SRCS:%.c=build/asan/%.o) $(GEN_OBJS_ASAN)
+MUSL_LIB_OBJS := $(LIB_SRCS:%.c=build/musl/%.o) $(GEN_OBJS_MUSL)
+ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o) $(GEN_OBJS_ASAN)
 MUSL_UNIT_OBJS := $(UNIT_SRCS:%.c=build/musl/%.o)
 ASAN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps deps-musl deps-glibc test unit integration bench fuzz run format clean distclean
+.PHONY: all deps deps-musl deps-glibc deps-web test unit integration bench fuzz run format clean distclean
 .DEFAULT_GOAL := all
 
 all: agor
 
-deps: deps-musl deps-glibc
+deps: deps-musl deps-glibc deps-web
 deps-musl: $(DEPS_STAMP_MUSL)
 deps-glibc: $(DEPS_STAMP_GLIBC)
+deps-web: $(WEB_STAMP)
 
 $(DEPS_STAMP_MUSL): mk/deps.sh mk/deps.lock
 	mk/deps.sh musl
 $(DEPS_STAMP_GLIBC): mk/deps.sh mk/deps.lock
 	mk/deps.sh glibc
+
+# The web terminal: xterm.js and its fit addon from the npm tarballs pinned in mk/web.lock (fetched once into
+# build/web/src and sha256-checked by mk/web-deps.sh; air-gapped builds put the tarballs there), plus our page in
+# web/, embedded by mk/embed.c into build/gen/web_assets.c. URL path, Content-Type, file:
+WEB_PAGE_SRCS := web/terminal.html web/terminal.js web/terminal.css
+WEB_EMBED := \
+	/terminal 'text/html; charset=utf-8' web/terminal.html \
+	/assets/terminal.js 'text/javascript; charset=utf-8' web/terminal.js \
+	/assets/terminal.css 'text/css; charset=utf-8' web/terminal.css \
+	/assets/xterm.mjs 'text/javascript; charset=utf-8' build/web/files/xterm.mjs \
+	/assets/xterm.css 'text/css; charset=utf-8' build/web/files/xterm.css \
+	/assets/addon-fit.mjs 'text/javascript; charset=utf-8' build/web/files/addon-fit.mjs \
+	/assets/xterm.LICENSE.txt 'text/plain; charset=utf-8' build/web/files/xterm.LICENSE \
+	/assets/addon-fit.LICENSE.txt 'text/plain; charset=utf-8' build/web/files/addon-fit.LICENSE
+
+$(WEB_STAMP): mk/web-deps.sh mk/web.lock
+	mk/web-deps.sh
+
+build/embed: mk/embed.c
+	@mkdir -p $(dir $@)
+	$(call say,HOSTCC,$<)
+	$(Q)gcc -O2 -Wall -Wextra -Werror -o $@ $<
+
+build/gen/web_assets.c: build/embed $(WEB_STAMP) $(WEB_PAGE_SRCS) Makefile
+	@mkdir -p $(dir $@)
+	$(call say,EMBED,$@)
+	$(Q)build/embed $(WEB_EMBED) > $@.tmp && mv $@.tmp $@
+
+build/musl/gen/%.o: build/gen/%.c $(DEPS_STAMP_MUSL)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -c $< -o $@
+
+build/asan/gen/%.o: build/gen/%.c $(DEPS_STAMP_GLIBC)
+	@mkdir -p $(dir $@)
+	$(call say,CC-ASAN,$<)
+	$(Q)$(ASAN_CC) $(ASAN_CFLAGS) -c $< -o $@
 
 # The version string changes with every commit: only version.o depends on it.
 build/version-string: FORCE
@@ -158,7 +201,7 @@ format:
 	clang-format -i main.c lib/*.[ch] applets/*.[ch] test/unit/*.[ch]
 
 clean:
-	rm -rf build/musl build/asan build/fuzz build/test-tmp build/version-string agor
+	rm -rf build/musl build/asan build/fuzz build/test-tmp build/version-string build/gen build/embed agor
 
 distclean:
 	rm -rf build agor

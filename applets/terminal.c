@@ -14,16 +14,17 @@ extern const struct applet applet_terminal;
 static int terminal_main(int argc, char **argv)
 {
 	struct terminal_client_options o = { .detach_key = 0x1d, .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO };
-	const char *url = NULL, *config = NULL, *key = "C-]";
+	struct client_opts co = { 0 };
+	const char *key = "C-]";
 	for (int i = 1; i < argc; i++) {
-		if ((!strcmp(argv[i], "--url") || !strcmp(argv[i], "--config") || !strcmp(argv[i], "--detach-key")) &&
-		    i + 1 >= argc)
+		int taken = client_take_option(&co, argc, argv, &i);
+		if (taken < 0 || (!strcmp(argv[i], "--detach-key") && i + 1 >= argc))
 			return applet_usage_error(&applet_terminal, "%s needs a value", argv[i]);
-		if (!strcmp(argv[i], "--url"))
-			url = argv[++i];
-		else if (!strcmp(argv[i], "--config"))
-			config = argv[++i];
-		else if (!strcmp(argv[i], "--detach-key"))
+		if (taken && co.json)
+			return applet_usage_error(&applet_terminal, "unexpected argument '--json'");
+		if (taken)
+			continue;
+		if (!strcmp(argv[i], "--detach-key"))
 			key = argv[++i];
 		else if (argv[i][0] == '-' || o.worktree)
 			return applet_usage_error(&applet_terminal, "unexpected argument '%s'", argv[i]);
@@ -35,8 +36,9 @@ static int terminal_main(int argc, char **argv)
 	if ((o.detach_key = terminal_client_parse_key(key)) < 0)
 		return applet_usage_error(&applet_terminal, "--detach-key: C-LETTER or C-] (got '%s')", key);
 	struct err e = ERR_INIT;
-	_cleanup_free_ char *default_url = url ? NULL : client_default_url(config, &e);
-	o.url = url ? url : default_url;
+	_cleanup_free_ char *default_url = co.url ? NULL : client_default_url(co.config_path, &e);
+	o.url = co.url ? co.url : default_url;
+	o.token = co.token;
 	char *reason = NULL;
 	int rc = o.url ? terminal_client_run(&o, &reason, &e) : -1;
 	if (rc < 0) {
@@ -53,10 +55,14 @@ static int terminal_main(int argc, char **argv)
 const struct applet applet_terminal = {
 	.name = "terminal",
 	.summary = "attach this TTY to a worktree's terminal (tmux as the execution user, through the daemon)",
-	.usage = "Usage: agor terminal WORKTREE [--detach-key C-]] [--url unix:PATH] [--config PATH]\n"
+	.usage = "Usage: agor terminal WORKTREE [--detach-key C-]] [--url URL] [--token T] [--config PATH]\n"
 		 "Opens (or rejoins) the tmux window of WORKTREE (id or name) through the daemon and relays this TTY to\n"
 		 "it in raw mode; the window follows this TTY's size. The detach key (default C-]) detaches: the shell\n"
-		 "goes on, and `agor terminal WORKTREE` finds it again, also after a daemon restart.\n",
+		 "goes on, and `agor terminal WORKTREE` finds it again, also after a daemon restart.\n"
+		 "  --url URL    the daemon: unix:PATH (default: the configured socket), or its TCP listener as\n"
+		 "               ws://HOST:PORT, wss://…, http://HOST:PORT or https://… (a WebSocket at /terminal)\n"
+		 "  --token T    over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN\n"
+		 "The web page at http://HOST:PORT/terminal is the same terminal in a browser (see README).\n",
 	.main = terminal_main,
 	.flags = APPLET_CLIENT,
 };

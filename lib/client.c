@@ -111,18 +111,23 @@ static struct rpc_client *connect_with(const char *url_flag, const char *config_
 		err_prefix(e, "cannot reach the agor daemon at %s (is it running? start it with `agor daemon`)", url);
 		return NULL;
 	}
-	token = token ? token : getenv("AGOR_TOKEN");
-	if (token && *token && strncmp(url, "unix:", 5)) { /* the Unix socket knows its peer without one */
-		json_t *auth = NULL, *auth_params = json_pack("{s:s}", "token", token);
-		int rc = rpc_client_call(cl, "auth.token", auth_params, &auth, e);
-		json_decref(auth_params);
-		json_decref(auth);
-		if (rc < 0) {
-			rpc_client_close(cl);
-			return NULL;
-		}
+	if (client_authenticate(cl, url, token, e) < 0) {
+		rpc_client_close(cl);
+		return NULL;
 	}
 	return cl;
+}
+
+int client_authenticate(struct rpc_client *cl, const char *url, const char *token, struct err *e)
+{
+	token = token ? token : getenv("AGOR_TOKEN");
+	if (!token || !*token || !strncmp(url, "unix:", 5) || url[0] == '/') /* the Unix socket knows its peer */
+		return 0;
+	json_t *auth = NULL, *auth_params = json_pack("{s:s}", "token", token);
+	int rc = rpc_client_call(cl, "auth.token", auth_params, &auth, e);
+	json_decref(auth_params);
+	json_decref(auth);
+	return rc;
 }
 
 struct rpc_client *client_connect(const char *url_flag, const char *config_path, const char *token, struct err *e)

@@ -51,6 +51,9 @@ int client_take_option(struct client_opts *o, int argc, char **argv, int *i);
 /* Connects to url (NULL: the configured Unix socket of config_path's config) and, over TCP, authenticates
  * with token (NULL: $AGOR_TOKEN). NULL with e set (naming `agor daemon`) when the daemon is unreachable. */
 struct rpc_client *client_connect(const char *url, const char *config_path, const char *token, struct err *e);
+/* Over TCP (url not unix:), presents token (NULL: $AGOR_TOKEN) with auth.token so cl acts as its user; nothing
+ * to do without a token or on the Unix socket (the daemon knows its peer there). 0, or -1 with e. */
+int client_authenticate(struct rpc_client *cl, const char *url, const char *token, struct err *e);
 /* "unix:<daemon.socket_path>" of the configuration (config_path may be NULL); NULL with e on a config error. */
 char *client_default_url(const char *config_path, struct err *e);
 /* Prints rows of objects as aligned columns of the given keys. */

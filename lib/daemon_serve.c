@@ -1,5 +1,6 @@
 /* daemon_serve.c — the daemon's transports (lib/net) glued to its JSON-RPC methods: caller identity from
- * SO_PEERCRED, deferred replies, event subscribers, /healthz and /metrics, signals and graceful shutdown.
+ * SO_PEERCRED, deferred replies, event subscribers, /healthz, /metrics and the web terminal's files, signals and
+ * graceful shutdown.
  * Never trusts what a caller claims about itself; never lets one slow subscriber stall the loop. */
 #include <grp.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include "log.h"
 #include "net.h"
 #include "rpc.h"
+#include "web.h"
 #include "banned.h"
 
 #define MAX_MESSAGE (1u << 20)
@@ -206,7 +208,20 @@ static void add_metric(struct strbuf *b, const char *name, const char *type, con
 	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
 }
 
-static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **content_type, void *arg)
+/* The web terminal's files (lib/web): the page at /terminal, xterm.js and the rest under /assets/. */
+static int serve_web_asset(const char *path, struct strbuf *body, const char **content_type, struct strbuf *headers)
+{
+	const struct web_asset *a = web_find(path);
+	if (!a)
+		return 404;
+	strbuf_add(body, a->data, a->len);
+	*content_type = a->content_type;
+	web_response_headers(headers, a);
+	return 200;
+}
+
+static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **content_type,
+		       struct strbuf *headers, void *arg)
 {
 	(void)c;
 	struct daemon *d = arg;
@@ -216,7 +231,7 @@ static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body
 		return 200;
 	}
 	if (strcmp(path, "/metrics"))
-		return 404;
+		return serve_web_asset(path, body, content_type, headers);
 	struct net_stats s;
 	net_server_stats(d->server, &s);
 	*content_type = "text/plain; version=0.0.4";

@@ -44,6 +44,7 @@ struct terminal {
 	struct daemon_peer **owed;
 	size_t owed_head, owed_len, owed_alloc;
 	struct daemon_peer *capture_for; /* the block being read is this client's screen */
+	unsigned capture_newlines;	 /* line ends of the screen not sent yet (trailing blank rows are not) */
 	int in_our_block;
 	const char *end_reason; /* set inside the parser: the terminal ends after the read */
 	char end_reason_buf[128];
@@ -272,6 +273,20 @@ static void terminal_end(struct terminal *t, const char *reason)
 
 /* --- the tmux side ------------------------------------------------------------------------- */
 
+/* One line (or piece of a line) of a captured screen for the client that asked. Line ends are held back until
+ * more text follows: the blank rows under the prompt would otherwise scroll a shorter client's screen away and
+ * leave its cursor at the bottom instead of after the prompt. */
+static void send_screen_line(struct terminal *t, const struct tmux_event *ev)
+{
+	if (ev->len) {
+		for (; t->capture_newlines; t->capture_newlines--)
+			send_bytes(t, t->capture_for, "\r\n", 2);
+		send_bytes(t, t->capture_for, ev->data, ev->len);
+	}
+	if (ev->eol)
+		t->capture_newlines++;
+}
+
 static void on_tmux_event(void *arg, const struct tmux_event *ev)
 {
 	struct terminal *t = arg;
@@ -293,14 +308,13 @@ static void on_tmux_event(void *arg, const struct tmux_event *ev)
 	case TMUX_BLOCK_BEGIN:
 		t->in_our_block = ev->flags & 1;
 		t->capture_for = t->in_our_block ? next_owed(t) : NULL;
+		t->capture_newlines = 0;
 		if (t->capture_for) /* the screen follows: start from a clean one */
 			send_bytes(t, t->capture_for, "\033[H\033[2J", 7);
 		break;
 	case TMUX_BLOCK_DATA:
-		if (t->capture_for && (ev->len || ev->eol))
-			send_bytes(t, t->capture_for, ev->data, ev->len);
-		if (t->capture_for && ev->eol)
-			send_bytes(t, t->capture_for, "\r\n", 2);
+		if (t->capture_for)
+			send_screen_line(t, ev);
 		break;
 	case TMUX_BLOCK_END:
 		if (ev->error && t->in_our_block)

@@ -621,15 +621,17 @@ static void serve_get(struct net_conn *c, const char *path, int head_only, int k
 		respond_status(c, 404, NULL, keep_alive);
 		return;
 	}
-	struct strbuf body = STRBUF_INIT;
+	struct strbuf body = STRBUF_INIT, headers = STRBUF_INIT;
 	const char *content_type = "text/plain; charset=utf-8";
-	int status = srv->cb.on_http_get(c, path, &body, &content_type, srv->cb.arg);
+	int status = srv->cb.on_http_get(c, path, &body, &content_type, &headers, srv->cb.arg);
 	if (status < 200 || status > 599)
 		status = 500;
 	if (c->state == ST_OPEN) {
-		queue_response(c, (unsigned)status, content_type, body.buf, body.len, keep_alive, NULL, head_only);
+		queue_response(c, (unsigned)status, content_type, body.buf, body.len, keep_alive,
+			       headers.len ? headers.buf : NULL, head_only);
 		finish_request(c, keep_alive);
 	}
+	strbuf_release(&headers);
 	strbuf_release(&body);
 }
 
@@ -716,6 +718,12 @@ static void handle_rpc_post(struct net_conn *c, const struct http_message *m, in
 	end_request_callback(c);
 }
 
+/* GET /terminal is a WebSocket when the request asks for one, else a page (on_http_get). */
+static int asks_upgrade(const struct http_message *m)
+{
+	return m->headers[HTTP_H_UPGRADE].len || m->upgrade;
+}
+
 static void handle_request(struct net_conn *c)
 {
 	struct http_message *m = &c->http->msg;
@@ -732,7 +740,7 @@ static void handle_request(struct net_conn *c)
 	size_t path_len = http_target_path_len(m->target.buf);
 	strbuf_setlen(&m->target, path_len);
 	const char *path = m->target.buf;
-	if (!strcmp(path, "/ws") || !strcmp(path, "/terminal")) {
+	if (!strcmp(path, "/ws") || (!strcmp(path, "/terminal") && asks_upgrade(m))) {
 		c->terminal_path = !strcmp(path, "/terminal");
 		handle_ws_upgrade(c, m, keep_alive);
 	} else if (!strcmp(path, "/rpc"))

@@ -13,17 +13,20 @@
  *
  * Connections and messages. Three kinds, one callback for whole messages, on_message(conn, data, len):
  *   NET_CONN_UNIX  one message per line (NDJSON; "\r\n" accepted, blank lines ignored);
- *   NET_CONN_WS    one message per text frame/fragmented message (GET /ws or /terminal, RFC 6455, masked client frames
- *                  required; violations close with 1002/1007; pings answered; close handshake honoured);
+ *   NET_CONN_WS    one message per text frame/fragmented message (GET /ws, or GET /terminal with an Upgrade
+ *                  header; RFC 6455, masked client frames required; violations close with 1002/1007; pings
+ *                  answered; close handshake honoured);
  *                  binary messages go to on_binary, or the connection is closed with 1003 when it is NULL;
  *   NET_CONN_HTTP  a TCP connection before (or without) a WebSocket upgrade: the body of POST /rpc is one
  *                  message. EVERY POST /rpc must be answered with exactly one net_send() — at once or later
  *                  (the connection reads nothing more until then): a non-empty message becomes "200
  *                  application/json", an empty one "204". Keep-alive and pipelining are supported; requests
  *                  are answered in order.
- *   GET/HEAD on any other path go to on_http_get(conn, path without query, body, &content_type) → status
- *   (404 when on_http_get is NULL; content_type defaults to text/plain). /ws without a valid upgrade → 426
- *   or 400; a wrong method → 405; a malformed request → 400 and close; a head over max_header → 431 and close.
+ *   GET/HEAD on any other path (and on /terminal without an Upgrade header) go to on_http_get(conn, path without
+ *   query, body, &content_type, headers) → status (404 when on_http_get is NULL; content_type defaults to
+ *   text/plain; headers may receive extra complete header lines, each ending in "\r\n"). /ws without a valid
+ *   upgrade → 426 or 400; a wrong method → 405; a malformed request → 400 and close; a head over max_header →
+ *   431 and close.
  *   data is NOT NUL-terminated and is valid until the callback returns (also after a net_send() inside it).
  *
  * Limits. A message over max_message (default 1 MiB) calls on_oversize(conn) and is skipped without being
@@ -102,7 +105,7 @@ struct net_callbacks {
 	void (*on_binary)(struct net_conn *c, const void *data, size_t len, void *arg);
 	void (*on_oversize)(struct net_conn *c, void *arg);
 	int (*on_http_get)(struct net_conn *c, const char *path, struct strbuf *body, const char **content_type,
-			   void *arg);
+			   struct strbuf *headers, void *arg);
 	void (*on_close)(struct net_conn *c, void *arg);
 	void *arg;
 };

@@ -546,8 +546,11 @@ static int ws_event(struct rpc_client *c, const struct ws_event *ev, struct strb
 {
 	switch (ev->type) {
 	case WS_EV_MESSAGE:
-		if (ev->opcode != WS_OP_TEXT)
-			return 0; /* binary frames belong to terminal streams, not to JSON-RPC */
+		if (ev->opcode != WS_OP_TEXT) { /* binary frames belong to terminal streams, not to JSON-RPC */
+			if (c->opt.on_binary)
+				c->opt.on_binary(ev->data, ev->len, c->opt.arg);
+			return 0;
+		}
 		strbuf_add(msg, ev->data, ev->len);
 		return 1;
 	case WS_EV_PING:

@@ -11,11 +11,11 @@
  *   - rpc_client_send() sends one message (a compact JSON text; on Unix it must not contain '\n').
  *     rpc_client_recv() returns the next message: the next line / text frame, or for HTTP the body of the
  *     response to the oldest unanswered POST (empty for 204). Over WebSocket, pings are answered and binary
- *     frames skipped while waiting. timeout_ms < 0 waits without limit; 0 only takes what has arrived.
- *     A timeout fails with E_TIMEOUT and leaves the client usable; a message over max_message fails with
- *     E_PAYLOAD_TOO_LARGE and is skipped (the client stays usable); anything else (I/O error, the server
- *     closing) fails with E_SYSTEM and the client is then unusable (HTTP reconnects by itself on the next
- *     send when the server closed an idle keep-alive connection).
+ *     frames go to on_binary (skipped without it) while waiting. timeout_ms < 0 waits without limit; 0 only
+ *     takes what has arrived. A timeout fails with E_TIMEOUT and leaves the client usable; a message over
+ *     max_message fails with E_PAYLOAD_TOO_LARGE and is skipped (the client stays usable); anything else (I/O
+ *     error, the server closing) fails with E_SYSTEM and the client is then unusable (HTTP reconnects by itself
+ *     on the next send when the server closed an idle keep-alive connection).
  *   - rpc_client_call() sends {"jsonrpc":"2.0","id":N,"method":…,"params":…} with a fresh id and waits for
  *     the response with that id; notifications arriving first go to on_notification (when set), responses
  *     with other ids are dropped. A JSON-RPC error becomes e: code = data.code when it is one of err.h's
@@ -40,6 +40,8 @@ struct rpc_client_options {
 	int call_timeout_ms;    /* rpc_client_call waiting for its answer; 0 = no limit */
 	size_t max_message;     /* largest message accepted; 0 = 64 MiB */
 	void (*on_notification)(json_t *msg, void *arg); /* rpc_client_call: messages without an id */
+	/* WebSocket binary messages (a terminal's output), as they are read by recv or call; else skipped */
+	void (*on_binary)(const void *data, size_t len, void *arg);
 	void *arg;
 };
 

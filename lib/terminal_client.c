@@ -9,6 +9,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "crypto.h"
 #include "json.h"
 #include "rpcclient.h"
@@ -23,6 +24,7 @@ struct session {
 	struct termios saved;
 	char *exit_reason;
 	int done;
+	int output_failed; /* errno of a failed write of WebSocket output, 0 = none */
 };
 
 int terminal_client_parse_key(const char *spec)
@@ -129,6 +131,14 @@ static int handle_message(struct session *s, const struct strbuf *msg, struct er
 	return 0;
 }
 
+/* Over a WebSocket the terminal's output arrives as binary frames (rpc_client's on_binary). */
+static void write_binary_output(const void *data, size_t len, void *arg)
+{
+	struct session *s = arg;
+	if (!s->output_failed && write_all(s->o->out_fd, data, len) < 0)
+		s->output_failed = errno ? errno : EIO;
+}
+
 static int drain_daemon(struct session *s, struct err *e)
 {
 	struct strbuf msg = STRBUF_INIT;
@@ -144,6 +154,8 @@ static int drain_daemon(struct session *s, struct err *e)
 		rc = handle_message(s, &msg, e);
 	}
 	strbuf_release(&msg);
+	if (rc == 0 && s->output_failed)
+		rc = err_errno(e, s->output_failed, "writing to the terminal");
 	return rc;
 }
 
@@ -233,18 +245,35 @@ static int winch_signalfd(void)
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* The daemon URL the relay uses: the Unix socket or a WebSocket as given; http(s)://HOST[:PORT][/…] becomes
+ * ws(s)://HOST[:PORT]/terminal (POST /rpc cannot carry the terminal's output). NULL with e for anything else. */
+static char *relay_url(const char *url, struct err *e)
+{
+	if (!strncmp(url, "unix:", 5) || url[0] == '/' || !strncmp(url, "ws://", 5) || !strncmp(url, "wss://", 6))
+		return xstrdup(url);
+	int tls = !strncmp(url, "https://", 8);
+	if (!tls && strncmp(url, "http://", 7)) {
+		err_set(e, E_USAGE, "--url: unix:PATH, ws(s)://HOST:PORT[/PATH] or http(s)://HOST:PORT (got '%s')", url);
+		return NULL;
+	}
+	const char *authority = url + (tls ? 8 : 7);
+	return xasprintf("%s://%.*s/terminal", tls ? "wss" : "ws", (int)strcspn(authority, "/?#"), authority);
+}
+
 int terminal_client_run(const struct terminal_client_options *o, char **exit_reason, struct err *e)
 {
 	struct session s = { .o = o };
-	if (strncmp(o->url, "unix:", 5) && o->url[0] != '/')
-		return err_set(e, E_USAGE, "--url: agor terminal talks to the daemon's Unix socket (unix:PATH); WebSocket "
-					   "clients attach at GET /terminal with terminal.attach");
-	struct rpc_client_options opts = { .call_timeout_ms = 60000 };
+	_cleanup_free_ char *url = relay_url(o->url, e);
+	if (!url)
+		return -1;
+	struct rpc_client_options opts = { .call_timeout_ms = 60000, .on_binary = write_binary_output, .arg = &s };
 	*exit_reason = NULL;
-	if (!(s.c = rpc_client_connect(o->url, &opts, e)))
+	if (!(s.c = rpc_client_connect(url, &opts, e)))
 		return -1;
 	int winch = winch_signalfd();
-	int rc = open_and_attach(&s, e);
+	int rc = client_authenticate(s.c, url, o->token, e);
+	if (rc == 0)
+		rc = open_and_attach(&s, e);
 	if (rc == 0)
 		rc = enter_raw(&s, e);
 	if (rc == 0)

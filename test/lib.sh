@@ -46,6 +46,23 @@ test_done() {
   [ "$_failed" -eq 0 ]
 }
 
+# npm_package DIR NAME@VERSION — installs an npm package into DIR once (shared by both flavors and by the test
+# files that name the same DIR); returns 1 after printing why it cannot (for test_skip).
+npm_package() {
+  local dir=$1 spec=$2
+  if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+    echo "node and npm are not installed (Debian: nodejs npm)"
+    return 1
+  fi
+  grep -qsxF "$spec" "$dir/.installed" && return 0
+  if mkdir -p "$dir" && npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$spec" > "$dir.log" 2>&1; then
+    echo "$spec" >> "$dir/.installed"
+    return 0
+  fi
+  echo "npm install $spec failed (see $dir.log)"
+  return 1
+}
+
 # assertions and helpers usable inside bodies (also sourced inside private namespaces)
 . "$TEST_TOP/test/asserts.sh"
 

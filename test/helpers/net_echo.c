@@ -37,9 +37,11 @@ static void on_oversize(struct net_conn *c, void *arg)
 	net_send(c, msg, sizeof(msg) - 1);
 }
 
-static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **ct, void *arg)
+static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **ct, struct strbuf *headers,
+		       void *arg)
 {
 	(void)c;
+	(void)headers;
 	(void)arg;
 	struct net_stats st;
 	if (!strcmp(path, "/healthz")) {

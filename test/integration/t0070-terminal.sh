@@ -5,54 +5,7 @@
 
 WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
 export WS_MODULE_DIR="$WS_DIR" TEST_TOP
-
-# PRIVATE_TMP — shell code (run as root inside a private mount namespace) that puts an empty tmpfs on /tmp
-# while keeping the checkout reachable at the same path when it lives under /tmp (CI clones may).
-PRIVATE_TMP='
-  case "$TEST_TOP/" in
-    /tmp/*) mount --bind "$TEST_TOP" /mnt
-            mount -t tmpfs -o mode=1777 tmpfs /tmp
-            mkdir -p "$TEST_TOP" && mount --move /mnt "$TEST_TOP" ;;
-    *) mount -t tmpfs -o mode=1777 tmpfs /tmp ;;
-  esac
-'
-
-# in_private_tmp < BODY — runs BODY (stdin, with `set -e` and the SCENE helpers) in a private mount namespace
-# with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER) a case starts is its own and is killed with the
-# case, never one of the host's.
-in_private_tmp() {
-  local script="$T/.private-tmp-body.sh"
-  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
-  T="$T" TEST_TOP="$TEST_TOP" unshare --mount --propagation private -- bash -c '
-    set -e
-    eval "$2"
-    trap "tmux -L agor-$(id -un) kill-server 2>/dev/null || true" EXIT
-    bash "$1"' _ "$script" "$PRIVATE_TMP"
-}
-
-SCENE='
-  start_daemon() {
-    "$AGOR" daemon --foreground --port 0 "$@" 2>> daemon.log &
-    daemon_pid=$!
-    trap "kill \$daemon_pid 2> /dev/null || true" EXIT   # a failed case leaves no daemon behind
-    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && [ "$(grep -c serving daemon.log)" -ge "${starts:-1}" ] && break; sleep 0.05; done
-    starts=$(( ${starts:-1} + 1 ))
-    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $daemon_pid.*/\1/p" daemon.log | tail -1)
-    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
-  }
-  stop_daemon() { kill -TERM $daemon_pid; wait $daemon_pid || { cat daemon.log; fail "daemon exit $?"; }; }
-  worktree() { # → $wt, a worktree of a fresh clone
-    make_source_repo src
-    "$AGOR" repo clone "$PWD/src" --json > clone.json
-    "$AGOR" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
-    wt=$(json_get wt.json worktree.id)
-  }
-  term() { python3 "$TEST_TOP/test/helpers/term-client.py" "$AGOR_HOME/run/agor.sock" "$@"; }
-  ancestors() { # PID → its ancestors pids, one a line
-    local p=$1
-    while [ "$p" -gt 1 ]; do p=$(awk "{print \$4}" /proc/$p/stat); echo "$p"; done
-  }
-'
+. "$TEST_TOP/test/terminal.sh"
 
 test_case "tmux.attach dry run: one server per user (-L agor-USER), session, window per worktree, control client" '
   mkdir -p "$AGOR_HOME/worktrees/o/r/feature"
@@ -95,14 +48,7 @@ test_case "zellij.attach dry run: command line, environment, config path; agor s
   expect_contains out "nothing to change"
 '
 
-if ! command -v tmux > /dev/null; then
-  test_skip "terminals with real tmux" "tmux is not installed (Debian: tmux)"
-  test_done; exit
-fi
-if [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
-  test_skip "terminals with real tmux" "needs root for a private /tmp (unshare --mount)"
-  test_done; exit
-fi
+need_real_tmux "terminals with real tmux"
 
 test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen and state kept across kill -9 of the daemon, exit" '
   in_private_tmp <<"BODY"
@@ -260,14 +206,7 @@ test_case "insulated mode: the shell runs as the execution user with its own env
 '"'"'
 '
 
-ws_reason=""
-if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
-  ws_reason="node and npm are not installed (Debian: nodejs npm)"
-elif [ ! -f "$WS_DIR/node_modules/ws/package.json" ] &&
-  ! { mkdir -p "$WS_DIR" && npm install --prefix "$WS_DIR" --no-audit --no-fund ws@8 > "$WS_DIR.log" 2>&1; }; then
-  ws_reason="npm install ws@8 failed (see $WS_DIR.log)"
-fi
-if [ -n "$ws_reason" ]; then
+if ! ws_reason=$(npm_package "$WS_DIR" ws@8); then
   test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
   test_done; exit
 fi
@@ -276,8 +215,7 @@ test_case "WebSocket /terminal: binary frames, two clients see the same output, 
   in_private_tmp <<"BODY"
     start_daemon
     worktree
-    term $wt "type:true\n" > out || { cat out daemon.log; false; }
-    head -1 out > open.json
+    open_terminal $wt
     node "$TEST_TOP/test/helpers/term-ws.mjs" relay $port "$(json_get open.json open.result.terminal_id)" \
       "$(json_get open.json open.result.token)" > ws.out || { cat ws.out daemon.log; false; }
     expect_json ws.out a ok

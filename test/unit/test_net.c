@@ -402,10 +402,17 @@ static void srv_on_oversize(struct net_conn *c, void *arg)
 	net_send(c, msg, strlen(msg));
 }
 
-static int srv_on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **ct, void *arg)
+static int srv_on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **ct,
+			   struct strbuf *headers, void *arg)
 {
 	(void)c;
 	(void)arg;
+	if (!strcmp(path, "/terminal")) { /* a page shares the path of the terminal WebSocket */
+		strbuf_addstr(body, "<!doctype html>\n");
+		strbuf_addstr(headers, "X-Page: yes\r\n");
+		*ct = "text/html";
+		return 200;
+	}
 	if (strcmp(path, "/healthz"))
 		return 404;
 	strbuf_addstr(body, "{\"ok\":true}\n");
@@ -953,6 +960,11 @@ TEST(net_http_status_codes_for_wrong_paths_methods_and_requests)
 	http_exchange("GET /rpc HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 405 Method Not Allowed\r\n", 0);
 	http_exchange("DELETE /x HTTP/1.1\r\nHost: a\r\n\r\n", "Allow: GET, HEAD", 0);
 	http_exchange("GET /ws HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 426 Upgrade Required", 0);
+	http_exchange("GET /terminal HTTP/1.1\r\nHost: a\r\n\r\n",
+		      "Content-Type: text/html\r\nContent-Length: 16\r\nCache-Control: no-store\r\nX-Page: yes\r\n", 0);
+	http_exchange("GET /terminal HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+		      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+		      "HTTP/1.1 101 Switching Protocols", 0);
 	http_exchange("GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 		      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n",
 		      "Sec-WebSocket-Version: 13", 0);

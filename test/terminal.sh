@@ -1,0 +1,70 @@
+# test/terminal.sh — the terminal tests' shared scene (t0070-terminal, t0071-terminal-web), sourced after test/lib.sh:
+# a private /tmp per case (so the tmux servers a case starts are its own), a daemon, a worktree, terminal clients.
+
+# need_real_tmux NAME — the rest of the test file runs real tmux terminals: when this machine cannot (no tmux, not
+# root for a private /tmp), NAME is skipped with the reason and the test file ends here.
+need_real_tmux() {
+  local reason=""
+  if ! command -v tmux > /dev/null; then
+    reason="tmux is not installed (Debian: tmux)"
+  elif [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
+    reason="needs root for a private /tmp (unshare --mount)"
+  fi
+  [ -z "$reason" ] && return 0
+  test_skip "$1" "$reason"
+  test_done
+  exit
+}
+
+# PRIVATE_TMP — shell code (run as root inside a private mount namespace) that puts an empty tmpfs on /tmp
+# while keeping the checkout reachable at the same path when it lives under /tmp (CI clones may).
+PRIVATE_TMP='
+  case "$TEST_TOP/" in
+    /tmp/*) mount --bind "$TEST_TOP" /mnt
+            mount -t tmpfs -o mode=1777 tmpfs /tmp
+            mkdir -p "$TEST_TOP" && mount --move /mnt "$TEST_TOP" ;;
+    *) mount -t tmpfs -o mode=1777 tmpfs /tmp ;;
+  esac
+'
+
+# in_private_tmp < BODY — runs BODY (stdin, with `set -e` and the SCENE helpers) in a private mount namespace
+# with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER) a case starts is its own and is killed with the
+# case, never one of the host's.
+in_private_tmp() {
+  local script="$T/.private-tmp-body.sh"
+  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
+  T="$T" TEST_TOP="$TEST_TOP" unshare --mount --propagation private -- bash -c '
+    set -e
+    eval "$2"
+    trap "tmux -L agor-$(id -un) kill-server 2>/dev/null || true" EXIT
+    bash "$1"' _ "$script" "$PRIVATE_TMP"
+}
+
+SCENE='
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 "$@" 2>> daemon.log &
+    daemon_pid=$!
+    trap "kill \$daemon_pid 2> /dev/null || true" EXIT   # a failed case leaves no daemon behind
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && [ "$(grep -c serving daemon.log)" -ge "${starts:-1}" ] && break; sleep 0.05; done
+    starts=$(( ${starts:-1} + 1 ))
+    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $daemon_pid.*/\1/p" daemon.log | tail -1)
+    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
+  }
+  stop_daemon() { kill -TERM $daemon_pid; wait $daemon_pid || { cat daemon.log; fail "daemon exit $?"; }; }
+  worktree() { # → $wt, a worktree of a fresh clone
+    make_source_repo src
+    "$AGOR" repo clone "$PWD/src" --json > clone.json
+    "$AGOR" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
+    wt=$(json_get wt.json worktree.id)
+  }
+  term() { python3 "$TEST_TOP/test/helpers/term-client.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  open_terminal() { # WORKTREE → open.json, the terminal.open answer ({"open": {"result": {terminal_id, token, …}}})
+    term "$1" "type:true\n" > open.out || { cat open.out daemon.log; false; }
+    head -1 open.out > open.json
+  }
+  ancestors() { # PID → its ancestors pids, one a line
+    local p=$1
+    while [ "$p" -gt 1 ]; do p=$(awk "{print \$4}" /proc/$p/stat); echo "$p"; done
+  }
+'
+
