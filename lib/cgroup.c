@@ -1,5 +1,6 @@
 /* cgroup.c — per-run control groups on cgroup v2 or v1 (cgroup.h): create, limit, join, events, destroy.
  * Only files under the chosen root are touched; a limit that cannot be written is an error, never skipped. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -183,6 +184,26 @@ static int write_v2_limits(const char *dir, const struct cgroup_limits *l, struc
 	return 0;
 }
 
+/* Runs whose executor died without cleaning up (kill -9) leave empty groups "run-PID-HEX" behind: each one
+ * whose PID is gone and that holds no process is removed before a new run makes its own. */
+static void sweep_stale_runs(const char *parent)
+{
+	DIR *dir = opendir(parent);
+	if (!dir)
+		return;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		char *end;
+		long pid = strncmp(de->d_name, "run-", 4) ? 0 : strtol(de->d_name + 4, &end, 10);
+		if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		_cleanup_free_ char *path = xasprintf("%s/%s", parent, de->d_name);
+		if (read_number(path, "cgroup.procs") < 0) /* empty (a pid would read as a number) */
+			rmdir(path);
+	}
+	closedir(dir);
+}
+
 static int create_v2(struct cgroup *cg, const char *v2root, const char *parent, const char *leaf,
 		     const char **ctrl, int n, struct err *e)
 {
@@ -190,7 +211,7 @@ static int create_v2(struct cgroup *cg, const char *v2root, const char *parent, 
 	char *dir = xasprintf("%s/%s", pdir, leaf);
 	cg->version = 2;
 	if (make_dir(pdir, e) < 0 || enable_v2_controllers(v2root, ctrl, n, e) < 0 ||
-	    enable_v2_controllers(pdir, ctrl, n, e) < 0 || make_dir(dir, e) < 0) {
+	    enable_v2_controllers(pdir, ctrl, n, e) < 0 || (sweep_stale_runs(pdir), make_dir(dir, e) < 0)) {
 		free(dir);
 		return -1;
 	}
@@ -226,7 +247,7 @@ static int create_v1(struct cgroup *cg, const char *root, const char *parent, co
 					ctrl[i], root);
 		_cleanup_free_ char *pdir = xasprintf("%s/%s", hier, parent);
 		char *dir = xasprintf("%s/%s", pdir, leaf);
-		if (make_dir(pdir, e) < 0 || make_dir(dir, e) < 0) {
+		if (make_dir(pdir, e) < 0 || (sweep_stale_runs(pdir), make_dir(dir, e) < 0)) {
 			free(dir);
 			return -1;
 		}

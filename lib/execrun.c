@@ -124,7 +124,7 @@ static int isolation_missing(const struct config *cfg, struct execrun_confinemen
 {
 	if (strcmp(e->code, E_ISOLATION_UNAVAILABLE) || !cfg->execution.fallback_to_unified)
 		return -1;
-	log_warn("exec.run runs WITHOUT a sandbox (execution.fallback_to_unified is true): %s", e->message);
+	log_warn("a program in a worktree runs WITHOUT a sandbox (execution.fallback_to_unified is true): %s", e->message);
 	pr->fallback = unsandboxed_receipt(e);
 	err_clear(e);
 	return 0;
@@ -204,6 +204,12 @@ void execrun_confinement_apply(const struct execrun_confinement *pr, struct chil
 		c->before_exec = sandbox_before_exec;
 		c->before_exec_arg = pr->sb;
 	}
+}
+
+void execrun_confinement_finish(struct execrun_confinement *pr)
+{
+	if (pr->sb)
+		json_decref(sandbox_finish(pr->sb));
 }
 
 json_t *execrun_confinement_receipt(const struct execrun_confinement *pr)
@@ -345,8 +351,7 @@ int execrun_interactive(const struct config *cfg, const char *cwd, const char *c
 	int rc = execrun_confine(&cr, &cf, e);
 	if (rc == 0)
 		rc = run_interactive(cfg, &cf, cwd, argv, exit_code, e);
-	if (cf.sb)
-		json_decref(sandbox_finish(cf.sb));
+	execrun_confinement_finish(&cf);
 	execrun_confinement_release(&cf);
 	return rc;
 }

@@ -1,4 +1,5 @@
-/* execrun.h — the executor's exec.run: one program in a worktree, inside the sandbox, output captured.
+/* execrun.h — the executor's exec.run: one program in a worktree, inside the sandbox, output captured; the same
+ * confinement for the agent CLI and terminal shells.
  * The worktree's git directories are found from its .git file and must lie in the data home's repos/. */
 #ifndef AGOR_EXECRUN_H
 #define AGOR_EXECRUN_H
@@ -81,6 +82,8 @@ struct child;
 int execrun_confine(const struct execrun_confine_request *req, struct execrun_confinement *cf, struct err *e);
 void execrun_confinement_apply(const struct execrun_confinement *cf, struct child *c);
 int execrun_confinement_failed(const struct config *cfg, struct execrun_confinement *cf, struct err *e);
+/* After the program ended: its cgroup events read (the receipt's "events"), leftovers killed, the cgroup removed. */
+void execrun_confinement_finish(struct execrun_confinement *cf);
 json_t *execrun_confinement_receipt(const struct execrun_confinement *cf);
 /* The rebuilt environment: PATH, HOME and USER/LOGNAME of cf, LANG, TERM=dumb, then extra's variables. */
 struct strvec;

@@ -540,6 +540,7 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	int status;
 	if (child_wait(&c, &status, e) < 0)
 		return -1;
+	execrun_confinement_finish(&as->cf);
 	r->receipt = execrun_confinement_receipt(&as->cf);
 	return conclude(r, &c, data, e);
 }

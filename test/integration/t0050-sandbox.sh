@@ -340,6 +340,37 @@ test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox re
   "
 '
 
+# A non-root executor (as in insulated and strict modes): its runs make their cgroups under agor/<user>.
+NONROOT_CGROUP='
+  groupadd agor_users
+  useradd --create-home --groups agor_users cgexec
+  useradd --create-home stranger
+  trap "rmdir /sys/fs/cgroup/*/agor/cgexec /sys/fs/cgroup/agor/cgexec 2> /dev/null || true" EXIT
+  D=/home/cgexec/data
+  mkdir -p $D/worktrees/w && chown -R cgexec $D
+  printf "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[\"/bin/sh\",\"-c\",\"cat /proc/self/cgroup\"]},\"dataHome\":\"%s\"}" $D > p.json
+  as_cgexec() { setpriv --reuid=cgexec --regid=cgexec --init-groups env -i HOME=/home/cgexec PATH=/usr/bin:/bin "$AGOR" executor --stdin < p.json > out || true; }
+  as_cgexec
+  expect_json out error.code ISOLATION_UNAVAILABLE
+  expect_json out error.details.missing cgroup
+  expect_contains out "agor admin cgroup-delegate USER"
+  expect_exit 1 "$AGOR" admin cgroup-delegate root
+  expect_exit 1 "$AGOR" admin cgroup-delegate stranger
+  expect_exit 0 "$AGOR" admin cgroup-delegate cgexec --json
+  expect_json out success true
+  dir=$(ls -d /sys/fs/cgroup/pids/agor/cgexec /sys/fs/cgroup/agor/cgexec 2> /dev/null | head -1)
+  [ "$(stat -c %U "$dir")" = cgexec ] && [ "$(stat -c %U "$dir/cgroup.procs")" = cgexec ] || fail "$dir was not handed over"
+  as_cgexec
+  expect_json out success true
+  json_get out data.stdout > cg
+  grep -q "/agor/cgexec/run-" cg || { cat out; fail "the run is not in the delegated subtree"; }
+  expect_json out data.events.cgroupRemoved true
+'
+
+test_case "a non-root executor: cgroups fail closed naming the fix; agor admin cgroup-delegate hands it a subtree" '
+  in_scratch_system "$NONROOT_CGROUP"
+'
+
 test_case "exec.run validates argv and timeoutMs with the field named" '
   executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[]}}"
   expect_error INVALID_PAYLOAD 2

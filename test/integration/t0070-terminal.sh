@@ -77,7 +77,7 @@ test_case "attack: the pane shell is sandboxed to its worktree (no AGOR_HOME, no
     worktree
     term $wt "type:hostname; cat $AGOR_HOME/jwt.secret || echo no-secret\n" "expect:agor-sandbox\r\n" "expect:no-secret" \
       "type:tmux -L agor-$(id -un) new-window true || echo no-tmux\n" "expect:\r\nno-tmux" \
-      "type:touch $T/escape || echo no-escape; touch made-here && echo made\n" "expect:\r\nno-escape\r\n" "expect:\r\nmade" \
+      "type:touch $T/escape || echo no-escape; touch made-here && echo ma\"\"de-ok\n" "expect:\r\nno-escape\r\n" "expect:made-ok" \
       > out || { cat out daemon.log; false; }
     [ ! -e "$T/escape" ] || fail "the shell wrote outside its worktree"
     "$AGOR" worktree get $wt --json > wtget.json
@@ -178,6 +178,7 @@ $PRIVATE_TMP"'
   chmod 440 /etc/sudoers.d/agor-test && visudo -cf /etc/sudoers.d/agor-test > /dev/null
   mkdir -p data /run/agor && chown alice:agor_users data && chmod 2770 data
   chown agord:agor_users /run/agor && chmod 750 /run/agor
+  "$BIN" admin cgroup-delegate alice > /dev/null   # the sandboxed shells of alice make their cgroups there
   make_source_repo src && chmod -R a+rX src
   as_agord() { setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin AGOR_SECRET_ENV=daemon-only "$@"; }
   as_agord mkdir -m 700 /home/agord/.agor
@@ -186,7 +187,7 @@ $PRIVATE_TMP"'
   setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
     AGOR_SECRET_ENV=daemon-only "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself
   daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true" EXIT
+  trap "kill $daemon_pid 2> /dev/null; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null; sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
   for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
   grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
 '
