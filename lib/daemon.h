@@ -105,7 +105,8 @@ struct task_spec {
 	const char *created_by;	  /* agor user id */
 	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
 	const char *worktree_id;
-	int with_token; /* issue a session token bound to this task (prompt tasks) */
+	int with_token; /* issue a session token bound to this task (prompt tasks, gateway runs) */
+	const char *task_id; /* NULL: a new id; else this id (one the caller made with daemon_new_id) */
 	task_judge_fn judge;
 	task_done_fn on_done;
 	void *arg;
