@@ -905,16 +905,28 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 			    "SELECT s.*, w.path AS cwd FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?", sid);
 	if (!s)
 		return -1;
-	int rv = execution_user_for(D(rc), json_get_str(s, "created_by"), (const char **)&user, e);
+	int may_set = P(rc)->is_admin || !strcmp(json_get_str(s, "created_by"), P(rc)->user_id);
+	int rv = daemon_session_directive(D(rc), s, prompt, may_set, result, e);
+	if (rv != 0) {
+		json_decref(s);
+		return rv < 0 ? -1 : 0;
+	}
+	rv = execution_user_for(D(rc), json_get_str(s, "created_by"), (const char **)&user, e);
+	long long seen = 0;
+	_cleanup_free_ char *note = daemon_session_events_note(D(rc), sid, &seen);
+	_cleanup_free_ char *text = note ? xasprintf("%s%s", note, prompt) : NULL;
 	if (rv == 0) {
-		json_t *p = json_pack("{s:s,s:s,s:O,s:O,s:O}", "sessionId", sid, "prompt", prompt, "tool", json_object_get(s, "tool"),
-				      "permissionMode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"));
+		json_t *p = json_pack("{s:s,s:s,s:O,s:O,s:O}", "sessionId", sid, "prompt", text ? text : prompt, "tool",
+				      json_object_get(s, "tool"), "permissionMode", json_object_get(s, "permission_mode"), "cwd",
+				      json_object_get(s, "cwd"));
 		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
 					  .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
 		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
 		json_decref(p);
 	}
 	if (rv == 0) {
+		if (note)
+			daemon_session_events_seen(D(rc), sid, seen);
 		daemon_audit(D(rc), P(rc)->user_id, "sessions.prompt", task_id, "ok", json_pack("{s:s}", "session_id", sid));
 		*result = json_pack("{s:s}", "task_id", task_id);
 	}
