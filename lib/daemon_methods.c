@@ -699,8 +699,12 @@ static json_t *with_session_defaults(struct rpc_ctx *rc, json_t *params, struct 
 	const char *text = json_is_object(row) ? json_get_str(row, "exec_defaults") : NULL;
 	json_t *defaults = text ? json_loads(text, 0, NULL) : NULL;
 	json_t *merged = json_deep_copy(params);
-	if (json_is_object(defaults) && !json_object_get(params, "host")) /* an explicit host takes none of them */
+	const char *host = json_get_str(defaults, "host");
+	/* an explicit host takes none of them; without a gateway or node host they have nothing to set */
+	if (host && strcmp(host, "sandbox") && !json_object_get(params, "host")) {
+		json_object_del(defaults, "elevated");
 		json_object_update_missing(merged, defaults);
+	}
 	if (defaults)
 		json_decref(defaults);
 	return merged;
