@@ -15,14 +15,14 @@
 #include "lib/banned.h"
 
 extern const struct applet applet_admin, applet_apikey, applet_approvals, applet_audit, applet_config, applet_daemon,
-	applet_executor, applet_node, applet_nodes, applet_prompt, applet_repo, applet_session, applet_setup, applet_task,
+	applet_exec, applet_executor, applet_node, applet_nodes, applet_prompt, applet_repo, applet_session, applet_setup, applet_task,
 	applet_terminal, applet_user,
 	applet_worktree;
 
 /* Sorted by name: lookup is a binary search, and main() checks the order. */
 static const struct applet *const applets[] = {
 	&applet_admin,	  &applet_apikey, &applet_approvals, &applet_audit,    &applet_config,   &applet_daemon,
-	&applet_executor, &applet_node,	  &applet_nodes,     &applet_prompt,   &applet_repo,     &applet_session,
+	&applet_exec, &applet_executor, &applet_node,	  &applet_nodes,     &applet_prompt,   &applet_repo,     &applet_session,
 	&applet_setup,	  &applet_task,	  &applet_terminal,  &applet_user,     &applet_worktree,
 };
 

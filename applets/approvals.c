@@ -2,6 +2,7 @@
  * Never runs a command the policy has not allowed, never runs one through a shell it built. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "approvals_store.h"
 #include "config.h"
 #include "json.h"
+#include "strbuf.h"
 #include "banned.h"
 
 extern const struct applet applet_approvals;
@@ -27,7 +29,7 @@ extern const struct applet applet_approvals;
 	"       agor approvals allowlist list [--agent ID] [--json]\n"                             \
 	"       agor approvals check [--json] [REQUEST OPTIONS] -- ARGV…\n"                        \
 	"       agor approvals exec [REQUEST OPTIONS] [--timeout SEC] [--ask-timeout SEC]\n"       \
-	"                           [--events FD] -- ARGV…\n"                                      \
+	"                           [--events FD] [--ask-stdin] -- ARGV…\n"                        \
 	"       agor approvals serve\n"                                                            \
 	"\n"                                                                                       \
 	"The policy lives in $AGOR_HOME/exec-approvals.json (0600). security: deny|allowlist|full;\n" \
@@ -49,6 +51,9 @@ extern const struct applet applet_approvals;
 	"exec.denied) to stderr or FD. exec exits with the command's status, 126 when denied,\n"   \
 	"127 when the command is not found. serve shows each request on this terminal and\n"      \
 	"reads o (allow once), a (allow always), d (deny) followed by Enter.\n"                    \
+	"--ask-stdin (the node runner): an ask is an exec.ask event {argv, argvSha256, …} and the\n" \
+	"answer one line on stdin {decision: approved|denied|unanswered, argvSha256}; approved\n"   \
+	"counts only with this argv's hash; unanswered (or none in --ask-timeout) → askFallback.\n"\
 	"Exit status: 0 ok, 1 failed, 2 usage, 75 the file changed or is busy (retry).\n"
 
 enum { EXIT_DENIED = 126, EXIT_NOT_FOUND = 127, EXIT_RETRY = 75 };
@@ -62,6 +67,7 @@ struct opts {
 	int timeout_s;
 	int ask_timeout_s;
 	int events_fd;
+	int ask_stdin;
 	char **rest; /* positional arguments / ARGV after -- */
 	int nrest;
 };
@@ -105,8 +111,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		if (a[0] != '-')
 			break;
-		if (!strcmp(a, "--json")) {
-			o->json = 1;
+		if (!strcmp(a, "--json") || !strcmp(a, "--ask-stdin")) {
+			*(a[2] == 'j' ? &o->json : &o->ask_stdin) = 1;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -436,6 +442,62 @@ static enum appr_decision ask_ui(struct appr_store *s, struct opts *o, struct ev
 	return d;
 }
 
+/* One line from stdin within timeout_ms (0 when none came). */
+static int read_answer_line(int timeout_ms, struct strbuf *line)
+{
+	long long deadline = (long long)timeout_ms;
+	while (deadline > 0 && !memchr(line->buf ? line->buf : "", '\n', line->len)) {
+		struct pollfd pfd = {.fd = 0, .events = POLLIN};
+		int n = poll(&pfd, 1, 100);
+		deadline -= 100;
+		if (n < 0 && errno != EINTR)
+			return 0;
+		if (n <= 0)
+			continue;
+		char buf[4096];
+		ssize_t got = read(0, buf, sizeof(buf));
+		if (got <= 0)
+			return 0;
+		strbuf_add(line, buf, (size_t)got);
+		if (line->len > 65536)
+			return 0;
+	}
+	return memchr(line->buf ? line->buf : "", '\n', line->len) != NULL;
+}
+
+/* Asks whoever runs this exec (the node runner → its gateway) over the events and stdin (--ask-stdin). */
+static enum appr_decision ask_stdin(struct opts *o, struct evaluation *ev, int events, const char **reason,
+				    char **detail)
+{
+	json_t *argv = argv_json(o->rest);
+	char hash[CRYPTO_SHA256_HEX_LEN + 1];
+	appr_argv_sha256(argv, hash);
+	emit(events, json_pack("{s:s,s:o,s:s,s:s,s:s?,s:s}", "type", "exec.ask", "argv", argv, "argvSha256", hash,
+			       "cwd", ev->cwd, "resolvedPath", ev->analysis.top_resolved, "agentId", ev->agent));
+	struct strbuf line = STRBUF_INIT;
+	int got = read_answer_line((o->ask_timeout_s ? o->ask_timeout_s : 120) * 1000, &line);
+	json_t *answer = got ? json_loadb(line.buf, line.len, 0, NULL) : NULL;
+	strbuf_release(&line);
+	const char *decision = answer ? json_get_str(answer, "decision") : NULL;
+	const char *theirs = answer ? json_get_str(answer, "argvSha256") : NULL;
+	const char *why = answer ? json_get_str(answer, "reason") : NULL;
+	enum appr_decision d;
+	if (decision && !strcmp(decision, "approved") && theirs && !strcmp(theirs, hash)) {
+		d = APPR_ALLOW;
+	} else if (decision && !strcmp(decision, "denied")) {
+		*reason = "approval-denied";
+		*detail = xstrdup(why ? why : "denied on the gateway");
+		d = APPR_DENY;
+	} else {
+		d = appr_fallback(&ev->eff, &ev->verdict, reason);
+		*detail = xasprintf("%s; askFallback=%s", why ? why : "no answer from the gateway",
+				    appr_security_name(ev->eff.ask_fallback));
+	}
+	if (answer)
+		json_decref(answer);
+	return d;
+}
+
 static int touch_mutator(json_t *root, void *arg, struct err *e)
 {
 	struct evaluation *ev = arg;
@@ -496,7 +558,7 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 	_cleanup_free_ char *detail = NULL;
 	enum appr_decision d = ev.verdict.decision;
 	if (d == APPR_ASK)
-		d = ask_ui(s, o, &ev, &reason, &detail);
+		d = o->ask_stdin ? ask_stdin(o, &ev, events, &reason, &detail) : ask_ui(s, o, &ev, &reason, &detail);
 	int rc;
 	if (d == APPR_DENY) {
 		rc = deny(events, reason, detail ? detail : ev.analysis.reason);

@@ -318,7 +318,9 @@ static int approvals_args(struct runner *r, json_t *params, struct strvec *args,
 		return err_set(e, E_INVALID_PAYLOAD, "system.run: params.timeoutMs: expected a positive integer");
 	if (agent && appr_agent_id_check(agent, e) < 0)
 		return -1;
-	strvec_pushv(args, (const char *const[]){ r->self, "approvals", "exec", "--agent", agent ? agent : "default", NULL });
+	/* an ask goes to the gateway (node.ask), where only an approval record for this argv's hash approves */
+	strvec_pushv(args, (const char *const[]){ r->self, "approvals", "exec", "--ask-stdin", "--agent",
+						  agent ? agent : "default", NULL });
 	/* a request without security gets the gateway's default for remote hosts: deny */
 	if (!json_object_get(params, "security"))
 		strvec_pushv(args, (const char *const[]){ "--security", "deny", NULL });
@@ -377,7 +379,7 @@ static int start_run(struct runner *r, struct run *run, json_t *params, struct e
 		run->child.env = env;
 		run->child.inherit_env = 1;
 		run->child.cwd = json_get_str(params, "cwd");
-		run->child.stdin_io = CHILD_IO_NULL;
+		run->child.stdin_io = CHILD_IO_PIPE; /* the gateway's answer to an exec.ask */
 		run->child.stdout_io = CHILD_IO_PIPE;
 		run->child.stderr_io = CHILD_IO_PIPE;
 		run->child.new_process_group = 1;
@@ -422,6 +424,37 @@ static void system_run(struct runner *r, json_t *rpc_id, json_t *params)
 	r->runs[slot] = run;
 }
 
+/* The node's policy asks: the gateway decides (node.ask); its answer goes to approvals exec's stdin. */
+static void ask_gateway(struct runner *r, struct run *run, const json_t *ev)
+{
+	send_json(r, json_pack("{s:s,s:s+,s:s,s:{s:s,s:s?}}", "jsonrpc", "2.0", "id", "ask:", run->run_id, "method",
+			       "node.ask", "params", "runId", run->run_id, "argvSha256", json_get_str(ev, "argvSha256")));
+}
+
+static struct run *run_by_id(struct runner *r, const char *run_id)
+{
+	for (size_t i = 0; i < MAX_RUNS; i++)
+		if (r->runs[i] && !strcmp(r->runs[i]->run_id, run_id))
+			return r->runs[i];
+	return NULL;
+}
+
+/* The gateway's answer to node.ask, handed to the waiting approvals exec (one line, then EOF). */
+static void on_ask_answer(struct runner *r, const char *run_id, json_t *msg)
+{
+	struct run *run = run_by_id(r, run_id);
+	if (!run || run->child.in < 0)
+		return;
+	json_t *res = json_object_get(msg, "result");
+	json_t *answer = json_is_object(res) ? json_incref(res)
+					      : json_pack("{s:s,s:s?}", "decision", "unanswered", "reason",
+							  json_get_str(json_object_get(msg, "error"), "message"));
+	json_write_line(run->child.in, answer);
+	json_decref(answer);
+	close(run->child.in);
+	run->child.in = -1;
+}
+
 /* One line of `approvals exec`'s stderr: an exec.* event goes to the gateway, anything else is kept. */
 static void on_err_line(struct runner *r, struct run *run, const char *line, size_t len)
 {
@@ -429,6 +462,11 @@ static void on_err_line(struct runner *r, struct run *run, const char *line, siz
 	json_t *ev = len && line[0] == '{' ? json_parse(line, len, &e) : NULL;
 	err_clear(&e);
 	const char *type = ev ? json_get_str(ev, "type") : NULL;
+	if (type && !strcmp(type, "exec.ask")) {
+		ask_gateway(r, run, ev);
+		json_decref(ev);
+		return;
+	}
 	if (!type || strncmp(type, "exec.", 5)) {
 		if (ev)
 			json_decref(ev);
@@ -571,6 +609,8 @@ static void on_message(struct runner *r, const char *text, size_t len)
 	} else if (method && id) {
 		err_set(&e, E_UNKNOWN_COMMAND, "this node answers system.run only, not %s", method);
 		answer_error(r, id, &e);
+	} else if (!method && json_is_string(id) && !strncmp(json_string_value(id), "ask:", 4)) {
+		on_ask_answer(r, json_string_value(id) + 4, m);
 	} else if (json_object_get(m, "error")) {
 		log_warn("node: the gateway refused a message: %s", json_get_str(json_object_get(m, "error"), "message"));
 	}

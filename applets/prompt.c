@@ -228,6 +228,26 @@ static int follow(struct stream *s)
 	return s->exit_status < 0 ? EXIT_FAILED : s->exit_status;
 }
 
+/* A directive (/exec, /elevated) changed the session's exec defaults instead of starting a task. */
+static void show_directive(const struct prompt_opts *o, const json_t *r)
+{
+	if (o->client.json) {
+		json_write_line(1, r);
+		return;
+	}
+	const json_t *exec = json_object_get(r, "exec");
+	printf("session %s exec defaults:", o->session);
+	const char *key;
+	const json_t *value;
+	json_object_foreach((json_t *)exec, key, value) {
+		char *v = json_is_string(value) ? xstrdup(json_string_value(value)) : json_to_compact(value);
+		printf(" %s=%s", key, v);
+		free(v);
+	}
+	printf("%s\n", json_object_size(exec) ? "" : " none (host sandbox)");
+}
+
+/* 0 with *task_id, 1 when the prompt was a directive (shown), -1 with e. */
 static int start_task(struct stream *s, char **task_id, struct err *e)
 {
 	json_t *r = NULL, *p = json_object();
@@ -240,6 +260,11 @@ static int start_task(struct stream *s, char **task_id, struct err *e)
 	if (rc == 0)
 		rc = rpc_client_call(s->rpc, "sessions.prompt", p, &r, e);
 	json_decref(p);
+	if (rc == 0 && json_get_str(r, "directive")) {
+		show_directive(s->o, r);
+		json_decref(r);
+		return 1;
+	}
 	if (rc == 0 && !json_get_str(r, "task_id"))
 		rc = err_set(e, E_INTERNAL, "the daemon answered without a task_id");
 	if (rc == 0)
@@ -259,7 +284,12 @@ static int prompt_main(int argc, char **argv)
 	struct stream s = { .o = &o, .exit_status = -1 };
 	_cleanup_free_ char *task_id = NULL;
 	s.rpc = client_connect(o.client.url, o.client.config_path, o.client.token, &e);
-	if (!s.rpc || start_task(&s, &task_id, &e) < 0) {
+	int started = s.rpc ? start_task(&s, &task_id, &e) : -1;
+	if (started == 1) {
+		rpc_client_close(s.rpc);
+		return EXIT_OK;
+	}
+	if (started < 0) {
 		fprintf(stderr, "agor prompt: %s%s%s%s\n", e.message, e.code ? " [" : "", e.code ? e.code : "", e.code ? "]" : "");
 		rpc_client_close(s.rpc);
 		err_clear(&e);
@@ -283,7 +313,13 @@ const struct applet applet_prompt = {
 		 "Starts a prompt task in SESSION (as the session creator's execution user) and prints the agent's\n"
 		 "messages as they arrive. Permission requests are asked on the terminal (y/N); --yes or --no\n"
 		 "answers every one of them. Ctrl-C cancels the task. Exit status: 0 when the task completed,\n"
-		 "1 when it failed or was cancelled, 2 for usage errors.\n",
+		 "1 when it failed or was cancelled, 2 for usage errors.\n"
+		 "\n"
+		 "Directives change the session's exec defaults (used by `agor exec --session` and exec.run calls\n"
+		 "naming the session) instead of prompting; they last as long as the session, never in config:\n"
+		 "  /exec [host=sandbox|gateway|node] [security=deny|allowlist|full] [ask=off|on-miss|always]\n"
+		 "        [node=QUERY]        (alone: show them; /exec reset: clear them)\n"
+		 "  /elevated on|off         host gateway with security full (up to the gateway's exec approvals)\n",
 	.main = prompt_main,
 	.flags = APPLET_CLIENT,
 };

@@ -651,3 +651,19 @@ json_t *appr_store_redacted(const json_t *root)
 		json_object_set_new(sock, "token", json_string("<redacted>"));
 	return copy;
 }
+
+int appr_argv_sha256(const json_t *argv, char out[CRYPTO_SHA256_HEX_LEN + 1])
+{
+	size_t i;
+	const json_t *word;
+	int ok = json_is_array(argv) && json_array_size(argv) > 0;
+	json_array_foreach(argv, i, word) ok = ok && json_is_string(word);
+	char *text = ok ? json_dumps(argv, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (!text) {
+		out[0] = 0;
+		return -1;
+	}
+	crypto_sha256_hex(text, strlen(text), out);
+	free(text);
+	return 0;
+}

@@ -98,6 +98,11 @@ int appr_store_allowlist_remove(json_t *root, const char *agent, const char *key
 void appr_store_touch(json_t *root, const char *agent, const char *pattern, const char *command,
 		      const char *resolved);
 
+/* The SHA-256 (hex) of an argv's canonical form — its compact JSON array text, ASCII-escaped — the key of
+ * the gateway's approval records (issue 8): the gateway and a node compute it the same way. -1 when argv is
+ * not a non-empty array of strings. */
+int appr_argv_sha256(const json_t *argv, char out[CRYPTO_SHA256_HEX_LEN + 1]);
+
 /* A copy of root with the socket token replaced by "<redacted>". */
 json_t *appr_store_redacted(const json_t *root);
 

@@ -435,7 +435,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	struct task_run *t = xcalloc(1, sizeof(*t));
 	strvec_init(&t->admin_args);
 	t->d = d;
-	t->task_id = daemon_new_id();
+	t->task_id = s->task_id ? xstrdup(s->task_id) : daemon_new_id();
 	t->command = xstrdup(s->command);
 	_cleanup_free_ char *token = NULL;
 	t->template = d->cfg->execution.executor_command_template ? xstrdup(d->cfg->execution.executor_command_template) : NULL;

@@ -107,7 +107,8 @@ struct task_spec {
 	const char *created_by;	  /* agor user id */
 	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
 	const char *worktree_id;
-	int with_token; /* issue a session token bound to this task (prompt tasks) */
+	int with_token; /* issue a session token bound to this task (prompt tasks, gateway runs) */
+	const char *task_id; /* NULL: a new id; else this id (one the caller made with daemon_new_id) */
 	/* Instead of an executor: `sudo -n <agor> admin ARGS… --json` (NULL-terminated, validated by the
 	 * caller; command names it, e.g. "admin.set-worktree-permissions"). The task runs as root. */
 	const char *const *admin_args;

@@ -8,6 +8,7 @@
 #include "audit.h"
 #include "crypto.h"
 #include "daemon.h"
+#include "daemon_gateway.h"
 #include "daemon_methods.h"
 #include "daemon_nodes.h"
 #include "json.h"
@@ -796,26 +797,37 @@ static int need_argv(json_t *params, json_t **argv, struct err *e)
 	return ok ? 0 : err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "argv"), "params.argv: expected a non-empty array of strings");
 }
 
-static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+/* The worktree params.worktree_id names, when the caller owns it (or is an admin). */
+static json_t *run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e)
 {
 	const char *id;
+	if (need_str(params, "worktree_id", &id, e) < 0)
+		return NULL;
+	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", id);
+	if (wt && !P(rc)->is_admin && !owns_worktree(D(rc), json_get_str(wt, "id"), P(rc)->user_id, e)) {
+		json_decref(wt);
+		err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may run commands in it", id);
+		return NULL;
+	}
+	return wt;
+}
+
+static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
 	json_t *argv;
 	_cleanup_free_ char *user = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || need_argv(params, &argv, e) < 0)
+	if (need_user(rc, e) < 0 || need_argv(params, &argv, e) < 0)
 		return -1;
-	static const char *const node_only[] = { "node", "security", "ask", "env", "cwd", NULL };
+	static const char *const node_only[] = { "node", "security", "ask", "env", "cwd", "agent_id", NULL };
 	for (size_t i = 0; node_only[i]; i++)
 		if (json_object_get(params, node_only[i]))
 			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", node_only[i]),
-					"params.%s: only for host \"node\" (the sandbox runs in the worktree under its own "
-					"controls)", node_only[i]);
-	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", id);
+					"params.%s: only for hosts \"gateway\" and \"node\" (the sandbox runs in the "
+					"worktree under its own controls)", node_only[i]);
+	json_t *wt = run_worktree(rc, params, e);
 	if (!wt)
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
-	int rv = 0;
-	if (!P(rc)->is_admin && !owns_worktree(D(rc), wt_id, P(rc)->user_id, e))
-		rv = err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may run commands in it", id);
 	json_t *exec_params = json_pack("{s:O,s:s}", "argv", argv, "cwd", json_get_str(wt, "path"));
 	json_t *timeout = json_object_get(params, "timeout_ms");
 	if (json_is_integer(timeout))
@@ -823,8 +835,7 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 	if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* one kept home per agor user */
 		json_object_set_new(exec_params, "home", json_string(json_get_str(wt, "created_by"))); /* creator, as §5.1 */
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "exec.run", NULL);
-	if (rv == 0)
-		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
+	int rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
 	struct task_spec spec = { .command = "exec.run", .params = exec_params, .created_by = P(rc)->user_id,
 				  .execution_user = user, .worktree_id = wt_id, .judge = exec_outcome, .on_done = exec_ran };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
@@ -866,8 +877,9 @@ static int node_env_param(json_t *params, json_t **env, struct err *e)
 	return 0;
 }
 
-/* params.session_id, when given, must be a session of the caller (or the caller an admin). */
-static int node_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, struct err *e)
+/* params.session_id, when given, must be a session of the caller (or the caller an admin); *owner (may be
+ * NULL) gets its creator. */
+static int session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)
 {
 	*session_id = opt_str(params, "session_id");
 	if (!*session_id)
@@ -877,6 +889,8 @@ static int node_session_param(struct rpc_ctx *rc, json_t *params, const char **s
 		return -1;
 	if (!P(rc)->is_admin && strcmp(json_get_str(s, "created_by"), P(rc)->user_id))
 		return err_set(e, E_PERMISSION_DENIED, "session %s is not yours", *session_id);
+	if (owner)
+		*owner = xstrdup(json_get_str(s, "created_by"));
 	return 0;
 }
 
@@ -885,12 +899,14 @@ static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, st
 {
 	struct node_exec x = { .query = opt_str(params, "node"), .cwd = opt_str(params, "cwd"),
 			       .agent_id = opt_str(params, "agent_id"), .on_done = exec_ran };
+	_cleanup_free_ char *owner = NULL;
 	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || node_env_param(params, &x.env, e) < 0 ||
 	    level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
 	    level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||
-	    node_session_param(rc, params, &x.session_id, e) < 0)
+	    session_param(rc, params, &x.session_id, &owner, e) < 0)
 		return -1;
 	x.created_by = P(rc)->user_id;
+	x.owner = owner;
 	json_t *timeout = json_object_get(params, "timeout_ms");
 	if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < 1))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "timeout_ms"),
@@ -909,16 +925,62 @@ static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	return 0;
 }
 
+/* exec.run's parameters: anything else — an approval or a decision above all — is refused, never ignored. */
+static int known_exec_params(json_t *params, struct err *e)
+{
+	static const char *const known[] = { "host", "worktree_id", "argv", "timeout_ms", "wait", "node", "security",
+					     "ask", "env", "cwd", "agent_id", "session_id", NULL };
+	const char *key;
+	json_t *value;
+	json_object_foreach(params, key, value) {
+		size_t i = 0;
+		while (known[i] && strcmp(known[i], key))
+			i++;
+		if (!known[i])
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
+					"params.%s: unknown (approvals are granted by a person on the gateway, never by a "
+					"caller's params)", key);
+	}
+	return 0;
+}
+
+/* The session's exec defaults (/exec, /elevated) fill what an exec.run in that session leaves out. */
+static json_t *with_session_defaults(struct rpc_ctx *rc, json_t *params, struct err *e)
+{
+	const char *sid = opt_str(params, "session_id");
+	if (!sid)
+		return json_incref(params);
+	_cleanup_json_ json_t *row = db_query_one(D(rc)->db, e, "SELECT exec_defaults FROM sessions WHERE id = ?", "s", sid);
+	if (!row)
+		return NULL;
+	const char *text = json_is_object(row) ? json_get_str(row, "exec_defaults") : NULL;
+	json_t *defaults = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *merged = json_deep_copy(params);
+	const char *host = json_get_str(defaults, "host");
+	/* an explicit host takes none of them; without a gateway or node host they have nothing to set */
+	if (host && strcmp(host, "sandbox") && !json_object_get(params, "host")) {
+		json_object_del(defaults, "elevated");
+		json_object_update_missing(merged, defaults);
+	}
+	if (defaults)
+		json_decref(defaults);
+	return merged;
+}
+
 static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *host = opt_str(params, "host");
+	if (known_exec_params(params, e) < 0)
+		return -1;
+	_cleanup_json_ json_t *p = with_session_defaults(rc, params, e);
+	if (!p)
+		return -1;
+	const char *host = opt_str(p, "host");
 	if (!host || !strcmp(host, "sandbox"))
-		return exec_run_sandbox(rc, params, result, e);
+		return exec_run_sandbox(rc, p, result, e);
 	if (!strcmp(host, "node"))
-		return exec_run_node(rc, params, result, e);
+		return exec_run_node(rc, p, result, e);
 	if (!strcmp(host, "gateway"))
-		return err_set(e, E_NOT_BUILT, "params.host: \"gateway\" is not built (the daemon never runs commands "
-				     "itself; run a paired node on the gateway's host and use host \"node\")");
+		return daemon_gateway_exec(rc, p, result, e);
 	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "host"),
 			"params.host: \"%s\" is not one of sandbox|gateway|node", host);
 }
@@ -1110,10 +1172,20 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 			    "SELECT s.*, w.path AS cwd FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?", sid);
 	if (!s)
 		return -1;
-	int rv = execution_user_for(D(rc), json_get_str(s, "created_by"), (const char **)&user, e);
+	int may_set = P(rc)->is_admin || !strcmp(json_get_str(s, "created_by"), P(rc)->user_id);
+	int rv = daemon_session_directive(D(rc), s, prompt, may_set, result, e);
+	if (rv != 0) {
+		json_decref(s);
+		return rv < 0 ? -1 : 0;
+	}
+	rv = execution_user_for(D(rc), json_get_str(s, "created_by"), (const char **)&user, e);
+	long long seen = 0;
+	_cleanup_free_ char *note = daemon_session_events_note(D(rc), sid, &seen);
+	_cleanup_free_ char *text = note ? xasprintf("%s%s", note, prompt) : NULL;
 	if (rv == 0) {
-		json_t *p = json_pack("{s:s,s:s,s:O,s:O,s:O}", "sessionId", sid, "prompt", prompt, "tool", json_object_get(s, "tool"),
-				      "permissionMode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"));
+		json_t *p = json_pack("{s:s,s:s,s:O,s:O,s:O}", "sessionId", sid, "prompt", text ? text : prompt, "tool",
+				      json_object_get(s, "tool"), "permissionMode", json_object_get(s, "permission_mode"), "cwd",
+				      json_object_get(s, "cwd"));
 		if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* the creator's kept home, as exec.run */
 			json_object_set(p, "home", json_object_get(s, "created_by"));
 		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
@@ -1122,6 +1194,8 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 		json_decref(p);
 	}
 	if (rv == 0) {
+		if (note)
+			daemon_session_events_seen(D(rc), sid, seen);
 		daemon_audit(D(rc), P(rc)->user_id, "sessions.prompt", task_id, "ok", json_pack("{s:s}", "session_id", sid));
 		*result = json_pack("{s:s}", "task_id", task_id);
 	}
@@ -1237,6 +1311,8 @@ static const struct rpc_method *all_methods(size_t *n)
 			all[count++] = daemon_permission_methods[i];
 		for (size_t i = 0; i < daemon_terminal_nmethods && count < ARRAY_SIZE(all); i++)
 			all[count++] = daemon_terminal_methods[i];
+		for (size_t i = 0; i < daemon_gateway_nmethods && count < ARRAY_SIZE(all); i++)
+			all[count++] = daemon_gateway_methods[i];
 	}
 	*n = count;
 	return all;
@@ -1257,6 +1333,32 @@ int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *
 int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e)
 {
 	return execution_user_for(d, creator_id, (const char **)user, e);
+}
+
+int daemon_need_argv(json_t *params, json_t **argv, struct err *e)
+{
+	return need_argv(params, argv, e);
+}
+
+int daemon_exec_outcome(const json_t *data, struct err *why)
+{
+	return exec_outcome(data, why);
+}
+
+int daemon_level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
+		       const char *dflt, const char **out, struct err *e)
+{
+	return level_param(params, key, parse, names, dflt, out, e);
+}
+
+int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)
+{
+	return session_param(rc, params, session_id, owner, e);
+}
+
+json_t *daemon_run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e)
+{
+	return run_worktree(rc, params, e);
 }
 
 struct pending_reply *daemon_reply_defer(struct rpc_ctx *rc)

@@ -54,6 +54,16 @@ int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *
 int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e);
 /* Verifies an executor's params.session_token (as every executor method does); *task_id is its task. */
 int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *params, char **task_id, struct err *e);
+/* exec.run's shared parameter checks (daemon_methods.c): argv a non-empty array of strings; a level
+ * (absent → dflt); params.session_id a session of the caller (*owner, may be NULL: its creator); the run's
+ * worktree (params.worktree_id, owned by the caller or the caller an admin). The judge of runs whose
+ * program ended badly (exit ≠ 0, timeout, limits). */
+int daemon_need_argv(json_t *params, json_t **argv, struct err *e);
+int daemon_level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
+		       const char *dflt, const char **out, struct err *e);
+int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e);
+json_t *daemon_run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e);
+int daemon_exec_outcome(const json_t *data, struct err *why);
 /* A reply that comes later: the method returns RPC_DEFERRED (when rc has an id, outside a batch) and
  * answers with daemon_reply_finish(result stolen, or error); a closed connection drops the answer. */
 struct pending_reply;
@@ -87,6 +97,22 @@ int daemon_has_watcher(struct daemon *d, const char *user_id);
 int daemon_permission_request(struct rpc_ctx *rc, const json_t *task, const char *session_id, json_t *params,
 			      json_t **result, struct err *e);
 void daemon_permissions_cancel_task(struct daemon *d, const char *task_id);
+/* A permission request the daemon raises itself (exec approvals, issue 8): asked of owner (or an admin) with
+ * permission.requested {request_id, task_id, session_id?, kind, tool_name, tool_input, timeout_ms}. Returns 0
+ * when nobody who may decide is connected (nothing asked, decided never runs), else 1: decided then runs
+ * exactly once — approved or not, scope (allow-once|allow-always, NULL unless a person answered), who decided
+ * and why — also on timeout and cancellation (denied). */
+typedef void (*permission_decided_fn)(struct daemon *d, int approved, const char *scope, const char *decider,
+				      const char *reason, void *arg);
+struct permission_ask {
+	const char *owner, *task_id, *session_id; /* session_id may be NULL */
+	const char *kind;			  /* e.g. "exec" (also the audited mode) */
+	const char *tool;			  /* e.g. "exec.run" */
+	const json_t *input;			  /* borrowed: what the decider is shown */
+	permission_decided_fn decided;
+	void *arg;
+};
+int daemon_permission_ask(struct daemon *d, const struct permission_ask *a);
 extern const struct rpc_method daemon_permission_methods[];
 extern const size_t daemon_permission_nmethods;
 

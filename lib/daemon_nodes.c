@@ -2,7 +2,9 @@
  * node and its events. Never stores a node token (only its SHA-256); never runs anything itself. */
 #include <string.h>
 
+#include "approvals_store.h"
 #include "crypto.h"
+#include "daemon_gateway.h"
 #include "daemon_nodes.h"
 #include "json.h"
 #include "log.h"
@@ -31,9 +33,17 @@ struct node_run { /* a system.run waiting for its node's answer */
 	char *node_name;
 	char *session_id;
 	char *created_by;
+	char *owner;
+	json_t *argv;
+	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
 	struct loop_timer *timer;
 	task_done_fn on_done;
 	void *arg;
+};
+
+struct node_ask_reply { /* a node.ask waiting for a person */
+	struct pending_reply *pr;
+	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
 };
 
 struct node_state {
@@ -325,6 +335,8 @@ static void run_free(struct node_run *r)
 	free(r->node_name);
 	free(r->session_id);
 	free(r->created_by);
+	free(r->owner);
+	json_decref(r->argv);
 	free(r);
 }
 
@@ -438,9 +450,12 @@ int daemon_node_exec(struct daemon *d, const struct node_exec *x, char **run_id,
 		return -1;
 	}
 	struct node_run *run = xcalloc(1, sizeof(*run));
-	*run = (struct node_run){ state(d)->runs, d, xstrdup(id), xstrdup(node_id), xstrdup(name),
-				  x->session_id ? xstrdup(x->session_id) : NULL, xstrdup(x->created_by), NULL,
-				  x->on_done, x->arg };
+	*run = (struct node_run){ .next = state(d)->runs, .d = d, .run_id = xstrdup(id), .node_id = xstrdup(node_id),
+				  .node_name = xstrdup(name), .session_id = x->session_id ? xstrdup(x->session_id) : NULL,
+				  .created_by = xstrdup(x->created_by), .on_done = x->on_done, .arg = x->arg };
+	run->owner = xstrdup(x->owner ? x->owner : x->created_by);
+	run->argv = json_deep_copy(x->argv);
+	appr_argv_sha256(run->argv, run->argv_sha256);
 	state(d)->runs = run;
 	run->timer = loop_timer_add(d->loop, (uint64_t)(timeout_ms + NODE_ANSWER_GRACE_MS), run_timed_out, run);
 	json_t *req = json_pack("{s:s,s:s,s:s,s:o}", "jsonrpc", "2.0", "id", id, "method", "system.run", "params",
@@ -556,6 +571,40 @@ static int node_event(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	return 0;
 }
 
+static void node_asked(struct daemon *d, int verdict, const char *why, void *arg)
+{
+	(void)d;
+	struct node_ask_reply *r = arg;
+	const char *decision = verdict > 0 ? "approved" : verdict == 0 ? "denied" : "unanswered";
+	daemon_reply_finish(r->pr, json_pack("{s:s,s:s,s:s}", "decision", decision, "argvSha256", r->argv_sha256,
+					     "reason", why), NULL);
+	free(r);
+}
+
+/* node.ask {runId, argvSha256}: the node's own policy asks; the gateway's approval records decide. */
+static int node_ask(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	(void)result;
+	const char *run_id = json_get_str(params, "runId"), *hash = json_get_str(params, "argvSha256");
+	if (!P(rc)->node_id)
+		return err_set(e, E_AUTH_FAILED, "node.ask: this connection is not an authenticated node (node.hello)");
+	struct node_run *run = run_id ? run_of(D(rc), run_id) : NULL;
+	if (!run || strcmp(run->node_id, P(rc)->node_id))
+		return err_set(e, E_NOT_FOUND, "node.ask: no run %s on this node", run_id ? run_id : "(missing runId)");
+	if (!hash || strcmp(hash, run->argv_sha256))
+		return err_set(e, E_PERMISSION_DENIED, "node.ask: params.argvSha256 is not the hash of run %s's argv", run_id);
+	if (!rc->id || rc->in_batch)
+		return err_set(e, E_INVALID_PAYLOAD, "node.ask: a call with an id, outside a batch");
+	struct node_ask_reply *r = xcalloc(1, sizeof(*r));
+	r->pr = daemon_reply_defer(rc);
+	snprintf(r->argv_sha256, sizeof(r->argv_sha256), "%s", run->argv_sha256);
+	_cleanup_free_ char *host = xasprintf("node:%s", run->node_id), *where = xasprintf("node %s", run->node_name);
+	struct exec_approval_ask a = { host, run->run_id, run->session_id, run->created_by, run->owner, run->argv,
+				       run->argv_sha256, where, node_asked, r };
+	daemon_exec_approval(D(rc), &a);
+	return RPC_DEFERRED;
+}
+
 void daemon_nodes_release(struct daemon *d)
 {
 	if (!d->nodes)
@@ -575,6 +624,7 @@ void daemon_nodes_release(struct daemon *d)
 }
 
 const struct rpc_method daemon_node_methods[] = {
+	{ "node.ask", node_ask },
 	{ "node.event", node_event },
 	{ "node.hello", node_hello },
 	{ "node.pair", node_pair },

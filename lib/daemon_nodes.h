@@ -22,6 +22,9 @@
  * answered) and the failure (when the run failed), like task_done_fn.
  * Events: node.event {runId, type: exec.started|exec.finished|exec.denied, data} from the node that
  * runs runId is stored as a message of the run's task (and session) and pushed to its creator.
+ * Asks: node.ask {runId, argvSha256} from the node that runs runId, when its own policy asks: argvSha256
+ * must be the hash of the run's argv; the gateway's exec approval (daemon_gateway.h, host "node:<id>")
+ * answers {decision: approved|denied|unanswered, argvSha256, reason} — approved only by an approval record.
  */
 
 #include <jansson.h>
@@ -46,6 +49,7 @@ struct node_exec {
 	const char *agent_id;	/* may be NULL */
 	const char *session_id; /* may be NULL */
 	const char *created_by;
+	const char *owner; /* who is asked when the node's policy asks (the session's creator); NULL: created_by */
 	task_done_fn on_done;
 	void *arg;
 };

@@ -16,6 +16,8 @@ struct permission_request {
 	struct daemon_peer *peer; /* the executor's connection; NULL once closed */
 	json_t *rpc_id;
 	char *id, *task_id, *session_id, *owner, *tool, *mode;
+	permission_decided_fn decided; /* a request the daemon raised itself (else the executor is answered) */
+	void *decided_arg;
 	struct loop_timer *timer;
 	struct permission_request *next;
 };
@@ -84,12 +86,15 @@ static void record(struct daemon *d, const char *actor, const char *task, const 
 		     json_pack("{s:s,s:s,s:s,s:s}", "tool", tool, "mode", mode, "decider", decider, "reason", reason));
 }
 
-/* Answers the executor, tells the watchers, forgets the request. */
-static void resolve(struct permission_request *r, int approved, const char *decider, const char *reason)
+/* Answers the executor (or the daemon's own asker), tells the watchers, forgets the request. */
+static void resolve(struct permission_request *r, int approved, const char *scope, const char *decider,
+		    const char *reason)
 {
 	struct daemon *d = r->d;
 	record(d, r->owner, r->task_id, r->tool, r->mode, approved, decider, reason);
-	if (r->peer) {
+	if (r->decided)
+		r->decided(d, approved, scope, decider, reason, r->decided_arg);
+	else if (r->peer) {
 		char *text = rpc_result_text(r->rpc_id, json_pack("{s:b,s:s}", "approved", approved, "reason", reason));
 		daemon_peer_send(r->peer, text);
 		free(text);
@@ -105,34 +110,57 @@ static void on_timeout(struct loop *l, void *arg)
 	(void)l;
 	struct permission_request *r = arg;
 	r->timer = NULL;
-	resolve(r, 0, "timeout", "nobody answered the permission request in time (denied)");
+	resolve(r, 0, NULL, "timeout", "nobody answered the permission request in time (denied)");
 }
 
-static struct permission_request *ask(struct rpc_ctx *rc, const json_t *task, const char *session_id, const char *mode,
-				      const char *tool, json_t *params)
+static struct permission_request *request_new(struct daemon *d, const char *task_id, const char *session_id,
+					       const char *owner, const char *tool, const char *mode)
 {
-	struct daemon *d = D(rc);
 	struct permission_request *r = xcalloc(1, sizeof(*r));
 	r->base.detach = request_detach;
 	r->d = d;
-	r->peer = P(rc);
-	r->rpc_id = json_incref(rc->id);
 	r->id = daemon_new_id();
-	r->task_id = xstrdup(json_get_str(task, "id"));
-	r->session_id = xstrdup(session_id);
-	r->owner = xstrdup(json_get_str(task, "created_by"));
+	r->task_id = xstrdup(task_id);
+	r->session_id = session_id ? xstrdup(session_id) : NULL;
+	r->owner = xstrdup(owner);
 	r->tool = xstrdup(tool);
 	r->mode = xstrdup(mode);
 	r->next = requests;
 	requests = r;
-	daemon_peer_remember(r->peer, r);
-	long long timeout = d->cfg->execution.permission_timeout_ms;
-	r->timer = loop_timer_add(d->loop, (uint64_t)timeout, on_timeout, r);
-	daemon_broadcast_to(d, r->owner, "permission.requested",
-			    json_pack("{s:s,s:s,s:s,s:s,s:O?,s:I}", "request_id", r->id, "task_id", r->task_id, "session_id",
-				      session_id, "tool_name", tool, "tool_input", json_object_get(params, "tool_input"),
-				      "timeout_ms", (json_int_t)timeout));
 	return r;
+}
+
+/* Starts the timeout and tells the owner (and admins): permission.requested. */
+static void announce(struct permission_request *r, const char *kind, const json_t *input)
+{
+	long long timeout = r->d->cfg->execution.permission_timeout_ms;
+	r->timer = loop_timer_add(r->d->loop, (uint64_t)timeout, on_timeout, r);
+	daemon_broadcast_to(r->d, r->owner, "permission.requested",
+			    json_pack("{s:s,s:s,s:s?,s:s,s:s,s:O?,s:I}", "request_id", r->id, "task_id", r->task_id,
+				      "session_id", r->session_id, "kind", kind, "tool_name", r->tool, "tool_input", input,
+				      "timeout_ms", (json_int_t)timeout));
+}
+
+static void ask(struct rpc_ctx *rc, const json_t *task, const char *session_id, const char *mode, const char *tool,
+		json_t *params)
+{
+	struct permission_request *r = request_new(D(rc), json_get_str(task, "id"), session_id,
+						   json_get_str(task, "created_by"), tool, mode);
+	r->peer = P(rc);
+	r->rpc_id = json_incref(rc->id);
+	daemon_peer_remember(r->peer, r);
+	announce(r, "tool", json_object_get(params, "tool_input"));
+}
+
+int daemon_permission_ask(struct daemon *d, const struct permission_ask *a)
+{
+	if (!daemon_has_watcher(d, a->owner))
+		return 0;
+	struct permission_request *r = request_new(d, a->task_id, a->session_id, a->owner, a->tool, a->kind);
+	r->decided = a->decided;
+	r->decided_arg = a->arg;
+	announce(r, a->kind, a->input);
+	return 1;
 }
 
 int daemon_permission_request(struct rpc_ctx *rc, const json_t *task, const char *session_id, json_t *params,
@@ -170,11 +198,12 @@ void daemon_permissions_cancel_task(struct daemon *d, const char *task_id)
 	for (; r; r = next) {
 		next = r->next;
 		if (!strcmp(r->task_id, task_id))
-			resolve(r, 0, "cancel", "the task was cancelled");
+			resolve(r, 0, NULL, "cancel", "the task was cancelled");
 	}
 }
 
-/* permissions.respond {request_id, approved, reason?}: only the task's creator or an admin. */
+/* permissions.respond {request_id, approved, reason?, scope?}: only the task's creator or an admin. scope
+ * (allow-once, the default, or allow-always) matters to exec approvals only. */
 static int permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon_peer *p = P(rc);
@@ -191,9 +220,12 @@ static int permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **resu
 		return err_set(e, E_NOT_FOUND, "no pending permission request %s (answered, timed out or cancelled)", id);
 	if (!p->is_admin && strcmp(p->user_id, r->owner))
 		return err_set(e, E_PERMISSION_DENIED, "only the task's creator or an admin may answer its permission requests");
-	const char *reason = json_get_str(params, "reason");
+	const char *reason = json_get_str(params, "reason"), *scope = json_get_str(params, "scope");
+	if (scope && strcmp(scope, "allow-once") && strcmp(scope, "allow-always"))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
+				"params.scope: expected allow-once or allow-always");
 	_cleanup_free_ char *why = xasprintf("%s by %s", json_is_true(approved) ? "approved" : "denied", p->user_id);
-	resolve(r, json_is_true(approved), p->user_id, reason && *reason ? reason : why);
+	resolve(r, json_is_true(approved), scope ? scope : "allow-once", p->user_id, reason && *reason ? reason : why);
 	*result = json_pack("{s:s,s:b}", "request_id", id, "approved", json_is_true(approved));
 	return 0;
 }

@@ -61,6 +61,15 @@ static const char *const migrations[] = {
 	"  id TEXT PRIMARY KEY, display_name TEXT NOT NULL, token_sha256 TEXT NOT NULL,"
 	"  status TEXT NOT NULL CHECK (status IN ('pending','approved','revoked')), requested_from TEXT,"
 	"  last_ip TEXT, created_at INTEGER NOT NULL, decided_at INTEGER, decided_by TEXT, last_seen_at INTEGER);",
+	/* 4: exec approvals granted on the gateway (issue 8), keyed by the SHA-256 of the exact argv; a session's
+	 * exec defaults set by /exec and /elevated; the last exec event of a session its agent was shown */
+	"CREATE TABLE exec_approvals ("
+	"  id TEXT PRIMARY KEY, argv_sha256 TEXT NOT NULL, host TEXT NOT NULL, session_id TEXT, user_id TEXT NOT NULL,"
+	"  scope TEXT NOT NULL CHECK (scope IN ('allow-once','allow-always')), decided_by TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, used_at INTEGER);"
+	"CREATE INDEX exec_approvals_by_argv ON exec_approvals(argv_sha256, host);"
+	"ALTER TABLE sessions ADD COLUMN exec_defaults TEXT;"
+	"ALTER TABLE sessions ADD COLUMN exec_events_seen INTEGER NOT NULL DEFAULT 0;",
 };
 
 int db_schema_version(void)

@@ -169,6 +169,10 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 	memset(pr, 0, sizeof(*pr));
 	if (find_git_dirs(req->cfg, req->cwd, &pr->git, e) < 0 || resolve_home(req->cfg, req->home, req->plan_only, pr, e) < 0)
 		return -1;
+	if (req->unsandboxed) {
+		pr->fallback = json_pack("{s:b,s:s,s:s}", "enabled", 0, "host", "gateway", "reason", req->unsandboxed);
+		return 0;
+	}
 	struct sandbox_config sc;
 	sandbox_config_from(&sc, req->cfg);
 	if (!sc.enabled) {
@@ -194,7 +198,8 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 
 static int prepare(const struct execrun_request *req, int plan_only, struct execrun_confinement *pr, struct err *e)
 {
-	struct execrun_confine_request cr = { .cfg = req->cfg, .cwd = req->cwd, .home = req->home, .plan_only = plan_only };
+	struct execrun_confine_request cr = { .cfg = req->cfg, .cwd = req->cwd, .home = req->home, .plan_only = plan_only,
+					      .unsandboxed = req->unsandboxed };
 	return execrun_confine(&cr, pr, e);
 }
 

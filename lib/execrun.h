@@ -19,6 +19,9 @@
  * execution.fallback_to_unified is true: then the program runs unsandboxed, a warning is
  * logged and the receipt says {"enabled": false, "fallback": true, "missing": …}.
  * A worktree whose .git file points outside repos/ → E_PATH_OUTSIDE_DATA_HOME.
+ * req.unsandboxed (host gateway, granted by the daemon: executor.c) runs the program in the worktree with the
+ * same environment, timeout and capture but no sandbox; the receipt says {"enabled": false, "host":
+ * "gateway", "reason": …}.
  * req.home (unix_user_mode sandbox: one per agor user) names a directory under the data home's
  * homes/ (made 0700 when missing; confined like every path) that is $HOME, read-write and kept
  * between runs; without it $HOME is the caller's home path on an empty private tmpfs.
@@ -41,6 +44,8 @@ struct execrun_request {
 	json_t *env;	 /* object of strings (validated), or NULL */
 	long long timeout_ms;
 	const char *home; /* relative to DATA_HOME/homes, or absolute inside it; NULL: a private tmpfs */
+	const char *unsandboxed; /* host gateway: run without the sandbox, for this reason (the caller verified
+				  * that the daemon granted it); NULL: execution.sandbox decides */
 };
 
 int execrun(const struct execrun_request *req, json_t **data, struct err *e);
@@ -61,6 +66,7 @@ struct execrun_confine_request {
 	const char *const *read_only_binds;  /* as sandbox_request */
 	const char *const *read_write_binds;
 	int network_host;
+	const char *unsandboxed; /* as execrun_request.unsandboxed */
 };
 
 struct execrun_git_dirs {

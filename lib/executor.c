@@ -284,10 +284,48 @@ static int run_worktree_remove(const struct payload *p, const struct executor_co
 
 /* --- exec.run ------------------------------------------------------------------------------ */
 
+/*
+ * host "gateway" runs without the kernel sandbox, so the executor does not take the payload's word for it:
+ * the payload must carry the task's session token, and the daemon, asked with that token
+ * (exec.gateway_grant), must answer the very argv and cwd of this payload — a run its gateway policy (or a
+ * person) approved. A payload from anyone else (a user running `agor executor --stdin`, an agent, a
+ * replayed payload whose task ended and whose token is revoked) is refused before anything runs, whatever
+ * execution.sandbox says. Only the daemon holds the JWT secret, so only it can mint such a token.
+ */
+static int gateway_granted(const struct payload *p, struct err *e)
+{
+	if (!p->session_token || !p->daemon_url)
+		return invalid_param(e, "params.host", "\"gateway\" runs without the sandbox only for the daemon: "
+						       "sessionToken and daemonUrl are required");
+	struct rpc_client_options opt = { .connect_timeout_ms = 10000, .call_timeout_ms = 30000 };
+	struct rpc_client *c = rpc_client_connect(p->daemon_url, &opt, e);
+	if (!c)
+		return err_prefix(e, "exec.run host gateway: connecting to the daemon at %s", p->daemon_url), -1;
+	_cleanup_json_ json_t *grant = NULL;
+	json_t *params = json_pack("{s:s}", "session_token", p->session_token);
+	int rc = rpc_client_call(c, "exec.gateway_grant", params, &grant, e);
+	json_decref(params);
+	rpc_client_close(c);
+	if (rc < 0)
+		return err_prefix(e, "exec.run host gateway: the daemon did not grant this run"), -1;
+	const char *cwd = json_get_str(grant, "cwd");
+	if (!json_equal(json_object_get(grant, "argv"), payload_param(p, "argv")) || !cwd ||
+	    strcmp(cwd, payload_str(p, "cwd")))
+		return err_set(e, E_PERMISSION_DENIED, "exec.run host gateway: the payload's argv or cwd is not what the "
+						       "daemon approved for this task");
+	return 0;
+}
+
 static int run_exec(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 		    struct err *e)
 {
 	_cleanup_free_ char *cwd = NULL;
+	const char *host = payload_str(p, "host");
+	if (host && strcmp(host, "sandbox") && strcmp(host, "gateway"))
+		return invalid_param(e, "params.host", "expected sandbox or gateway");
+	int gateway = host && !strcmp(host, "gateway");
+	if (gateway && gateway_granted(p, e) < 0)
+		return -1;
 	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
 		return -1;
 	json_t *timeout = payload_param(p, "timeoutMs");
@@ -298,6 +336,8 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 		.env = p->env,
 		.timeout_ms = timeout ? json_integer_value(timeout) : 0,
 		.home = payload_str(p, "home"),
+		.unsandboxed = gateway ? "host gateway: approved by the gateway's exec approvals (the daemon granted "
+					 "this argv and cwd)" : NULL,
 	};
 	if (!ctx->dry_run)
 		return execrun(&req, data, e);

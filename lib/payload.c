@@ -89,6 +89,7 @@ static const struct field_spec exec_run_params[] = {
 	{ "cwd", F_STRING, REQ_STR },
 	{ "timeoutMs", F_TIMEOUT_MS, 0 },
 	{ "home", F_STRING, OPT_STR },
+	{ "host", F_STRING, OPT_STR },
 	{ NULL },
 };
 

@@ -430,6 +430,7 @@ else
     k create --dry-run=client --validate=false -o json -f "$TEST_TOP/dist/k8s/executor-template.yaml" > manifest.json
     python3 -c "import json; p=json.load(open(\"manifest.json\")); del p[\"metadata\"][\"name\"]; json.dump(p, open(\"pod.json\", \"w\"))"
     # the template of the README, as pasted into config.yaml: it loads (placeholders known)
+    mkdir -p "$AGOR_HOME"
     sed -n "/^execution:/,/^\`\`\`/p" "$TEST_TOP/dist/k8s/README.md" | grep -v "^\`\`\`" > "$AGOR_HOME/config.yaml"
     "$AGOR" config get execution.executor_command_template > template || { cat template; fail "the template does not load"; }
     expect_contains template "kubectl run agor-exec-{task_id}"

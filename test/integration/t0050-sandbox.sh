@@ -305,7 +305,8 @@ test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a fai
   expect_json task result.status failed
   expect_contains task "pids-limit"
   rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"true\"],\"host\":\"gateway\"}" > reply
-  expect_contains reply NOT_BUILT
+  expect_json reply error.data.code PERMISSION_DENIED   # the gateway'"'"'s own policy: deny unless its operator allows
+  expect_contains reply "security=deny"
   rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"true\"],\"host\":\"node\"}" > reply
   expect_contains reply "no node is paired"
   rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[]}" > reply

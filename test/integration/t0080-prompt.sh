@@ -119,6 +119,28 @@ PY
     script -qec "$AGOR prompt $session \"please RUN: echo tty > tty.txt\" --config $PWD/config.yaml" /dev/null < answer > tty.out || { cat tty.out; fail "prompt on a terminal failed"; }
     expect_contains tty.out "Allow? [y/N]"
     [ -e "$wt_path/tty.txt" ] || { cat tty.out; fail "the y typed on the terminal did not approve"; }
+    # a gateway run in the session: the agent is told about it in its next prompt, and only then
+    "$AGOR" approvals set --security full --ask off > /dev/null
+    rpc exec.run "{\"host\":\"gateway\",\"worktree_id\":\"$wt\",\"session_id\":\"$session\",\"security\":\"full\",\"argv\":[\"/bin/echo\",\"from-the-gateway\"]}" > gw.reply
+    expect_json gw.reply result.stdout from-the-gateway
+    : > server.log
+    a prompt "$session" "say hello" --yes > out2 2> err2 || { cat out2 err2; fail "the prompt after the gateway run failed"; }
+    grep -q "System events since your last prompt" server.log || { cat server.log; fail "the agent was not told about the run"; }
+    grep -q "exec.finished on gateway.*from-the-gateway" server.log || fail "the run'"'"'s outcome is not in the note"
+    : > server.log
+    a prompt "$session" "say hello again" --yes > out3 2> err3 || { cat out3 err3; fail "the third prompt failed"; }
+    python3 - <<PY || fail "the events were shown to the agent twice"
+import json
+def newest_text(req):  # the newest user text, as the scripted server reads it (older turns are history)
+    users = [m for m in req.get("messages", []) if m.get("role") == "user"]
+    content = users[-1]["content"] if users else ""
+    if isinstance(content, str):
+        return content
+    texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return texts[-1] if texts else ""
+newest = [newest_text(json.loads(line)["body"]) for line in open("server.log") if line.strip()]
+assert newest and not any("System events since your last prompt" in t for t in newest), newest
+PY
 '
 
 DENIED='

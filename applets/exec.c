@@ -1,0 +1,246 @@
+/* exec.c — `agor exec`: one command through the daemon's exec.run (host sandbox, gateway or node), answering the
+ * exec approval the gateway asks for it on the terminal or by flag. Never answers a request for another command. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "applet.h"
+#include "approvals_store.h"
+#include "client.h"
+#include "json.h"
+#include "rpcclient.h"
+#include "strbuf.h"
+#include "banned.h"
+
+#define EXEC_CALL_ID 2
+#define EXIT_DENIED 126
+
+enum exec_answer { ANSWER_TTY, ANSWER_ONCE, ANSWER_ALWAYS, ANSWER_DENY };
+
+struct exec_opts {
+	json_t *params; /* exec.run's params */
+	enum exec_answer answer;
+	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
+	struct client_opts client;
+};
+
+static int usage(const char *what)
+{
+	fprintf(stderr, "agor exec: %s\nTry 'agor exec --help'.\n", what);
+	return EXIT_USAGE;
+}
+
+static const char *const string_flags[][2] = {
+	{ "--host", "host" },	  { "--node", "node" },	  { "--security", "security" }, { "--ask", "ask" },
+	{ "--session", "session_id" }, { "--agent", "agent_id" }, { NULL, NULL },
+};
+
+static int take_flag(struct exec_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	for (size_t k = 0; string_flags[k][0]; k++)
+		if (!strcmp(a, string_flags[k][0])) {
+			if (*i + 1 >= argc)
+				return usage("missing value for an option");
+			json_object_set_new(o->params, string_flags[k][1], json_string(argv[++*i]));
+			return 1;
+		}
+	if (!strcmp(a, "--timeout-ms")) {
+		char *end;
+		long long ms = *i + 1 < argc ? strtoll(argv[*i + 1], &end, 10) : 0;
+		if (*i + 1 >= argc || !*argv[*i + 1] || *end || ms < 1)
+			return usage("--timeout-ms: expected a positive number of milliseconds");
+		json_object_set_new(o->params, "timeout_ms", json_integer(ms));
+		++*i;
+		return 1;
+	}
+	static const char *const answers[] = { "--yes", "--always", "--no" };
+	for (int k = 0; k < 3; k++)
+		if (!strcmp(a, answers[k])) {
+			o->answer = (enum exec_answer)(ANSWER_ONCE + k);
+			return 1;
+		}
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct exec_opts *o)
+{
+	int i = 1;
+	for (; i < argc && strcmp(argv[i], "--"); i++) {
+		int taken = client_take_option(&o->client, argc, argv, &i);
+		if (taken < 0)
+			return usage("missing value for an option");
+		if (taken)
+			continue;
+		if ((taken = take_flag(o, argc, argv, &i)) != 0) {
+			if (taken < 0 || taken == EXIT_USAGE)
+				return EXIT_USAGE;
+			continue;
+		}
+		if (argv[i][0] == '-')
+			return usage("unknown option");
+		if (json_object_get(o->params, "worktree_id"))
+			return usage("one WORKTREE only; the command goes after --");
+		json_object_set_new(o->params, "worktree_id", json_string(argv[i]));
+	}
+	if (i >= argc - 1)
+		return usage("expected -- ARGV… (the command to run)");
+	json_t *cmd = json_array();
+	for (i++; i < argc; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_object_set_new(o->params, "argv", cmd);
+	appr_argv_sha256(cmd, o->argv_sha256);
+	return 0;
+}
+
+static void send_call(struct rpc_client *c, int id, const char *method, json_t *params /* stolen */)
+{
+	json_t *msg = json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", id, "method", method, "params", params);
+	_cleanup_free_ char *text = json_to_compact(msg);
+	json_decref(msg);
+	struct err e = ERR_INIT;
+	if (rpc_client_send(c, text, strlen(text), &e) < 0)
+		fprintf(stderr, "agor exec: %s: %s\n", method, e.message);
+	err_clear(&e);
+}
+
+static enum exec_answer ask_on_tty(const json_t *data)
+{
+	const json_t *input = json_object_get(data, "tool_input");
+	char *argv = json_to_compact(json_object_get(input, "argv"));
+	fprintf(stderr, "\nApprove running %s on %s? [o]nce, [a]lways, [N]o: ", argv,
+		json_get_str(input, "where") ? json_get_str(input, "where") : "?");
+	free(argv);
+	char line[64];
+	if (!fgets(line, sizeof(line), stdin))
+		return ANSWER_DENY;
+	return line[0] == 'o' || line[0] == 'y' ? ANSWER_ONCE : line[0] == 'a' ? ANSWER_ALWAYS : ANSWER_DENY;
+}
+
+/* Answers an exec approval request for exactly this command (its argv hash); others are not ours. */
+static void answer_request(struct rpc_client *c, const struct exec_opts *o, const json_t *data)
+{
+	const json_t *input = json_object_get(data, "tool_input");
+	const char *hash = json_get_str(input, "argvSha256"), *kind = json_get_str(data, "kind");
+	if (!kind || strcmp(kind, "exec") || !hash || strcmp(hash, o->argv_sha256))
+		return;
+	enum exec_answer a = o->answer;
+	if (a == ANSWER_TTY && !isatty(0)) {
+		fprintf(stderr, "agor exec: the gateway asks for approval; not a terminal, denying (use --yes, --always "
+				"or --no)\n");
+		a = ANSWER_DENY;
+	} else if (a == ANSWER_TTY) {
+		a = ask_on_tty(data);
+	}
+	json_t *p = json_pack("{s:s,s:b}", "request_id", json_get_str(data, "request_id"), "approved", a != ANSWER_DENY);
+	if (a != ANSWER_DENY)
+		json_object_set_new(p, "scope", json_string(a == ANSWER_ALWAYS ? "allow-always" : "allow-once"));
+	send_call(c, 100, "permissions.respond", p);
+}
+
+static void print_stream(FILE *f, const json_t *s)
+{
+	if (json_is_string(s))
+		fwrite(json_string_value(s), 1, json_string_length(s), f);
+}
+
+/* The run's outcome for humans; returns the exit status. */
+static int show_result(const struct exec_opts *o, const json_t *reply)
+{
+	const json_t *res = json_object_get(reply, "result"), *error = json_object_get(reply, "error");
+	if (o->client.json)
+		json_write_line(1, res ? res : error);
+	if (!res) {
+		const json_t *data = json_object_get(error, "data");
+		if (!o->client.json)
+			fprintf(stderr, "agor exec: %s [%s]\n", json_get_str(error, "message"),
+				json_get_str(data, "code") ? json_get_str(data, "code") : "?");
+		return json_get_str(data, "code") && !strcmp(json_get_str(data, "code"), "PERMISSION_DENIED") ? EXIT_DENIED
+													      : EXIT_FAILED;
+	}
+	if (json_is_true(json_object_get(res, "denied"))) {
+		if (!o->client.json)
+			fprintf(stderr, "agor exec: denied by the node's policy (%s)\n", json_get_str(res, "reason"));
+		return EXIT_DENIED;
+	}
+	if (!o->client.json) {
+		print_stream(stdout, json_object_get(res, json_object_get(res, "output") ? "output" : "stdout"));
+		print_stream(stderr, json_object_get(res, "stderr"));
+	}
+	return (int)json_integer_value(json_object_get(res, "exitCode")) & 0xff;
+}
+
+static int run(struct rpc_client *c, struct exec_opts *o)
+{
+	send_call(c, 1, "events.subscribe", json_object());
+	send_call(c, EXEC_CALL_ID, "exec.run", json_incref(o->params));
+	struct strbuf msg = STRBUF_INIT;
+	int status = -1;
+	while (status < 0) {
+		struct err e = ERR_INIT;
+		strbuf_reset(&msg);
+		if (rpc_client_recv(c, &msg, 1000, &e) < 0) {
+			int timeout = e.code && !strcmp(e.code, E_TIMEOUT);
+			if (!timeout)
+				fprintf(stderr, "agor exec: lost the daemon: %s\n", e.message);
+			err_clear(&e);
+			if (timeout)
+				continue;
+			status = EXIT_FAILED;
+			break;
+		}
+		json_t *m = json_loadb(msg.buf, msg.len, 0, NULL);
+		json_t *params = json_object_get(m, "params");
+		const char *method = json_get_str(m, "method");
+		if (method && !strcmp(method, "event") && json_get_str(params, "type") &&
+		    !strcmp(json_get_str(params, "type"), "permission.requested"))
+			answer_request(c, o, json_object_get(params, "data"));
+		else if (!method && json_integer_value(json_object_get(m, "id")) == EXEC_CALL_ID)
+			status = show_result(o, m);
+		if (m)
+			json_decref(m);
+	}
+	strbuf_release(&msg);
+	return status;
+}
+
+static int exec_main(int argc, char **argv)
+{
+	struct exec_opts o = { .params = json_object() };
+	int status = parse(argc, argv, &o);
+	if (status == 0) {
+		struct err e = ERR_INIT;
+		struct rpc_client *c = client_connect(o.client.url, o.client.config_path, o.client.token, &e);
+		if (c) {
+			status = run(c, &o);
+			rpc_client_close(c);
+		} else {
+			fprintf(stderr, "agor exec: %s\n", e.message);
+			status = EXIT_FAILED;
+		}
+		err_clear(&e);
+	}
+	json_decref(o.params);
+	return status;
+}
+
+const struct applet applet_exec = {
+	.name = "exec",
+	.summary = "run one command through the daemon on the sandbox, the gateway or a paired node",
+	.usage = "Usage: agor exec [--host sandbox|gateway|node] [--node QUERY] [--security deny|allowlist|full]\n"
+		 "                 [--ask off|on-miss|always] [--session ID] [--agent ID] [--timeout-ms N]\n"
+		 "                 [--yes|--always|--no] [--json] [--url URL] [--token T] [--config PATH]\n"
+		 "                 [WORKTREE] -- ARGV…\n"
+		 "\n"
+		 "Runs ARGV with the daemon's exec.run. Host sandbox (the default) and gateway run in WORKTREE (as its\n"
+		 "creator's execution user); gateway runs without the kernel sandbox, under the gateway's own exec\n"
+		 "approvals ($AGOR_HOME/exec-approvals.json of the daemon; security defaults to deny). Host node runs\n"
+		 "on a paired node (--node QUERY) under the node's own approvals. --session takes the session's\n"
+		 "exec defaults (set with `agor prompt SESSION \"/exec …\"` or \"/elevated on\") and puts the run's\n"
+		 "events in that session. When the policy asks, the request for this command is answered on the\n"
+		 "terminal ([o]nce, [a]lways, [N]o), or by --yes (allow once), --always (allow always) or --no.\n"
+		 "Prints the command's output; exits with its exit status, 126 when denied, 1 on other errors.\n",
+	.main = exec_main,
+	.flags = APPLET_CLIENT,
+};
