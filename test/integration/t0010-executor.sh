@@ -435,8 +435,8 @@ else
     "$AGOR" config get execution.executor_command_template > template || { cat template; fail "the template does not load"; }
     expect_contains template "kubectl run agor-exec-{task_id}"
     # rendered as the daemon would (task id substituted, the overrides file read), without -i/--rm (no dry run with them)
-    args=$(sed "s/{task_id}/0123abcd/; s| --rm -i --quiet||; s|/etc/agor/executor-pod.json|pod.json|; s|^kubectl ||" template)
-    eval "k $args --dry-run=client -o json" > rendered.json || { cat rendered.json; fail "kubectl run did not render"; }
+    args=$(sed "s/{task_id}/0123abcd/; s| --rm -i --quiet||; s|/etc/agor/executor-pod.json|pod.json|; s|^kubectl ||; s| -- | --dry-run=client -o json -- |" template)
+    eval "k $args" > rendered.json || { cat rendered.json; fail "kubectl run did not render"; }
     python3 - rendered.json <<PY
 import json, sys
 p = json.load(open(sys.argv[1]))
