@@ -23,13 +23,15 @@ TEST(loop_timers_fire_in_deadline_order_and_cancelled_ones_never)
 	struct loop *l = loop_new(&e);
 	norder = 0;
 	uint64_t t0 = loop_now_ms();
-	loop_timer_add(l, 30, record, "c");
-	loop_timer_add(l, 10, record, "a");
-	struct loop_timer *x = loop_timer_add(l, 15, record, "x");
-	loop_timer_add(l, 20, record, "b");
+	/* deadlines 100 ms apart: each is taken when its timer is added, and a loaded machine can stall
+	 * between two adds for tens of milliseconds */
+	loop_timer_add(l, 300, record, "c");
+	loop_timer_add(l, 100, record, "a");
+	struct loop_timer *x = loop_timer_add(l, 150, record, "x");
+	loop_timer_add(l, 200, record, "b");
 	loop_timer_cancel(l, x);
 	CHECK_INT(loop_run(l, &e), 0);
-	CHECK(loop_now_ms() - t0 >= 30);
+	CHECK(loop_now_ms() - t0 >= 300);
 	CHECK(!memcmp(order, "abc", 3));
 	loop_free(l);
 }
