@@ -600,7 +600,7 @@ int child_start(struct child *c, struct err *e)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid = fork();
+	pid_t pid = c->clone_flags ? (pid_t)syscall(SYS_clone, c->clone_flags | SIGCHLD, 0, 0, 0, 0) : fork();
 	if (pid == 0)
 		child_main(c, &p);
 	int fork_errno = errno;
@@ -619,6 +619,9 @@ int child_start(struct child *c, struct err *e)
 	if (pid < 0) {
 		plan_release(&p);
 		close_parent_ends(c);
+		if (c->clone_flags)
+			return err_setd(e, E_SYSTEM, json_pack("{s:s,s:i}", "stage", "clone", "errno", fork_errno),
+					"clone with new namespaces for %s: %s", c->args.v[0], strerror(fork_errno));
 		return err_errno(e, fork_errno, "fork for %s", c->args.v[0]);
 	}
 	struct exec_report report;

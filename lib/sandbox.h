@@ -49,6 +49,7 @@
 #include <jansson.h>
 
 #include "cgroup.h"
+#include "child.h"
 #include "config.h"
 #include "err.h"
 
@@ -95,11 +96,17 @@ void sandbox_probe(struct sandbox_probe *p);
 /* Fills sc from execution.sandbox.* of cfg (strings borrowed from cfg). */
 void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg);
 struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct sandbox_request *req, struct err *e);
+/* Sets c's before_exec hook and clone_flags, so the child is created as PID 1 of the new namespaces. */
+void sandbox_apply(struct sandbox *sb, struct child *c);
 int sandbox_before_exec(void *sandbox);
 /* After child_start() failed: replaces e by the sandbox stage that failed, if one did; returns -1. */
 int sandbox_explain_failure(struct sandbox *sb, struct err *e);
 json_t *sandbox_receipt(const struct sandbox *sb);
 json_t *sandbox_finish(struct sandbox *sb);
 void sandbox_free(struct sandbox *sb);
+#ifdef SANDBOX_TIMING
+/* test/bench only: CLOCK_MONOTONIC µs at the end of each named stage (0 where a stage did not run), or NULL. */
+const double *sandbox_stage_times(const struct sandbox *sb, const char *const **names, int *n);
+#endif
 
 #endif
