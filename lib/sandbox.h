@@ -7,7 +7,7 @@
  * Contract
  * --------
  *   struct sandbox *sb = sandbox_prepare(&cfg, &req, e);  // parent: probes, cgroup, plans
- *   child.before_exec = sandbox_before_exec; child.before_exec_arg = sb;
+ *   sandbox_apply(sb, &child);   // the hook, and clone_flags: the child starts as PID 1 of new namespaces
  *   child.new_process_group = 1;  (the run is killed as a group)
  *   if (child_start(&c, e) < 0) sandbox_explain_failure(sb, e);   // names the missing control
  *   ... child_wait / child_run ...
@@ -24,11 +24,13 @@
  * receipt's "warnings"; required and missing cgroups always fail.
  *
  * In the child (sandbox_before_exec, async-signal-safe code only, everything precomputed):
- *   1. join the cgroup; unshare user, mount, PID, IPC, UTS (and network when network_none)
- *      namespaces; map the caller's uid/gid to themselves; fork: the new process is PID 1 of
- *      the new PID namespace, the old one waits for it and exits with its status;
+ *   1. the child is created by child.c's clone(2) in new user, mount, PID, IPC, UTS (and network
+ *      when network_none) namespaces, as PID 1; it joins the cgroup and maps the caller's uid/gid
+ *      to themselves. (Set up with only before_exec, without sandbox_apply(), the child unshares
+ *      instead and forks PID 1, staying behind as a waiter that exits with its status.)
  *   2. PID 1 builds the mount view on a fresh tmpfs root and pivots into it:
- *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files,
+ *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files (on a
+ *      tmpfs /etc made read-only with everything below it by one mount_setattr where available),
  *      cfg.read_only_paths; read-write: the worktree, the repository's git directory with
  *      `hooks/` and `config` read-only and `worktrees/` reduced to this worktree's own entry,
  *      cfg.read_write_paths, req.read_*_binds; private: /tmp, the home directory (tmpfs), /dev (null, zero,
@@ -41,7 +43,7 @@
  *      locked so uid 0 regains nothing); the seccomp filter of seccomp.h;
  *   4. PID 1 forks the program's process (which returns 0 to child.c: chdir, exec) and then
  *      only waits (SIGTERM, SIGINT and SIGHUP sent to the run's process group are passed on to
- *      the program, so it can stop gracefully; the waiter dies with its parent): when the program exits, PID 1 exits with its status (128+signal when
+ *      the program, so it can stop gracefully): when the program exits, PID 1 exits with its status (128+signal when
  *      killed) and the kernel kills whatever else is left in the namespace.
  * A failure at any step writes (stage, errno) to a pipe that sandbox_explain_failure() reads.
  */
