@@ -218,11 +218,14 @@ static unsigned long locked_flags_of(const char *path)
 	return flags;
 }
 
+enum bind_access { BIND_RO, BIND_RW, BIND_RO_LATER /* read-only by a later OP_READ_ONLY_TREE above it */ };
+
 /* A bind of host path `path` at the same place inside; symlinks are recreated when keep_links
  * (so /bin → usr/bin stays a link), else followed. Missing paths are skipped: returns 0. */
-static int plan_bind_ruled(struct sandbox *sb, const char *path, int writable, int keep_links, int landlock_rule,
-			   struct err *e)
+static int plan_bind_ruled(struct sandbox *sb, const char *path, enum bind_access access, int keep_links,
+			   int landlock_rule, struct err *e)
 {
+	int writable = access == BIND_RW;
 	struct stat st;
 	if (keep_links && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
@@ -238,12 +241,12 @@ static int plan_bind_ruled(struct sandbox *sb, const char *path, int writable, i
 	}
 	if (stat(path, &st) < 0)
 		return 0;
-	struct mount_op *op = new_op(sb, writable ? OP_BIND_RW : OP_BIND_RO, path);
+	struct mount_op *op = new_op(sb, access == BIND_RO ? OP_BIND_RO : OP_BIND_RW, path);
 	if (!op)
 		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
 	op->src = xasprintf(OLDROOT "%s", path);
 	op->is_dir = S_ISDIR(st.st_mode);
-	op->lock_flags = locked_flags_of(path);
+	op->lock_flags = access == BIND_RO ? locked_flags_of(path) : 0; /* only a remount needs them */
 	strvec_push(writable ? &sb->rw_paths : &sb->ro_paths, path);
 	if (landlock_rule && sb->use_landlock &&
 	    landlock_plan_add(&sb->landlock, op->dst, writable ? LANDLOCK_WRITE : LANDLOCK_READ) < 0)
@@ -253,7 +256,7 @@ static int plan_bind_ruled(struct sandbox *sb, const char *path, int writable, i
 
 static int plan_bind(struct sandbox *sb, const char *path, int writable, int keep_links, struct err *e)
 {
-	return plan_bind_ruled(sb, path, writable, keep_links, 1, e);
+	return plan_bind_ruled(sb, path, writable ? BIND_RW : BIND_RO, keep_links, 1, e);
 }
 
 static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, const char *data,
@@ -270,11 +273,11 @@ static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, 
 	return 0;
 }
 
-/* mount_setattr(2) (Linux 5.12): answers EBADF for a bad descriptor, ENOSYS when missing. */
+/* mount_setattr(2) (Linux 5.12): an empty change is accepted (or the bad descriptor refused); ENOSYS when missing. */
 static int have_mount_setattr(void)
 {
 	struct mount_attr_ attr = { 0 };
-	return syscall(SYS_mount_setattr, -1, "", 0, &attr, sizeof(attr)) < 0 && errno != ENOSYS;
+	return syscall(SYS_mount_setattr, -1, "", 0, &attr, sizeof(attr)) == 0 || errno != ENOSYS;
 }
 
 /* /etc inside is a small tmpfs holding only the selected entries, so one Landlock rule on it covers them
@@ -289,11 +292,8 @@ static int plan_etc(struct sandbox *sb, struct err *e)
 		op->data = xstrdup("mode=0111,size=64k");
 	for (size_t i = 0; i < ARRAY_SIZE(etc_entries); i++) {
 		_cleanup_free_ char *path = xasprintf("/etc/%s", etc_entries[i]);
-		int before = sb->nops;
-		if (plan_bind_ruled(sb, path, 0, 0, 0, e) < 0)
+		if (plan_bind_ruled(sb, path, at_once ? BIND_RO_LATER : BIND_RO, 0, 0, e) < 0)
 			return -1;
-		if (at_once && sb->nops > before && sb->ops[before].kind == OP_BIND_RO)
-			sb->ops[before].kind = OP_BIND_RW; /* made read-only with the whole /etc below */
 	}
 	if (at_once && !new_op(sb, OP_READ_ONLY_TREE, "/etc"))
 		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
