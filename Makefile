@@ -143,6 +143,17 @@ build/bench/sandbox_rtt: build/musl/test/bench/sandbox_rtt.o $(MUSL_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
 
+# The same helper with lib/sandbox.c's stage stamps compiled in (-DSANDBOX_TIMING): per-stage µs, never in ./agor.
+build/timing/%.o: %.c $(DEPS_STAMP_MUSL)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$< [timing])
+	$(Q)$(MUSL_CC) $(MUSL_CFLAGS) -DSANDBOX_TIMING -c $< -o $@
+
+build/bench/sandbox_stages: build/timing/test/bench/sandbox_rtt.o build/timing/lib/sandbox.o \
+		$(filter-out build/musl/lib/sandbox.o,$(MUSL_LIB_OBJS))
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
+
 build/bench/tmux_parse: build/musl/test/bench/tmux_parse.o $(MUSL_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
@@ -207,4 +218,4 @@ distclean:
 	rm -rf build agor
 
 -include $(MUSL_OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(MUSL_UNIT_OBJS:.o=.d) $(ASAN_UNIT_OBJS:.o=.d) \
-	$(wildcard build/musl/test/helpers/*.d build/asan/test/helpers/*.d)
+	$(wildcard build/musl/test/helpers/*.d build/asan/test/helpers/*.d) $(wildcard build/timing/lib/*.d build/timing/test/bench/*.d)

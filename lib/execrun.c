@@ -206,8 +206,7 @@ static int prepare(const struct execrun_request *req, int plan_only, struct exec
 void execrun_confinement_apply(const struct execrun_confinement *pr, struct child *c)
 {
 	if (pr->sb) {
-		c->before_exec = sandbox_before_exec;
-		c->before_exec_arg = pr->sb;
+		sandbox_apply(pr->sb, c);
 	}
 }
 

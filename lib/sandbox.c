@@ -17,7 +17,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -33,6 +35,31 @@
 #include "banned.h"
 
 #define OLDROOT "/oldroot"
+
+/* Stage timing for test/bench/sandbox (build with -DSANDBOX_TIMING): CLOCK_MONOTONIC stamps in a shared page
+ * that the forked processes write and sandbox_stage_times() reads. Compiled out of the product. */
+#ifdef SANDBOX_TIMING
+#define STAMP(sb, i) stamp((sb)->times, (i))
+static void stamp(double *t, int i)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (t)
+		t[i] = (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+static const char *const stamp_names[] = {
+	"prepare", "probe (landlock, seccomp build)", "plan mounts", "cgroup mkdir + limits", "fork (child.c)",
+	"cgroup join", "unshare", "uid/gid maps", "fork PID 1", "private + pivot_root", "mount ops",
+	"old root gone, root ro", "hostname + loopback", "rlimits + no_new_privs", "landlock", "capabilities",
+	"seccomp", "fork program", "exec + run + exit (PID 1 reaps)", "PID 1 exit, namespaces gone, reaped",
+	"cgroup events", "cgroup rmdir",
+};
+static double *init_times; /* PID 1's copy of sb->times, for wait_and_mirror() */
+#define STAMP_REAPED(pid, got) ((got) == (pid) && init_times ? stamp(init_times, 18) : (void)0)
+#else
+#define STAMP(sb, i) ((void)0)
+#define STAMP_REAPED(pid, got) ((void)0)
+#endif
 #define MAX_OPS 96
 
 enum op_kind {
@@ -43,6 +70,19 @@ enum op_kind {
 	OP_PROC,      /* proc of the new PID namespace at dst */
 	OP_DEVPTS,    /* a new devpts instance at dst (optional: terminals need it) */
 	OP_READ_ONLY, /* remount dst read-only (the shields, once their binds are in) */
+	OP_READ_ONLY_TREE, /* dst and every mount below it read-only at once (mount_setattr) */
+};
+
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#define AT_RECURSIVE_ 0x8000
+#define MOUNT_ATTR_RDONLY_ 0x1
+#define MOUNT_ATTR_NOSUID_ 0x2
+#define MOUNT_ATTR_NODEV_ 0x4
+
+struct mount_attr_ {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 
 struct mount_op {
@@ -102,11 +142,22 @@ struct sandbox {
 	int last_cap;
 	uintptr_t env_start, env_end; /* this process's initial environment (/proc/self/stat) */
 	int diag[2];
+	int cloned; /* sandbox_apply(): the child is created in the namespaces (child.c's clone_flags) */
 	struct strvec ro_paths, rw_paths, private_paths; /* for the receipt */
 	json_t *warnings;
 	json_t *cgroup_receipt; /* kept: the cgroup itself is gone after sandbox_finish() */
 	json_t *events;
+	double *times; /* SANDBOX_TIMING: one shared page of stamps, else NULL */
 };
+
+#ifdef SANDBOX_TIMING
+const double *sandbox_stage_times(const struct sandbox *sb, const char *const **names, int *n)
+{
+	*names = stamp_names;
+	*n = (int)ARRAY_SIZE(stamp_names);
+	return sb->times;
+}
+#endif
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -167,11 +218,14 @@ static unsigned long locked_flags_of(const char *path)
 	return flags;
 }
 
+enum bind_access { BIND_RO, BIND_RW, BIND_RO_LATER /* read-only by a later OP_READ_ONLY_TREE above it */ };
+
 /* A bind of host path `path` at the same place inside; symlinks are recreated when keep_links
  * (so /bin → usr/bin stays a link), else followed. Missing paths are skipped: returns 0. */
-static int plan_bind_ruled(struct sandbox *sb, const char *path, int writable, int keep_links, int landlock_rule,
-			   struct err *e)
+static int plan_bind_ruled(struct sandbox *sb, const char *path, enum bind_access access, int keep_links,
+			   int landlock_rule, struct err *e)
 {
+	int writable = access == BIND_RW;
 	struct stat st;
 	if (keep_links && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
@@ -187,12 +241,12 @@ static int plan_bind_ruled(struct sandbox *sb, const char *path, int writable, i
 	}
 	if (stat(path, &st) < 0)
 		return 0;
-	struct mount_op *op = new_op(sb, writable ? OP_BIND_RW : OP_BIND_RO, path);
+	struct mount_op *op = new_op(sb, access == BIND_RO ? OP_BIND_RO : OP_BIND_RW, path);
 	if (!op)
 		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
 	op->src = xasprintf(OLDROOT "%s", path);
 	op->is_dir = S_ISDIR(st.st_mode);
-	op->lock_flags = locked_flags_of(path);
+	op->lock_flags = access == BIND_RO ? locked_flags_of(path) : 0; /* only a remount needs them */
 	strvec_push(writable ? &sb->rw_paths : &sb->ro_paths, path);
 	if (landlock_rule && sb->use_landlock &&
 	    landlock_plan_add(&sb->landlock, op->dst, writable ? LANDLOCK_WRITE : LANDLOCK_READ) < 0)
@@ -202,7 +256,7 @@ static int plan_bind_ruled(struct sandbox *sb, const char *path, int writable, i
 
 static int plan_bind(struct sandbox *sb, const char *path, int writable, int keep_links, struct err *e)
 {
-	return plan_bind_ruled(sb, path, writable, keep_links, 1, e);
+	return plan_bind_ruled(sb, path, writable ? BIND_RW : BIND_RO, keep_links, 1, e);
 }
 
 static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, const char *data,
@@ -219,20 +273,41 @@ static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, 
 	return 0;
 }
 
+/* mount_setattr(2) (Linux 5.12): an empty change is accepted (or the bad descriptor refused); ENOSYS when missing. */
+static int have_mount_setattr(void)
+{
+	struct mount_attr_ attr = { 0 };
+	return syscall(SYS_mount_setattr, -1, "", 0, &attr, sizeof(attr)) == 0 || errno != ENOSYS;
+}
+
+/* /etc inside is a small tmpfs holding only the selected entries, so one Landlock rule on it covers them
+ * all, and (with mount_setattr) one call makes all of them read-only: a bind each, not a bind and a remount. */
+static int plan_etc(struct sandbox *sb, struct err *e)
+{
+	int at_once = have_mount_setattr();
+	struct mount_op *op = at_once ? new_op(sb, OP_TMPFS, "/etc") : NULL;
+	if (at_once && !op)
+		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+	if (op)
+		op->data = xstrdup("mode=0111,size=64k");
+	for (size_t i = 0; i < ARRAY_SIZE(etc_entries); i++) {
+		_cleanup_free_ char *path = xasprintf("/etc/%s", etc_entries[i]);
+		if (plan_bind_ruled(sb, path, at_once ? BIND_RO_LATER : BIND_RO, 0, 0, e) < 0)
+			return -1;
+	}
+	if (at_once && !new_op(sb, OP_READ_ONLY_TREE, "/etc"))
+		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+	if (sb->use_landlock && landlock_plan_add(&sb->landlock, "/etc", LANDLOCK_READ) < 0)
+		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
+	return 0;
+}
+
 static int plan_system(struct sandbox *sb, struct err *e)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++)
 		if (plan_bind(sb, system_dirs[i], 0, 1, e) < 0)
 			return -1;
-	/* /etc inside holds only these entries, so one Landlock rule on it covers them all. */
-	for (size_t i = 0; i < ARRAY_SIZE(etc_entries); i++) {
-		_cleanup_free_ char *path = xasprintf("/etc/%s", etc_entries[i]);
-		if (plan_bind_ruled(sb, path, 0, 0, 0, e) < 0)
-			return -1;
-	}
-	if (sb->use_landlock && landlock_plan_add(&sb->landlock, "/etc", LANDLOCK_READ) < 0)
-		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
-	return 0;
+	return plan_etc(sb, e);
 }
 
 static int plan_dev(struct sandbox *sb, struct err *e)
@@ -473,6 +548,11 @@ static int prepare_cgroup(struct sandbox *sb, const struct sandbox_request *req,
 struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct sandbox_request *req, struct err *e)
 {
 	struct sandbox *sb = xcalloc(1, sizeof(*sb));
+#ifdef SANDBOX_TIMING
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	sb->times = page == MAP_FAILED ? NULL : page;
+#endif
+	STAMP(sb, 0);
 	sb->cfg = *cfg;
 	if (req->network_host)
 		sb->cfg.network_none = 0;
@@ -485,11 +565,13 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 	snprintf(sb->gid_map, sizeof(sb->gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
 	sb->last_cap = last_capability();
 	find_environment(sb);
-	if (probe_layers(sb, e) < 0 || plan_mounts(sb, req, e) < 0 || prepare_cgroup(sb, req, e) < 0 ||
+	if (probe_layers(sb, e) < 0 || (STAMP(sb, 1), plan_mounts(sb, req, e) < 0) ||
+	    (STAMP(sb, 2), prepare_cgroup(sb, req, e) < 0) ||
 	    (pipe2(sb->diag, O_CLOEXEC | O_NONBLOCK) < 0 && err_errno(e, errno, "sandbox: pipe") < 0)) {
 		sandbox_free(sb);
 		return NULL;
 	}
+	STAMP(sb, 3);
 	return sb;
 }
 
@@ -513,33 +595,53 @@ static int write_file(const char *path, const char *text)
 	return rc;
 }
 
-/* mkdir -p of path (or of its parent when !is_dir, then an empty file at path). */
-static int make_mountpoint(const char *path, int is_dir)
+/* mkdir -p of path's parent directories. */
+static int make_parents(const char *path)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
 	if (len >= sizeof(buf))
 		return errno = ENAMETOOLONG, -1;
 	memcpy(buf, path, len + 1);
-	for (size_t i = 1; i <= len; i++) {
-		if (buf[i] != '/' && buf[i] != 0)
+	for (size_t i = 1; i < len; i++) {
+		if (buf[i] != '/')
 			continue;
-		if (buf[i] == 0 && !is_dir)
-			break;
-		char saved = buf[i];
 		buf[i] = 0;
 		/* search-only: the skeleton leading to a bind can be walked, never listed nor written */
 		if (mkdir(buf, 0111) < 0 && errno != EEXIST)
 			return -1;
-		buf[i] = saved;
+		buf[i] = '/';
 	}
-	if (is_dir)
-		return 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	close(fd);
 	return 0;
+}
+
+static int make_node(const char *path, int is_dir)
+{
+	int rc = is_dir ? mkdir(path, 0111) : mknod(path, S_IFREG | 0644, 0);
+	return rc < 0 && errno == EEXIST ? 0 : rc;
+}
+
+/* A directory (or, when !is_dir, an empty file) at path; the parents are made only when missing, so the
+ * usual case is one system call. */
+static int make_mountpoint(const char *path, int is_dir)
+{
+	if (make_node(path, is_dir) == 0)
+		return 0;
+	if (errno != ENOENT || make_parents(path) < 0)
+		return -1;
+	return make_node(path, is_dir);
+}
+
+/* The link path → target, replacing whatever is there; parents made when missing. */
+static int make_symlink(const char *target, const char *path)
+{
+	if (symlink(target, path) == 0)
+		return 0;
+	if (errno == EEXIST)
+		unlink(path);
+	else if (errno != ENOENT || make_parents(path) < 0)
+		return -1;
+	return symlink(target, path);
 }
 
 static int apply_bind(const struct mount_op *op)
@@ -560,10 +662,7 @@ static int apply_op(const struct mount_op *op)
 		if (make_mountpoint(op->dst, 1) < 0)
 			return -1;
 		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
-	case OP_SYMLINK:
-		if (make_mountpoint(op->dst, 0) == 0 || errno == EEXIST)
-			unlink(op->dst);
-		return symlink(op->data, op->dst);
+	case OP_SYMLINK: return make_symlink(op->data, op->dst);
 	case OP_PROC:
 		if (make_mountpoint(op->dst, 1) < 0)
 			return -1;
@@ -575,6 +674,10 @@ static int apply_op(const struct mount_op *op)
 		return 0;
 	case OP_READ_ONLY:
 		return mount(NULL, op->dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+	case OP_READ_ONLY_TREE: {
+		struct mount_attr_ attr = { .attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ };
+		return (int)syscall(SYS_mount_setattr, AT_FDCWD, op->dst, AT_RECURSIVE_, &attr, sizeof(attr));
+	}
 	}
 	return errno = EINVAL, -1;
 }
@@ -589,9 +692,11 @@ static int build_root(const struct sandbox *sb)
 		return fail(sb, ST_ROOT, -1);
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
 		return fail(sb, ST_PIVOT, -1);
+	STAMP(sb, 9);
 	for (int i = 0; i < sb->nops; i++)
 		if (apply_op(&sb->ops[i]) < 0)
 			return fail(sb, sb->ops[i].kind == OP_PROC ? ST_PROC : sb->ops[i].kind == OP_READ_ONLY ? ST_SHIELD : ST_MOUNT, i);
+	STAMP(sb, 10);
 	if (umount2(OLDROOT, MNT_DETACH) < 0 || rmdir(OLDROOT) < 0)
 		return fail(sb, ST_OLDROOT, -1);
 	if (mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
@@ -668,20 +773,26 @@ static int confine_init(const struct sandbox *sb)
 	int rc;
 	if ((rc = build_root(sb)) != 0)
 		return rc;
+	STAMP(sb, 11);
 	if (sethostname("agor-sandbox", 12) < 0)
 		return fail(sb, ST_HOSTNAME, -1);
 	if (sb->cfg.network_none && loopback_up() < 0)
 		return fail(sb, ST_LOOPBACK, -1);
+	STAMP(sb, 12);
 	if (apply_rlimits(sb) < 0)
 		return fail(sb, ST_RLIMIT, -1);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return fail(sb, ST_NO_NEW_PRIVS, -1);
+	STAMP(sb, 13);
 	if (sb->use_landlock && landlock_apply(&sb->landlock) < 0)
 		return fail(sb, ST_LANDLOCK, -1);
+	STAMP(sb, 14);
 	if (drop_capabilities(sb) < 0)
 		return fail(sb, ST_CAPS, -1);
+	STAMP(sb, 15);
 	if (sb->use_seccomp && seccomp_filter_install(&sb->seccomp) < 0)
 		return fail(sb, ST_SECCOMP, -1);
+	STAMP(sb, 16);
 	return 0;
 }
 
@@ -707,6 +818,7 @@ static NORETURN void wait_and_mirror(pid_t pid)
 	for (;;) {
 		int status;
 		pid_t got = waitpid(-1, &status, 0);
+		STAMP_REAPED(pid, got);
 		if (got == pid)
 			exit_like(status);
 		if (got < 0 && errno != EINTR)
@@ -714,27 +826,31 @@ static NORETURN void wait_and_mirror(pid_t pid)
 	}
 }
 
-static int enter_namespaces(const struct sandbox *sb)
+static unsigned long namespace_flags(const struct sandbox *sb)
 {
-	int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-	if (sb->cfg.network_none)
-		flags |= CLONE_NEWNET;
-	if (unshare(flags) < 0)
-		return fail(sb, ST_UNSHARE, -1);
+	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+	return sb->cfg.network_none ? flags | CLONE_NEWNET : flags;
+}
+
+/* The caller's uid and gid mapped to themselves in the new user namespace (setgroups denied). */
+static int map_ids(const struct sandbox *sb)
+{
 	if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", sb->uid_map) < 0 ||
 	    write_file("/proc/self/gid_map", sb->gid_map) < 0)
 		return fail(sb, ST_ID_MAP, -1);
+	STAMP(sb, 7);
 	return 0;
 }
 
-int sandbox_before_exec(void *arg)
+/* Without sandbox_apply() (a plain fork): unshare, then fork PID 1 and stay as a waiter mirroring its status.
+ * Returns 0 in PID 1. */
+static int enter_namespaces(const struct sandbox *sb)
 {
-	const struct sandbox *sb = arg;
-	int rc;
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the run ends with the executor that started it */
-	if (sb->use_cgroup && cgroup_join_self(&sb->cgroup) < 0)
-		return fail(sb, ST_CGROUP, -1);
-	if ((rc = enter_namespaces(sb)) != 0)
+	if (unshare((int)namespace_flags(sb)) < 0)
+		return fail(sb, ST_UNSHARE, -1);
+	STAMP(sb, 6);
+	int rc = map_ids(sb);
+	if (rc != 0)
 		return rc;
 	pid_t init = fork();
 	if (init < 0)
@@ -743,18 +859,53 @@ int sandbox_before_exec(void *arg)
 		syscall(SYS_close_range, 3U, ~0U, 0U);
 		wait_and_mirror(init);
 	}
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	return 0;
+}
+
+/* PID 1: confines itself, forks the program (which returns 0 to child.c) and mirrors its status. A raw
+ * clone, like child.c's: PID 1 may itself come from one, so libc's fork bookkeeping is not to be trusted. */
+static int become_init(const struct sandbox *sb)
+{
+	int rc;
+	STAMP(sb, 8);
 	if (sb->env_end > sb->env_start) /* the program can read /proc/1/environ: leave nothing there */
 		memset((void *)sb->env_start, 0, sb->env_end - sb->env_start);
 	if ((rc = confine_init(sb)) != 0)
 		return rc;
-	pid_t program = fork();
+	pid_t program = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (program < 0)
 		return fail(sb, ST_FORK, -1);
 	if (program == 0)
-		return 0;
+		return STAMP(sb, 17), 0;
+#ifdef SANDBOX_TIMING
+	init_times = sb->times;
+#endif
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	wait_and_mirror(program);
+}
+
+void sandbox_apply(struct sandbox *sb, struct child *c)
+{
+	c->before_exec = sandbox_before_exec;
+	c->before_exec_arg = sb;
+	c->clone_flags = namespace_flags(sb);
+	sb->cloned = 1;
+}
+
+int sandbox_before_exec(void *arg)
+{
+	const struct sandbox *sb = arg;
+	int rc;
+	STAMP(sb, 4);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the run ends with the executor that started it */
+	if (sb->use_cgroup && cgroup_join_self(&sb->cgroup) < 0)
+		return fail(sb, ST_CGROUP, -1);
+	STAMP(sb, 5);
+	/* cloned: child.c made this process PID 1 of the new namespaces; it only maps the ids */
+	if ((rc = sb->cloned ? map_ids(sb) : enter_namespaces(sb)) != 0)
+		return rc;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	return become_init(sb);
 }
 
 /* ---- probing (parent) ---------------------------------------------------------------------- */
@@ -783,8 +934,14 @@ void sandbox_probe(struct sandbox_probe *p)
 int sandbox_explain_failure(struct sandbox *sb, struct err *e)
 {
 	struct failure_record r;
-	if (read(sb->diag[0], &r, sizeof(r)) != (ssize_t)sizeof(r) || r.stage <= ST_NONE ||
-	    r.stage >= (int)ARRAY_SIZE(stage_controls))
+	json_t *stage = e->details ? json_object_get(e->details, "stage") : NULL;
+	if (read(sb->diag[0], &r, sizeof(r)) != (ssize_t)sizeof(r)) {
+		/* child.c's clone with the namespace flags failed: the kernel refused a new user namespace */
+		if (!sb->cloned || !json_is_string(stage) || strcmp(json_string_value(stage), "clone"))
+			return -1;
+		r = (struct failure_record){ ST_UNSHARE, (int)json_integer_value(json_object_get(e->details, "errno")), -1 };
+	}
+	if (r.stage <= ST_NONE || r.stage >= (int)ARRAY_SIZE(stage_controls))
 		return -1;
 	const char *what = r.op >= 0 && r.op < sb->nops ? sb->ops[r.op].dst : NULL;
 	return err_setd(e, E_ISOLATION_UNAVAILABLE,
@@ -839,13 +996,16 @@ json_t *sandbox_receipt(const struct sandbox *sb)
 
 json_t *sandbox_finish(struct sandbox *sb)
 {
+	STAMP(sb, 19);
 	if (!sb->events)
 		sb->events = sb->use_cgroup ? cgroup_events(&sb->cgroup) : json_object();
+	STAMP(sb, 20);
 	if (sb->use_cgroup) {
 		cgroup_destroy(&sb->cgroup);
 		sb->use_cgroup = 0;
 		json_object_set_new(sb->events, "cgroupRemoved", json_true());
 	}
+	STAMP(sb, 21);
 	return json_incref(sb->events);
 }
 
@@ -870,5 +1030,9 @@ void sandbox_free(struct sandbox *sb)
 	json_decref(sb->warnings);
 	json_decref(sb->cgroup_receipt);
 	json_decref(sb->events);
+#ifdef SANDBOX_TIMING
+	if (sb->times)
+		munmap(sb->times, 4096);
+#endif
 	free(sb);
 }

@@ -7,7 +7,7 @@
  * Contract
  * --------
  *   struct sandbox *sb = sandbox_prepare(&cfg, &req, e);  // parent: probes, cgroup, plans
- *   child.before_exec = sandbox_before_exec; child.before_exec_arg = sb;
+ *   sandbox_apply(sb, &child);   // the hook, and clone_flags: the child starts as PID 1 of new namespaces
  *   child.new_process_group = 1;  (the run is killed as a group)
  *   if (child_start(&c, e) < 0) sandbox_explain_failure(sb, e);   // names the missing control
  *   ... child_wait / child_run ...
@@ -24,11 +24,13 @@
  * receipt's "warnings"; required and missing cgroups always fail.
  *
  * In the child (sandbox_before_exec, async-signal-safe code only, everything precomputed):
- *   1. join the cgroup; unshare user, mount, PID, IPC, UTS (and network when network_none)
- *      namespaces; map the caller's uid/gid to themselves; fork: the new process is PID 1 of
- *      the new PID namespace, the old one waits for it and exits with its status;
+ *   1. the child is created by child.c's clone(2) in new user, mount, PID, IPC, UTS (and network
+ *      when network_none) namespaces, as PID 1; it joins the cgroup and maps the caller's uid/gid
+ *      to themselves. (Set up with only before_exec, without sandbox_apply(), the child unshares
+ *      instead and forks PID 1, staying behind as a waiter that exits with its status.)
  *   2. PID 1 builds the mount view on a fresh tmpfs root and pivots into it:
- *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files,
+ *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files (on a
+ *      tmpfs /etc made read-only with everything below it by one mount_setattr where available),
  *      cfg.read_only_paths; read-write: the worktree, the repository's git directory with
  *      `hooks/` and `config` read-only and `worktrees/` reduced to this worktree's own entry,
  *      cfg.read_write_paths, req.read_*_binds; private: /tmp, the home directory (tmpfs), /dev (null, zero,
@@ -41,7 +43,7 @@
  *      locked so uid 0 regains nothing); the seccomp filter of seccomp.h;
  *   4. PID 1 forks the program's process (which returns 0 to child.c: chdir, exec) and then
  *      only waits (SIGTERM, SIGINT and SIGHUP sent to the run's process group are passed on to
- *      the program, so it can stop gracefully; the waiter dies with its parent): when the program exits, PID 1 exits with its status (128+signal when
+ *      the program, so it can stop gracefully): when the program exits, PID 1 exits with its status (128+signal when
  *      killed) and the kernel kills whatever else is left in the namespace.
  * A failure at any step writes (stage, errno) to a pipe that sandbox_explain_failure() reads.
  */
@@ -49,6 +51,7 @@
 #include <jansson.h>
 
 #include "cgroup.h"
+#include "child.h"
 #include "config.h"
 #include "err.h"
 
@@ -95,11 +98,17 @@ void sandbox_probe(struct sandbox_probe *p);
 /* Fills sc from execution.sandbox.* of cfg (strings borrowed from cfg). */
 void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg);
 struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct sandbox_request *req, struct err *e);
+/* Sets c's before_exec hook and clone_flags, so the child is created as PID 1 of the new namespaces. */
+void sandbox_apply(struct sandbox *sb, struct child *c);
 int sandbox_before_exec(void *sandbox);
 /* After child_start() failed: replaces e by the sandbox stage that failed, if one did; returns -1. */
 int sandbox_explain_failure(struct sandbox *sb, struct err *e);
 json_t *sandbox_receipt(const struct sandbox *sb);
 json_t *sandbox_finish(struct sandbox *sb);
 void sandbox_free(struct sandbox *sb);
+#ifdef SANDBOX_TIMING
+/* test/bench only: CLOCK_MONOTONIC µs at the end of each named stage (0 where a stage did not run), or NULL. */
+const double *sandbox_stage_times(const struct sandbox *sb, const char *const **names, int *n);
+#endif
 
 #endif

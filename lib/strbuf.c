@@ -144,7 +144,9 @@ ssize_t strbuf_read_fd(struct strbuf *sb, int fd, size_t max)
 {
 	size_t start = sb->len;
 	for (;;) {
-		strbuf_grow(sb, 65536);
+		/* a page first: most reads are small files (/proc, cgroup), and a 64 KiB step means a 128 KiB
+		 * buffer, which the allocator maps and unmaps each time (an unmap costs a TLB shootdown) */
+		strbuf_grow(sb, sb->len - start < 4096 ? 4096 : 65536);
 		size_t room = sb->alloc - sb->len - 1;
 		ssize_t n = read(fd, sb->buf + sb->len, room);
 		if (n < 0) {

@@ -23,8 +23,36 @@ static struct sandbox_config bench_config(int with_limits)
 	};
 }
 
+#ifdef SANDBOX_TIMING
+#define MAX_STAGES 32
+static double *stage_samples[MAX_STAGES];
+static const char *const *stage_names;
+static int nstages;
+
+/* Keeps the duration of each stage of this run (µs since the previous stamp that was made). */
+static void keep_stages(const struct sandbox *sb, int run)
+{
+	const double *t = sandbox_stage_times(sb, &stage_names, &nstages);
+	double prev = t ? t[0] : 0;
+	for (int i = 1; t && i < nstages && i < MAX_STAGES; i++) {
+		stage_samples[i][run] = t[i] > 0 ? t[i] - prev : 0;
+		if (t[i] > 0)
+			prev = t[i];
+	}
+}
+
+/* One line per stage on stderr: "stage median-µs". */
+static void print_stages(int n)
+{
+	for (int i = 1; i < nstages && i < MAX_STAGES; i++) {
+		qsort(stage_samples[i], (size_t)n, sizeof(double), compare_double);
+		fprintf(stderr, "%-34s %8.1f\n", stage_names[i], stage_samples[i][n / 2]);
+	}
+}
+#endif
+
 /* One start-to-reap of argv; sandboxed when cfg is not NULL. */
-static int run_once(char **argv, const char *cwd, const struct sandbox_config *cfg, struct err *e)
+static int run_once(char **argv, const char *cwd, const struct sandbox_config *cfg, int run, struct err *e)
 {
 	struct sandbox *sb = NULL;
 	if (cfg) {
@@ -40,8 +68,7 @@ static int run_once(char **argv, const char *cwd, const struct sandbox_config *c
 	c.stdin_io = CHILD_IO_NULL;
 	c.new_process_group = 1;
 	if (sb) {
-		c.before_exec = sandbox_before_exec;
-		c.before_exec_arg = sb;
+		sandbox_apply(sb, &c);
 	}
 	int rc = child_run(&c, NULL, 0, NULL, NULL, 0, e);
 	if (rc < 0 && sb)
@@ -50,6 +77,11 @@ static int run_once(char **argv, const char *cwd, const struct sandbox_config *c
 		rc = err_set(e, E_INTERNAL, "%s exited %d", argv[0], child_exit_code(&c));
 	if (sb) {
 		json_decref(sandbox_finish(sb));
+#ifdef SANDBOX_TIMING
+		keep_stages(sb, run);
+#else
+		(void)run;
+#endif
 		sandbox_free(sb);
 	}
 	child_release(&c);
@@ -68,16 +100,24 @@ int main(int argc, char **argv)
 	struct sandbox_config cfg = bench_config(!strcmp(mode, "sandbox-limits"));
 	const struct sandbox_config *use = strcmp(mode, "bare") ? &cfg : NULL;
 	double *samples = xcalloc((size_t)(n > 0 ? n : 1), sizeof(double));
+#ifdef SANDBOX_TIMING
+	for (int i = 0; i < MAX_STAGES; i++)
+		stage_samples[i] = xcalloc((size_t)(n > 0 ? n : 1), sizeof(double));
+#endif
 	for (int i = 0; i < n; i++) {
 		struct err e = ERR_INIT;
 		double t0 = now_us();
-		if (run_once(argv + 5, argv[3], use, &e) < 0) {
+		if (run_once(argv + 5, argv[3], use, i, &e) < 0) {
 			fprintf(stderr, "run %d failed: %s\n", i, e.message);
 			return 1;
 		}
 		samples[i] = now_us() - t0;
 	}
 	print_percentiles(samples, n);
+#ifdef SANDBOX_TIMING
+	if (use && n > 0)
+		print_stages(n);
+#endif
 	free(samples);
 	return 0;
 }

@@ -214,7 +214,7 @@ test_case "fail closed: without Landlock nothing runs and the missing control is
 '
 
 test_case "fail closed: without user namespaces nothing runs and the missing control is named" "$SETUP"'
-  sandbox "touch ran-anyway" "$DENY" 272 1 --
+  sandbox "touch ran-anyway" "$DENY" 272,56 1 0x10000000 --
   expect_error ISOLATION_UNAVAILABLE 1
   expect_json out error.details.missing "user namespace"
   [ ! -e "$W/ran-anyway" ] || fail "the program ran without namespaces"
@@ -230,7 +230,7 @@ test_case "fail closed: a configured limit without a cgroup hierarchy refuses th
 
 test_case "fallback_to_unified: the run happens unsandboxed, loudly (warning and receipt)" "$SETUP"'
   mkdir -p "$AGOR_HOME"; printf "execution:\n  fallback_to_unified: true\n" > "$AGOR_HOME/config.yaml"
-  sandbox "touch ran" "$DENY" 272 1 --
+  sandbox "touch ran" "$DENY" 272,56 1 0x10000000 --
   ran
   [ -e "$W/ran" ] || fail "the fallback did not run the program"
   expect_json out data.sandbox.enabled false

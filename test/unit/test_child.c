@@ -2,6 +2,7 @@
  * Never leaves a process running behind a test and never writes outside its scratch directory. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -243,6 +244,28 @@ TEST(child_before_exec_hook_runs_and_can_abort)
 	c.before_exec_arg = &mask;
 	CHECK_INT(child_run(&c, NULL, 0, &out, NULL, 0, &e), 0);
 	CHECK_STR(out.buf, "0027\n");
+}
+
+/* clone_flags: the child starts in the new namespaces (here PID 1 of a new PID namespace); a refused
+ * clone is reported with stage "clone". */
+TEST(child_clone_flags_start_the_child_in_new_namespaces)
+{
+	_cleanup_child_ struct child c;
+	_cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
+	_cleanup_err_ struct err e = ERR_INIT;
+	child_init(&c);
+	strvec_pushv(&c.args, ARGS("/bin/sh", "-c", "echo $$"));
+	c.clone_flags = CLONE_NEWUSER | CLONE_NEWPID;
+	CHECK_INT(child_run(&c, NULL, 0, &out, NULL, 0, &e), 0);
+	CHECK_STR(out.buf, "1\n");
+	child_release(&c);
+
+	child_init(&c);
+	strvec_push(&c.args, "/bin/true");
+	c.clone_flags = CLONE_NEWUSER | CLONE_FS; /* the kernel refuses this pair (EINVAL) */
+	CHECK_INT(child_start(&c, &e), -1);
+	CHECK_STR(json_string_value(json_object_get(e.details, "stage")), "clone");
+	CHECK_INT((int)json_integer_value(json_object_get(e.details, "errno")), EINVAL);
 }
 
 static char *pattern(size_t n)
