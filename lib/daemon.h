@@ -46,6 +46,8 @@ struct daemon {
 
 	int write_batch_open; /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
+	uint64_t auth_generation; /* bumped by every write to tokens or tasks: a remembered check is void */
+	int saving_token_uses;	  /* writing the counted uses back: not a change of any token's state */
 
 	struct node_state *nodes; /* paired nodes connected now and their runs (daemon_nodes.c) */
 	struct terminal *terminals; /* open terminals (daemon_terminal.c) */
@@ -77,8 +79,12 @@ void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 /* Groups the database writes of the current loop iteration (e.g. a burst of report_message lines
  * read at once) into one transaction, committed right after the callback that opened it. */
 void daemon_write_batch(struct daemon *d);
-/* Frees the cache of verified executor tokens (daemon_release). */
+/* Writes the remembered tokens' counted uses back and frees them (daemon_release, before db_close). */
 void daemon_forget_verified_tokens(struct daemon *d);
+/* Watches the database for writes to tokens and tasks (and rollbacks): each bumps d->auth_generation. */
+void daemon_watch_auth_state(struct daemon *d);
+/* Adds the executor calls counted in memory to tokens.uses (before a batch of writes commits). */
+void daemon_save_token_uses(struct daemon *d);
 /* Frees the in-memory state of paired nodes (daemon_nodes.c; daemon_release). */
 void daemon_nodes_release(struct daemon *d);
 
