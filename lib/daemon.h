@@ -73,6 +73,10 @@ void daemon_broadcast(struct daemon *d, const char *type, json_t *data);
 /* The same, for the subscribers acting as agor user `user_id` and admins only (NULL: admins only).
  * Tasks, their messages and their outcomes are their creator's business. */
 void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data);
+/* The "message" event of report_message for user_id's subscribers, its data already serialised (compact
+ * JSON, as stored): the same bytes daemon_broadcast_to would send, without serialising data twice. */
+void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *task_id, const char *session_id,
+			      const char *message_type, const char *data_text);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 
