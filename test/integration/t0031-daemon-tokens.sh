@@ -69,6 +69,27 @@ test_case "forged signature, alg none, expired, unknown jti and garbage tokens a
   stop_daemon
 '
 
+test_case "a remembered token check never outlives a write: a burst streams, a revocation in the database is seen at once" "$SCENE"'
+  prompt_task
+  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" <<PY
+import json, socket, sys
+path, token, task = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
+line = lambda i: json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": {"i": i}}})
+s.sendall(("\n".join(line(i) for i in range(2000)) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "heartbeat", "params": {"session_token": token}}) + "\n").encode())
+reply = json.loads(f.readline()); assert reply.get("result") == {}, reply
+PY
+  python3 - "$AGOR_HOME/agor.db" "$task" <<PY
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("SELECT count(*) FROM messages WHERE task_id = ?", (sys.argv[2],)).fetchone()[0] == 2000
+assert db.execute("SELECT uses FROM tokens WHERE task_id = ?", (sys.argv[2],)).fetchone()[0] >= 2001
+db.execute("UPDATE tokens SET revoked_at = 1 WHERE task_id = ?", (sys.argv[2],)); db.commit()
+PY
+  reply=$(ctx "$token"); echo "$reply" | grep -q revoked || fail "a token revoked in the database still works: $reply"
+  stop_daemon
+'
+
 test_case "a token replayed after its task ended is refused, also after a daemon restart" "$SCENE"'
   prompt_task
   [ "$(code_of "$(rpc tasks.cancel "{\"id\":\"$task\"}")")" = OK ]
