@@ -197,6 +197,7 @@ test_case "kill -9 of the daemon while an executor streams: restart, integrity o
 import json, socket, sys
 path, token, task = sys.argv[1:4]
 s = socket.socket(socket.AF_UNIX); s.connect(path)
+open("connected", "w").close()
 sent = 0
 try:
     for i in range(10 ** 7):
@@ -207,6 +208,7 @@ except OSError:
 print(sent)
 PY
   streamer=$!
+  for i in $(seq 1 200); do [ -e connected ] && break; sleep 0.05; done   # a loaded machine starts python slowly
   sleep 1.5
   kill -9 $daemon_pid; wait $daemon_pid 2>/dev/null || true; trap - EXIT
   wait $streamer
