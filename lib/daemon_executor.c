@@ -9,6 +9,7 @@
 #include "daemon_methods.h"
 #include "json.h"
 #include "log.h"
+#include "report_scan.h"
 #include "rpc.h"
 #include "token.h"
 #include "banned.h"
@@ -187,11 +188,10 @@ static int check_live(struct daemon *d, const char *method, struct verified_toke
 	return 0;
 }
 
-/* Verifies params.session_token for method; on success a->claims and a->task are set. */
-static int authenticate(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+/* Verifies the session token jwt (NULL: none given) for method; on success a->claims and a->task are set. */
+static int authenticate_jwt(struct daemon *d, const char *method, const char *jwt, struct token_auth *a, struct err *e)
 {
 	memset(a, 0, sizeof(*a));
-	const char *jwt = json_get_str(params, "session_token");
 	if (!jwt)
 		return refuse(d, method, NULL, "params.session_token is missing", e);
 	struct err why = ERR_INIT;
@@ -216,6 +216,11 @@ static int authenticate(struct daemon *d, const char *method, json_t *params, st
 	return 0;
 }
 
+static int authenticate(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+{
+	return authenticate_jwt(d, method, json_get_str(params, "session_token"), a, e);
+}
+
 int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *params, char **task_id, struct err *e)
 {
 	struct token_auth a;
@@ -226,13 +231,17 @@ int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *p
 	return rc;
 }
 
-/* A call naming a task must name the token's own task. */
-static int check_task_param(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+/* A call naming a task (task, may be NULL) must name the token's own task. */
+static int check_task(struct daemon *d, const char *method, const char *task, struct token_auth *a, struct err *e)
 {
-	const char *task = json_get_str(params, "task_id");
 	if (task && strcmp(task, a->claims.tid))
 		return refuse(d, method, a->claims.tid, "the token belongs to another task", e);
 	return 0;
+}
+
+static int check_task_param(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+{
+	return check_task(d, method, json_get_str(params, "task_id"), a, e);
 }
 
 /* The daemon's agents.<tool> settings for the executor: program, provider endpoint, model. */
@@ -357,27 +366,52 @@ static int request_permission(struct rpc_ctx *rc, json_t *params, json_t **resul
 	return rv;
 }
 
-static int report_message(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+/* report_message's work, whether its line was read by jansson or by report_scan: data_text is params.data
+ * as compact JSON (NULL when missing). */
+static int store_message(struct daemon *d, const char *jwt, const char *task, const char *type, const char *data_text,
+			 struct err *e)
 {
-	struct daemon *d = rc->app;
 	struct token_auth a;
-	const char *type = json_get_str(params, "message_type");
-	json_t *data = json_object_get(params, "data");
-	int rv = authenticate(d, "report_message", params, &a, e);
+	int rv = authenticate_jwt(d, "report_message", jwt, &a, e);
 	if (rv == 0)
-		rv = check_task_param(d, "report_message", params, &a, e);
-	if (rv == 0 && (!type || !data))
+		rv = check_task(d, "report_message", task, &a, e);
+	if (rv == 0 && (!type || !data_text))
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.message_type and params.data are required");
 	if (rv == 0) {
-		_cleanup_free_ char *text = json_to_compact(data);
 		rv = db_run(d->db, e, "INSERT INTO messages (task_id, session_id, message_type, data, created_at) VALUES (?,?,?,?,?)",
-			    "ssssi", a.claims.tid, a.claims.sid, type, text, daemon_now()) < 0 ? -1 : 0;
+			    "ssssi", a.claims.tid, a.claims.sid, type, data_text, daemon_now()) < 0 ? -1 : 0;
 		if (rv == 0)
-			daemon_broadcast_message(d, json_get_str(a.task, "created_by"), a.claims.tid, a.claims.sid, type, text);
-		*result = json_object();
+			daemon_broadcast_message(d, json_get_str(a.task, "created_by"), a.claims.tid, a.claims.sid, type, data_text);
 	}
 	auth_release(&a);
 	return rv;
+}
+
+static int report_message(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	json_t *data = json_object_get(params, "data");
+	_cleanup_free_ char *text = data ? json_to_compact(data) : NULL;
+	int rv = store_message(rc->app, json_get_str(params, "session_token"), json_get_str(params, "task_id"),
+			       json_get_str(params, "message_type"), text, e);
+	if (rv == 0)
+		*result = json_object();
+	return rv;
+}
+
+int daemon_report_message_line(struct daemon *d, const char *line, size_t len)
+{
+	if (!d->report_line) {
+		d->report_line = xmalloc(sizeof(*d->report_line));
+		*d->report_line = (struct report_line)REPORT_LINE_INIT;
+	}
+	struct report_line *r = d->report_line;
+	if (!report_scan(line, len, r))
+		return 0;
+	struct err e = ERR_INIT; /* a notification: a refusal is audited, never answered */
+	store_message(d, report_line_field(r, r->token), report_line_field(r, r->task_id),
+		      report_line_field(r, r->message_type), report_line_field(r, r->data), &e);
+	err_clear(&e);
+	return 1;
 }
 
 static int report_completion(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)

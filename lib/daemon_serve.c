@@ -83,6 +83,7 @@ static void on_message(struct net_conn *c, const char *data, size_t len, void *a
 		return;
 	char *reply = daemon_handle_message(d, p, data, len);
 	if (reply) {
+		daemon_commit_write_batch(d);
 		net_send(c, reply, strlen(reply));
 		free(reply);
 	} else if (net_conn_kind(c) == NET_CONN_HTTP && !p->npending) {
@@ -108,6 +109,7 @@ static void on_oversize(struct net_conn *c, void *arg)
 
 void daemon_peer_send(struct daemon_peer *peer, const char *text)
 {
+	daemon_commit_write_batch(peer->d);
 	net_send(peer->conn, text, strlen(text));
 }
 
