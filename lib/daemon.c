@@ -16,6 +16,7 @@
 #include "impersonate.h"
 #include "json.h"
 #include "log.h"
+#include "report_scan.h"
 #include "spawn.h"
 #include "strvec.h"
 #include "token.h"
@@ -54,11 +55,12 @@ long long daemon_now(void)
 	return (long long)time(NULL);
 }
 
-static void commit_write_batch(struct loop *l, void *arg)
+void daemon_commit_write_batch(struct daemon *d)
 {
-	(void)l;
-	struct daemon *d = arg;
 	struct err e = ERR_INIT;
+	if (!d->write_batch_open)
+		return;
+	daemon_save_token_uses(d);
 	d->write_batch_open = 0;
 	if (db_commit(d->db, &e) < 0) {
 		log_error("could not commit a batch of writes: %s", e.message);
@@ -66,6 +68,12 @@ static void commit_write_batch(struct loop *l, void *arg)
 		db_exec(d->db, "ROLLBACK", &e);
 		err_clear(&e);
 	}
+}
+
+static void commit_write_batch(struct loop *l, void *arg)
+{
+	(void)l;
+	daemon_commit_write_batch(arg);
 }
 
 void daemon_write_batch(struct daemon *d)
@@ -231,6 +239,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 		return -1;
 	if (db_open(d->paths.db, &d->db, e) < 0)
 		return -1;
+	daemon_watch_auth_state(d);
 	if (ensure_owner(d, e) < 0 || daemon_recover_tasks(d, e) < 0)
 		return -1;
 	d->loop = loop_new(e);
@@ -243,6 +252,11 @@ void daemon_release(struct daemon *d)
 	explicit_bzero(d->master_key, sizeof(d->master_key));
 	daemon_nodes_release(d);
 	daemon_terminals_release(d); /* before the loop goes: their descriptors are registered in it */
+	daemon_forget_verified_tokens(d); /* their counted uses are written back */
+	if (d->report_line) {
+		report_line_release(d->report_line);
+		free(d->report_line);
+	}
 	db_close(d->db);
 	loop_free(d->loop);
 	paths_release(&d->paths);
@@ -250,7 +264,6 @@ void daemon_release(struct daemon *d)
 	free(d->self_path);
 	free(d->daemon_user);
 	free(d->owner_id);
-	daemon_forget_verified_tokens(d);
 	pthread_mutex_destroy(&d->done_lock);
 	if (d->lock_fd >= 0)
 		close(d->lock_fd);

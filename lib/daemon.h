@@ -46,6 +46,9 @@ struct daemon {
 
 	int write_batch_open; /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
+	uint64_t auth_generation; /* bumped by every write to tokens or tasks: a remembered check is void */
+	int saving_token_uses;	  /* writing the counted uses back: not a change of any token's state */
+	struct report_line *report_line; /* report_scan's buffer, reused from line to line */
 
 	struct node_state *nodes; /* paired nodes connected now and their runs (daemon_nodes.c) */
 	struct terminal *terminals; /* open terminals (daemon_terminal.c) */
@@ -71,14 +74,29 @@ void daemon_broadcast(struct daemon *d, const char *type, json_t *data);
 /* The same, for the subscribers acting as agor user `user_id` and admins only (NULL: admins only).
  * Tasks, their messages and their outcomes are their creator's business. */
 void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data);
+/* The "message" event of report_message for user_id's subscribers, its data already serialised (compact
+ * JSON, as stored): the same bytes daemon_broadcast_to would send, without serialising data twice. */
+void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *task_id, const char *session_id,
+			      const char *message_type, const char *data_text);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 
 /* Groups the database writes of the current loop iteration (e.g. a burst of report_message lines
  * read at once) into one transaction, committed right after the callback that opened it. */
 void daemon_write_batch(struct daemon *d);
-/* Frees the cache of verified executor tokens (daemon_release). */
+/* Commits the open batch now (a no-op without one): before any reply leaves, so that an answer to a call
+ * is never seen before the writes of the lines that came ahead of it are durable. */
+void daemon_commit_write_batch(struct daemon *d);
+/* Writes the remembered tokens' counted uses back and frees them (daemon_release, before db_close). */
 void daemon_forget_verified_tokens(struct daemon *d);
+/* Watches the database for writes to tokens and tasks (and rollbacks): each bumps d->auth_generation. */
+void daemon_watch_auth_state(struct daemon *d);
+/* Adds the executor calls counted in memory to tokens.uses (before a batch of writes commits). */
+void daemon_save_token_uses(struct daemon *d);
+/* Handles line when it is a report_message notification that report_scan reads (the common case of an
+ * executor's stream): the same checks, audit, row and event as the JSON-RPC method, nothing to answer.
+ * 0 when the line must go through the full JSON-RPC path instead. */
+int daemon_report_message_line(struct daemon *d, const char *line, size_t len);
 /* Frees the in-memory state of paired nodes (daemon_nodes.c; daemon_release). */
 void daemon_nodes_release(struct daemon *d);
 

@@ -9,6 +9,7 @@
 #include "daemon_methods.h"
 #include "json.h"
 #include "log.h"
+#include "report_scan.h"
 #include "rpc.h"
 #include "token.h"
 #include "banned.h"
@@ -33,65 +34,141 @@ static int refuse(struct daemon *d, const char *method, const char *task, const 
 	return err_set(e, E_AUTH_FAILED, "session token refused: %s", why);
 }
 
-/* Executors stream with one token: its signature and claims are checked once and remembered, by the
- * exact token text, until it expires. Revocation and the task's state are still checked every call. */
+/* Executors stream with one token. Its signature and claims are checked once and remembered, by the
+ * exact token text, until it expires; so is the finding that it is recorded, not revoked and bound to a
+ * running task, but only while d->auth_generation is unchanged (any write to tokens or tasks, any
+ * rollback voids it), the database file unchanged by anyone else, and inside a batch of writes (whose
+ * BEGIN IMMEDIATE sees other processes' commits). Its calls are counted in memory and added to
+ * tokens.uses before the batch commits. */
 #define VERIFIED_TOKENS 16
 
 struct verified_token {
 	char *jwt;
 	struct token_claims claims;
+	json_t *task;		 /* the running task's row when last found live, else NULL */
+	uint64_t generation;	 /* d->auth_generation then */
+	unsigned data_version;	 /* the database file's SQLITE_FCNTL_DATA_VERSION then */
+	long long unsaved_uses; /* calls not yet added to tokens.uses */
 };
+
+static void on_row_change(void *arg, int op, const char *database, const char *table, sqlite3_int64 rowid)
+{
+	(void)op;
+	(void)database;
+	(void)rowid;
+	struct daemon *d = arg;
+	if (!d->saving_token_uses && (!strcmp(table, "tokens") || !strcmp(table, "tasks")))
+		d->auth_generation++;
+}
+
+static void on_rollback(void *arg)
+{
+	struct daemon *d = arg;
+	d->auth_generation++;
+}
+
+void daemon_watch_auth_state(struct daemon *d)
+{
+	sqlite3_update_hook(d->db->sql, on_row_change, d);
+	sqlite3_rollback_hook(d->db->sql, on_rollback, d);
+}
+
+static unsigned data_version(struct daemon *d)
+{
+	unsigned v = 0;
+	if (sqlite3_file_control(d->db->sql, "main", SQLITE_FCNTL_DATA_VERSION, &v) != SQLITE_OK)
+		d->auth_generation++; /* unknown: never trust a remembered check on it */
+	return v;
+}
+
+static void save_uses(struct daemon *d, struct verified_token *v)
+{
+	if (!v->unsaved_uses || !d->db)
+		return;
+	struct err e = ERR_INIT;
+	d->saving_token_uses = 1;
+	if (db_run(d->db, &e, "UPDATE tokens SET uses = uses + ? WHERE jti = ?", "is", v->unsaved_uses, v->claims.jti) < 0)
+		log_error("could not count the uses of token %s: %s", v->claims.jti, e.message);
+	d->saving_token_uses = 0;
+	err_clear(&e);
+	v->unsaved_uses = 0;
+}
+
+void daemon_save_token_uses(struct daemon *d)
+{
+	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++)
+		save_uses(d, &d->verified[i]);
+}
+
+static void forget_live_check(struct verified_token *v)
+{
+	if (v->task)
+		json_decref(v->task);
+	v->task = NULL;
+}
+
+static void forget_slot(struct daemon *d, struct verified_token *v)
+{
+	save_uses(d, v);
+	forget_live_check(v);
+	free(v->jwt);
+	v->jwt = NULL;
+	token_claims_release(&v->claims);
+}
 
 void daemon_forget_verified_tokens(struct daemon *d)
 {
-	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++) {
-		free(d->verified[i].jwt);
-		token_claims_release(&d->verified[i].claims);
-	}
+	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++)
+		forget_slot(d, &d->verified[i]);
 	free(d->verified);
 	d->verified = NULL;
 }
 
-static int verify_token(struct daemon *d, const char *jwt, struct token_claims *out, struct err *why)
+/* Same length and same bytes, in time independent of where they differ. */
+static int same_token(const char *known, const char *jwt, size_t len)
+{
+	return strlen(known) == len && crypto_equal(known, jwt, len);
+}
+
+/* The remembered verification of jwt (signature, claims, not expired), verifying and remembering it
+ * first when needed; NULL with why set when it does not verify. */
+static struct verified_token *verify_token(struct daemon *d, const char *jwt, struct err *why)
 {
 	if (!d->verified)
 		d->verified = xcalloc(VERIFIED_TOKENS, sizeof(*d->verified));
 	long long now = daemon_now();
+	size_t len = strlen(jwt);
 	for (int i = 0; i < VERIFIED_TOKENS; i++) {
 		struct verified_token *v = &d->verified[i];
-		if (v->jwt && v->claims.exp > now && !strcmp(v->jwt, jwt)) {
-			token_claims_copy(out, &v->claims);
-			return 0;
-		}
+		if (v->jwt && v->claims.exp > now && same_token(v->jwt, jwt, len))
+			return v;
 	}
-	if (token_verify_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), jwt, TOKEN_NOW, out, why) < 0)
-		return -1;
-	struct verified_token *slot = &d->verified[(unsigned)out->iat % VERIFIED_TOKENS];
-	free(slot->jwt);
-	token_claims_release(&slot->claims);
+	struct token_claims claims = TOKEN_CLAIMS_INIT;
+	if (token_verify_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), jwt, TOKEN_NOW, &claims, why) < 0)
+		return NULL;
+	struct verified_token *slot = &d->verified[(unsigned)claims.iat % VERIFIED_TOKENS];
+	forget_slot(d, slot);
 	slot->jwt = xstrdup(jwt);
-	token_claims_copy(&slot->claims, out);
-	return 0;
+	slot->claims = claims;
+	return slot;
 }
 
-/* Verifies params.session_token for method; on success a->claims and a->task are set. */
-static int authenticate(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+/* The remembered finding that v is live still holds: nothing that could change it was written since. */
+static int still_live(struct daemon *d, const struct verified_token *v)
 {
-	memset(a, 0, sizeof(*a));
-	const char *jwt = json_get_str(params, "session_token");
-	if (!jwt)
-		return refuse(d, method, NULL, "params.session_token is missing", e);
-	struct err why = ERR_INIT;
-	if (verify_token(d, jwt, &a->claims, &why) < 0) {
-		int rc = refuse(d, method, NULL, why.message, e);
-		err_clear(&why);
-		return rc;
-	}
-	daemon_write_batch(d); /* executors stream: their writes of one read burst share one transaction */
-	json_t *row = db_query_one(d->db, e, "SELECT * FROM tokens WHERE jti = ?", "s", a->claims.jti);
+	return v->task && d->write_batch_open && v->generation == d->auth_generation && v->data_version == data_version(d);
+}
+
+/* Looks the token up (recorded for its task, not revoked) and its task (running); on success a->task
+ * is set and v remembers the finding. */
+static int check_live(struct daemon *d, const char *method, struct verified_token *v, struct token_auth *a, struct err *e)
+{
+	uint64_t generation = d->auth_generation;
+	unsigned version = data_version(d);
+	json_t *row = db_query_one(d->db, e, "SELECT task_id, revoked_at FROM tokens WHERE jti = ?", "s", v->claims.jti);
 	if (!row)
 		return -1;
-	const char *tid = a->claims.tid;
+	const char *tid = v->claims.tid;
 	int rc = 0;
 	if (json_is_null(row) || strcmp(json_get_str(row, "task_id"), tid))
 		rc = refuse(d, method, tid, "unknown token", e);
@@ -103,8 +180,45 @@ static int authenticate(struct daemon *d, const char *method, json_t *params, st
 	a->task = db_query_one(d->db, e, "SELECT * FROM tasks WHERE id = ?", "s", tid);
 	if (!a->task || json_is_null(a->task) || strcmp(json_get_str(a->task, "status"), "running"))
 		return refuse(d, method, tid, "its task is not running", e);
-	db_run(d->db, e, "UPDATE tokens SET uses = uses + 1 WHERE jti = ?", "s", a->claims.jti);
+	if (generation == d->auth_generation) { /* the refusals above write the audit log, not tokens or tasks */
+		v->task = json_incref(a->task);
+		v->generation = generation;
+		v->data_version = version;
+	}
 	return 0;
+}
+
+/* Verifies the session token jwt (NULL: none given) for method; on success a->claims and a->task are set. */
+static int authenticate_jwt(struct daemon *d, const char *method, const char *jwt, struct token_auth *a, struct err *e)
+{
+	memset(a, 0, sizeof(*a));
+	if (!jwt)
+		return refuse(d, method, NULL, "params.session_token is missing", e);
+	struct err why = ERR_INIT;
+	struct verified_token *v = verify_token(d, jwt, &why);
+	if (!v) {
+		int rc = refuse(d, method, NULL, why.message, e);
+		err_clear(&why);
+		return rc;
+	}
+	token_claims_copy(&a->claims, &v->claims);
+	daemon_write_batch(d); /* executors stream: their writes of one read burst share one transaction */
+	if (still_live(d, v)) {
+		a->task = json_incref(v->task);
+	} else {
+		forget_live_check(v);
+		if (check_live(d, method, v, a, e) < 0)
+			return -1;
+	}
+	v->unsaved_uses++;
+	if (!d->write_batch_open)
+		save_uses(d, v);
+	return 0;
+}
+
+static int authenticate(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+{
+	return authenticate_jwt(d, method, json_get_str(params, "session_token"), a, e);
 }
 
 int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *params, char **task_id, struct err *e)
@@ -117,13 +231,17 @@ int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *p
 	return rc;
 }
 
-/* A call naming a task must name the token's own task. */
-static int check_task_param(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+/* A call naming a task (task, may be NULL) must name the token's own task. */
+static int check_task(struct daemon *d, const char *method, const char *task, struct token_auth *a, struct err *e)
 {
-	const char *task = json_get_str(params, "task_id");
 	if (task && strcmp(task, a->claims.tid))
 		return refuse(d, method, a->claims.tid, "the token belongs to another task", e);
 	return 0;
+}
+
+static int check_task_param(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+{
+	return check_task(d, method, json_get_str(params, "task_id"), a, e);
 }
 
 /* The daemon's agents.<tool> settings for the executor: program, provider endpoint, model. */
@@ -248,28 +366,52 @@ static int request_permission(struct rpc_ctx *rc, json_t *params, json_t **resul
 	return rv;
 }
 
-static int report_message(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+/* report_message's work, whether its line was read by jansson or by report_scan: data_text is params.data
+ * as compact JSON (NULL when missing). */
+static int store_message(struct daemon *d, const char *jwt, const char *task, const char *type, const char *data_text,
+			 struct err *e)
 {
-	struct daemon *d = rc->app;
 	struct token_auth a;
-	const char *type = json_get_str(params, "message_type");
-	json_t *data = json_object_get(params, "data");
-	int rv = authenticate(d, "report_message", params, &a, e);
+	int rv = authenticate_jwt(d, "report_message", jwt, &a, e);
 	if (rv == 0)
-		rv = check_task_param(d, "report_message", params, &a, e);
-	if (rv == 0 && (!type || !data))
+		rv = check_task(d, "report_message", task, &a, e);
+	if (rv == 0 && (!type || !data_text))
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.message_type and params.data are required");
 	if (rv == 0) {
-		_cleanup_free_ char *text = json_to_compact(data);
 		rv = db_run(d->db, e, "INSERT INTO messages (task_id, session_id, message_type, data, created_at) VALUES (?,?,?,?,?)",
-			    "ssssi", a.claims.tid, a.claims.sid, type, text, daemon_now()) < 0 ? -1 : 0;
+			    "ssssi", a.claims.tid, a.claims.sid, type, data_text, daemon_now()) < 0 ? -1 : 0;
 		if (rv == 0)
-			daemon_broadcast_to(d, json_get_str(a.task, "created_by"), "message", json_pack("{s:s,s:s,s:s,s:O}", "task_id", a.claims.tid, "session_id",
-								 a.claims.sid, "message_type", type, "data", data));
-		*result = json_object();
+			daemon_broadcast_message(d, json_get_str(a.task, "created_by"), a.claims.tid, a.claims.sid, type, data_text);
 	}
 	auth_release(&a);
 	return rv;
+}
+
+static int report_message(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	json_t *data = json_object_get(params, "data");
+	_cleanup_free_ char *text = data ? json_to_compact(data) : NULL;
+	int rv = store_message(rc->app, json_get_str(params, "session_token"), json_get_str(params, "task_id"),
+			       json_get_str(params, "message_type"), text, e);
+	if (rv == 0)
+		*result = json_object();
+	return rv;
+}
+
+int daemon_report_message_line(struct daemon *d, const char *line, size_t len)
+{
+	if (!d->report_line) {
+		d->report_line = xmalloc(sizeof(*d->report_line));
+		*d->report_line = (struct report_line)REPORT_LINE_INIT;
+	}
+	struct report_line *r = d->report_line;
+	if (!report_scan(line, len, r))
+		return 0;
+	struct err e = ERR_INIT; /* a notification: a refusal is audited, never answered */
+	store_message(d, report_line_field(r, r->token), report_line_field(r, r->task_id),
+		      report_line_field(r, r->message_type), report_line_field(r, r->data), &e);
+	err_clear(&e);
+	return 1;
 }
 
 static int report_completion(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)

@@ -1381,6 +1381,8 @@ void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct 
 
 char *daemon_handle_message(struct daemon *d, struct daemon_peer *peer, const char *msg, size_t len)
 {
+	if (daemon_report_message_line(d, msg, len)) /* the executors' stream, read without building JSON */
+		return NULL;
 	size_t n;
 	const struct rpc_method *methods = all_methods(&n);
 	return rpc_process(methods, n, d, peer, msg, len);

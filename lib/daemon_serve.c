@@ -83,6 +83,7 @@ static void on_message(struct net_conn *c, const char *data, size_t len, void *a
 		return;
 	char *reply = daemon_handle_message(d, p, data, len);
 	if (reply) {
+		daemon_commit_write_batch(d);
 		net_send(c, reply, strlen(reply));
 		free(reply);
 	} else if (net_conn_kind(c) == NET_CONN_HTTP && !p->npending) {
@@ -108,6 +109,7 @@ static void on_oversize(struct net_conn *c, void *arg)
 
 void daemon_peer_send(struct daemon_peer *peer, const char *text)
 {
+	daemon_commit_write_batch(peer->d);
 	net_send(peer->conn, text, strlen(text));
 }
 
@@ -186,6 +188,32 @@ void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type
 	broadcast(d, user_id, type, data);
 }
 
+static void send_event_text(struct daemon *d, const char *user_id, const char *text, size_t len)
+{
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (may_see(d->subscribers[i], user_id))
+			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
+}
+
+void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *task_id, const char *session_id,
+			      const char *message_type, const char *data_text)
+{
+	d->events_sent++;
+	if (!daemon_has_watcher(d, user_id))
+		return;
+	json_t *fields = json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
+	_cleanup_free_ char *head = json_to_compact(fields); /* {"task_id":…,"message_type":…} */
+	json_decref(fields);
+	struct strbuf text = STRBUF_INIT;
+	strbuf_addstr(&text, "{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"message\",\"data\":");
+	strbuf_add(&text, head, strlen(head) - 1); /* without its closing brace */
+	strbuf_addstr(&text, ",\"data\":");
+	strbuf_addstr(&text, data_text);
+	strbuf_addstr(&text, "}}}");
+	send_event_text(d, user_id, text.buf, text.len);
+	strbuf_release(&text);
+}
+
 static void broadcast(struct daemon *d, const char *user_id, const char *type, json_t *data)
 {
 	d->events_sent++;
@@ -194,10 +222,7 @@ static void broadcast(struct daemon *d, const char *user_id, const char *type, j
 		return;
 	}
 	char *text = rpc_event_text(type, data);
-	size_t len = strlen(text);
-	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], user_id))
-			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
+	send_event_text(d, user_id, text, strlen(text));
 	free(text);
 }
 

@@ -49,6 +49,7 @@ struct net_conn {
 	struct net_conn *prev, *next; /* srv->conns */
 	struct net_conn *work_next;   /* srv->work */
 	int work_queued;
+	int work_flush_only; /* queued only to send its output (after_queue), not to read */
 	int drain_later;
 	uint64_t id;
 	int fd;
@@ -208,8 +209,12 @@ static void run_work(struct loop *l, void *arg)
 		srv->work = c->work_next;
 		c->work_next = NULL;
 		c->work_queued = 0;
+		int flush_only = c->work_flush_only;
+		c->work_flush_only = 0;
 		if (c->state == ST_DEAD)
 			reap(c);
+		else if (flush_only)
+			flush_output(c);
 		else
 			resume(c);
 	}
@@ -217,18 +222,26 @@ static void run_work(struct loop *l, void *arg)
 		destroy_server(srv);
 }
 
-static void queue_work(struct net_conn *c)
+static void schedule_work(struct net_conn *c, int flush_only)
 {
 	struct net_server *srv = c->srv;
 	if (!c->work_queued) {
 		c->work_queued = 1;
+		c->work_flush_only = flush_only;
 		c->work_next = srv->work;
 		srv->work = c;
+	} else if (!flush_only) {
+		c->work_flush_only = 0;
 	}
 	if (!srv->work_scheduled && !srv->freeing) {
 		srv->work_scheduled = 1;
 		loop_defer(srv->loop, run_work, srv);
 	}
+}
+
+static void queue_work(struct net_conn *c)
+{
+	schedule_work(c, 0);
 }
 
 /* A TLS connection that hit its read budget may hold records epoll cannot see: look again next iteration
@@ -523,11 +536,12 @@ static void flush_output(struct net_conn *c)
 	update_interest(c);
 }
 
-/* Flushes at once unless the connection is inside its own input processing (then at its end). */
+/* Sends at the end of the connection's own input processing, or else at the end of the loop iteration:
+ * a burst of events (one per report_message of a read) goes out in one write, not one write each. */
 static void after_queue(struct net_conn *c)
 {
 	if (!c->processing && c->state != ST_DEAD)
-		flush_output(c);
+		schedule_work(c, 1);
 }
 
 /* Room for len more bytes under the high-water mark; drops the connection when there is none. */

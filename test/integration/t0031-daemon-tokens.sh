@@ -69,6 +69,70 @@ test_case "forged signature, alg none, expired, unknown jti and garbage tokens a
   stop_daemon
 '
 
+test_case "a remembered token check never outlives a write: a burst streams, a revocation in the database is seen at once" "$SCENE"'
+  prompt_task
+  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" <<PY
+import json, socket, sys
+path, token, task = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
+line = lambda i: json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": {"i": i}}})
+s.sendall(("\n".join(line(i) for i in range(2000)) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "heartbeat", "params": {"session_token": token}}) + "\n").encode())
+reply = json.loads(f.readline()); assert reply.get("result") == {}, reply
+PY
+  python3 - "$AGOR_HOME/agor.db" "$task" <<PY
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("SELECT count(*) FROM messages WHERE task_id = ?", (sys.argv[2],)).fetchone()[0] == 2000
+assert db.execute("SELECT uses FROM tokens WHERE task_id = ?", (sys.argv[2],)).fetchone()[0] >= 2001
+db.execute("UPDATE tokens SET revoked_at = 1 WHERE task_id = ?", (sys.argv[2],)); db.commit()
+PY
+  reply=$(ctx "$token"); echo "$reply" | grep -q revoked || fail "a token revoked in the database still works: $reply"
+  stop_daemon
+'
+
+test_case "report_message lines read fast and lines read by jansson store the same data; a revoked token streams nothing" "$SCENE"'
+  prompt_task
+  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" "$AGOR_HOME/agor.db" <<PY
+import json, socket, sqlite3, sys
+path, token, task, db_path = sys.argv[1:5]
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
+head = lambda: {"session_token": token, "task_id": task, "message_type": "assistant"}
+datas = [{"text": "caf\u00e9 \"q\" \\\\ / \n\t\x01 \U0001f600", "n": -5, "ok": True, "none": None, "list": [[], {}, 0]},
+         {"real": 1.5, "neg": -2.0, "quarter": 0.25, "long": 1234567890123456789}, "just a string", 7]
+lines = []
+for d in datas:
+    p = head(); p["data"] = d
+    lines.append(json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": p}))                       # ensure_ascii, spaces
+    lines.append(json.dumps({"params": p, "method": "report_message", "jsonrpc": "2.0"}, ensure_ascii=False, separators=(",", ":")))
+# refused by both readers: a duplicate key inside data, a NUL escape; a foreign task
+lines.append("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"%s\",\"task_id\":\"%s\",\"message_type\":\"x\",\"data\":{\"a\":1,\"a\":2}}}" % (token, task))
+lines.append("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"%s\",\"task_id\":\"%s\",\"message_type\":\"x\",\"data\":\"\\\\u0000\"}}" % (token, task))
+lines.append("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"%s\",\"task_id\":\"other\",\"message_type\":\"x\",\"data\":1}}" % token)
+s.sendall(("\n".join(lines) + "\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").encode())
+replies = [f.readline() for _ in range(3)]   # two parse errors (jansson answers those, id null), then the pong
+assert sum(b"parse error" in r for r in replies) == 2 and b"pong" in replies[2], replies
+db = sqlite3.connect(db_path)
+rows = [r[0] for r in db.execute("SELECT data FROM messages WHERE task_id = ? ORDER BY id", (task,))]
+want = [json.dumps(d, ensure_ascii=False, separators=(",", ":")) for d in datas for _ in (0, 1)]
+assert rows == want, (rows, want)
+db.execute("UPDATE tokens SET revoked_at = 1 WHERE task_id = ?", (task,)); db.commit()
+s.sendall(("\n".join(lines[:2]) + "\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n").encode())
+assert b"pong" in f.readline()
+n = db.execute("SELECT count(*) FROM messages WHERE task_id = ?", (task,)).fetchone()[0]
+assert n == len(want), ("a revoked token still stores messages", n)
+PY
+  rpc audit.list > audit
+  python3 - audit <<PY
+import json, sys
+rows = json.load(open(sys.argv[1]))["result"]
+rows = rows if isinstance(rows, list) else rows.get("entries", rows.get("items", []))
+reasons = [json.dumps(r) for r in rows if r.get("action") == "report_message" and r.get("outcome") == "refused"]
+assert any("another task" in r for r in reasons), reasons
+assert sum("revoked" in r for r in reasons) >= 2, reasons
+PY
+  stop_daemon
+'
+
 test_case "a token replayed after its task ended is refused, also after a daemon restart" "$SCENE"'
   prompt_task
   [ "$(code_of "$(rpc tasks.cancel "{\"id\":\"$task\"}")")" = OK ]
@@ -176,6 +240,7 @@ test_case "kill -9 of the daemon while an executor streams: restart, integrity o
 import json, socket, sys
 path, token, task = sys.argv[1:4]
 s = socket.socket(socket.AF_UNIX); s.connect(path)
+open("connected", "w").close()
 sent = 0
 try:
     for i in range(10 ** 7):
@@ -186,6 +251,7 @@ except OSError:
 print(sent)
 PY
   streamer=$!
+  for i in $(seq 1 200); do [ -e connected ] && break; sleep 0.05; done   # a loaded machine starts python slowly
   sleep 1.5
   kill -9 $daemon_pid; wait $daemon_pid 2>/dev/null || true; trap - EXIT
   wait $streamer
