@@ -180,7 +180,7 @@ $SCENE"'"'"'
   # none: bob gets the answers of an unknown id, and lists leave them out
   rpc_as bob worktrees.get "{\"id\":\"$id\"}" > r; expect_contains r NOT_FOUND
   rpc_as bob worktrees.get "{\"id\":\"nosuchid\"}" > r0
-  [ "$(sed "s/$id/X/" r)" = "$(sed "s/nosuchid/X/" r0)" ] || { cat r r0; fail "none answers differently from an unknown id"; }
+  [ "$(sed "s/$id/X/g" r)" = "$(sed "s/nosuchid/X/g" r0)" ] || { cat r r0; fail "none answers differently from an unknown id"; }
   rpc_as bob worktrees.list > r; expect_not_contains r "$id"
   rpc_as bob sessions.list > r; expect_not_contains r "$sid"
   rpc_as bob sessions.get "{\"id\":\"$sid\"}" > r; expect_contains r NOT_FOUND
