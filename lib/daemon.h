@@ -68,6 +68,8 @@ long long daemon_now(void);
 
 /* Pushes {"type":type,"data":data} to every subscriber (data stolen). */
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data);
+/* As daemon_broadcast_to, to user_id and also_to (NULL: nobody more), each connection once. */
+void daemon_broadcast_to2(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data);
 /* The same, for the subscribers acting as agor user `user_id` and admins only (NULL: admins only).
  * Tasks, their messages and their outcomes are their creator's business. */
 void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data);
@@ -105,6 +107,7 @@ struct task_spec {
 	json_t *params;		  /* borrowed */
 	const char *session_id;	  /* NULL for tasks outside sessions */
 	const char *created_by;	  /* agor user id */
+	const char *prompted_by;  /* sessions.prompt by someone else (others_can prompt): they get its events too */
 	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
 	const char *worktree_id;
 	int with_token; /* issue a session token bound to this task (prompt tasks, gateway runs) */
@@ -119,6 +122,9 @@ struct task_spec {
 };
 int daemon_task_submit(struct daemon *d, const struct task_spec *spec, char **task_id, struct err *e);
 int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e);
+/* Sends a task's event to its creator and, for a live task prompted by someone else, to them too (and
+ * admins): data is stolen. */
+void daemon_task_event(struct daemon *d, const char *task_id, const char *created_by, const char *type, json_t *data);
 /* Cancels every queued and running task (shutdown). */
 void daemon_cancel_all(struct daemon *d);
 /* Moves finished runs from the workers to the database (loop thread, after loop_wake). */

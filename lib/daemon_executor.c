@@ -264,7 +264,7 @@ static int report_message(struct rpc_ctx *rc, json_t *params, json_t **result, s
 		rv = db_run(d->db, e, "INSERT INTO messages (task_id, session_id, message_type, data, created_at) VALUES (?,?,?,?,?)",
 			    "ssssi", a.claims.tid, a.claims.sid, type, text, daemon_now()) < 0 ? -1 : 0;
 		if (rv == 0)
-			daemon_broadcast_to(d, json_get_str(a.task, "created_by"), "message", json_pack("{s:s,s:s,s:s,s:O}", "task_id", a.claims.tid, "session_id",
+			daemon_task_event(d, a.claims.tid, json_get_str(a.task, "created_by"), "message", json_pack("{s:s,s:s,s:s,s:O}", "task_id", a.claims.tid, "session_id",
 								 a.claims.sid, "message_type", type, "data", data));
 		*result = json_object();
 	}

@@ -746,8 +746,6 @@ static void owner_changed_by_admin(struct daemon *d, const char *task_id, const 
 	audit_owner_change(d, json_get_str(pr->extra, "by"), action, pr->row_id, owner,
 			   json_get_str(pr->extra, "unix_user"), error);
 	json_t *owners = error ? NULL : owner_rows(d, pr->row_id, &e);
-	if (owners)
-		daemon_broadcast(d, "worktree.owners", json_pack("{s:s,s:O}", "worktree_id", pr->row_id, "owners", owners));
 	send_reply(pr, task_id, owners ? json_pack("{s:o}", "owners", owners) : NULL,
 		   error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
@@ -1355,7 +1353,7 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 		if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* the creator's kept home, as exec.run */
 			json_object_set(p, "home", json_object_get(s, "created_by"));
 		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
-					  .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
+					  .prompted_by = P(rc)->user_id, .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
 		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
 		json_decref(p);
 	}
@@ -1494,6 +1492,11 @@ int daemon_need_user(struct rpc_ctx *rc, struct err *e)
 int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e)
 {
 	return owns_worktree(d, worktree_id, user_id, e);
+}
+
+int daemon_worktree_visible(struct rpc_ctx *rc, const char *worktree_id, struct err *e)
+{
+	return worktree_access(rc, worktree_id, e) >= WT_VIEW;
 }
 
 int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e)

@@ -205,6 +205,11 @@ $SCENE"'"'"'
   rpc_as bob sessions.prompt "{\"session_id\":\"$sid\",\"prompt\":\"hi\"}" > r; expect_contains r "\"task_id\""
   task=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"result\"][\"task_id\"])" r)
   rpc_as bob tasks.get "{\"id\":\"$task\"}" > r; expect_contains r "\"execution_user\":\"alice\""
+  # bob follows his own prompt: the task is the creator, its events reach the prompter too (it ends: no agent CLI here)
+  rc=0; timeout 120 setpriv --reuid=bob --regid=bob --init-groups env -i HOME=/home/bob PATH=/usr/bin:/bin AGOR_HOME=/home/bob/.agor \
+    "$BIN" prompt "$sid" again --json --url unix:/run/agor/agor.sock > p.out 2> p.err || rc=$?
+  [ "$rc" -ne 124 ] || { cat p.out p.err; fail "the prompt of bob never ended for him (no events)"; }
+  grep -q "task.updated" p.out || { cat p.out p.err; fail "bob got no task events"; }
   rpc_as bob sessions.create "{\"worktree_id\":\"$id\",\"tool\":\"claude-code\"}" > r; expect_contains r PERMISSION_DENIED
   rpc_as bob exec.run "{\"worktree_id\":\"$id\",\"argv\":[\"id\"]}" > r; expect_contains r PERMISSION_DENIED
   # all: bob may start his own sessions there, still not run commands, open terminals or manage it
