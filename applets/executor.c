@@ -250,16 +250,13 @@ static void pass_on_signal(int sig)
 
 /* `agor executor sandbox-shell --data-home DIR --cwd WORKTREE`: what a terminal pane runs when the sandbox is
  * on — the user's shell inside the worktree's sandbox (execrun_interactive); a failure is shown on the pane.
- * tmux ends a pane with SIGHUP: it is passed on, so the run's cgroup is removed once the shell is gone. */
+ * tmux ends a pane with SIGHUP: it is passed on (as SIGTERM and SIGINT), so the run's cgroup is removed
+ * once the shell is gone. */
 static int run_sandbox_shell(int argc, char **argv)
 {
 	if (argc != 6 || strcmp(argv[2], "--data-home") || strcmp(argv[4], "--cwd"))
 		return applet_usage_error(&applet_executor, "usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE");
-	struct sigaction sa = { .sa_handler = pass_on_signal };
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	child_on_stop_signals(pass_on_signal);
 	struct err e = ERR_INIT;
 	int code = EXIT_FAILED;
 	if (sandboxed_shell(argv[3], argv[5], &code, &e) < 0) {

@@ -122,6 +122,16 @@ static void registry_remove(struct child *c)
 	}
 }
 
+void child_on_stop_signals(void (*handler)(int))
+{
+	struct sigaction sa = { .sa_handler = handler };
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 void child_kill_all(int sig)
 {
 	int saved_errno = errno;

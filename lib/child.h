@@ -175,6 +175,8 @@ void child_kill_group(struct child *c, int sig);
 /* Sends sig to every registered (started, not yet reaped) child, as child_kill_group() would.
  * Async-signal-safe. */
 void child_kill_all(int sig);
+/* handler for SIGTERM, SIGINT and SIGHUP (a stop request), SA_RESTART; async-signal-safe. */
+void child_on_stop_signals(void (*handler)(int));
 /* A before_exec hook (arg unused): the child is sent SIGKILL when the process that started it dies
  * (PR_SET_PDEATHSIG), so a runner killed outright leaves no command behind. Async-signal-safe. */
 int child_die_with_parent(void *arg);

@@ -47,12 +47,7 @@ static void on_stop_signal(int sig)
 
 void prompt_install_stop_handlers(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	child_on_stop_signals(on_stop_signal);
 	signal(SIGPIPE, SIG_IGN);
 }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "child.h"
 #include "common.h"
 #include "fsutil.h"
 #include "landlock.h"
@@ -702,12 +703,7 @@ static void forward_signal(int sig)
 static NORETURN void wait_and_mirror(pid_t pid)
 {
 	forward_to = pid;
-	struct sigaction sa = { .sa_handler = forward_signal };
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	child_on_stop_signals(forward_signal);
 	for (;;) {
 		int status;
 		pid_t got = waitpid(-1, &status, 0);

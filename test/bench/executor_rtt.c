@@ -30,7 +30,9 @@ int main(int argc, char **argv)
 		struct err e = ERR_INIT;
 		double t0 = now_us();
 		if (spawn_executor(&r, &res, &e) < 0 || !json_is_true(json_object_get(res.result, "success"))) {
-			fprintf(stderr, "round trip %d failed: %s\n", i, e.message ? e.message : "success=false");
+			char *text = e.message ? NULL : json_dumps(res.result, JSON_COMPACT);
+			fprintf(stderr, "round trip %d failed: %s\n", i, e.message ? e.message : text ? text : "no result");
+			free(text);
 			return 1;
 		}
 		samples[i] = now_us() - t0;

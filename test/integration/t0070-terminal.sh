@@ -54,7 +54,7 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen an
   in_private_tmp <<"BODY"
     AGOR_TEST_SECRET=s3cr3t-of-the-daemon start_daemon
     worktree
-    term $wt "type:echo h\"\"i\n" "expect:hi\r\n" "type:tput cols\n" "expect:80\r\n" \
+    term $wt "expect:@agor-sandbox:" "type:echo h\"\"i\n" "expect:hi\r\n" "type:tput cols\n" "expect:80\r\n" \
       resize:117x33 "type:tput cols; tput lines\n" "expect:117\r\n33\r\n" \
       "type:echo \"[\$AGOR_TEST_SECRET][\$AGOR_HOME][\$USER]\"\n" "expect:\[\]\[\]\[$(id -un)\]\r\n" \
       "type:env | grep -c AGOR_\n" "expect:\r0\r\n" \
@@ -75,7 +75,7 @@ test_case "attack: the pane shell is sandboxed to its worktree (no AGOR_HOME, no
   in_private_tmp <<"BODY"
     start_daemon
     worktree
-    term $wt "type:hostname; cat $AGOR_HOME/jwt.secret || echo no-secret\n" "expect:agor-sandbox\r\n" "expect:no-secret" \
+    term $wt "expect:@agor-sandbox:" "type:hostname; cat $AGOR_HOME/jwt.secret || echo no-secret\n" "expect:agor-sandbox\r\n" "expect:no-secret" \
       "type:tmux -L agor-$(id -un) new-window true || echo no-tmux\n" "expect:\r\nno-tmux" \
       "type:touch $T/escape || echo no-escape; touch made-here && echo ma\"\"de-ok\n" "expect:\r\nno-escape\r\n" "expect:made-ok" \
       > out || { cat out daemon.log; false; }
@@ -91,7 +91,7 @@ test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and nei
   in_private_tmp <<"BODY"
     start_daemon
     worktree
-    term $wt "type:echo round\$((1+1))trip\n" "expect:round2trip\r\n" > out || { cat out daemon.log; false; }
+    term $wt "expect:@agor-sandbox:" "type:echo round\$((1+1))trip\n" "expect:round2trip\r\n" > out || { cat out daemon.log; false; }
     head -1 out > open.json
     cpid=$(json_get open.json open.result.tmux.controlPid)
     [ -d /proc/$cpid ] || fail "no tmux control client $cpid"
@@ -197,7 +197,7 @@ test_case "insulated mode: the shell runs as the execution user with its own env
   as_agord "$BIN" repo clone "$T/src" --json > clone.json 2> clone.err || { cat clone.err daemon.log; false; }
   as_agord "$BIN" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
   wt=$(json_get wt.json worktree.id)
-  as_agord python3 bin/term-client.py /run/agor/agor.sock $wt "type:id -un; echo \"[\$HOME][\$AGOR_SECRET_ENV]\"\n" \
+  as_agord python3 bin/term-client.py /run/agor/agor.sock $wt "expect:@agor-sandbox:" "type:id -un; echo \"[\$HOME][\$AGOR_SECRET_ENV]\"\n" \
     "expect:\ralice\r\n\[/home/alice\]\[\]\r\n" "type:cat /home/agord/.agor/jwt.secret > /dev/null || echo no-secret-here\n" \
     "expect:\r\nno-secret-here\r\n" > out || { cat out daemon.log; false; }
   head -1 out > open.json
