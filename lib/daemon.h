@@ -73,6 +73,8 @@ void daemon_broadcast_to2(struct daemon *d, const char *user_id, const char *als
 /* The same, for the subscribers acting as agor user `user_id` and admins only (NULL: admins only).
  * Tasks, their messages and their outcomes are their creator's business. */
 void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data);
+/* The same, for admins and the agor users of the NULL-terminated list users (NULL: admins only). */
+void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const char *type, json_t *data);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 

@@ -431,13 +431,54 @@ static json_t *worktree_row(struct daemon *d, const char *id, struct err *e)
 	return one_row(d, e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
 }
 
+/* Who may hear of worktree id, by the rule of worktrees.get|list: 1 everyone (its others_can is not none),
+ * else 0 with its owners' user ids in *owners (admins hear of everything). Read it before the row goes:
+ * its owners go with it. A failed query leaves admins only (fail closed). */
+static int worktree_audience(struct daemon *d, const char *id, struct strvec *owners)
+{
+	struct err e = ERR_INIT;
+	_cleanup_json_ json_t *rows = db_query_json(d->db, &e,
+						     "SELECT w.others_can, o.user_id FROM worktrees w LEFT JOIN worktree_owners o "
+						     "ON o.worktree_id = w.id WHERE w.id = ?", "s", id);
+	if (!rows) {
+		log_warn("worktree %s: its events go to admins only: %s", id, e.message);
+		err_clear(&e);
+		return 0;
+	}
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const json_t *row = json_array_get(rows, i);
+		const char *can = json_get_str(row, "others_can"), *owner = json_get_str(row, "user_id");
+		if (can && strcmp(can, "none"))
+			return 1;
+		if (owner)
+			strvec_push(owners, owner);
+	}
+	return 0;
+}
+
+static void send_worktree_event(struct daemon *d, int everyone, const struct strvec *owners, const char *type,
+				json_t *data)
+{
+	if (everyone)
+		daemon_broadcast(d, type, data);
+	else
+		daemon_broadcast_to_users(d, (const char *const *)owners->v, type, data);
+}
+
+/* worktree.created|updated {row}: only to whoever may see the worktree (data stolen). */
+static void worktree_event(struct daemon *d, const char *id, const char *type, json_t *data)
+{
+	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
+	send_worktree_event(d, worktree_audience(d, id, &owners), &owners, type, data);
+}
+
 /* The last step of a worktree's group set-up (or of set_access): the reply with the worktree's row. */
 static void reply_with_worktree(struct daemon *d, struct pending_reply *pr, const char *task_id, const struct err *error)
 {
 	struct err e = ERR_INIT;
 	json_t *row = error ? NULL : worktree_row(d, pr->row_id, &e);
 	if (row)
-		daemon_broadcast(d, "worktree.updated", json_incref(row));
+		worktree_event(d, pr->row_id, "worktree.updated", json_incref(row));
 	send_reply(pr, task_id, row ? json_pack("{s:o}", "worktree", row) : NULL,
 		   error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
@@ -488,16 +529,15 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 	json_t *row = NULL;
 	const char *creator = json_get_str(pr->extra, "created_by");
 	if (!error &&
-	    db_run(d->db, &e, "INSERT INTO worktrees (id, repo_id, name, path, branch, created_by, created_at) VALUES (?,?,?,?,?,?,?)",
-		   "ssssssi", pr->row_id, json_get_str(pr->extra, "repo_id"), json_get_str(data, "worktreeName"),
-		   json_get_str(data, "worktreePath"), json_get_str(data, "branch"), creator, daemon_now()) >= 0 &&
+	    db_run(d->db, &e,
+		   "INSERT INTO worktrees (id, repo_id, name, path, branch, created_by, created_at, others_can) "
+		   "VALUES (?,?,?,?,?,?,?,coalesce(?,'none'))", "ssssssis", pr->row_id, json_get_str(pr->extra, "repo_id"),
+		   json_get_str(data, "worktreeName"), json_get_str(data, "worktreePath"), json_get_str(data, "branch"),
+		   creator, daemon_now(), json_get_str(pr->extra, "others_can")) >= 0 &&
 	    db_run(d->db, &e, "INSERT INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss", pr->row_id, creator) >= 0)
 		row = one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
-	if (row && json_get_str(pr->extra, "others_can"))
-		db_run(d->db, &e, "UPDATE worktrees SET others_can = ? WHERE id = ?", "ss",
-		       json_get_str(pr->extra, "others_can"), pr->row_id);
-	if (row)
-		daemon_broadcast(d, "worktree.created", json_incref(row));
+	if (row) /* others_can is in the row already: a hidden worktree is announced to its creator and admins only */
+		worktree_event(d, pr->row_id, "worktree.created", json_incref(row));
 	if (row && json_get_str(pr->extra, "group_path") && !err_is_set(&e)) {
 		json_decref(row);
 		if (start_worktree_group(d, pr, &e) == 0)
@@ -583,8 +623,10 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	(void)data;
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
+	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
+	int everyone = error ? 0 : worktree_audience(d, pr->row_id, &owners); /* before its owners go with it */
 	if (!error && db_run(d->db, &e, "DELETE FROM worktrees WHERE id = ?", "s", pr->row_id) >= 0) {
-		daemon_broadcast(d, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
+		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
 		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
 		struct err ge = ERR_INIT;
 		if (worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, NULL, NULL, &ge) < 0)
@@ -875,7 +917,7 @@ static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 		json_t *row = worktree_row(D(rc), wt_id, e);
 		if (!row)
 			return -1;
-		daemon_broadcast(D(rc), "worktree.updated", json_incref(row));
+		worktree_event(D(rc), wt_id, "worktree.updated", json_incref(row));
 		*result = json_pack("{s:o}", "worktree", row);
 		return 0;
 	}

@@ -156,48 +156,62 @@ void daemon_unsubscribe(struct daemon *d, struct net_conn *c)
 		}
 }
 
-#define EVERYONE ((const char *)-1)
-
 static int is_user(const struct daemon_peer *p, const char *user_id)
 {
 	return user_id && p->user_id && !strcmp(p->user_id, user_id);
 }
 
-/* Everyone; else admins, user_id and also_to (may be NULL). */
-static int may_see(const struct net_conn *c, const char *user_id, const char *also_to)
+/* users NULL: everyone; else admins and the agor users of the NULL-terminated list users. */
+static int may_see(const struct net_conn *c, const char *const *users)
 {
 	const struct daemon_peer *p = net_conn_get_data(c);
-	if (user_id == EVERYONE)
+	if (!users)
 		return 1;
-	return p && (p->is_admin || is_user(p, user_id) || is_user(p, also_to));
+	if (!p)
+		return 0;
+	if (p->is_admin)
+		return 1;
+	for (; *users; users++)
+		if (is_user(p, *users))
+			return 1;
+	return 0;
 }
 
-static void broadcast(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data);
+static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data);
+
+/* {a, b, NULL} without the NULL ones (a NULL user id means nobody but admins). */
+#define USERS2(a, b) ((a) ? (const char *const[]){ (a), (b), NULL } : (const char *const[]){ (b), NULL })
 
 int daemon_has_watcher(struct daemon *d, const char *user_id)
 {
 	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], user_id, NULL))
+		if (may_see(d->subscribers[i], USERS2(user_id, NULL)))
 			return 1;
 	return 0;
 }
 
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
 {
-	broadcast(d, EVERYONE, NULL, type, data);
+	broadcast(d, NULL, type, data);
 }
 
 void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data)
 {
-	broadcast(d, user_id, NULL, type, data);
+	broadcast(d, USERS2(user_id, NULL), type, data);
 }
 
 void daemon_broadcast_to2(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data)
 {
-	broadcast(d, user_id, also_to, type, data);
+	broadcast(d, USERS2(user_id, also_to), type, data);
 }
 
-static void broadcast(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data)
+void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const char *type, json_t *data)
+{
+	static const char *const nobody[] = { NULL };
+	broadcast(d, users ? users : nobody, type, data);
+}
+
+static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)
 {
 	d->events_sent++;
 	if (!d->nsubscribers) { /* nobody listens: do not even serialise it */
@@ -207,7 +221,7 @@ static void broadcast(struct daemon *d, const char *user_id, const char *also_to
 	char *text = rpc_event_text(type, data);
 	size_t len = strlen(text);
 	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], user_id, also_to))
+		if (may_see(d->subscribers[i], users))
 			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
 	free(text);
 }

@@ -232,4 +232,45 @@ PY
 '"'"'
 '
 
+test_case "attack: worktree events obey others_can: bob hears nothing of a none worktree (created, updated, removed) until it is view" '
+  in_scratch_system "$SCENE"'"'"'
+  listen() { # USER FILE — subscribes as USER, one event per line in FILE
+    as "$1" python3 -u -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b\"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"id\\\":1,\\\"method\\\":\\\"events.subscribe\\\",\\\"params\\\":{}}\\n\")
+for line in s.makefile():
+    print(line, end=\"\")
+" /run/agor/agor.sock > "$2" 2>&1 &
+  }
+  listen bob bob-events; bob_pid=$!
+  listen alice alice-events; alice_pid=$!
+  trap "kill $bob_pid $alice_pid $daemon_pid 2> /dev/null || true" EXIT
+  for i in $(seq 1 200); do grep -q subscribed bob-events && grep -q subscribed alice-events && break; sleep 0.1; done
+  grep -q subscribed bob-events && grep -q subscribed alice-events || { cat bob-events alice-events; fail "no subscription"; }
+  agor_as alice worktree add "$repo" gone --json > gone.json 2> gone.err || { cat gone.err daemon.log; false; }
+  gone=$(json_get gone.json worktree.id); gone_path=$(json_get gone.json worktree.path)
+  agor_as alice worktree remove "$gone" > /dev/null 2> rm.err || { cat rm.err daemon.log; false; }
+  agor_as alice worktree add "$repo" hidden --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id); path=$(json_get wt.json worktree.path)
+  # positive control: the owner hears of both (created, updated once the group is made, removed)
+  for i in $(seq 1 100); do grep -q "worktree.updated.*$id" alice-events && break; sleep 0.1; done
+  grep -q "worktree.created.*$gone" alice-events && grep -q "worktree.removed.*$gone" alice-events || { cat alice-events; fail "the owner heard nothing of gone"; }
+  grep -q "worktree.created.*$id" alice-events && grep -q "worktree.updated.*$id" alice-events || { cat alice-events; fail "the owner heard nothing of hidden"; }
+  grep "worktree.created.*$id" alice-events | grep -q "\"others_can\": *\"none\"" || { cat alice-events; fail "worktree.created does not carry others_can"; }
+  # view: now bob hears of it, and that event is the first to name it (so he heard nothing before)
+  agor_as alice worktree set-access "$id" --others-can view --json > /dev/null
+  for i in $(seq 1 100); do grep -q "$id" bob-events && break; sleep 0.1; done
+  first=$(grep -m1 -e "$id" -e hidden -e "$path" bob-events || true)
+  case "$first" in *worktree.updated*"\"others_can\":\"view\""*) ;; *) cat bob-events; fail "bob heard of the none worktree before view (or not after)";; esac
+  ! grep -q -e "$gone" -e "$gone_path" -e "\"name\":\"gone\"" bob-events || { cat bob-events; fail "bob heard of a none worktree that came and went"; }
+  # made with view from the start: bob hears of it at once, and the event (and the reply) say view
+  agor_as alice worktree add "$repo" open --others-can view --json > open.json 2> open.err || { cat open.err daemon.log; false; }
+  expect_json open.json worktree.others_can view
+  open=$(json_get open.json worktree.id)
+  for i in $(seq 1 100); do grep -q "worktree.created.*$open" bob-events && break; sleep 0.1; done
+  grep "worktree.created.*$open" bob-events | grep -q "\"others_can\":\"view\"" || { cat bob-events; fail "bob did not hear of a view worktree as view"; }
+'"'"'
+'
+
 test_done
