@@ -30,8 +30,11 @@ static int print_removed(const json_t *r)
 	return 0;
 }
 
+/* The owners: the reply's array, or {task_id, owners} when agor admin changed the worktree's group first. */
 static int print_owners(const json_t *rows)
 {
+	if (json_is_object(rows))
+		rows = json_object_get(rows, "owners");
 	client_print_table(rows, (const char *const[]){ "id", "name", "unix_username", NULL });
 	return 0;
 }

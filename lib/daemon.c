@@ -32,6 +32,7 @@ struct task_run {
 	char *unix_user, *command, *session_id, *worktree_id;
 	struct strvec admin_args; /* non-empty: the task runs agor admin, not an executor */
 	char *created_by; /* the agor user whose task it is: its events go to them (and admins) only */
+	char *prompted_by; /* …and to whoever prompted it, when not created_by (kept in memory only) */
 	task_judge_fn judge;
 	task_done_fn on_done;
 	task_progress_fn on_progress;
@@ -283,6 +284,7 @@ static void task_run_free(struct task_run *t)
 	free(t->template);
 	free(t->unix_user);
 	free(t->created_by);
+	free(t->prompted_by);
 	free(t->command);
 	free(t->session_id);
 	free(t->worktree_id);
@@ -295,6 +297,12 @@ static void task_run_free(struct task_run *t)
 static void remember_pid(pid_t pid, void *arg)
 {
 	__atomic_store_n(&((struct task_run *)arg)->pid, pid, __ATOMIC_RELEASE);
+}
+
+/* A task's own event: to its creator, whoever prompted it (when someone else did) and admins. */
+static void task_event(struct daemon *d, const struct task_run *t, const char *type, json_t *data)
+{
+	daemon_broadcast_to2(d, t->created_by, t->prompted_by, type, data);
 }
 
 static void *task_worker(void *arg)
@@ -401,8 +409,7 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 	t->next = d->running;
 	d->running = t;
 	d->nrunning++;
-	daemon_broadcast_to(d, t->created_by, "task.updated",
-			    json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
+	task_event(d, t, "task.updated", json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
 	return 0;
 }
 
@@ -458,6 +465,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	t->session_id = s->session_id ? xstrdup(s->session_id) : NULL;
 	t->worktree_id = s->worktree_id ? xstrdup(s->worktree_id) : NULL;
 	t->created_by = s->created_by ? xstrdup(s->created_by) : NULL;
+	t->prompted_by = s->prompted_by && (!s->created_by || strcmp(s->prompted_by, s->created_by)) ? xstrdup(s->prompted_by) : NULL;
 	t->judge = s->judge;
 	t->on_done = s->on_done;
 	t->on_progress = s->on_progress;
@@ -530,7 +538,7 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	json_t *event = json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", status, "command", t->command);
 	if (err_json)
 		json_object_set(event, "error", err_json);
-	daemon_broadcast_to(d, t->created_by, "task.updated", event);
+	task_event(d, t, "task.updated", event);
 	if (err_json)
 		json_decref(err_json);
 	err_clear(&scratch);
@@ -557,6 +565,29 @@ void daemon_collect_finished(struct daemon *d)
 		task_run_free(t);
 	}
 	start_queued(d);
+}
+
+static struct task_run *find_live_task(struct daemon *d, const char *task_id)
+{
+	struct task_run *lists[] = { d->queued, d->running };
+	for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
+		for (struct task_run *t = lists[i]; t; t = t->next)
+			if (!strcmp(t->task_id, task_id))
+				return t;
+	return NULL;
+}
+
+void daemon_task_event(struct daemon *d, const char *task_id, const char *created_by, const char *type, json_t *data)
+{
+	struct task_run *t = task_id ? find_live_task(d, task_id) : NULL;
+	daemon_broadcast_to2(d, created_by, t ? t->prompted_by : NULL, type, data);
+}
+
+void daemon_task_message(struct daemon *d, const char *task_id, const char *created_by, const char *session_id,
+			 const char *message_type, const char *data_text)
+{
+	struct task_run *t = find_live_task(d, task_id);
+	daemon_broadcast_message(d, created_by, t ? t->prompted_by : NULL, task_id, session_id, message_type, data_text);
 }
 
 int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e)

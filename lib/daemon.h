@@ -71,13 +71,18 @@ long long daemon_now(void);
 
 /* Pushes {"type":type,"data":data} to every subscriber (data stolen). */
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data);
+/* As daemon_broadcast_to, to user_id and also_to (NULL: nobody more), each connection once. */
+void daemon_broadcast_to2(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data);
 /* The same, for the subscribers acting as agor user `user_id` and admins only (NULL: admins only).
  * Tasks, their messages and their outcomes are their creator's business. */
 void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data);
-/* The "message" event of report_message for user_id's subscribers, its data already serialised (compact
- * JSON, as stored): the same bytes daemon_broadcast_to would send, without serialising data twice. */
-void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *task_id, const char *session_id,
-			      const char *message_type, const char *data_text);
+/* The "message" event of report_message for user_id's and also_to's subscribers (either may be NULL), its data
+ * already serialised (compact JSON, as stored): the same bytes daemon_broadcast_to2 would send, without
+ * serialising data twice. */
+void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *also_to, const char *task_id,
+			      const char *session_id, const char *message_type, const char *data_text);
+/* The same, for admins and the agor users of the NULL-terminated list users (NULL: admins only). */
+void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const char *type, json_t *data);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 
@@ -123,6 +128,7 @@ struct task_spec {
 	json_t *params;		  /* borrowed */
 	const char *session_id;	  /* NULL for tasks outside sessions */
 	const char *created_by;	  /* agor user id */
+	const char *prompted_by;  /* sessions.prompt by someone else (others_can prompt): they get its events too */
 	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
 	const char *worktree_id;
 	int with_token; /* issue a session token bound to this task (prompt tasks, gateway runs) */
@@ -137,6 +143,12 @@ struct task_spec {
 };
 int daemon_task_submit(struct daemon *d, const struct task_spec *spec, char **task_id, struct err *e);
 int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e);
+/* Sends a task's event to its creator and, for a live task prompted by someone else, to them too (and
+ * admins): data is stolen. */
+void daemon_task_event(struct daemon *d, const char *task_id, const char *created_by, const char *type, json_t *data);
+/* report_message's event (daemon_broadcast_message) for the same audience as daemon_task_event. */
+void daemon_task_message(struct daemon *d, const char *task_id, const char *created_by, const char *session_id,
+			 const char *message_type, const char *data_text);
 /* Cancels every queued and running task (shutdown). */
 void daemon_cancel_all(struct daemon *d);
 /* Moves finished runs from the workers to the database (loop thread, after loop_wake). */

@@ -381,7 +381,7 @@ static int store_message(struct daemon *d, const char *jwt, const char *task, co
 		rv = db_run(d->db, e, "INSERT INTO messages (task_id, session_id, message_type, data, created_at) VALUES (?,?,?,?,?)",
 			    "ssssi", a.claims.tid, a.claims.sid, type, data_text, daemon_now()) < 0 ? -1 : 0;
 		if (rv == 0)
-			daemon_broadcast_message(d, json_get_str(a.task, "created_by"), a.claims.tid, a.claims.sid, type, data_text);
+			daemon_task_message(d, a.claims.tid, json_get_str(a.task, "created_by"), a.claims.sid, type, data_text);
 	}
 	auth_release(&a);
 	return rv;

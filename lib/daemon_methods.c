@@ -431,13 +431,54 @@ static json_t *worktree_row(struct daemon *d, const char *id, struct err *e)
 	return one_row(d, e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
 }
 
+/* Who may hear of worktree id, by the rule of worktrees.get|list: 1 everyone (its others_can is not none),
+ * else 0 with its owners' user ids in *owners (admins hear of everything). Read it before the row goes:
+ * its owners go with it. A failed query leaves admins only (fail closed). */
+static int worktree_audience(struct daemon *d, const char *id, struct strvec *owners)
+{
+	struct err e = ERR_INIT;
+	_cleanup_json_ json_t *rows = db_query_json(d->db, &e,
+						     "SELECT w.others_can, o.user_id FROM worktrees w LEFT JOIN worktree_owners o "
+						     "ON o.worktree_id = w.id WHERE w.id = ?", "s", id);
+	if (!rows) {
+		log_warn("worktree %s: its events go to admins only: %s", id, e.message);
+		err_clear(&e);
+		return 0;
+	}
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		const json_t *row = json_array_get(rows, i);
+		const char *can = json_get_str(row, "others_can"), *owner = json_get_str(row, "user_id");
+		if (can && strcmp(can, "none"))
+			return 1;
+		if (owner)
+			strvec_push(owners, owner);
+	}
+	return 0;
+}
+
+static void send_worktree_event(struct daemon *d, int everyone, const struct strvec *owners, const char *type,
+				json_t *data)
+{
+	if (everyone)
+		daemon_broadcast(d, type, data);
+	else
+		daemon_broadcast_to_users(d, (const char *const *)owners->v, type, data);
+}
+
+/* worktree.created|updated {row}: only to whoever may see the worktree (data stolen). */
+static void worktree_event(struct daemon *d, const char *id, const char *type, json_t *data)
+{
+	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
+	send_worktree_event(d, worktree_audience(d, id, &owners), &owners, type, data);
+}
+
 /* The last step of a worktree's group set-up (or of set_access): the reply with the worktree's row. */
 static void reply_with_worktree(struct daemon *d, struct pending_reply *pr, const char *task_id, const struct err *error)
 {
 	struct err e = ERR_INIT;
 	json_t *row = error ? NULL : worktree_row(d, pr->row_id, &e);
 	if (row)
-		daemon_broadcast(d, "worktree.updated", json_incref(row));
+		worktree_event(d, pr->row_id, "worktree.updated", json_incref(row));
 	send_reply(pr, task_id, row ? json_pack("{s:o}", "worktree", row) : NULL,
 		   error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
@@ -488,16 +529,15 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 	json_t *row = NULL;
 	const char *creator = json_get_str(pr->extra, "created_by");
 	if (!error &&
-	    db_run(d->db, &e, "INSERT INTO worktrees (id, repo_id, name, path, branch, created_by, created_at) VALUES (?,?,?,?,?,?,?)",
-		   "ssssssi", pr->row_id, json_get_str(pr->extra, "repo_id"), json_get_str(data, "worktreeName"),
-		   json_get_str(data, "worktreePath"), json_get_str(data, "branch"), creator, daemon_now()) >= 0 &&
+	    db_run(d->db, &e,
+		   "INSERT INTO worktrees (id, repo_id, name, path, branch, created_by, created_at, others_can) "
+		   "VALUES (?,?,?,?,?,?,?,coalesce(?,'none'))", "ssssssis", pr->row_id, json_get_str(pr->extra, "repo_id"),
+		   json_get_str(data, "worktreeName"), json_get_str(data, "worktreePath"), json_get_str(data, "branch"),
+		   creator, daemon_now(), json_get_str(pr->extra, "others_can")) >= 0 &&
 	    db_run(d->db, &e, "INSERT INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss", pr->row_id, creator) >= 0)
 		row = one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
-	if (row && json_get_str(pr->extra, "others_can"))
-		db_run(d->db, &e, "UPDATE worktrees SET others_can = ? WHERE id = ?", "ss",
-		       json_get_str(pr->extra, "others_can"), pr->row_id);
-	if (row)
-		daemon_broadcast(d, "worktree.created", json_incref(row));
+	if (row) /* others_can is in the row already: a hidden worktree is announced to its creator and admins only */
+		worktree_event(d, pr->row_id, "worktree.created", json_incref(row));
 	if (row && json_get_str(pr->extra, "group_path") && !err_is_set(&e)) {
 		json_decref(row);
 		if (start_worktree_group(d, pr, &e) == 0)
@@ -583,8 +623,10 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	(void)data;
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
+	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
+	int everyone = error ? 0 : worktree_audience(d, pr->row_id, &owners); /* before its owners go with it */
 	if (!error && db_run(d->db, &e, "DELETE FROM worktrees WHERE id = ?", "s", pr->row_id) >= 0) {
-		daemon_broadcast(d, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
+		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
 		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
 		struct err ge = ERR_INIT;
 		if (worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, NULL, NULL, &ge) < 0)
@@ -606,6 +648,53 @@ static int owns_worktree(struct daemon *d, const char *worktree_id, const char *
 	return owns;
 }
 
+/* --- who may do what with a worktree: owners, admins, and others_can for everyone else --------------
+ * Owners and admins may do everything. Every other agor user gets the worktree's others_can:
+ *   none    the worktree, its sessions, their messages and tasks do not exist for them: NOT_FOUND, the
+ *           same answer as for an unknown id, so existence does not leak (lists leave them out);
+ *   view    worktrees.get|list, worktrees.owners.list, sessions.get|list, messages.list and tasks.get of
+ *           its sessions;
+ *   prompt  also sessions.prompt on its sessions and tasks.cancel of their tasks — the executions still
+ *           run as the session creator's execution user (SPEC §4.4), and the prompter is audited;
+ *   all     also sessions.create in it (new sessions, run as their creator's execution user).
+ * Whatever others_can says, only owners and admins may run exec.run or open a terminal in a worktree (a
+ * command or shell as the worktree creator's Unix user, outside any session), remove it, change its
+ * access or its owners: sharing those is what worktrees.owners.add is for. */
+enum wt_access { WT_NONE, WT_VIEW, WT_PROMPT, WT_ALL, WT_OWNER }; /* WT_VIEW..WT_ALL = others_can_words[1..3] */
+
+static enum wt_access worktree_access(struct rpc_ctx *rc, const char *worktree_id, struct err *e)
+{
+	if (P(rc)->is_admin || owns_worktree(D(rc), worktree_id, P(rc)->user_id, e))
+		return WT_OWNER;
+	_cleanup_json_ json_t *row = db_query_one(D(rc)->db, e, "SELECT others_can FROM worktrees WHERE id = ?", "s", worktree_id);
+	const char *can = json_is_object(row) ? json_get_str(row, "others_can") : NULL;
+	for (int level = WT_VIEW; can && level <= WT_ALL; level++)
+		if (!strcmp(can, others_can_words[level]))
+			return (enum wt_access)level;
+	return WT_NONE;
+}
+
+/* 0 when the caller has at least `need` on the worktree; else NOT_FOUND ("no WHAT with id ID", as for an
+ * unknown id) below view, PERMISSION_DENIED naming the level `action` needs otherwise. */
+static int need_worktree_access(struct rpc_ctx *rc, const char *worktree_id, enum wt_access need, const char *what,
+				const char *id, const char *action, struct err *e)
+{
+	enum wt_access have = worktree_access(rc, worktree_id, e);
+	if (have >= need)
+		return 0;
+	if (have < WT_VIEW)
+		return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no %s with id %s", what, id);
+	if (need == WT_OWNER)
+		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may %s", worktree_id, action);
+	return err_set(e, E_PERMISSION_DENIED, "worktree %s lets others %s: %s needs others_can %s (or an owner)",
+		       worktree_id, others_can_words[have], action, others_can_words[need]);
+}
+
+/* SQL condition "the caller may see worktree w" (?1 the caller's user id, ?2 1 for an admin). */
+#define VISIBLE_WORKTREE_SQL                                                                                              \
+	"(?2 OR w.others_can <> 'none' OR EXISTS (SELECT 1 FROM worktree_owners o WHERE o.worktree_id = w.id AND "       \
+	"o.user_id = ?1))"
+
 static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
@@ -615,9 +704,7 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
 	if (!wt)
 		return -1;
-	int rv = 0;
-	if (!P(rc)->is_admin && !owns_worktree(D(rc), id, P(rc)->user_id, e))
-		rv = err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may remove it", id);
+	int rv = need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e);
 	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", opt_bool(params, "force", 0));
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.remove", NULL);
 	pr->row_id = xstrdup(id);
@@ -633,67 +720,149 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 
 /* --- worktree owners ---------------------------------------------------------------------------- */
 
+static json_t *owner_rows(struct daemon *d, const char *worktree_id, struct err *e)
+{
+	return db_query_json(d->db, e,
+			     "SELECT u.id, u.name, u.unix_username FROM worktree_owners o JOIN users u ON u.id = o.user_id "
+			     "WHERE o.worktree_id = ? ORDER BY u.name", "s", worktree_id);
+}
+
 static int owners_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
 	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0)
 		return -1;
-	json_t *wt = one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id);
-	if (!wt)
+	_cleanup_json_ json_t *wt = one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id);
+	if (!wt || need_worktree_access(rc, json_get_str(wt, "id"), WT_VIEW, "worktree", id, "", e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e,
-				"SELECT u.id, u.name, u.unix_username FROM worktree_owners o JOIN users u ON u.id = o.user_id "
-				"WHERE o.worktree_id = ? ORDER BY u.name", "s", json_get_str(wt, "id"));
-	json_decref(wt);
+	*result = owner_rows(D(rc), json_get_str(wt, "id"), e);
 	return *result ? 0 : -1;
 }
 
-/* The worktree and user rows named by params, after checking that the caller owns it (or is an admin). */
+/* The worktree (id, name, repo_path) and user (id, unix_username) rows named by params, after checking
+ * that the caller owns the worktree (or is an admin). */
 static int owner_change_rows(struct rpc_ctx *rc, json_t *params, json_t **wt, json_t **user, struct err *e)
 {
 	const char *id, *who;
 	*wt = *user = NULL;
 	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || need_str(params, "user_id", &who, e) < 0)
 		return -1;
-	if (!(*wt = one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id)))
+	if (!(*wt = one_row(D(rc), e, "worktree",
+			    "SELECT w.id, w.name, r.path AS repo_path FROM worktrees w JOIN repos r ON r.id = w.repo_id "
+			    "WHERE w.id = ?1 OR w.name = ?1", id)) ||
+	    need_worktree_access(rc, json_get_str(*wt, "id"), WT_OWNER, "worktree", id, "change its owners", e) < 0)
 		return -1;
-	if (!P(rc)->is_admin && !owns_worktree(D(rc), json_get_str(*wt, "id"), P(rc)->user_id, e))
-		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may change its owners", id);
-	*user = one_row(D(rc), e, "user", "SELECT id FROM users WHERE id = ?1 OR name = ?1", who);
+	*user = one_row(D(rc), e, "user", "SELECT id, unix_username FROM users WHERE id = ?1 OR name = ?1", who);
 	return *user ? 0 : -1;
 }
 
+/* Owners in the DB: "add" inserts (idempotent), "remove" deletes; the number of rows changed. */
+static int write_owner_change(struct daemon *d, const char *action, const char *wt_id, const char *user_id, struct err *e)
+{
+	if (!strcmp(action, "add"))
+		return db_run(d->db, e, "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss",
+			      wt_id, user_id);
+	return db_run(d->db, e, "DELETE FROM worktree_owners WHERE worktree_id = ? AND user_id = ?", "ss", wt_id, user_id);
+}
+
+static void audit_owner_change(struct daemon *d, const char *by, const char *action, const char *wt_id,
+			       const char *user_id, const char *unix_user, const struct err *error)
+{
+	_cleanup_free_ char *what = xasprintf("worktrees.owners.%s", action);
+	daemon_audit(d, by, what, wt_id, error ? "failed" : "ok",
+		     json_pack("{s:s,s:s?,s:s?}", "owner", user_id, "unix_user", unix_user, "error",
+			       error ? error->message : NULL));
+}
+
+/* After admin's add-/remove-worktree-owner: the DB follows only when admin succeeded, so a failed admin
+ * call leaves the owner list as it was. The waiting caller gets {task_id, owners}. */
+static void owner_changed_by_admin(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+				   void *arg)
+{
+	(void)data;
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	const char *action = json_get_str(pr->extra, "action"), *owner = json_get_str(pr->extra, "owner");
+	if (!error && write_owner_change(d, action, pr->row_id, owner, &e) < 0)
+		error = &e;
+	audit_owner_change(d, json_get_str(pr->extra, "by"), action, pr->row_id, owner,
+			   json_get_str(pr->extra, "unix_user"), error);
+	json_t *owners = error ? NULL : owner_rows(d, pr->row_id, &e);
+	send_reply(pr, task_id, owners ? json_pack("{s:o}", "owners", owners) : NULL,
+		   error ? error : err_is_set(&e) ? &e : NULL);
+	err_clear(&e);
+	pending_free(pr);
+}
+
+/* Owners in strict mode with worktree_rbac are members of the worktree's Unix group (and get the
+ * ~/agor/worktrees link), as the creator is made one by worktrees.add: the same condition. */
+static int owners_via_admin(const struct daemon *d)
+{
+	return worktree_rbac_on(d) && d->cfg->execution.unix_user_mode == CONFIG_MODE_STRICT;
+}
+
+/* Runs `agor admin add-worktree-owner ID UNIX_USER PATH` or `remove-worktree-owner ID UNIX_USER` —
+ * the id from the DB, the Unix user from the users table (checked at users.create, checked again here),
+ * the path computed as for worktrees.add — and changes the owner list once it succeeded. */
+static int change_owner_via_admin(struct rpc_ctx *rc, json_t *params, const char *action, json_t *wt, json_t *user,
+				  json_t **result, struct err *e)
+{
+	const char *wt_id = json_get_str(wt, "id"), *unix_user = json_get_str(user, "unix_username");
+	if (!unix_user || !payload_valid_user_name(unix_user))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "user_id"),
+				"user %s has no valid Unix user, and in strict mode an owner of worktree %s is a member of its "
+				"Unix group: an admin runs `agor user create NAME --unix-user LOGIN`", json_get_str(user, "id"),
+				wt_id);
+	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
+	const char *add_argv[] = { "add-worktree-owner", wt_id, unix_user, path, NULL };
+	const char *remove_argv[] = { "remove-worktree-owner", wt_id, unix_user, NULL };
+	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.owners",
+					       json_pack("{s:s,s:s,s:s,s:s}", "action", action, "owner", json_get_str(user, "id"),
+							 "unix_user", unix_user, "by", P(rc)->user_id));
+	pr->row_id = xstrdup(wt_id);
+	if (submit_admin(D(rc), P(rc)->user_id, wt_id, strcmp(action, "add") ? remove_argv : add_argv,
+			 owner_changed_by_admin, pr, e) < 0) {
+		pending_free(pr);
+		return -1;
+	}
+	return pr->peer ? RPC_DEFERRED : (*result = json_pack("{s:s}", "worktree_id", wt_id), 0);
+}
+
+/* worktrees.owners.add {worktree_id, user_id}: owners and admins only. In strict mode with worktree_rbac
+ * admin makes the user's Unix user a member first (deferred reply {task_id, owners}); otherwise the list
+ * changes at once (reply: the owners). */
 static int owners_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_json_ json_t *wt = NULL, *user = NULL;
-	if (owner_change_rows(rc, params, &wt, &user, e) < 0 ||
-	    db_run(D(rc)->db, e, "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss",
-		   json_get_str(wt, "id"), json_get_str(user, "id")) < 0)
+	if (owner_change_rows(rc, params, &wt, &user, e) < 0)
 		return -1;
-	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.add", json_get_str(wt, "id"), "ok",
-		     json_pack("{s:s}", "owner", json_get_str(user, "id")));
+	if (owners_via_admin(D(rc)))
+		return change_owner_via_admin(rc, params, "add", wt, user, result, e);
+	if (write_owner_change(D(rc), "add", json_get_str(wt, "id"), json_get_str(user, "id"), e) < 0)
+		return -1;
+	audit_owner_change(D(rc), P(rc)->user_id, "add", json_get_str(wt, "id"), json_get_str(user, "id"), NULL, NULL);
 	return owners_list(rc, params, result, e);
 }
 
+/* worktrees.owners.remove {worktree_id, user_id}: as add; the last owner stays. */
 static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_json_ json_t *wt = NULL, *user = NULL, *count = NULL;
 	if (owner_change_rows(rc, params, &wt, &user, e) < 0)
 		return -1;
-	const char *wt_id = json_get_str(wt, "id");
+	const char *wt_id = json_get_str(wt, "id"), *user_id = json_get_str(user, "id");
 	if (!(count = db_query_one(D(rc)->db, e, "SELECT count(*) AS n FROM worktree_owners WHERE worktree_id = ?", "s", wt_id)))
 		return -1;
+	if (!owns_worktree(D(rc), wt_id, user_id, e))
+		return err_is_set(e) ? -1 : err_set(e, E_NOT_FOUND, "%s is not an owner of worktree %s", user_id, wt_id);
 	if (json_integer_value(json_object_get(count, "n")) <= 1)
 		return err_set(e, E_PERMISSION_DENIED, "worktree %s keeps at least one owner: add another before removing this one",
 			       wt_id);
-	int n = db_run(D(rc)->db, e, "DELETE FROM worktree_owners WHERE worktree_id = ? AND user_id = ?", "ss", wt_id,
-		       json_get_str(user, "id"));
-	if (n < 0)
+	if (owners_via_admin(D(rc)) && json_get_str(user, "unix_username")) /* else never in the group */
+		return change_owner_via_admin(rc, params, "remove", wt, user, result, e);
+	if (write_owner_change(D(rc), "remove", wt_id, user_id, e) < 0)
 		return -1;
-	if (n == 0)
-		return err_set(e, E_NOT_FOUND, "%s is not an owner of worktree %s", json_get_str(user, "id"), wt_id);
-	daemon_audit(D(rc), P(rc)->user_id, "worktrees.owners.remove", wt_id, "ok",
-		     json_pack("{s:s}", "owner", json_get_str(user, "id")));
+	audit_owner_change(D(rc), P(rc)->user_id, "remove", wt_id, user_id, NULL, NULL);
 	return owners_list(rc, params, result, e);
 }
 
@@ -734,10 +903,10 @@ static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 	if (!wt)
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
-	if (!P(rc)->is_admin && !owns_worktree(D(rc), wt_id, P(rc)->user_id, e)) {
+	if (need_worktree_access(rc, wt_id, WT_OWNER, "worktree", id, "change its access", e) < 0) {
 		daemon_audit(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id, "refused",
 			     json_pack("{s:s}", "reason", "not an owner"));
-		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may change its access", id);
+		return -1;
 	}
 	if (fs && !worktree_rbac_on(D(rc)))
 		return refuse_without_rbac(D(rc), e);
@@ -748,7 +917,7 @@ static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 		json_t *row = worktree_row(D(rc), wt_id, e);
 		if (!row)
 			return -1;
-		daemon_broadcast(D(rc), "worktree.updated", json_incref(row));
+		worktree_event(D(rc), wt_id, "worktree.updated", json_incref(row));
 		*result = json_pack("{s:o}", "worktree", row);
 		return 0;
 	}
@@ -804,9 +973,8 @@ static json_t *run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e)
 	if (need_str(params, "worktree_id", &id, e) < 0)
 		return NULL;
 	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", id);
-	if (wt && !P(rc)->is_admin && !owns_worktree(D(rc), json_get_str(wt, "id"), P(rc)->user_id, e)) {
+	if (wt && need_worktree_access(rc, json_get_str(wt, "id"), WT_OWNER, "worktree", id, "run commands in it", e) < 0) {
 		json_decref(wt);
-		err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may run commands in it", id);
 		return NULL;
 	}
 	return wt;
@@ -989,41 +1157,65 @@ static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, s
 {
 	if (need_user(rc, e) < 0)
 		return -1;
-	const char *repo = opt_str(params, "repo_id");
-	*result = repo ? db_query_json(D(rc)->db, e, "SELECT * FROM worktrees WHERE repo_id = ? ORDER BY created_at", "s", repo)
-		       : db_query_json(D(rc)->db, e, "SELECT * FROM worktrees ORDER BY created_at", "");
+	*result = db_query_json(D(rc)->db, e,
+				"SELECT w.* FROM worktrees w WHERE (?3 IS NULL OR w.repo_id = ?3) AND " VISIBLE_WORKTREE_SQL
+				" ORDER BY w.created_at", "sis", P(rc)->user_id, (long long)P(rc)->is_admin,
+				opt_str(params, "repo_id"));
 	return *result ? 0 : -1;
 }
 
 static int worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	return get_row(rc, params, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", result, e);
+	if (get_row(rc, params, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", result, e) < 0)
+		return -1;
+	if (need_worktree_access(rc, json_get_str(*result, "id"), WT_VIEW, "worktree", json_get_str(params, "id"), "", e) == 0)
+		return 0;
+	json_decref(*result);
+	*result = NULL;
+	return -1;
 }
 
 /* --- tasks, messages, events, config, audit ---------------------------------------------- */
 
-/* Tasks, their messages and their outcomes are their creator's business (and admins'): 0 when the caller
- * may see the row `sql` finds for id (a task or a session), else -1 (NOT_FOUND, so ids do not leak). */
-static int need_creator(struct rpc_ctx *rc, const char *what, const char *sql, const char *id, struct err *e)
+/* A task is its creator's business (and admins'); a task of a session is also that of whoever has `need`
+ * on the session's worktree (view: tasks.get, its messages; prompt: tasks.cancel). A task the caller may
+ * not see is NOT_FOUND, as an unknown id, so ids do not leak. */
+static int need_task_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action, struct err *e)
 {
 	if (need_user(rc, e) < 0)
 		return -1;
-	json_t *row = one_row(D(rc), e, what, sql, id);
-	if (!row)
+	_cleanup_json_ json_t *t = one_row(D(rc), e, "task",
+					   "SELECT t.created_by, s.worktree_id FROM tasks t LEFT JOIN sessions s ON s.id = "
+					   "t.session_id WHERE t.id = ?", id);
+	if (!t)
 		return -1;
-	const char *creator = json_get_str(row, "created_by");
-	int ok = P(rc)->is_admin || (creator && !strcmp(creator, P(rc)->user_id));
-	json_decref(row);
-	return ok ? 0 : err_set(e, E_NOT_FOUND, "no %s %s of yours", what, id);
+	const char *creator = json_get_str(t, "created_by"), *wt_id = json_get_str(t, "worktree_id");
+	if (P(rc)->is_admin || (creator && !strcmp(creator, P(rc)->user_id)))
+		return 0;
+	if (wt_id)
+		return need_worktree_access(rc, wt_id, need, "task", id, action, e);
+	return err_set(e, E_NOT_FOUND, "no task %s of yours", id);
 }
 
-#define TASK_CREATOR_SQL "SELECT created_by FROM tasks WHERE id = ?"
-#define SESSION_CREATOR_SQL "SELECT created_by FROM sessions WHERE id = ?"
+/* A session is visible with view on its worktree (NOT_FOUND below, as an unknown id); *wt_id (may be NULL)
+ * gets its worktree's id. */
+static int need_session_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action,
+			       char **wt_id, struct err *e)
+{
+	if (need_user(rc, e) < 0)
+		return -1;
+	_cleanup_json_ json_t *s = one_row(D(rc), e, "session", "SELECT worktree_id FROM sessions WHERE id = ?", id);
+	if (!s || need_worktree_access(rc, json_get_str(s, "worktree_id"), need, "session", id, action, e) < 0)
+		return -1;
+	if (wt_id)
+		*wt_id = xstrdup(json_get_str(s, "worktree_id"));
+	return 0;
+}
 
 static int tasks_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_str(params, "id", &id, e) < 0 || need_creator(rc, "task", TASK_CREATOR_SQL, id, e) < 0)
+	if (need_str(params, "id", &id, e) < 0 || need_task_access(rc, id, WT_VIEW, "", e) < 0)
 		return -1;
 	return get_row(rc, params, "task", "SELECT * FROM tasks WHERE id = ?", result, e);
 }
@@ -1042,7 +1234,7 @@ static int tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 static int tasks_cancel(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_str(params, "id", &id, e) < 0 || need_creator(rc, "task", TASK_CREATOR_SQL, id, e) < 0 ||
+	if (need_str(params, "id", &id, e) < 0 || need_task_access(rc, id, WT_PROMPT, "cancel its task", e) < 0 ||
 	    daemon_task_cancel(D(rc), id, e) < 0)
 		return -1;
 	daemon_audit(D(rc), P(rc)->user_id, "tasks.cancel", id, "ok", NULL);
@@ -1058,8 +1250,8 @@ static int messages_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	json_int_t after = json_integer_value(json_object_get(params, "after"));
 	if (!task == !session)
 		return err_set(e, E_INVALID_PAYLOAD, "give exactly one of params.task_id and params.session_id");
-	if (task ? need_creator(rc, "task", TASK_CREATOR_SQL, task, e) < 0
-		 : need_creator(rc, "session", SESSION_CREATOR_SQL, session, e) < 0)
+	if (task ? need_task_access(rc, task, WT_VIEW, "", e) < 0
+		 : need_session_access(rc, session, WT_VIEW, "", NULL, e) < 0)
 		return -1;
 	*result = task ? db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE task_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", task, (long long)after)
 		       : db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", session, (long long)after);
@@ -1138,6 +1330,10 @@ static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", wt_id);
 	if (!wt)
 		return -1;
+	if (need_worktree_access(rc, json_get_str(wt, "id"), WT_ALL, "worktree", wt_id, "create a session in it", e) < 0) {
+		json_decref(wt);
+		return -1;
+	}
 	_cleanup_free_ char *id = daemon_new_id();
 	int rv = db_run(D(rc)->db, e,
 			"INSERT INTO sessions (id, worktree_id, tool, permission_mode, created_by, created_at) VALUES (?,?,?,?,?,?)",
@@ -1153,20 +1349,30 @@ static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 static int sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	return list_rows(rc, "SELECT * FROM sessions ORDER BY created_at", result, e);
+	if (need_user(rc, e) < 0)
+		return -1;
+	*result = db_query_json(D(rc)->db, e,
+				"SELECT s.* FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE " VISIBLE_WORKTREE_SQL
+				" ORDER BY s.created_at", "si", P(rc)->user_id, (long long)P(rc)->is_admin);
+	return *result ? 0 : -1;
 }
 
 static int sessions_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
+	const char *id;
+	if (need_str(params, "id", &id, e) < 0 || need_session_access(rc, id, WT_VIEW, "", NULL, e) < 0)
+		return -1;
 	return get_row(rc, params, "session", "SELECT * FROM sessions WHERE id = ?", result, e);
 }
 
-/* A session's executions run as its creator's execution user, whoever prompts (SPEC §4.4). */
+/* A session's executions run as its creator's execution user, whoever prompts (SPEC §4.4): owners,
+ * admins, and others when the worktree's others_can is prompt or all. */
 static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *sid, *prompt;
 	_cleanup_free_ char *user = NULL, *task_id = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "session_id", &sid, e) < 0 || need_str(params, "prompt", &prompt, e) < 0)
+	if (need_user(rc, e) < 0 || need_str(params, "session_id", &sid, e) < 0 || need_str(params, "prompt", &prompt, e) < 0 ||
+	    need_session_access(rc, sid, WT_PROMPT, "prompt its sessions", NULL, e) < 0)
 		return -1;
 	json_t *s = one_row(D(rc), e, "session",
 			    "SELECT s.*, w.path AS cwd FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?", sid);
@@ -1189,7 +1395,7 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 		if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* the creator's kept home, as exec.run */
 			json_object_set(p, "home", json_object_get(s, "created_by"));
 		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
-					  .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
+					  .prompted_by = P(rc)->user_id, .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
 		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
 		json_decref(p);
 	}
@@ -1328,6 +1534,11 @@ int daemon_need_user(struct rpc_ctx *rc, struct err *e)
 int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e)
 {
 	return owns_worktree(d, worktree_id, user_id, e);
+}
+
+int daemon_worktree_visible(struct rpc_ctx *rc, const char *worktree_id, struct err *e)
+{
+	return worktree_access(rc, worktree_id, e) >= WT_VIEW;
 }
 
 int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e)

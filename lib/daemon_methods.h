@@ -50,6 +50,8 @@ void daemon_terminals_release(struct daemon *d);
 /* Shared by the method files. daemon_need_user: the caller is an agor user (else AUTH_FAILED). */
 int daemon_need_user(struct rpc_ctx *rc, struct err *e);
 int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e);
+/* 1 when the caller may see the worktree (owner, admin, or its others_can is not none), else 0. */
+int daemon_worktree_visible(struct rpc_ctx *rc, const char *worktree_id, struct err *e);
 /* The Unix user executions for agor user creator_id run as (SPEC §5.1); *user is malloc'd. */
 int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e);
 /* Verifies an executor's params.session_token (as every executor method does); *task_id is its task. */

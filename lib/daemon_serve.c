@@ -158,48 +158,79 @@ void daemon_unsubscribe(struct daemon *d, struct net_conn *c)
 		}
 }
 
-#define EVERYONE ((const char *)-1)
-
-static int may_see(const struct net_conn *c, const char *user_id)
+static int is_user(const struct daemon_peer *p, const char *user_id)
 {
-	const struct daemon_peer *p = net_conn_get_data(c);
-	if (user_id == EVERYONE)
-		return 1;
-	return p && (p->is_admin || (user_id && p->user_id && !strcmp(p->user_id, user_id)));
+	return user_id && p->user_id && !strcmp(p->user_id, user_id);
 }
 
-static void broadcast(struct daemon *d, const char *user_id, const char *type, json_t *data);
-
-int daemon_has_watcher(struct daemon *d, const char *user_id)
+/* users NULL: everyone; else admins and the agor users of the NULL-terminated list users. */
+static int may_see(const struct net_conn *c, const char *const *users)
 {
-	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], user_id))
+	const struct daemon_peer *p = net_conn_get_data(c);
+	if (!users)
+		return 1;
+	if (!p)
+		return 0;
+	if (p->is_admin)
+		return 1;
+	for (; *users; users++)
+		if (is_user(p, *users))
 			return 1;
 	return 0;
 }
 
+static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data);
+
+/* {a, b, NULL} without the NULL ones (a NULL user id means nobody but admins). */
+#define USERS2(a, b) ((a) ? (const char *const[]){ (a), (b), NULL } : (const char *const[]){ (b), NULL })
+
+static int has_watcher_among(struct daemon *d, const char *const *users)
+{
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (may_see(d->subscribers[i], users))
+			return 1;
+	return 0;
+}
+
+int daemon_has_watcher(struct daemon *d, const char *user_id)
+{
+	return has_watcher_among(d, USERS2(user_id, NULL));
+}
+
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
 {
-	broadcast(d, EVERYONE, type, data);
+	broadcast(d, NULL, type, data);
 }
 
 void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data)
 {
-	broadcast(d, user_id, type, data);
+	broadcast(d, USERS2(user_id, NULL), type, data);
 }
 
-static void send_event_text(struct daemon *d, const char *user_id, const char *text, size_t len)
+void daemon_broadcast_to2(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data)
+{
+	broadcast(d, USERS2(user_id, also_to), type, data);
+}
+
+void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const char *type, json_t *data)
+{
+	static const char *const nobody[] = { NULL };
+	broadcast(d, users ? users : nobody, type, data);
+}
+
+static void send_event_text(struct daemon *d, const char *const *users, const char *text, size_t len)
 {
 	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], user_id))
+		if (may_see(d->subscribers[i], users))
 			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
 }
 
-void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *task_id, const char *session_id,
-			      const char *message_type, const char *data_text)
+void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *also_to, const char *task_id,
+			      const char *session_id, const char *message_type, const char *data_text)
 {
 	d->events_sent++;
-	if (!daemon_has_watcher(d, user_id))
+	const char *const *users = USERS2(user_id, also_to);
+	if (!has_watcher_among(d, users))
 		return;
 	json_t *fields = json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
 	_cleanup_free_ char *head = json_to_compact(fields); /* {"task_id":…,"message_type":…} */
@@ -210,11 +241,11 @@ void daemon_broadcast_message(struct daemon *d, const char *user_id, const char 
 	strbuf_addstr(&text, ",\"data\":");
 	strbuf_addstr(&text, data_text);
 	strbuf_addstr(&text, "}}}");
-	send_event_text(d, user_id, text.buf, text.len);
+	send_event_text(d, users, text.buf, text.len);
 	strbuf_release(&text);
 }
 
-static void broadcast(struct daemon *d, const char *user_id, const char *type, json_t *data)
+static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)
 {
 	d->events_sent++;
 	if (!d->nsubscribers) { /* nobody listens: do not even serialise it */
@@ -222,7 +253,7 @@ static void broadcast(struct daemon *d, const char *user_id, const char *type, j
 		return;
 	}
 	char *text = rpc_event_text(type, data);
-	send_event_text(d, user_id, text, strlen(text));
+	send_event_text(d, users, text, strlen(text));
 	free(text);
 }
 

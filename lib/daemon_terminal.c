@@ -484,14 +484,19 @@ static int opt_size(json_t *params, int *cols, int *rows, struct err *e)
 	return 0;
 }
 
-/* The worktree row of params.worktree_id (id or name), if the caller owns it or is an admin. */
+/* The worktree row of params.worktree_id (id or name), if the caller owns it or is an admin. A terminal
+ * is a shell as the worktree creator's Unix user, so others_can (even all) never opens one; a worktree
+ * the caller may not see (others_can none) answers as an unknown id. */
 static json_t *worktree_for_caller(struct rpc_ctx *rc, json_t *params, struct err *e)
 {
 	const char *id;
 	if (daemon_need_user(rc, e) < 0 || need_string(params, "worktree_id", &id, e) < 0)
 		return NULL;
 	json_t *wt = db_query_one(D(rc)->db, e, "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", "s", id);
-	if (wt && json_is_null(wt)) {
+	int hidden = wt && !json_is_null(wt) && !P(rc)->is_admin &&
+		     !daemon_owns_worktree(D(rc), json_get_str(wt, "id"), P(rc)->user_id, e) &&
+		     !daemon_worktree_visible(rc, json_get_str(wt, "id"), e);
+	if (wt && (json_is_null(wt) || hidden)) {
 		json_decref(wt);
 		err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "worktree_id", id), "no worktree with id or name %s", id);
 		return NULL;

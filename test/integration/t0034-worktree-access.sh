@@ -77,7 +77,7 @@ test_case "set_access: only owners (and admins) may change it; read then write r
   id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path)
   cannot bob cat "$w/hello.txt"
   ! agor_as bob worktree set-access "$id" --others-fs-access write > bob.out 2> bob.err || fail "bob (not an owner) changed access"
-  grep -q "only an owner" bob.err || { cat bob.err; fail "no clear refusal"; }
+  grep -q "no worktree with id" bob.err || { cat bob.err; fail "no refusal as for an unknown id (others_can none)"; }
   cannot bob cat "$w/hello.txt"
   agor_as alice worktree set-access "$id" --others-fs-access read --others-can view --json > acc.json 2> acc.err || { cat acc.err daemon.log; false; }
   expect_json acc.json worktree.others_fs_access read
@@ -128,6 +128,149 @@ test_case "simple mode: others_fs_access is refused clearly (no groups); others_
   expect_json out worktree.others_can prompt
   expect_json out worktree.others_fs_access none
   kill -TERM $daemon_pid; wait $daemon_pid
+'
+
+test_case "strict: owners.add|remove run admin add-/remove-worktree-owner first; a failing admin leaves the owners unchanged" '
+  in_scratch_system "$SCENE"'"'"'
+  agor_as alice worktree add "$repo" team --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path); g=$(wt_group "$id")
+  as_agord "$BIN" user create carol --unix-user carol > /dev/null   # carol: a Unix user outside agor_users
+  ! agor_as alice worktree add-owner "$id" carol > carol.out 2> carol.err || fail "carol became an owner although admin refuses her"
+  grep -q "agor_users" carol.err || { cat carol.err daemon.log; fail "the refusal of admin is not passed on"; }
+  agor_as alice worktree owners "$id" --json > owners.json
+  python3 -c "import json,sys; n=[o[\"name\"] for o in json.load(open(sys.argv[1]))]; assert n == [\"alice\"], n" owners.json \
+    || fail "a failed admin call changed the owners"
+  cannot bob cat "$w/hello.txt"
+  agor_as alice worktree add-owner "$id" bob --json > add.json 2> add.err || { cat add.err daemon.log; false; }
+  python3 -c "import json,sys; n=[o[\"name\"] for o in json.load(open(sys.argv[1]))[\"owners\"]]; assert n == [\"alice\", \"bob\"], n" add.json \
+    || { cat add.json; fail "bob is not listed as an owner"; }
+  id -nG bob | tr " " "\n" | grep -qx "$g" || fail "bob is not in $g"
+  [ -L /home/bob/agor/worktrees/team-${id:0:8} ] || fail "no owner link for bob"
+  can bob cat "$w/hello.txt"
+  agor_as bob worktree set-access "$id" --others-can view --json > /dev/null || fail "bob, now an owner, cannot set access"
+  agor_as alice worktree remove-owner "$id" bob --json > rm.json 2> rm.err || { cat rm.err daemon.log; false; }
+  ! id -nG bob | tr " " "\n" | grep -qx "$g" || fail "bob is still in $g"
+  cannot bob cat "$w/hello.txt"
+  ! agor_as bob worktree add-owner "$id" bob 2> bob.err || fail "bob (no longer an owner) made himself one"
+  grep -q "PERMISSION_DENIED\|only an owner" bob.err || { cat bob.err; fail "no clear refusal"; }
+  as_agord "$BIN" audit list --json > audit.json
+  python3 - audit.json <<"PY" || fail "owner changes not audited as expected"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+rows = rows if isinstance(rows, list) else rows.get("entries", rows.get("rows", []))
+acts = [(r.get("action"), r.get("outcome")) for r in rows]
+assert ("worktrees.owners.add", "failed") in acts, acts
+assert ("worktrees.owners.add", "ok") in acts, acts
+assert ("worktrees.owners.remove", "ok") in acts, acts
+assert any(a == "admin.add-worktree-owner" for a, _ in acts), acts
+assert any(a == "admin.remove-worktree-owner" for a, _ in acts), acts
+PY
+'"'"'
+'
+
+test_case "others_can as attacks: none hides the worktree and its sessions; view reads but prompt is refused; prompt prompts; all creates sessions" '
+  in_scratch_system "RPC_PY='"'"'$TEST_TOP/test/helpers/rpc.py'"'"'
+$SCENE"'"'"'
+  cp "$RPC_PY" bin/rpc.py && chmod 644 bin/rpc.py
+  rpc_as() { local u=$1; shift; as "$u" python3 "$T/bin/rpc.py" /run/agor/agor.sock "$@"; }
+  agor_as alice worktree add "$repo" secret --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id)
+  agor_as alice session create "$id" --tool claude-code --json > s.json 2> s.err || { cat s.err daemon.log; false; }
+  sid=$(json_get s.json id)
+  # none: bob gets the answers of an unknown id, and lists leave them out
+  rpc_as bob worktrees.get "{\"id\":\"$id\"}" > r; expect_contains r NOT_FOUND
+  rpc_as bob worktrees.get "{\"id\":\"nosuchid\"}" > r0
+  [ "$(sed "s/$id/X/g" r)" = "$(sed "s/nosuchid/X/g" r0)" ] || { cat r r0; fail "none answers differently from an unknown id"; }
+  rpc_as bob worktrees.list > r; expect_not_contains r "$id"
+  rpc_as bob sessions.list > r; expect_not_contains r "$sid"
+  rpc_as bob sessions.get "{\"id\":\"$sid\"}" > r; expect_contains r NOT_FOUND
+  rpc_as bob messages.list "{\"session_id\":\"$sid\"}" > r; expect_contains r NOT_FOUND
+  rpc_as bob sessions.prompt "{\"session_id\":\"$sid\",\"prompt\":\"rm -rf\"}" > r; expect_contains r NOT_FOUND
+  rpc_as bob sessions.create "{\"worktree_id\":\"$id\",\"tool\":\"claude-code\"}" > r; expect_contains r NOT_FOUND
+  rpc_as bob worktrees.owners.list "{\"worktree_id\":\"$id\"}" > r; expect_contains r NOT_FOUND
+  rpc_as bob worktrees.owners.add "{\"worktree_id\":\"$id\",\"user_id\":\"bob\"}" > r; expect_contains r NOT_FOUND
+  rpc_as bob exec.run "{\"worktree_id\":\"$id\",\"argv\":[\"id\"]}" > r; expect_contains r NOT_FOUND
+  # view: readable, prompting and new sessions refused
+  agor_as alice worktree set-access "$id" --others-can view --json > /dev/null
+  rpc_as bob worktrees.get "{\"id\":\"$id\"}" > r; expect_contains r "\"others_can\":\"view\""
+  rpc_as bob worktrees.list > r; expect_contains r "$id"
+  rpc_as bob sessions.list > r; expect_contains r "$sid"
+  rpc_as bob sessions.get "{\"id\":\"$sid\"}" > r; expect_contains r "\"result\""
+  rpc_as bob messages.list "{\"session_id\":\"$sid\"}" > r; expect_contains r "\"result\""
+  rpc_as bob sessions.prompt "{\"session_id\":\"$sid\",\"prompt\":\"hi\"}" > r; expect_contains r PERMISSION_DENIED
+  expect_contains r "needs others_can prompt"
+  rpc_as bob sessions.create "{\"worktree_id\":\"$id\",\"tool\":\"claude-code\"}" > r; expect_contains r PERMISSION_DENIED
+  # prompt: bob prompts the session of alice; the task runs as the execution user of alice, bob is audited
+  agor_as alice worktree set-access "$id" --others-can prompt --json > /dev/null
+  rpc_as bob sessions.prompt "{\"session_id\":\"$sid\",\"prompt\":\"hi\"}" > r; expect_contains r "\"task_id\""
+  task=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"result\"][\"task_id\"])" r)
+  rpc_as bob tasks.get "{\"id\":\"$task\"}" > r; expect_contains r "\"execution_user\":\"alice\""
+  # bob follows his own prompt: the task is the creator, its events reach the prompter too (it ends: no agent CLI here)
+  rc=0; timeout 120 setpriv --reuid=bob --regid=bob --init-groups env -i HOME=/home/bob PATH=/usr/bin:/bin AGOR_HOME=/home/bob/.agor \
+    "$BIN" prompt "$sid" again --json --url unix:/run/agor/agor.sock > p.out 2> p.err || rc=$?
+  [ "$rc" -ne 124 ] || { cat p.out p.err; fail "the prompt of bob never ended for him (no events)"; }
+  grep -q "task.updated" p.out || { cat p.out p.err; fail "bob got no task events"; }
+  rpc_as bob sessions.create "{\"worktree_id\":\"$id\",\"tool\":\"claude-code\"}" > r; expect_contains r PERMISSION_DENIED
+  rpc_as bob exec.run "{\"worktree_id\":\"$id\",\"argv\":[\"id\"]}" > r; expect_contains r PERMISSION_DENIED
+  # all: bob may start his own sessions there, still not run commands, open terminals or manage it
+  agor_as alice worktree set-access "$id" --others-can all --json > /dev/null
+  rpc_as bob sessions.create "{\"worktree_id\":\"$id\",\"tool\":\"claude-code\"}" > r; expect_contains r "\"result\""
+  rpc_as bob exec.run "{\"worktree_id\":\"$id\",\"argv\":[\"id\"]}" > r; expect_contains r PERMISSION_DENIED
+  rpc_as bob worktrees.set_access "{\"worktree_id\":\"$id\",\"others_can\":\"none\"}" > r; expect_contains r PERMISSION_DENIED
+  # back to none: bob loses even the session he made there
+  agor_as alice worktree set-access "$id" --others-can none --json > /dev/null
+  rpc_as bob sessions.list > r; expect_not_contains r "$id"
+  as_agord "$BIN" audit list --json > audit.json
+  bob_id=$(as_agord "$BIN" user get bob --json | python3 -c "import json,sys; print(json.load(sys.stdin)[\"id\"])")
+  python3 - audit.json "$sid" "$bob_id" <<"PY" || fail "the prompt of bob is not audited as his"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+rows = rows if isinstance(rows, list) else rows.get("entries", rows.get("rows", []))
+assert any(r.get("action") == "sessions.prompt" and r.get("actor") == sys.argv[3] and sys.argv[2] in (r.get("details") or "")
+           for r in rows), rows
+PY
+'"'"'
+'
+
+test_case "attack: worktree events obey others_can: bob hears nothing of a none worktree (created, updated, removed) until it is view" '
+  in_scratch_system "$SCENE"'"'"'
+  listen() { # USER FILE — subscribes as USER, one event per line in FILE
+    as "$1" python3 -u -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b\"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"id\\\":1,\\\"method\\\":\\\"events.subscribe\\\",\\\"params\\\":{}}\\n\")
+for line in s.makefile():
+    print(line, end=\"\")
+" /run/agor/agor.sock > "$2" 2>&1 &
+  }
+  listen bob bob-events; bob_pid=$!
+  listen alice alice-events; alice_pid=$!
+  trap "kill $bob_pid $alice_pid $daemon_pid 2> /dev/null || true" EXIT
+  for i in $(seq 1 200); do grep -q subscribed bob-events && grep -q subscribed alice-events && break; sleep 0.1; done
+  grep -q subscribed bob-events && grep -q subscribed alice-events || { cat bob-events alice-events; fail "no subscription"; }
+  agor_as alice worktree add "$repo" gone --json > gone.json 2> gone.err || { cat gone.err daemon.log; false; }
+  gone=$(json_get gone.json worktree.id); gone_path=$(json_get gone.json worktree.path)
+  agor_as alice worktree remove "$gone" > /dev/null 2> rm.err || { cat rm.err daemon.log; false; }
+  agor_as alice worktree add "$repo" hidden --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id); path=$(json_get wt.json worktree.path)
+  # positive control: the owner hears of both (created, updated once the group is made, removed)
+  for i in $(seq 1 100); do grep -q "worktree.updated.*$id" alice-events && break; sleep 0.1; done
+  grep -q "worktree.created.*$gone" alice-events && grep -q "worktree.removed.*$gone" alice-events || { cat alice-events; fail "the owner heard nothing of gone"; }
+  grep -q "worktree.created.*$id" alice-events && grep -q "worktree.updated.*$id" alice-events || { cat alice-events; fail "the owner heard nothing of hidden"; }
+  grep "worktree.created.*$id" alice-events | grep -q "\"others_can\": *\"none\"" || { cat alice-events; fail "worktree.created does not carry others_can"; }
+  # view: now bob hears of it, and that event is the first to name it (so he heard nothing before)
+  agor_as alice worktree set-access "$id" --others-can view --json > /dev/null
+  for i in $(seq 1 100); do grep -q "$id" bob-events && break; sleep 0.1; done
+  first=$(grep -m1 -e "$id" -e hidden -e "$path" bob-events || true)
+  case "$first" in *worktree.updated*"\"others_can\":\"view\""*) ;; *) cat bob-events; fail "bob heard of the none worktree before view (or not after)";; esac
+  ! grep -q -e "$gone" -e "$gone_path" -e "\"name\":\"gone\"" bob-events || { cat bob-events; fail "bob heard of a none worktree that came and went"; }
+  # made with view from the start: bob hears of it at once, and the event (and the reply) say view
+  agor_as alice worktree add "$repo" open --others-can view --json > open.json 2> open.err || { cat open.err daemon.log; false; }
+  expect_json open.json worktree.others_can view
+  open=$(json_get open.json worktree.id)
+  for i in $(seq 1 100); do grep -q "worktree.created.*$open" bob-events && break; sleep 0.1; done
+  grep "worktree.created.*$open" bob-events | grep -q "\"others_can\":\"view\"" || { cat bob-events; fail "bob did not hear of a view worktree as view"; }
+'"'"'
 '
 
 test_done

@@ -244,7 +244,7 @@ test_case "access: another user cannot open, attach, list or close a terminal; t
       "$(json_get one.json open.result.token)" "$(json_get two.json open.result.token)" > attacks.out || { cat attacks.out daemon.log; false; }
     cat attacks.out
     expect_json attacks.out bob_auth ok
-    expect_json attacks.out bob_open_alices_worktree PERMISSION_DENIED
+    expect_json attacks.out bob_open_alices_worktree NOT_FOUND   # others_can none: as an unknown id, existence does not leak
     expect_json attacks.out bob_attach_with_alices_token PERMISSION_DENIED
     expect_json attacks.out bob_list "[]"
     expect_json attacks.out bob_close NOT_FOUND

@@ -224,34 +224,51 @@ ASKING='
     rpc users.create "{\"name\":\"mallory\",\"unix_username\":\"mallory\"}" > /dev/null
     write_config "  permission_timeout_ms: 1500" && sed -i "/permission_timeout_ms: 20000/d" config.yaml
     kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    # The answer must reach the daemon within the 1.5 s timeout, under load too: both listeners are running
+    # and subscribed before the prompt, the watcher hands the request id over in a file, and mallory, already
+    # connected, answers at once (no interpreter start-up, su or parsing in between).
     python3 - /run/agor/agor.sock owner-events > /dev/null 2>&1 <<PY &
-import json, socket, sys
+import json, os, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\",\"params\":{}}\n")
 with open(sys.argv[2], "w") as out:
     for line in s.makefile():
         out.write(line); out.flush()
+        event = json.loads(line).get("params") or {}
+        if event.get("type") == "permission.requested":
+            with open("request-id.new", "w") as f:
+                f.write(event["data"]["request_id"])
+            os.rename("request-id.new", "request-id")
 PY
     watcher=$!
-    su mallory -s /bin/sh -c "python3 -u - /run/agor/agor.sock" > mallory-events 2>&1 <<PY &
-import socket, sys
+    su mallory -s /bin/sh -c "python3 -u - /run/agor/agor.sock $PWD/request-id" > mallory-events 2>&1 <<PY &
+import json, os, socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\",\"params\":{}}\n")
-for line in s.makefile():
+lines = s.makefile()
+print(lines.readline(), end="")
+deadline = time.time() + 60
+while not os.path.exists(sys.argv[2]):
+    if time.time() > deadline:
+        sys.exit("no permission request to answer")
+    time.sleep(0.01)
+answer = {"jsonrpc": "2.0", "id": 2, "method": "permissions.respond",
+          "params": {"request_id": open(sys.argv[2]).read(), "approved": True}}
+s.sendall(json.dumps(answer).encode() + b"\n")
+for line in lines:
     print(line, end="")
 PY
     spy=$!
-    sleep 0.3
+    for i in $(seq 1 200); do grep -q subscribed owner-events && grep -q subscribed mallory-events && break; sleep 0.1; done
+    grep -q subscribed owner-events || fail "the watcher never subscribed"
+    grep -q "\"id\": *1" mallory-events || { cat mallory-events; fail "the other user never subscribed"; }
     rpc sessions.prompt "{\"session_id\":\"$session\",\"prompt\":\"please RUN: echo x > unanswered.txt\"}" > reply
     task=$(json_get reply result.task_id)
-    for i in $(seq 1 100); do grep -q permission.requested owner-events && break; sleep 0.1; done
-    request=$(grep permission.requested owner-events | python3 -c "import json,sys; print(json.loads(sys.stdin.readline())[\"params\"][\"data\"][\"request_id\"])")
-    su mallory -s /bin/sh -c "python3 $TEST_TOP/test/helpers/rpc.py /run/agor/agor.sock permissions.respond \"{\\\"request_id\\\":\\\"$request\\\",\\\"approved\\\":true}\"" > mallory.reply
-    grep -q PERMISSION_DENIED mallory.reply || { cat mallory.reply; fail "another user answered the permission request"; }
+    for i in $(seq 1 300); do grep -q "\"id\": *2" mallory-events && break; sleep 0.1; done
+    grep "\"id\": *2" mallory-events | grep -q PERMISSION_DENIED || { cat mallory-events; fail "another user answered the permission request"; }
     wait_status "$task" completed
     kill $watcher $spy 2>/dev/null || true
     [ ! -e "$wt_path/unanswered.txt" ] || fail "an unanswered request ran the command"
-    grep -q "\"id\": *1" mallory-events || { cat mallory-events; fail "the other user never subscribed"; }
     ! grep -q "permission.requested" mallory-events || fail "another user saw the permission request"
     grep -q "\"decider\": *\"timeout\"" owner-events || grep -q "\"decider\":\"timeout\"" owner-events || { cat owner-events; fail "the request did not time out"; }
 '
