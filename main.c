@@ -5,7 +5,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <jansson.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "applets/applet.h"
@@ -226,9 +228,20 @@ static void ensure_standard_fds(void)
 	}
 }
 
+/* jansson's hash seed (against collision floods) from getrandom: without it jansson opens, reads and
+ * closes /dev/urandom on the first object of every run — three system calls, and a device an empty
+ * container may not have. If getrandom fails, jansson seeds itself as before. */
+static void seed_json_hashes(void)
+{
+	uint32_t seed;
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+		json_object_seed(seed);
+}
+
 int main(int argc, char **argv)
 {
 	ensure_standard_fds();
+	seed_json_hashes();
 	if (!table_is_sorted()) {
 		fprintf(stderr, "agor: internal error: applet table is not sorted\n");
 		return EXIT_FAILED;
