@@ -309,7 +309,7 @@ static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 static int repos_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	return list_rows(rc, "SELECT * FROM repos ORDER BY created_at", result, e);
+	return list_rows(rc, "SELECT * FROM repos ORDER BY created_at, rowid", result, e);
 }
 
 static int repos_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -1159,7 +1159,7 @@ static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, s
 		return -1;
 	*result = db_query_json(D(rc)->db, e,
 				"SELECT w.* FROM worktrees w WHERE (?3 IS NULL OR w.repo_id = ?3) AND " VISIBLE_WORKTREE_SQL
-				" ORDER BY w.created_at", "sis", P(rc)->user_id, (long long)P(rc)->is_admin,
+				" ORDER BY w.created_at, w.rowid", "sis", P(rc)->user_id, (long long)P(rc)->is_admin,
 				opt_str(params, "repo_id"));
 	return *result ? 0 : -1;
 }
@@ -1227,7 +1227,7 @@ static int tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	const char *status = opt_str(params, "status"), *mine = P(rc)->is_admin ? NULL : P(rc)->user_id;
 	*result = db_query_json(D(rc)->db, e,
 				"SELECT * FROM tasks WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR created_by = ?2)"
-				" ORDER BY created_at DESC LIMIT 500", "ss", status, mine);
+				" ORDER BY created_at DESC, rowid DESC LIMIT 500", "ss", status, mine); /* ties: newest first too */
 	return *result ? 0 : -1;
 }
 
@@ -1353,7 +1353,7 @@ static int sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		return -1;
 	*result = db_query_json(D(rc)->db, e,
 				"SELECT s.* FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE " VISIBLE_WORKTREE_SQL
-				" ORDER BY s.created_at", "si", P(rc)->user_id, (long long)P(rc)->is_admin);
+				" ORDER BY s.created_at, s.rowid", "si", P(rc)->user_id, (long long)P(rc)->is_admin);
 	return *result ? 0 : -1;
 }
 

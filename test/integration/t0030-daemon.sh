@@ -55,6 +55,9 @@ test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks a
   expect_contains out feature
   expect_exit 0 "$AGOR" task list --json
   [ "$(json_get out 0.status)" = completed ]
+  # newest first, also when both tasks started within the same second (created_at ties)
+  [ "$(json_get out 0.command)" = git.worktree.add ] || fail "task list: newest first expected: $(cat out)"
+  [ "$(json_get out 1.command)" = git.clone ] || fail "task list: the clone second expected"
   expect_exit 0 "$AGOR" worktree remove "$wt"
   [ ! -e "$AGOR_HOME/worktrees/$(basename "$PWD")/src/feature" ]
   expect_exit 0 "$AGOR" audit verify
