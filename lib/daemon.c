@@ -238,7 +238,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	_cleanup_free_ char *master = xasprintf("%s/master.key", d->paths.home);
 	if (load_secret(jwt, d->jwt_secret, e) < 0 || load_secret(master, d->master_key, e) < 0)
 		return -1;
-	if (db_open(d->paths.db, &d->db, e) < 0)
+	if (db_open(d->paths.db, &d->db, e) < 0 || db_checkpoint_in_background(d->db, e) < 0)
 		return -1;
 	daemon_watch_auth_state(d);
 	if (ensure_owner(d, e) < 0 || daemon_recover_tasks(d, e) < 0)

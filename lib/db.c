@@ -1,9 +1,12 @@
 /* db.c — SQLite open, pragmas, migrations and statement helpers (db.h).
  * Never builds SQL from values; never leaves a migration half applied. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "db.h"
 #include "paths.h"
@@ -169,10 +172,118 @@ int db_open(const char *path, struct db **out, struct err *e)
 	return 0;
 }
 
+/* ---- checkpoints off the caller's thread -------------------------------------------------- */
+
+struct db_checkpointer {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int stop;
+	sqlite3 *sql; /* its own connection: SQLite connections are not shared between threads here */
+};
+
+static void deadline_after_ms(struct timespec *ts, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static void *checkpoint_loop(void *arg)
+{
+	struct db_checkpointer *c = arg;
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop) {
+		struct timespec until;
+		deadline_after_ms(&until, DB_CHECKPOINT_INTERVAL_MS);
+		while (!c->stop && pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT)
+			;
+		if (c->stop)
+			break;
+		pthread_mutex_unlock(&c->lock);
+		/* passive: copies what no reader still needs, never waits for a lock nor blocks a writer */
+		sqlite3_wal_checkpoint_v2(c->sql, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+static void checkpointer_free(struct db_checkpointer *c)
+{
+	sqlite3_close_v2(c->sql);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static void stop_checkpointer(struct db_checkpointer *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stop = 1;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	checkpointer_free(c);
+}
+
+static int init_wake(struct db_checkpointer *c)
+{
+	pthread_condattr_t attr;
+	if (pthread_condattr_init(&attr) != 0)
+		return -1;
+	int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&c->wake, &attr) == 0 ? 0 : -1;
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
+int db_checkpoint_in_background(struct db *db, struct err *e)
+{
+	struct db_checkpointer *c = xcalloc(1, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	if (init_wake(c) < 0) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return err_set(e, E_INTERNAL, "checkpoints: cannot make a condition variable");
+	}
+	int rc = sqlite3_open_v2(db->path, &c->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		err_set(e, E_INTERNAL, "checkpoints: cannot open %s: %s", db->path, sqlite3_errstr(rc));
+		checkpointer_free(c);
+		return -1;
+	}
+	/* a fresh connection knows the file is in WAL mode only once it has read it: until then a checkpoint
+	 * answers "not in WAL mode" and does nothing */
+	if ((rc = sqlite3_exec(c->sql, "PRAGMA journal_mode=WAL", NULL, NULL, NULL)) != SQLITE_OK) {
+		err_set(e, E_INTERNAL, "checkpoints: %s: %s", db->path, sqlite3_errmsg(c->sql));
+		checkpointer_free(c);
+		return -1;
+	}
+	/* the thread takes no signal: they belong to the thread that waits for them (the daemon's signalfd) */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&c->thread, NULL, checkpoint_loop, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		err_errno(e, rc, "checkpoints: cannot start their thread");
+		checkpointer_free(c);
+		return -1;
+	}
+	db->checkpointer = c;
+	return db_exec(db, "PRAGMA wal_autocheckpoint=0", e);
+}
+
 void db_close(struct db *db)
 {
 	if (!db)
 		return;
+	if (db->checkpointer) /* first: the last connection to close checkpoints the rest and removes the WAL */
+		stop_checkpointer(db->checkpointer);
 	for (int i = 0; i < db->ncached; i++)
 		sqlite3_finalize(db->cache[i].st);
 	sqlite3_close_v2(db->sql);

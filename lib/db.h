@@ -26,10 +26,16 @@ struct db {
 		sqlite3_stmt *st;
 	} cache[DB_STMT_CACHE];
 	int ncached;
+	struct db_checkpointer *checkpointer; /* db_checkpoint_in_background(), else NULL */
 };
 
 int db_open(const char *path, struct db **out, struct err *e);
 void db_close(struct db *db);
+/* Moves WAL checkpoints off the caller's thread: a thread with its own connection runs a passive
+ * checkpoint every DB_CHECKPOINT_INTERVAL_MS, and db's connection no longer checkpoints on commit (which
+ * stalled the daemon's event loop for milliseconds every 1,000 pages). db_close stops it. */
+#define DB_CHECKPOINT_INTERVAL_MS 200
+int db_checkpoint_in_background(struct db *db, struct err *e);
 /* The schema version this binary migrates to. */
 int db_schema_version(void);
 

@@ -90,6 +90,28 @@ PY
   stop_daemon
 '
 
+test_case "checkpoints run in the background: soon after a burst the database file alone holds every row" "$SCENE"'
+  prompt_task
+  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" <<PY
+import json, socket, sys
+path, token, task = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
+line = lambda i: json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": {"i": i, "pad": "x" * 300}}})
+s.sendall(("\n".join(line(i) for i in range(20000)) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n").encode())
+reply = json.loads(f.readline()); assert "result" in reply, reply
+PY
+  # Idle now: within a checkpoint interval (0.2 s) every frame of the WAL is copied into agor.db. A checkpoint
+  # on commit every 1,000 pages (SQLite on its own) would leave the last frames in the WAL only.
+  sleep 1.5
+  cp "$AGOR_HOME/agor.db" alone.db
+  python3 - alone.db "$task" <<PY
+import sqlite3, sys
+n = sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM messages WHERE task_id = ?", (sys.argv[2],)).fetchone()[0]
+assert n == 20000, f"the database file alone holds {n} of 20000 rows"
+PY
+  stop_daemon
+'
+
 test_case "report_message lines read fast and lines read by jansson store the same data; a revoked token streams nothing" "$SCENE"'
   prompt_task
   python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" "$AGOR_HOME/agor.db" <<PY
