@@ -476,6 +476,53 @@ static int exec_candidates(const struct exec_plan *p, char *const argv[])
 	return seen_eacces ? EACCES : last;
 }
 
+/* The last steps before the program: ids, directory, descriptors, exec. */
+static NORETURN void exec_program(const struct child *c, const struct exec_plan *p)
+{
+	int report = p->report_wr;
+	int stage;
+	if (c->set_ids && drop_ids(c, &stage) < 0)
+		report_and_exit(report, stage, errno);
+	if (c->cwd && chdir(c->cwd) < 0)
+		report_and_exit(report, STAGE_CHDIR, errno);
+	close_range_or_loop(3, (unsigned)report - 1, p->max_fd);
+	close_range_or_loop((unsigned)report + 1, ~0U, p->max_fd);
+	report_and_exit(report, STAGE_EXEC, exec_candidates(p, c->args.v));
+}
+
+struct child_entry_args {
+	const struct child *c;
+	const struct exec_plan *p;
+};
+
+enum { VFORK_STACK_BYTES = 32768 };
+
+static int program_entry(void *arg)
+{
+	const struct child_entry_args *a = arg;
+	exec_program(a->c, a->p);
+}
+
+/* become_init: this process starts the program and stays as its init. The program shares this process's
+ * memory until it execs (CLONE_VM|CLONE_VFORK, on a stack in this frame): no copy of the page tables of a
+ * process that is a copy of the whole executor. Under ASan it is a plain fork (see start_process). */
+static NORETURN void start_program_then_init(const struct child *c, const struct exec_plan *p)
+{
+	struct child_entry_args a = { c, p };
+#ifndef __SANITIZE_ADDRESS__
+	char stack[VFORK_STACK_BYTES] __attribute__((aligned(16)));
+	pid_t pid = clone(program_entry, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+#else
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0)
+		program_entry(&a);
+#endif
+	if (pid < 0)
+		report_and_exit(p->report_wr, STAGE_HOOK, errno);
+	c->become_init(c->before_exec_arg, pid);
+	_exit(127); /* become_init never returns */
+}
+
 static NORETURN void child_main(const struct child *c, const struct exec_plan *p)
 {
 	int report = p->report_wr;
@@ -488,28 +535,17 @@ static NORETURN void child_main(const struct child *c, const struct exec_plan *p
 		report_and_exit(report, STAGE_FDS, errno);
 	if (c->before_exec && (stage = run_hook(c)) != 0)
 		report_and_exit(report, STAGE_HOOK, stage);
-	if (c->set_ids && drop_ids(c, &stage) < 0)
-		report_and_exit(report, stage, errno);
-	if (c->cwd && chdir(c->cwd) < 0)
-		report_and_exit(report, STAGE_CHDIR, errno);
-	close_range_or_loop(3, (unsigned)report - 1, p->max_fd);
-	close_range_or_loop((unsigned)report + 1, ~0U, p->max_fd);
-	report_and_exit(report, STAGE_EXEC, exec_candidates(p, c->args.v));
+	if (c->become_init)
+		start_program_then_init(c, p);
+	exec_program(c, p);
 }
 
 #ifndef __SANITIZE_ADDRESS__
-struct child_entry_args {
-	const struct child *c;
-	const struct exec_plan *p;
-};
-
 static int child_entry(void *arg)
 {
 	const struct child_entry_args *a = arg;
 	child_main(a->c, a->p);
 }
-
-enum { VFORK_STACK_BYTES = 32768 };
 #endif
 
 /* Starts the child; returns its pid (or -1 with errno). With clone_flags it is cloned straight into

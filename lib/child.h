@@ -119,6 +119,10 @@ struct child {
 	 * fork bookkeeping is skipped: the child must stick to async-signal-safe system calls (it does).
 	 * A failed clone is reported as "clone …" with details {"stage": "clone", "errno": N}. */
 	unsigned long clone_flags;
+	/* Set with clone_flags by the sandbox: after before_exec, this process starts the program itself
+	 * (sharing its memory until the exec) and calls become_init(before_exec_arg, program_pid), which
+	 * never returns: it stays as the namespaces' PID 1 and mirrors the program's status. */
+	void (*become_init)(void *arg, pid_t program);
 
 	/* Called in the parent once the child has exec'd (e.g. to let another thread cancel it). */
 	void (*on_started)(pid_t pid, void *arg);

@@ -872,6 +872,8 @@ static int become_init(const struct sandbox *sb)
 		memset((void *)sb->env_start, 0, sb->env_end - sb->env_start);
 	if ((rc = confine_init(sb)) != 0)
 		return rc;
+	if (sb->cloned) /* child.c starts the program and calls init_waits() */
+		return STAMP(sb, 17), 0;
 	pid_t program = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (program < 0)
 		return fail(sb, ST_FORK, -1);
@@ -884,11 +886,24 @@ static int become_init(const struct sandbox *sb)
 	wait_and_mirror(program);
 }
 
+/* become_init of child.c, in PID 1 once the program has exec'd (or failed to). */
+static NORETURN void init_waits(void *arg, pid_t program)
+{
+#ifdef SANDBOX_TIMING
+	init_times = ((const struct sandbox *)arg)->times;
+#else
+	(void)arg;
+#endif
+	syscall(SYS_close_range, 3U, ~0U, 0U);
+	wait_and_mirror(program);
+}
+
 void sandbox_apply(struct sandbox *sb, struct child *c)
 {
 	c->before_exec = sandbox_before_exec;
 	c->before_exec_arg = sb;
 	c->clone_flags = namespace_flags(sb);
+	c->become_init = init_waits;
 	sb->cloned = 1;
 }
 
