@@ -115,9 +115,10 @@ test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the
     start_daemon
     worktree
     drive() { python3 "$TEST_TOP/test/helpers/pty-drive.py" "$@"; }
-    drive 90x20 "type:echo cli\$((2+3))ok\n" "expect:cli5ok\r\n" "type:tput cols\n" "expect:90\r\n" \
+    # keys typed before the sandboxed shell has its terminal could be flushed: wait for its prompt first
+    drive 90x20 "expect:@agor-sandbox" "type:echo cli\$((2+3))ok\n" "expect:cli5ok\r\n" "type:tput cols\n" "expect:90\r\n" \
       winsize:132x40 "expect:.*" "type:sleep 0.3; tput cols\n" "expect:132\r\n" "type:KEEP=me\n" \
-      "type:\x1d" wait-exit -- "$AGOR" terminal feature > cli.out || { cat cli.out daemon.log; false; }
+      "expect:KEEP=me\r\n.*@agor-sandbox" "type:\x1d" wait-exit -- "$AGOR" terminal feature > cli.out || { cat cli.out daemon.log; false; }
     expect_contains cli.out "exit 0"
     expect_contains cli.out "[agor terminal: detached]"
     drive 80x24 "type:echo \"<\$KEEP>\"\n" "expect:<me>" "type:exit\n" wait-exit -- "$AGOR" terminal feature > cli2.out || { cat cli2.out daemon.log; false; }
