@@ -441,10 +441,13 @@ static int owners_via_admin(const struct daemon *d)
 static int submit_repo_sync(struct daemon *d, const char *created_by, const char *worktree_id, const char *repo_url,
 			    task_done_fn done, void *arg, struct err *e)
 {
-	_cleanup_free_ char *sub = repo_url ? gitops_default_repo_subpath(repo_url, e) : NULL;
-	if (!sub)
-		return repo_url ? err_prefix(e, "the repository's Unix group was not updated"), -1
-				: err_set(e, E_INTERNAL, "the repository's Unix group was not updated: no repository URL");
+	if (!repo_url)
+		return err_set(e, E_INTERNAL, "the repository's Unix group was not updated: no repository URL");
+	_cleanup_free_ char *sub = gitops_default_repo_subpath(repo_url, e);
+	if (!sub) {
+		err_prefix(e, "the repository's Unix group was not updated");
+		return -1;
+	}
 	_cleanup_free_ char *path = xasprintf("%s/%s", d->cfg->paths.repos_dir, sub);
 	const char *argv[] = { "update-repo-permissions", path, "--group", NULL };
 	return submit_admin(d, created_by, worktree_id, argv, done, arg, e);
