@@ -11,6 +11,7 @@
 #include "daemon_gateway.h"
 #include "daemon_methods.h"
 #include "daemon_nodes.h"
+#include "gitops.h"
 #include "json.h"
 #include "log.h"
 #include "payload.h"
@@ -426,6 +427,32 @@ static int submit_admin(struct daemon *d, const char *created_by, const char *wo
 	return rc;
 }
 
+/* Owners in strict mode with worktree_rbac are members of the worktree's Unix group (and get the
+ * ~/agor/worktrees link), as the creator is made one by worktrees.add: the same condition. */
+static int owners_via_admin(const struct daemon *d)
+{
+	return worktree_rbac_on(d) && d->cfg->execution.unix_user_mode == CONFIG_MODE_STRICT;
+}
+
+/* Runs `agor admin update-repo-permissions REPO --group`: the repository's agor_rp_ group gets the
+ * owners of all its worktrees (admin reads them from the worktree groups), so an owner's commits can
+ * write its objects and refs. REPO is repos_dir + the subpath git.clone derives from the URL (both the
+ * daemon's own: config and DB), never a path an executor reported. */
+static int submit_repo_sync(struct daemon *d, const char *created_by, const char *worktree_id, const char *repo_url,
+			    task_done_fn done, void *arg, struct err *e)
+{
+	if (!repo_url)
+		return err_set(e, E_INTERNAL, "the repository's Unix group was not updated: no repository URL");
+	_cleanup_free_ char *sub = gitops_default_repo_subpath(repo_url, e);
+	if (!sub) {
+		err_prefix(e, "the repository's Unix group was not updated");
+		return -1;
+	}
+	_cleanup_free_ char *path = xasprintf("%s/%s", d->cfg->paths.repos_dir, sub);
+	const char *argv[] = { "update-repo-permissions", path, "--group", NULL };
+	return submit_admin(d, created_by, worktree_id, argv, done, arg, e);
+}
+
 static json_t *worktree_row(struct daemon *d, const char *id, struct err *e)
 {
 	return one_row(d, e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
@@ -485,11 +512,28 @@ static void reply_with_worktree(struct daemon *d, struct pending_reply *pr, cons
 	pending_free(pr);
 }
 
-static void worktree_owner_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+static void worktree_repo_synced(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
 				 void *arg)
 {
 	(void)data;
 	reply_with_worktree(d, arg, task_id, error);
+}
+
+/* After add-worktree-owner of the creator: the repository's group follows (strict mode), then the reply. */
+static void worktree_owner_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+				 void *arg)
+{
+	(void)data;
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	if (!error && owners_via_admin(d)) {
+		if (submit_repo_sync(d, json_get_str(pr->extra, "created_by"), pr->row_id, json_get_str(pr->extra, "repo_url"),
+				     worktree_repo_synced, pr, &e) == 0)
+			return;
+		error = &e;
+	}
+	reply_with_worktree(d, pr, task_id, error);
+	err_clear(&e);
 }
 
 /* After create-worktree-group of a new worktree: strict mode also makes its creator's Unix user a
@@ -602,8 +646,9 @@ static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	_cleanup_free_ char *path = xasprintf("%s/%s", org_repo, name);
 	json_t *exec_params = worktree_add_params(params, repo_path, name, path);
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree",
-					       json_pack("{s:s,s:O,s:s?}", "created_by", P(rc)->user_id, "repo_id",
-							 json_object_get(repo, "id"), "others_can", opt_str(params, "others_can")));
+					       json_pack("{s:s,s:O,s:s?,s:O}", "created_by", P(rc)->user_id, "repo_id",
+							 json_object_get(repo, "id"), "others_can", opt_str(params, "others_can"),
+							 "repo_url", json_object_get(repo, "url")));
 	pr->row_id = daemon_new_id();
 	int rv = check_access_params(params, e);
 	if (rv == 0)
@@ -618,6 +663,34 @@ static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	return rv;
 }
 
+static void repo_synced_after_removal(struct daemon *d, const char *task_id, const json_t *data,
+				      const struct err *error, void *arg)
+{
+	(void)d, (void)task_id, (void)data;
+	if (error)
+		log_warn("repository %s: its Unix group keeps the owners of a removed worktree: %s", (char *)arg,
+			 error->message);
+	free(arg);
+}
+
+/* After delete-worktree-group of a removed worktree (strict mode): the repository's group loses the
+ * owners who owned no other worktree of it. arg: the repository's URL (freed here). */
+static void worktree_group_deleted(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+				   void *arg)
+{
+	(void)task_id, (void)data;
+	struct err e = ERR_INIT;
+	if (error)
+		log_warn("repository %s: its Unix group not updated, the worktree group stays: %s", (char *)arg,
+			 error->message);
+	else if (submit_repo_sync(d, NULL, NULL, arg, repo_synced_after_removal, arg, &e) == 0)
+		return;
+	else
+		log_warn("repository %s: %s", (char *)arg, e.message);
+	err_clear(&e);
+	free(arg);
+}
+
 static void worktree_removed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
 {
 	(void)data;
@@ -629,8 +702,13 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
 		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
 		struct err ge = ERR_INIT;
-		if (worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, NULL, NULL, &ge) < 0)
+		const char *url = owners_via_admin(d) ? json_get_str(pr->extra, "repo_url") : NULL;
+		char *url_copy = url ? xstrdup(url) : NULL; /* then the repository's group follows */
+		if (worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, url_copy ? worktree_group_deleted : NULL,
+							url_copy, &ge) < 0) {
 			log_warn("worktree %s: its Unix group stays: %s", pr->row_id, ge.message);
+			free(url_copy);
+		}
 		err_clear(&ge);
 	}
 	send_reply(pr, task_id, error ? NULL : json_pack("{s:b}", "removed", 1), error ? error : err_is_set(&e) ? &e : NULL);
@@ -701,12 +779,14 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 	_cleanup_free_ char *user = NULL;
 	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
 		return -1;
-	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
+	json_t *wt = one_row(D(rc), e, "worktree",
+			     "SELECT w.*, r.url AS repo_url FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id WHERE w.id = ?", id);
 	if (!wt)
 		return -1;
 	int rv = need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e);
 	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", opt_bool(params, "force", 0));
-	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.remove", NULL);
+	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.remove",
+					       json_pack("{s:s?}", "repo_url", json_get_str(wt, "repo_url")));
 	pr->row_id = xstrdup(id);
 	if (rv == 0)
 		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
@@ -748,8 +828,8 @@ static int owner_change_rows(struct rpc_ctx *rc, json_t *params, json_t **wt, js
 	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || need_str(params, "user_id", &who, e) < 0)
 		return -1;
 	if (!(*wt = one_row(D(rc), e, "worktree",
-			    "SELECT w.id, w.name, r.path AS repo_path FROM worktrees w JOIN repos r ON r.id = w.repo_id "
-			    "WHERE w.id = ?1 OR w.name = ?1", id)) ||
+			    "SELECT w.id, w.name, r.path AS repo_path, r.url AS repo_url FROM worktrees w JOIN repos r "
+			    "ON r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id)) ||
 	    need_worktree_access(rc, json_get_str(*wt, "id"), WT_OWNER, "worktree", id, "change its owners", e) < 0)
 		return -1;
 	*user = one_row(D(rc), e, "user", "SELECT id, unix_username FROM users WHERE id = ?1 OR name = ?1", who);
@@ -774,8 +854,9 @@ static void audit_owner_change(struct daemon *d, const char *by, const char *act
 			       error ? error->message : NULL));
 }
 
-/* After admin's add-/remove-worktree-owner: the DB follows only when admin succeeded, so a failed admin
- * call leaves the owner list as it was. The waiting caller gets {task_id, owners}. */
+/* After admin's add-/remove-worktree-owner, and then after its update-repo-permissions (pr->extra's
+ * repo_url, taken when that step starts): the DB follows only when both admin calls succeeded, so a
+ * failed admin call leaves the owner list as it was. The waiting caller gets {task_id, owners}. */
 static void owner_changed_by_admin(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
 				   void *arg)
 {
@@ -783,6 +864,14 @@ static void owner_changed_by_admin(struct daemon *d, const char *task_id, const 
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
 	const char *action = json_get_str(pr->extra, "action"), *owner = json_get_str(pr->extra, "owner");
+	_cleanup_json_ json_t *url = json_incref(json_object_get(pr->extra, "repo_url"));
+	if (!error && url) {
+		json_object_del(pr->extra, "repo_url"); /* the next call of this is the last step */
+		if (submit_repo_sync(d, json_get_str(pr->extra, "by"), pr->row_id, json_string_value(url),
+				     owner_changed_by_admin, pr, &e) == 0)
+			return;
+		error = &e;
+	}
 	if (!error && write_owner_change(d, action, pr->row_id, owner, &e) < 0)
 		error = &e;
 	audit_owner_change(d, json_get_str(pr->extra, "by"), action, pr->row_id, owner,
@@ -792,13 +881,6 @@ static void owner_changed_by_admin(struct daemon *d, const char *task_id, const 
 		   error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
 	pending_free(pr);
-}
-
-/* Owners in strict mode with worktree_rbac are members of the worktree's Unix group (and get the
- * ~/agor/worktrees link), as the creator is made one by worktrees.add: the same condition. */
-static int owners_via_admin(const struct daemon *d)
-{
-	return worktree_rbac_on(d) && d->cfg->execution.unix_user_mode == CONFIG_MODE_STRICT;
 }
 
 /* Runs `agor admin add-worktree-owner ID UNIX_USER PATH` or `remove-worktree-owner ID UNIX_USER` —
@@ -817,8 +899,9 @@ static int change_owner_via_admin(struct rpc_ctx *rc, json_t *params, const char
 	const char *add_argv[] = { "add-worktree-owner", wt_id, unix_user, path, NULL };
 	const char *remove_argv[] = { "remove-worktree-owner", wt_id, unix_user, NULL };
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.owners",
-					       json_pack("{s:s,s:s,s:s,s:s}", "action", action, "owner", json_get_str(user, "id"),
-							 "unix_user", unix_user, "by", P(rc)->user_id));
+					       json_pack("{s:s,s:s,s:s,s:s,s:s?}", "action", action, "owner", json_get_str(user, "id"),
+							 "unix_user", unix_user, "by", P(rc)->user_id, "repo_url",
+							 json_get_str(wt, "repo_url")));
 	pr->row_id = xstrdup(wt_id);
 	if (submit_admin(D(rc), P(rc)->user_id, wt_id, strcmp(action, "add") ? remove_argv : add_argv,
 			 owner_changed_by_admin, pr, e) < 0) {

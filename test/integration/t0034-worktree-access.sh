@@ -168,6 +168,40 @@ PY
 '"'"'
 '
 
+test_case "strict: the agor_rp_ group follows the worktree owners: bob, made an owner, commits into the shared repository; removed, he cannot" '
+  in_scratch_system "$SCENE"'"'"'
+  agor_as alice worktree add "$repo" pair --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path)
+  rp=$(json_get clone.json repo.path)
+  rp_group() { getent group | cut -d: -f1 | grep "^agor_rp_" || true; }
+  rp_members() { getent group "$(rp_group)" | cut -d: -f4 | tr , "\n"; }
+  g=$(rp_group)
+  [ -n "$g" ] || fail "no agor_rp_ group after worktrees.add"
+  rp_members | grep -qx alice || { getent group "$g"; fail "alice (the creator) is not in $g"; }
+  ! rp_members | grep -qx bob || fail "bob is in $g before he is an owner"
+  git_as() { local u=$1; shift; as "$u" git -c "safe.directory=*" -c user.name="$u" -c user.email="$u@example.com" -C "$w" "$@"; }
+  agor_as alice worktree add-owner "$id" bob --json > add.json 2> add.err || { cat add.err daemon.log; false; }
+  rp_members | grep -qx bob || { getent group "$g"; fail "bob (an owner) is not in $g"; }
+  as bob sh -c "echo by-bob >> $w/hello.txt" || fail "bob cannot write in the worktree"
+  git_as bob commit -qam "by bob" 2> commit.err || { cat commit.err; ls -la "$rp" "$rp/objects"; fail "bob (an owner) cannot commit in the worktree"; }
+  head=$(git_as bob rev-parse HEAD)
+  [ -f "$rp/objects/${head:0:2}/${head:2}" ] || fail "the commit of bob is not in the shared repository objects"
+  git -c "safe.directory=*" --git-dir="$rp" cat-file -e "$head^{commit}" || fail "the repository does not know the commit of bob"
+  grep -qx "$head" "$rp"/worktrees/*/HEAD || fail "the HEAD of the worktree (in the repository) is not the commit of bob"
+  as alice sh -c "echo by-alice >> $w/hello.txt" && git_as alice commit -qam "by alice" 2> commit.err \
+    || { cat commit.err; fail "alice cannot commit after bob (objects of bob not group-writable)"; }
+  as_agord "$BIN" audit list --json > audit.json
+  grep -q "admin.update-repo-permissions" audit.json || fail "the repository group update is not audited"
+  agor_as alice worktree remove-owner "$id" bob --json > rm.json 2> rm.err || { cat rm.err daemon.log; false; }
+  ! rp_members | grep -qx bob || { getent group "$g"; fail "bob (no longer an owner) is still in $g"; }
+  rp_members | grep -qx alice || fail "alice left $g with bob"
+  ! git_as bob commit -q --allow-empty -m "bob again" 2> /dev/null || fail "bob (no longer an owner) committed"
+  agor_as alice worktree remove "$id" > /dev/null 2> rm.err || { cat rm.err daemon.log; false; }
+  for i in $(seq 1 100); do rp_members | grep -qx alice || break; sleep 0.1; done
+  ! rp_members | grep -qx alice || { getent group "$g"; fail "alice (owner of no worktree now) is still in $g"; }
+'"'"'
+'
+
 test_case "others_can as attacks: none hides the worktree and its sessions; view reads but prompt is refused; prompt prompts; all creates sessions" '
   in_scratch_system "RPC_PY='"'"'$TEST_TOP/test/helpers/rpc.py'"'"'
 $SCENE"'"'"'
