@@ -36,6 +36,18 @@ PY
     token=$(json_get payload.json sessionToken)
   }
   ctx() { rpc get_execution_context "{\"session_token\":\"$1\"}"; }
+  # burst N PAD: N report_message lines in one write (data {i} plus PAD bytes), then a heartbeat answered {}
+  burst() {
+    python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" "$1" "$2" <<PY
+import json, socket, sys
+path, token, task, n, pad = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
+data = lambda i: {"i": i, "pad": "x" * pad} if pad else {"i": i}
+line = lambda i: json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": data(i)}})
+s.sendall(("\n".join(line(i) for i in range(n)) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "heartbeat", "params": {"session_token": token}}) + "\n").encode())
+reply = json.loads(f.readline()); assert reply.get("result") == {}, reply
+PY
+  }
 '
 
 test_case "the token reaches the executor on stdin and works for its own running task only" "$SCENE"'
@@ -71,14 +83,7 @@ test_case "forged signature, alg none, expired, unknown jti and garbage tokens a
 
 test_case "a remembered token check never outlives a write: a burst streams, a revocation in the database is seen at once" "$SCENE"'
   prompt_task
-  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" <<PY
-import json, socket, sys
-path, token, task = sys.argv[1:4]
-s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
-line = lambda i: json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": {"i": i}}})
-s.sendall(("\n".join(line(i) for i in range(2000)) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "heartbeat", "params": {"session_token": token}}) + "\n").encode())
-reply = json.loads(f.readline()); assert reply.get("result") == {}, reply
-PY
+  burst 2000 0
   python3 - "$AGOR_HOME/agor.db" "$task" <<PY
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
@@ -92,14 +97,7 @@ PY
 
 test_case "checkpoints run in the background: soon after a burst the database file alone holds every row" "$SCENE"'
   prompt_task
-  python3 - "$AGOR_HOME/run/agor.sock" "$token" "$task" <<PY
-import json, socket, sys
-path, token, task = sys.argv[1:4]
-s = socket.socket(socket.AF_UNIX); s.connect(path); f = s.makefile("rb")
-line = lambda i: json.dumps({"jsonrpc": "2.0", "method": "report_message", "params": {"session_token": token, "task_id": task, "message_type": "assistant", "data": {"i": i, "pad": "x" * 300}}})
-s.sendall(("\n".join(line(i) for i in range(20000)) + "\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n").encode())
-reply = json.loads(f.readline()); assert "result" in reply, reply
-PY
+  burst 20000 300
   # Idle now: within a checkpoint interval (0.2 s) every frame of the WAL is copied into agor.db. A checkpoint
   # on commit every 1,000 pages (SQLite on its own) would leave the last frames in the WAL only.
   sleep 1.5
