@@ -143,6 +143,11 @@ build/bench/sandbox_rtt: build/musl/test/bench/sandbox_rtt.o $(MUSL_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
 
+# The kernel's floor under it: the same namespaces and a minimal root, none of lib/sandbox's controls.
+build/bench/sandbox_floor: build/musl/test/bench/sandbox_floor.o
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -static -o $@ $^
+
 # The same helper with lib/sandbox.c's stage stamps compiled in (-DSANDBOX_TIMING): per-stage µs, never in ./agor.
 build/timing/%.o: %.c $(DEPS_STAMP_MUSL)
 	@mkdir -p $(dir $@)
@@ -218,4 +223,4 @@ distclean:
 	rm -rf build agor
 
 -include $(MUSL_OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(MUSL_UNIT_OBJS:.o=.d) $(ASAN_UNIT_OBJS:.o=.d) \
-	$(wildcard build/musl/test/helpers/*.d build/asan/test/helpers/*.d) $(wildcard build/timing/lib/*.d build/timing/test/bench/*.d)
+	$(wildcard build/musl/test/helpers/*.d build/asan/test/helpers/*.d) $(wildcard build/timing/lib/*.d build/timing/test/bench/*.d build/musl/test/bench/*.d)
