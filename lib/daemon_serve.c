@@ -233,16 +233,9 @@ void daemon_broadcast_message(struct daemon *d, const char *user_id, const char 
 	if (!has_watcher_among(d, users))
 		return;
 	json_t *fields = json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
-	_cleanup_free_ char *head = json_to_compact(fields); /* {"task_id":…,"message_type":…} */
-	json_decref(fields);
-	struct strbuf text = STRBUF_INIT;
-	strbuf_addstr(&text, "{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"message\",\"data\":");
-	strbuf_add(&text, head, strlen(head) - 1); /* without its closing brace */
-	strbuf_addstr(&text, ",\"data\":");
-	strbuf_addstr(&text, data_text);
-	strbuf_addstr(&text, "}}}");
-	send_event_text(d, users, text.buf, text.len);
-	strbuf_release(&text);
+	char *text = rpc_event_text_raw("message", fields, "data", data_text);
+	send_event_text(d, users, text, strlen(text));
+	free(text);
 }
 
 static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)

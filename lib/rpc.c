@@ -4,6 +4,7 @@
 
 #include "json.h"
 #include "rpc.h"
+#include "strbuf.h"
 #include "banned.h"
 
 enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_FOUND = -32601, INVALID_PARAMS = -32602,
@@ -79,6 +80,21 @@ char *rpc_event_text(const char *type, json_t *data)
 {
 	return dump_and_free(json_pack("{s:s,s:s,s:{s:s,s:o}}", "jsonrpc", "2.0", "method", "event", "params", "type", type,
 				       "data", data ? data : json_null()));
+}
+
+char *rpc_event_text_raw(const char *type, json_t *fields, const char *raw_key, const char *raw_json)
+{
+	json_object_set_new(fields, raw_key, json_null()); /* the slot the raw value takes */
+	char *text = rpc_event_text(type, fields);
+	static const char null_tail[] = "null}}}";
+	size_t len = strlen(text), tail = sizeof(null_tail) - 1;
+	struct strbuf out = STRBUF_INIT;
+	/* raw_key is the data object's last member, and data the last of params: the text ends in null}}} */
+	strbuf_add(&out, text, len - tail);
+	strbuf_addstr(&out, raw_json);
+	strbuf_addstr(&out, "}}}");
+	free(text);
+	return strbuf_detach(&out, NULL);
 }
 
 static int valid_id(const json_t *id)

@@ -42,6 +42,9 @@ char *rpc_result_text(const json_t *id, json_t *result /* stolen */);
 char *rpc_error_text(const json_t *id, const struct err *e);
 /* A server→client notification {"jsonrpc":"2.0","method":"event","params":{"type","data"}} (data stolen). */
 char *rpc_event_text(const char *type, json_t *data);
+/* The same notification, data being the object fields (stolen) plus a last member raw_key whose value is
+ * raw_json, already serialised (valid JSON, e.g. a stored message's data): it is copied, not parsed. */
+char *rpc_event_text_raw(const char *type, json_t *fields, const char *raw_key, const char *raw_json);
 /* The JSON-RPC error code for an error code string. */
 int rpc_error_code(const char *code);
 
