@@ -84,7 +84,8 @@ char *rpc_event_text(const char *type, json_t *data)
 
 char *rpc_event_text_raw(const char *type, json_t *fields, const char *raw_key, const char *raw_json)
 {
-	json_object_set_new(fields, raw_key, json_null()); /* the slot the raw value takes */
+	json_object_del(fields, raw_key); /* a replaced member would keep its place: the slot must come last */
+	json_object_set_new(fields, raw_key, json_null());
 	char *text = rpc_event_text(type, fields);
 	static const char null_tail[] = "null}}}";
 	size_t len = strlen(text), tail = sizeof(null_tail) - 1;

@@ -30,7 +30,7 @@ TEST(rpc_event_text_raw_splices_the_value_as_data_s_last_member)
 	CHECK(same_event("{\"text\":\"ends like the envelope: null}}}\"}"));
 	CHECK(same_event("null"));
 	CHECK(same_event("\"a string\""));
-	json_t *fields = json_pack("{s:s}", "task_id", "t-2");
+	json_t *fields = json_pack("{s:i,s:s}", "data", 0, "task_id", "t-2"); /* a data member given too: replaced */
 	char *raw = rpc_event_text_raw("message", fields, "data", "{\"k\":1}");
 	CHECK_STR(raw, "{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"message\",\"data\":"
 		       "{\"task_id\":\"t-2\",\"data\":{\"k\":1}}}}");
