@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -27,13 +29,14 @@ enum {
 	OPT_LINK_NAME = 1 << 1,
 	OPT_REPO_MODE = 1 << 2,
 	OPT_ARCHIVE = 1 << 3,
+	OPT_PID = 1 << 4,
 };
 
 struct admin {
 	const struct admin_cmd *cmd;
 	bool dry_run, json;
 	const char *root_config;
-	const char *others, *link_name, *archive;
+	const char *others, *link_name, *archive, *pid;
 	int repo_mode;
 	struct strvec pos;
 
@@ -649,23 +652,52 @@ static int cmd_setup_unix_user(struct admin *a)
 /* ---- cgroups
  * ------------------------------------------------------------------------------------------- */
 
-/* A cgroup subtree for a non-root executor user: its sandboxed runs make their groups below it.
+/* --pid: a running process of the user (its daemon); 0 when not given. */
+static int delegated_process(struct admin *a, const struct unixperm_user *u, pid_t *pid)
+{
+	*pid = 0;
+	if (!a->pid)
+		return 0;
+	char *end;
+	errno = 0;
+	long v = strtol(a->pid, &end, 10);
+	if (errno || *end || v <= 1 || v > INT32_MAX)
+		return err_setd(&a->e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", "--pid"),
+				"--pid: '%s' is not a process id (the daemon's pid, e.g. $(pidof agor))", a->pid);
+	char proc[32];
+	struct stat st;
+	snprintf(proc, sizeof(proc), "/proc/%ld", v);
+	if (stat(proc, &st) < 0)
+		return err_setd(&a->e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", "--pid"),
+				"--pid: no process %ld", v);
+	if (st.st_uid != u->uid)
+		return err_set(&a->e, E_PERMISSION_DENIED, "--pid: process %ld runs as uid %u, not as %s (uid %u)", v,
+			       (unsigned)st.st_uid, u->name, (unsigned)u->uid);
+	*pid = (pid_t)v;
+	return 0;
+}
+
+/* A cgroup subtree for a non-root executor user: its sandboxed runs make their groups below it. With --pid
+ * (cgroup v2) that process, the user's daemon, moves into it, so the executors it starts live inside.
  * cgroupfs forgets it at reboot, so a boot-time unit (or `agor setup isolation`) runs this again. */
 static int cmd_cgroup_delegate(struct admin *a)
 {
 	const char *user = a->pos.v[0];
 	struct unixperm_user u;
+	pid_t pid = 0;
 	if (unixperm_check_user_name("unix-user", user, &a->e) < 0 || unixperm_require_agor_user(user, &u, &a->e) < 0)
 		return -1;
-	int rc = 0;
-	if (u.uid == 0)
-		rc = err_set(&a->e, E_PERMISSION_DENIED, "%s has uid 0: root needs no delegation", user);
+	int rc = u.uid == 0 ? err_set(&a->e, E_PERMISSION_DENIED, "%s has uid 0: root needs no delegation", user)
+			    : delegated_process(a, &u, &pid);
 	set_str(a, "user", user);
 	act(a, "mkdir + chown %s: %s/{memory,pids,cpu}/%s/%s (or the cgroup2 equivalent)", user, CGROUP_DEFAULT_ROOT,
 	    CGROUP_DEFAULT_PARENT, user);
+	if (rc == 0 && pid > 0)
+		act(a, "cgroup v2: move process %d into %s/%s/%s/%s (v1 needs no move)", (int)pid, CGROUP_DEFAULT_ROOT,
+		    CGROUP_DEFAULT_PARENT, user, CGROUP_DELEGATED_LEAF);
 	json_t *made = json_array();
 	if (rc == 0 && !a->dry_run)
-		rc = cgroup_delegate(CGROUP_DEFAULT_ROOT, CGROUP_DEFAULT_PARENT, user, u.uid, u.gid, made, &a->e);
+		rc = cgroup_delegate(CGROUP_DEFAULT_ROOT, CGROUP_DEFAULT_PARENT, user, u.uid, u.gid, pid, made, &a->e);
 	json_object_set_new(a->data, "cgroups", made);
 	unixperm_user_release(&u);
 	return rc;
@@ -787,7 +819,7 @@ static int cmd_delete_unix_user(struct admin *a)
 static const struct admin_cmd commands[] = {
 	{"add-worktree-owner", 3, OPT_LINK_NAME,
 	 "<worktree-id> <unix-user> <worktree-path> [--link-name NAME]", cmd_add_worktree_owner},
-	{"cgroup-delegate", 1, 0, "<unix-user>", cmd_cgroup_delegate},
+	{"cgroup-delegate", 1, OPT_PID, "<unix-user> [--pid DAEMON_PID]", cmd_cgroup_delegate},
 	{"create-worktree-group", 2, OPT_OTHERS,
 	 "<worktree-id> <worktree-path> [--others none|read|write]", cmd_create_worktree_group},
 	{"delete-unix-user", 1, OPT_ARCHIVE, "<unix-user> [--archive DIR]", cmd_delete_unix_user},
@@ -845,6 +877,7 @@ static int parse_option(struct admin *a, int argc, char **argv, int *i)
 		{"--others", OPT_OTHERS},
 		{"--link-name", OPT_LINK_NAME},
 		{"--archive", OPT_ARCHIVE},
+		{"--pid", OPT_PID},
 	};
 	if (!strcmp(arg, "--dry-run") || !strcmp(arg, "-n"))
 		return a->dry_run = true, 1;
@@ -870,7 +903,8 @@ static int parse_option(struct admin *a, int argc, char **argv, int *i)
 		const char **slot = k == 0   ? &a->root_config
 				    : k == 1 ? &a->others
 				    : k == 2 ? &a->link_name
-					     : &a->archive;
+				    : k == 3 ? &a->archive
+					     : &a->pid;
 		*slot = value;
 		return 1;
 	}
@@ -906,7 +940,7 @@ static int parse_args(struct admin *a, int argc, char **argv)
 	if (!a->cmd)
 		return applet_usage_error(&applet_admin, "missing subcommand");
 	unsigned used = (a->others ? OPT_OTHERS : 0) | (a->link_name ? OPT_LINK_NAME : 0) |
-			(a->repo_mode ? OPT_REPO_MODE : 0) | (a->archive ? OPT_ARCHIVE : 0);
+			(a->repo_mode ? OPT_REPO_MODE : 0) | (a->archive ? OPT_ARCHIVE : 0) | (a->pid ? OPT_PID : 0);
 	if (used & ~a->cmd->opts)
 		return applet_usage_error(&applet_admin, "an option given does not apply to %s",
 					  a->cmd->name);
@@ -987,7 +1021,8 @@ static const char admin_usage[] =
 	"  set-worktree-permissions <worktree-id> <worktree-path> <none|read|write>\n"
 	"  update-repo-permissions  <repo-path> [--group|--world]     (default --group)\n"
 	"  setup-unix-user          <unix-user>\n"
-	"  cgroup-delegate          <unix-user>   (a cgroup subtree for its sandboxed runs)\n"
+	"  cgroup-delegate          <unix-user> [--pid DAEMON_PID]\n"
+	"                           (a cgroup subtree for its sandboxed runs; v2: --pid moves its daemon inside)\n"
 	"  delete-unix-user         <unix-user> [--archive DIR]\n"
 	"\n"
 	"Paths must lie inside the roots named in the root-owned /etc/agor/admin.yaml\n"

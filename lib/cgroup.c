@@ -204,13 +204,43 @@ static void sweep_stale_runs(const char *parent)
 	closedir(dir);
 }
 
+/* The calling process's cgroup2 path ("/a/b": /proc/self/cgroup's "0::" line), or NULL (malloc'd). */
+static char *own_v2_path(void)
+{
+	_cleanup_strbuf_ struct strbuf sb = STRBUF_INIT;
+	if (strbuf_read_file(&sb, "/proc/self/cgroup", 64 * 1024) < 0)
+		return NULL;
+	for (const char *line = sb.buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, "0::", 3))
+			return xstrndup(line + 3, strcspn(line + 3, "\n"));
+	return NULL;
+}
+
+/* v2 lets a process move another only below the common ancestor's cgroup.procs it may write: a non-root
+ * executor's runs can join their groups only if it already lives inside the subtree delegated to it. */
+static int check_inside_delegation(const char *parent, struct err *e)
+{
+	if (geteuid() == 0)
+		return 0;
+	_cleanup_free_ char *own = own_v2_path(), *subtree = xasprintf("/%s", parent);
+	size_t n = strlen(subtree);
+	if (own && !strncmp(own, subtree, n) && (own[n] == '/' || !own[n]))
+		return 0;
+	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s,s:s*}", "missing", "cgroup", "cgroup", own),
+			"cgroup v2: this executor runs in the cgroup %s, outside %s, the subtree delegated to it, and v2 "
+			"moves a process only within a subtree its mover lives in (fix: start the daemon inside it: as "
+			"root, once per daemon start, agor admin cgroup-delegate USER --pid DAEMON_PID, or run it in a "
+			"systemd unit with Delegate=yes; or set execution.sandbox.memory_max_mb, pids_max and "
+			"cpu_max_percent to 0)", own ? own : "(unknown)", subtree);
+}
+
 static int create_v2(struct cgroup *cg, const char *v2root, const char *parent, const char *leaf,
 		     const char **ctrl, int n, struct err *e)
 {
 	_cleanup_free_ char *pdir = xasprintf("%s/%s", v2root, parent);
 	char *dir = xasprintf("%s/%s", pdir, leaf);
 	cg->version = 2;
-	if (make_dir(pdir, e) < 0 || enable_v2_controllers(v2root, ctrl, n, e) < 0 ||
+	if (make_dir(pdir, e) < 0 || check_inside_delegation(parent, e) < 0 || enable_v2_controllers(v2root, ctrl, n, e) < 0 ||
 	    enable_v2_controllers(pdir, ctrl, n, e) < 0 || (sweep_stale_runs(pdir), make_dir(dir, e) < 0)) {
 		free(dir);
 		return -1;
@@ -385,8 +415,23 @@ static int hand_over(const char *dir, uid_t uid, gid_t gid, struct err *e)
 	return 0;
 }
 
-int cgroup_delegate(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, json_t *made,
-		    struct err *e)
+/* v2: pid (the daemon's) moves into DIR/daemon, a leaf handed to the user too, so that the executors it starts
+ * live inside the delegated subtree (the root of a v2 subtree with controllers enabled holds no process). */
+static int move_into_delegation(const char *dir, pid_t pid, uid_t uid, gid_t gid, json_t *made, struct err *e)
+{
+	_cleanup_free_ char *leaf = xasprintf("%s/%s", dir, CGROUP_DELEGATED_LEAF);
+	char text[24];
+	snprintf(text, sizeof(text), "%d", (int)pid);
+	if (make_dir(leaf, e) < 0 || hand_over(leaf, uid, gid, e) < 0)
+		return -1;
+	if (write_text(leaf, "cgroup.procs", text) < 0)
+		return err_errno(e, errno, "cgroup: moving process %d into %s", (int)pid, leaf);
+	json_array_append_new(made, json_string(leaf));
+	return 0;
+}
+
+int cgroup_delegate(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, pid_t pid,
+		    json_t *made, struct err *e)
 {
 	const char *all[] = { "memory", "pids", "cpu" };
 	_cleanup_free_ char *v2root = find_v2_root(root, all, 2); /* cpu is optional on v2 */
@@ -398,7 +443,7 @@ int cgroup_delegate(const char *root, const char *parent, const char *user, uid_
 		    enable_v2_controllers(pdir, ctrl, n, e) < 0 || make_dir(dir, e) < 0 || hand_over(dir, uid, gid, e) < 0)
 			return -1;
 		json_array_append_new(made, json_string(dir));
-		return 0;
+		return pid > 0 ? move_into_delegation(dir, pid, uid, gid, made, e) : 0;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
 		_cleanup_free_ char *hier = xasprintf("%s/%s", root, all[i]);

@@ -62,8 +62,10 @@ void cgroup_destroy(struct cgroup *cg);
  * uid:gid (the directory, cgroup.procs, cgroup.threads, cgroup.subtree_control, tasks), so runs of a
  * non-root executor can make their groups below it. Appends each directory to made. On v2 the
  * executor must also start inside the delegated subtree (moving a process needs the common ancestor's
- * cgroup.procs), which a service manager's delegation gives. */
-int cgroup_delegate(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, json_t *made,
-		    struct err *e);
+ * cgroup.procs): a service manager's delegation gives that, or pid > 0 (the daemon's, owned by uid), which
+ * is moved into the leaf USER/CGROUP_DELEGATED_LEAF; v1 needs no move and ignores pid. */
+#define CGROUP_DELEGATED_LEAF "daemon"
+int cgroup_delegate(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, pid_t pid,
+		    json_t *made, struct err *e);
 
 #endif

@@ -357,8 +357,18 @@ NONROOT_CGROUP='
   expect_contains out "agor admin cgroup-delegate USER"
   expect_exit 1 "$AGOR" admin cgroup-delegate root
   expect_exit 1 "$AGOR" admin cgroup-delegate stranger
-  expect_exit 0 "$AGOR" admin cgroup-delegate cgexec --json
+  expect_exit 2 "$AGOR" admin cgroup-delegate cgexec --pid abc --json
+  expect_json out error.details.field --pid
+  expect_exit 1 "$AGOR" admin cgroup-delegate cgexec --pid $$
+  expect_contains err "runs as uid 0, not as cgexec"
+  expect_exit 2 "$AGOR" admin setup-unix-user cgexec --pid $$
+  expect_contains err "setup-unix-user does not take --pid"
+  setpriv --reuid=cgexec --regid=cgexec --init-groups sleep 30 &
+  sleeper=$!
+  expect_exit 0 "$AGOR" admin cgroup-delegate cgexec --pid $sleeper --json
+  kill $sleeper
   expect_json out success true
+  expect_contains out "(v1 needs no move)"
   dir=$(ls -d /sys/fs/cgroup/pids/agor/cgexec /sys/fs/cgroup/agor/cgexec 2> /dev/null | head -1)
   [ "$(stat -c %U "$dir")" = cgexec ] && [ "$(stat -c %U "$dir/cgroup.procs")" = cgexec ] || fail "$dir was not handed over"
   as_cgexec
