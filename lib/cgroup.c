@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -415,17 +416,45 @@ static int hand_over(const char *dir, uid_t uid, gid_t gid, struct err *e)
 	return 0;
 }
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/* Writes pid, which must run as uid, into dir's cgroup.procs. A pidfd taken before the owner check tells
+ * whether that process lived through the write; if not, the number may belong to someone else by then, and
+ * whatever holds it goes back to the root cgroup. */
+static int move_process(const char *v2root, const char *dir, pid_t pid, uid_t uid, struct err *e)
+{
+	char text[24], proc[32];
+	snprintf(text, sizeof(text), "%d", (int)pid);
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), rc = 0;
+	struct stat st;
+	if (pidfd < 0)
+		return err_errno(e, errno, "cgroup: process %d", (int)pid);
+	if (stat(proc, &st) < 0 || st.st_uid != uid)
+		rc = err_set(e, E_PERMISSION_DENIED, "cgroup: process %d does not run as uid %u", (int)pid, (unsigned)uid);
+	else if (write_text(dir, "cgroup.procs", text) < 0)
+		rc = err_errno(e, errno, "cgroup: moving process %d into %s", (int)pid, dir);
+	else if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+		write_text(v2root, "cgroup.procs", text);
+		rc = err_set(e, E_SYSTEM, "cgroup: process %d exited while it was moved; nothing was moved", (int)pid);
+	}
+	close(pidfd);
+	return rc;
+}
+
 /* v2: pid (the daemon's) moves into DIR/daemon, a leaf handed to the user too, so that the executors it starts
  * live inside the delegated subtree (the root of a v2 subtree with controllers enabled holds no process). */
-static int move_into_delegation(const char *dir, pid_t pid, uid_t uid, gid_t gid, json_t *made, struct err *e)
+static int move_into_delegation(const char *v2root, const char *dir, pid_t pid, uid_t uid, gid_t gid, json_t *made,
+				struct err *e)
 {
 	_cleanup_free_ char *leaf = xasprintf("%s/%s", dir, CGROUP_DELEGATED_LEAF);
-	char text[24];
-	snprintf(text, sizeof(text), "%d", (int)pid);
-	if (make_dir(leaf, e) < 0 || hand_over(leaf, uid, gid, e) < 0)
+	if (make_dir(leaf, e) < 0 || hand_over(leaf, uid, gid, e) < 0 || move_process(v2root, leaf, pid, uid, e) < 0)
 		return -1;
-	if (write_text(leaf, "cgroup.procs", text) < 0)
-		return err_errno(e, errno, "cgroup: moving process %d into %s", (int)pid, leaf);
 	json_array_append_new(made, json_string(leaf));
 	return 0;
 }
@@ -443,7 +472,7 @@ int cgroup_delegate(const char *root, const char *parent, const char *user, uid_
 		    enable_v2_controllers(pdir, ctrl, n, e) < 0 || make_dir(dir, e) < 0 || hand_over(dir, uid, gid, e) < 0)
 			return -1;
 		json_array_append_new(made, json_string(dir));
-		return pid > 0 ? move_into_delegation(dir, pid, uid, gid, made, e) : 0;
+		return pid > 0 ? move_into_delegation(v2root, dir, pid, uid, gid, made, e) : 0;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
 		_cleanup_free_ char *hier = xasprintf("%s/%s", root, all[i]);

@@ -365,6 +365,7 @@ NONROOT_CGROUP='
   expect_contains err "setup-unix-user does not take --pid"
   setpriv --reuid=cgexec --regid=cgexec --init-groups sleep 30 &
   sleeper=$!
+  until [ "$(stat -c %U /proc/$sleeper)" = cgexec ]; do sleep 0.05; done # setpriv has dropped to cgexec
   expect_exit 0 "$AGOR" admin cgroup-delegate cgexec --pid $sleeper --json
   kill $sleeper
   expect_json out success true
