@@ -99,8 +99,8 @@ build_guest() {
   local g="$VM/root"
   mkdir -p "$g"/{usr/bin,usr/lib,proc,sys,dev,tmp,etc,root,newroot,cases,home/cgexec,data/worktrees/w}
   ln -s usr/bin "$g/bin" && ln -s usr/bin "$g/sbin" && ln -s usr/lib "$g/lib"
-  cp /bin/busybox "$AGOR" "$g/usr/bin/"
-  mv "$g/usr/bin/$(basename "$AGOR")" "$g/usr/bin/agor"
+  cp /bin/busybox "$g/usr/bin/"
+  cp "$AGOR" "$g/usr/bin/agor"
   for a in $(/bin/busybox --list); do [ -e "$g/usr/bin/$a" ] || ln -s busybox "$g/usr/bin/$a"; done
   printf "root:x:0:0:root:/root:/bin/sh\ncgexec:x:1000:1000::/home/cgexec:/bin/sh\n" > "$g/etc/passwd"
   printf "root:x:0:\ncgexec:x:1000:\nagor_users:x:1001:cgexec\n" > "$g/etc/group"
