@@ -183,15 +183,22 @@ static int copy_word(struct scan *s, const char *word)
 
 static int copy_value(struct scan *s);
 
+/* take(s, c), and c written to the output when it was there. */
+static int copied(struct scan *s, unsigned char c)
+{
+	if (!take(s, c))
+		return 0;
+	strbuf_addch(s->out, (char)c);
+	return 1;
+}
+
 static int copy_object(struct scan *s)
 {
 	size_t key_at[MAX_KEYS], key_len[MAX_KEYS], nkeys = 0;
 	s->p++;
 	strbuf_addch(s->out, '{');
-	if (take(s, '}')) {
-		strbuf_addch(s->out, '}');
+	if (copied(s, '}'))
 		return 1;
-	}
 	for (;;) {
 		skip_ws(s);
 		if (nkeys == MAX_KEYS || s->p >= s->end || *s->p != '"')
@@ -205,19 +212,15 @@ static int copy_object(struct scan *s)
 				return 0;
 		key_at[nkeys] = at;
 		key_len[nkeys++] = len;
-		if (!take(s, ':'))
+		if (!copied(s, ':'))
 			return 0;
-		strbuf_addch(s->out, ':');
 		skip_ws(s);
 		if (!copy_value(s))
 			return 0;
-		if (take(s, '}')) {
-			strbuf_addch(s->out, '}');
+		if (copied(s, '}'))
 			return 1;
-		}
-		if (!take(s, ','))
+		if (!copied(s, ','))
 			return 0;
-		strbuf_addch(s->out, ',');
 	}
 }
 
@@ -225,21 +228,16 @@ static int copy_array(struct scan *s)
 {
 	s->p++;
 	strbuf_addch(s->out, '[');
-	if (take(s, ']')) {
-		strbuf_addch(s->out, ']');
+	if (copied(s, ']'))
 		return 1;
-	}
 	for (;;) {
 		skip_ws(s);
 		if (!copy_value(s))
 			return 0;
-		if (take(s, ']')) {
-			strbuf_addch(s->out, ']');
+		if (copied(s, ']'))
 			return 1;
-		}
-		if (!take(s, ','))
+		if (!copied(s, ','))
 			return 0;
-		strbuf_addch(s->out, ',');
 	}
 }
 

@@ -36,6 +36,17 @@ print(v if isinstance(v, str) else json.dumps(v))
 PY
 }
 
+# audit_actions FILE — one "ACTION OUTCOME" line per entry of an `agor audit list --json` file.
+audit_actions() {
+  python3 - "$1" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+rows = rows if isinstance(rows, list) else rows.get("entries", rows.get("rows", []))
+for r in rows:
+    print(r.get("action"), r.get("outcome"))
+PY
+}
+
 # expect_json FILE PATH VALUE — the value at PATH equals VALUE (as json_get prints it).
 expect_json() {
   local got; got=$(json_get "$1" "$2") || { cat "$1"; fail "$1 has no $2"; }
