@@ -49,9 +49,9 @@ static void stamp(double *t, int i)
 }
 static const char *const stamp_names[] = {
 	"prepare", "probe (landlock, seccomp build)", "plan mounts", "cgroup mkdir + limits", "fork (child.c)",
-	"cgroup join", "unshare", "uid/gid maps", "fork PID 1", "private + pivot_root", "mount ops",
+	"cgroup join", "(unused)", "uid/gid maps", "PID 1 starts confining", "private + pivot_root", "mount ops",
 	"old root gone, root ro", "hostname + loopback", "rlimits + no_new_privs", "landlock", "capabilities",
-	"seccomp", "fork program", "exec + run + exit (PID 1 reaps)", "PID 1 exit, namespaces gone, reaped",
+	"seccomp", "PID 1 confined", "exec + run + exit (PID 1 reaps)", "PID 1 exit, namespaces gone, reaped",
 	"cgroup events", "cgroup rmdir",
 };
 static double *init_times; /* PID 1's copy of sb->times, for wait_and_mirror() */
@@ -99,7 +99,6 @@ enum stage {
 	ST_CGROUP,
 	ST_UNSHARE,
 	ST_ID_MAP,
-	ST_FORK,
 	ST_MOUNT_PRIVATE,
 	ST_ROOT,
 	ST_PIVOT,
@@ -118,7 +117,7 @@ enum stage {
 
 static const char *const stage_controls[] = {
 	[ST_NONE] = "sandbox",		 [ST_CGROUP] = "cgroup",	 [ST_UNSHARE] = "user namespace",
-	[ST_ID_MAP] = "user namespace",	 [ST_FORK] = "pid namespace",	 [ST_MOUNT_PRIVATE] = "mount namespace",
+	[ST_ID_MAP] = "user namespace",	 [ST_MOUNT_PRIVATE] = "mount namespace",
 	[ST_ROOT] = "mount namespace",	 [ST_PIVOT] = "mount namespace", [ST_MOUNT] = "mount namespace",
 	[ST_PROC] = "proc",		 [ST_OLDROOT] = "mount namespace", [ST_SHIELD] = "mount namespace", [ST_HOSTNAME] = "uts namespace",
 	[ST_LOOPBACK] = "network namespace", [ST_RLIMIT] = "rlimits",	 [ST_NO_NEW_PRIVS] = "no_new_privs",
@@ -142,7 +141,6 @@ struct sandbox {
 	int last_cap;
 	uintptr_t env_start, env_end; /* this process's initial environment (/proc/self/stat) */
 	int diag[2];
-	int cloned; /* sandbox_apply(): the child is created in the namespaces (child.c's clone_flags) */
 	struct strvec ro_paths, rw_paths, private_paths; /* for the receipt */
 	json_t *warnings;
 	json_t *cgroup_receipt; /* kept: the cgroup itself is gone after sandbox_finish() */
@@ -842,28 +840,7 @@ static int map_ids(const struct sandbox *sb)
 	return 0;
 }
 
-/* Without sandbox_apply() (a plain fork): unshare, then fork PID 1 and stay as a waiter mirroring its status.
- * Returns 0 in PID 1. */
-static int enter_namespaces(const struct sandbox *sb)
-{
-	if (unshare((int)namespace_flags(sb)) < 0)
-		return fail(sb, ST_UNSHARE, -1);
-	STAMP(sb, 6);
-	int rc = map_ids(sb);
-	if (rc != 0)
-		return rc;
-	pid_t init = fork();
-	if (init < 0)
-		return fail(sb, ST_FORK, -1);
-	if (init > 0) {
-		syscall(SYS_close_range, 3U, ~0U, 0U);
-		wait_and_mirror(init);
-	}
-	return 0;
-}
-
-/* PID 1: confines itself, forks the program (which returns 0 to child.c) and mirrors its status. A raw
- * clone, like child.c's: PID 1 may itself come from one, so libc's fork bookkeeping is not to be trusted. */
+/* PID 1: confines itself; child.c then starts the program and calls init_waits(). */
 static int become_init(const struct sandbox *sb)
 {
 	int rc;
@@ -872,18 +849,7 @@ static int become_init(const struct sandbox *sb)
 		memset((void *)sb->env_start, 0, sb->env_end - sb->env_start);
 	if ((rc = confine_init(sb)) != 0)
 		return rc;
-	if (sb->cloned) /* child.c starts the program and calls init_waits() */
-		return STAMP(sb, 17), 0;
-	pid_t program = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-	if (program < 0)
-		return fail(sb, ST_FORK, -1);
-	if (program == 0)
-		return STAMP(sb, 17), 0;
-#ifdef SANDBOX_TIMING
-	init_times = sb->times;
-#endif
-	syscall(SYS_close_range, 3U, ~0U, 0U);
-	wait_and_mirror(program);
+	return STAMP(sb, 17), 0;
 }
 
 /* become_init of child.c, in PID 1 once the program has exec'd (or failed to). */
@@ -898,16 +864,8 @@ static NORETURN void init_waits(void *arg, pid_t program)
 	wait_and_mirror(program);
 }
 
-void sandbox_apply(struct sandbox *sb, struct child *c)
-{
-	c->before_exec = sandbox_before_exec;
-	c->before_exec_arg = sb;
-	c->clone_flags = namespace_flags(sb);
-	c->become_init = init_waits;
-	sb->cloned = 1;
-}
-
-int sandbox_before_exec(void *arg)
+/* In the child, which child.c cloned as PID 1 of the new namespaces (sandbox_apply's clone_flags). */
+static int sandbox_before_exec(void *arg)
 {
 	const struct sandbox *sb = arg;
 	int rc;
@@ -916,11 +874,17 @@ int sandbox_before_exec(void *arg)
 	if (sb->use_cgroup && cgroup_join_self(&sb->cgroup) < 0)
 		return fail(sb, ST_CGROUP, -1);
 	STAMP(sb, 5);
-	/* cloned: child.c made this process PID 1 of the new namespaces; it only maps the ids */
-	if ((rc = sb->cloned ? map_ids(sb) : enter_namespaces(sb)) != 0)
+	if ((rc = map_ids(sb)) != 0)
 		return rc;
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	return become_init(sb);
+}
+
+void sandbox_apply(struct sandbox *sb, struct child *c)
+{
+	c->before_exec = sandbox_before_exec;
+	c->before_exec_arg = sb;
+	c->clone_flags = namespace_flags(sb);
+	c->become_init = init_waits;
 }
 
 /* ---- probing (parent) ---------------------------------------------------------------------- */
@@ -952,7 +916,7 @@ int sandbox_explain_failure(struct sandbox *sb, struct err *e)
 	json_t *stage = e->details ? json_object_get(e->details, "stage") : NULL;
 	if (read(sb->diag[0], &r, sizeof(r)) != (ssize_t)sizeof(r)) {
 		/* child.c's clone with the namespace flags failed: the kernel refused a new user namespace */
-		if (!sb->cloned || !json_is_string(stage) || strcmp(json_string_value(stage), "clone"))
+		if (!json_is_string(stage) || strcmp(json_string_value(stage), "clone"))
 			return -1;
 		r = (struct failure_record){ ST_UNSHARE, (int)json_integer_value(json_object_get(e->details, "errno")), -1 };
 	}

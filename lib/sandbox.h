@@ -23,11 +23,10 @@
  * With cfg.fail_closed == 0 a missing Landlock or seccomp is left out and recorded in the
  * receipt's "warnings"; required and missing cgroups always fail.
  *
- * In the child (sandbox_before_exec, async-signal-safe code only, everything precomputed):
+ * In the child (sandbox_apply's hook, async-signal-safe code only, everything precomputed):
  *   1. the child is created by child.c's clone(2) in new user, mount, PID, IPC, UTS (and network
  *      when network_none) namespaces, as PID 1; it joins the cgroup and maps the caller's uid/gid
- *      to themselves. (Set up with only before_exec, without sandbox_apply(), the child unshares
- *      instead and forks PID 1, staying behind as a waiter that exits with its status.)
+ *      to themselves.
  *   2. PID 1 builds the mount view on a fresh tmpfs root and pivots into it:
  *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files (on a
  *      tmpfs /etc made read-only with everything below it by one mount_setattr where available),
@@ -100,7 +99,6 @@ void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg);
 struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct sandbox_request *req, struct err *e);
 /* Sets c's before_exec hook and clone_flags, so the child is created as PID 1 of the new namespaces. */
 void sandbox_apply(struct sandbox *sb, struct child *c);
-int sandbox_before_exec(void *sandbox);
 /* After child_start() failed: replaces e by the sandbox stage that failed, if one did; returns -1. */
 int sandbox_explain_failure(struct sandbox *sb, struct err *e);
 json_t *sandbox_receipt(const struct sandbox *sb);

@@ -41,12 +41,13 @@ static void keep_stages(const struct sandbox *sb, int run)
 	}
 }
 
-/* One line per stage on stderr: "stage median-µs". */
+/* One line per stage that ran on stderr: "stage median-µs". */
 static void print_stages(int n)
 {
 	for (int i = 1; i < nstages && i < MAX_STAGES; i++) {
 		qsort(stage_samples[i], (size_t)n, sizeof(double), compare_double);
-		fprintf(stderr, "%-34s %8.1f\n", stage_names[i], stage_samples[i][n / 2]);
+		if (stage_samples[i][n - 1] > 0) /* a stage never stamped is left out */
+			fprintf(stderr, "%-34s %8.1f\n", stage_names[i], stage_samples[i][n / 2]);
 	}
 }
 #endif
