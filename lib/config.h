@@ -152,8 +152,10 @@ struct config {
 			const char *read_only_paths;  /* ':'-separated; NULL: none */
 			const char *read_write_paths; /* ':'-separated; NULL: none */
 			long long memory_max_mb, pids_max, cpu_max_percent, nofile, fsize_mb; /* 0: no limit */
+			long long disk_max_mb; /* a run's write budget (storage, and each private tmpfs); 0: none */
 			const char *cgroup_root;   /* where the cgroup hierarchies are mounted */
 			const char *cgroup_parent; /* the group under which each run gets its own */
+			long long root_maps_to;	   /* a root executor's runs are this uid and gid inside (never 0) */
 		} sandbox;
 	} execution;
 

@@ -13,6 +13,7 @@ struct agor_open_how {
 	unsigned long long flags, mode, resolve;
 };
 #define AGOR_RESOLVE_NO_MAGICLINKS 0x02
+#define AGOR_RESOLVE_NO_SYMLINKS 0x04
 #define AGOR_RESOLVE_BENEATH 0x08
 #ifndef SYS_openat2
 #define SYS_openat2 437
@@ -38,21 +39,23 @@ static int open_beneath_openat2(int rootfd, const char *rel)
 	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
 }
 
-/* Fallback without openat2: walk component by component, refusing every symlink and "..". */
-static int open_beneath_walk(int rootfd, const char *rel)
+/* Fallback without openat2: walk component by component, refusing every symlink and ".."; the last
+ * component is opened with final_flags. */
+static int open_beneath_walk(int rootfd, const char *rel, int final_flags)
 {
 	_cleanup_free_ char *copy = xstrdup(rel);
-	int fd = dup(rootfd);
+	if (rel[0] == '/')
+		return errno = EXDEV, -1;
+	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
 	char *save = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
+	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0;) {
+		char *next_name = strtok_r(NULL, "/", &save);
 		if (!strcmp(c, "..")) {
 			close(fd);
 			errno = EXDEV;
 			return -1;
 		}
-		int next = openat(fd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		int next = openat(fd, c, (next_name ? O_PATH : final_flags) | O_NOFOLLOW | O_CLOEXEC);
 		close(fd);
 		fd = next;
 		struct stat st;
@@ -61,20 +64,49 @@ static int open_beneath_walk(int rootfd, const char *rel)
 			errno = ELOOP;
 			return -1;
 		}
+		c = next_name;
 	}
 	return fd;
 }
 
+static int have_openat2 = 1;
+
 static int open_beneath(int rootfd, const char *rel)
 {
-	static int have_openat2 = 1;
 	if (have_openat2) {
 		int fd = open_beneath_openat2(rootfd, rel);
 		if (fd >= 0 || errno != ENOSYS)
 			return fd;
 		have_openat2 = 0;
 	}
-	return open_beneath_walk(rootfd, rel);
+	return open_beneath_walk(rootfd, rel, O_PATH);
+}
+
+int confine_openat(int rootfd, const char *rel, int flags)
+{
+	if (have_openat2) {
+		struct agor_open_how how = {
+			.flags = (unsigned long long)((flags | O_CLOEXEC) & ~O_NOFOLLOW), /* a final link is refused, not opened */
+			.resolve = AGOR_RESOLVE_BENEATH | AGOR_RESOLVE_NO_SYMLINKS | AGOR_RESOLVE_NO_MAGICLINKS,
+		};
+		int fd = (int)syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
+		if (fd >= 0 || errno != ENOSYS)
+			return fd;
+		have_openat2 = 0;
+	}
+	return open_beneath_walk(rootfd, *rel ? rel : ".", flags);
+}
+
+int confine_open(const char *root, const char *rel, int flags)
+{
+	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return -1;
+	int fd = confine_openat(rootfd, rel, flags);
+	int saved = errno;
+	close(rootfd);
+	errno = saved;
+	return fd;
 }
 
 static char *fd_path(int fd)

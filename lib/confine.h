@@ -15,4 +15,12 @@
 
 int confine_path(const char *root, const char *path, int must_exist, char **out, struct err *e);
 
+/* Opens rel beneath the directory rootfd with openat(2)'s flags (O_PATH, O_RDONLY, O_DIRECTORY, …), following
+ * no symlink at all — none on the way, the last component included — and never leaving rootfd ("." is rootfd
+ * itself). Returns the descriptor (O_CLOEXEC), or -1 with errno: ELOOP a symlink, EXDEV ".." or an absolute
+ * path. For paths a sandbox could have written: nothing there is ever followed. */
+int confine_openat(int rootfd, const char *rel, int flags);
+/* The same from a root given by path (the root itself is trusted and resolved normally). */
+int confine_open(const char *root, const char *rel, int flags);
+
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,73 +19,8 @@
 #include "log.h"
 #include "sandbox.h"
 #include "strbuf.h"
+#include "strvec.h"
 #include "banned.h"
-
-static void git_dirs_release(struct execrun_git_dirs *g)
-{
-	free(g->common);
-	free(g->admin);
-}
-
-/* The first line of a small regular file (not a symlink), without its newline. */
-static int read_first_line(const char *path, struct strbuf *out)
-{
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	int rc = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < 4096 && strbuf_read_fd(out, fd, 4096) >= 0) {
-		out->len = strcspn(out->buf, "\n");
-		out->buf[out->len] = 0;
-		rc = 0;
-	}
-	close(fd);
-	return rc;
-}
-
-static int outside(struct err *e, const char *what, const char *path)
-{
-	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", path, "field", what),
-			"the worktree's %s (%s) is not inside the data home's repos/: refusing to expose it to the "
-			"sandbox (was the worktree's .git file changed?)", what, path);
-}
-
-/* A linked worktree: .git is a file "gitdir: REPOS/x.git/worktrees/NAME", whose commondir leads
- * to the repository. A plain clone: .git is a directory inside the worktree. Both must stay in
- * the data home (the .git file is writable by whatever ran in the worktree before). */
-static int find_git_dirs(const struct config *cfg, const char *worktree, struct execrun_git_dirs *g, struct err *e)
-{
-	memset(g, 0, sizeof(*g));
-	_cleanup_free_ char *dotgit = xasprintf("%s/.git", worktree);
-	struct stat st;
-	if (lstat(dotgit, &st) < 0)
-		return 0;
-	if (S_ISDIR(st.st_mode)) {
-		g->common = xstrdup(dotgit);
-		return 0;
-	}
-	_cleanup_strbuf_ struct strbuf line = STRBUF_INIT, common = STRBUF_INIT;
-	if (!S_ISREG(st.st_mode) || read_first_line(dotgit, &line) < 0 || strncmp(line.buf, "gitdir: ", 8))
-		return err_set(e, E_GIT_ERROR, "%s is not a gitdir file", dotgit);
-	const char *admin = line.buf + 8;
-	struct err ignored = ERR_INIT;
-	if (confine_path(cfg->paths.repos_dir, admin, 1, &g->admin, &ignored) < 0) {
-		err_clear(&ignored);
-		return outside(e, "gitdir", admin);
-	}
-	_cleanup_free_ char *commondir_file = xasprintf("%s/commondir", g->admin);
-	if (read_first_line(commondir_file, &common) < 0)
-		strbuf_addstr(&common, "../..");
-	_cleanup_free_ char *joined = common.buf[0] == '/' ? xstrdup(common.buf) : xasprintf("%s/%s", g->admin, common.buf);
-	_cleanup_free_ char *resolved = realpath(joined, NULL);
-	if (!resolved || confine_path(cfg->paths.repos_dir, resolved, 1, &g->common, &ignored) < 0) {
-		err_clear(&ignored);
-		return outside(e, "commondir", joined);
-	}
-	return 0;
-}
-
 
 static char *run_name(void)
 {
@@ -102,7 +38,10 @@ static char *run_name(void)
 
 void execrun_confinement_release(struct execrun_confinement *pr)
 {
-	git_dirs_release(&pr->git);
+	git_layout_release(&pr->git);
+	free(pr->binds);
+	strvec_clear(&pr->git_paths);
+	json_decref(pr->git_repairs);
 	sandbox_free(pr->sb);
 	json_decref(pr->fallback);
 	free(pr->name);
@@ -164,11 +103,57 @@ static int resolve_home(const struct config *cfg, const char *home, int plan_onl
 	return 0;
 }
 
+static void add_bind(struct execrun_confinement *pr, const char *root, const char *src, enum sandbox_access access)
+{
+	pr->binds[pr->nbinds++] = (struct sandbox_bind){ .root = root, .src = src, .access = access };
+}
+
+static const char *keep_path(struct execrun_confinement *pr, const char *base, const char *tail)
+{
+	strvec_pushf(&pr->git_paths, "%s%s", base, tail);
+	return pr->git_paths.v[pr->git_paths.nr - 1];
+}
+
+/* The worktree's git metadata as the sandbox shows it (paths kept in pr->git_paths until release). */
+static void plan_git_binds(const struct config *cfg, struct execrun_confinement *pr)
+{
+	const struct git_layout *g = &pr->git;
+	const char *repos = cfg->paths.repos_dir;
+	static const struct {
+		const char *name;
+		enum sandbox_access access;
+	} repository[] = {
+		{ "", SANDBOX_READ },	     { "/objects", SANDBOX_DATA },   { "/objects/info", SANDBOX_READ },
+		{ "/refs", SANDBOX_DATA },   { "/logs", SANDBOX_DATA },	     { "/worktrees", SANDBOX_COVER },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(repository); i++)
+		add_bind(pr, repos, keep_path(pr, g->common, repository[i].name), repository[i].access);
+	add_bind(pr, repos, g->admin, SANDBOX_WRITE);
+	add_bind(pr, repos, keep_path(pr, g->admin, "/gitdir"), SANDBOX_READ);
+	add_bind(pr, repos, keep_path(pr, g->admin, "/commondir"), SANDBOX_READ);
+	add_bind(pr, cfg->paths.worktrees_dir, keep_path(pr, g->worktree, "/.git"), SANDBOX_READ);
+}
+
+static void plan_binds(const struct execrun_confine_request *req, struct execrun_confinement *pr)
+{
+	pr->binds = xcalloc(16 + req->nbinds, sizeof(*pr->binds));
+	if (pr->git.common)
+		plan_git_binds(req->cfg, pr);
+	for (size_t i = 0; i < req->nbinds; i++)
+		pr->binds[pr->nbinds++] = req->binds[i];
+}
+
 int execrun_confine(const struct execrun_confine_request *req, struct execrun_confinement *pr, struct err *e)
 {
 	memset(pr, 0, sizeof(*pr));
-	if (find_git_dirs(req->cfg, req->cwd, &pr->git, e) < 0 || resolve_home(req->cfg, req->home, req->plan_only, pr, e) < 0)
+	strvec_init(&pr->git_paths);
+	pr->cfg = req->cfg;
+	pr->name = run_name();
+	if (git_layout_find(req->cfg, req->cwd, req->repo_path, !req->plan_only, &pr->git, e) < 0 ||
+	    resolve_home(req->cfg, req->home, req->plan_only, pr, e) < 0)
 		return -1;
+	if (!req->plan_only)
+		git_layout_snapshot(req->cfg, &pr->git);
 	if (req->unsandboxed) {
 		pr->fallback = json_pack("{s:b,s:s,s:s}", "enabled", 0, "host", "gateway", "reason", req->unsandboxed);
 		return 0;
@@ -179,17 +164,18 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 		pr->fallback = unsandboxed_receipt(NULL);
 		return 0;
 	}
-	pr->name = run_name();
+	plan_binds(req, pr);
+	_cleanup_free_ char *homes = xasprintf("%s/homes", req->cfg->paths.data_home);
 	struct sandbox_request sr = {
 		.worktree = req->cwd,
-		.git_common_dir = pr->git.common,
-		.git_admin_dir = pr->git.admin,
+		.worktree_root = req->cfg->paths.worktrees_dir,
 		.home = pr->home,
+		.home_root = homes,
 		.home_is_kept = pr->home_kept,
 		.name = pr->name,
 		.plan_only = req->plan_only,
-		.read_only_binds = req->read_only_binds,
-		.read_write_binds = req->read_write_binds,
+		.binds = pr->binds,
+		.nbinds = pr->nbinds,
 		.network_host = req->network_host,
 	};
 	pr->sb = sandbox_prepare(&sc, &sr, e);
@@ -198,8 +184,8 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 
 static int prepare(const struct execrun_request *req, int plan_only, struct execrun_confinement *pr, struct err *e)
 {
-	struct execrun_confine_request cr = { .cfg = req->cfg, .cwd = req->cwd, .home = req->home, .plan_only = plan_only,
-					      .unsandboxed = req->unsandboxed };
+	struct execrun_confine_request cr = { .cfg = req->cfg, .cwd = req->cwd, .home = req->home, .repo_path = req->repo_path,
+					      .plan_only = plan_only, .unsandboxed = req->unsandboxed };
 	return execrun_confine(&cr, pr, e);
 }
 
@@ -210,10 +196,12 @@ void execrun_confinement_apply(const struct execrun_confinement *pr, struct chil
 	}
 }
 
-void execrun_confinement_finish(struct execrun_confinement *pr)
+json_t *execrun_confinement_finish(struct execrun_confinement *pr)
 {
-	if (pr->sb)
-		json_decref(sandbox_finish(pr->sb));
+	json_t *events = pr->sb ? sandbox_finish(pr->sb) : json_object();
+	if (!pr->git_repairs)
+		pr->git_repairs = git_layout_repair(pr->cfg, &pr->git, pr->name);
+	return events;
 }
 
 json_t *execrun_confinement_receipt(const struct execrun_confinement *pr)
@@ -282,6 +270,8 @@ static const char *outcome_of(const struct child *c, json_t *events)
 		return "oom";
 	if (json_integer_value(json_object_get(events, "pidsLimitHits")) > 0)
 		return "pids-limit";
+	if (json_integer_value(json_object_get(events, "diskLimitHits")) > 0)
+		return "disk-limit";
 	return child_exited_ok(c) ? "ok" : "exit-nonzero";
 }
 
@@ -291,7 +281,7 @@ static int run_child(const struct execrun_request *req, struct execrun_confineme
 	setup_child(req, &c, pr);
 	_cleanup_strbuf_ struct strbuf out = STRBUF_INIT, errout = STRBUF_INIT;
 	int rc = child_run(&c, NULL, 0, &out, &errout, EXECRUN_MAX_CAPTURE, e);
-	json_t *events = pr->sb ? sandbox_finish(pr->sb) : json_object();
+	json_t *events = execrun_confinement_finish(pr);
 	if (rc < 0) {
 		json_decref(events);
 		return -1;
@@ -300,6 +290,8 @@ static int run_child(const struct execrun_request *req, struct execrun_confineme
 			  c.timed_out, "outcome", outcome_of(&c, events), "stdout", json_string_lossy(out.buf, out.len),
 			  "stderr", json_string_lossy(errout.buf, errout.len), "stdoutDroppedBytes", (json_int_t)c.out_dropped, "stderrDroppedBytes",
 			  (json_int_t)c.err_dropped, "events", events, "sandbox", execrun_confinement_receipt(pr));
+	if (pr->git_repairs)
+		json_object_set(*data, "gitMetadata", pr->git_repairs);
 	return 0;
 }
 
@@ -355,7 +347,11 @@ int execrun_interactive(const struct config *cfg, const char *cwd, const char *c
 	int rc = execrun_confine(&cr, &cf, e);
 	if (rc == 0)
 		rc = run_interactive(cfg, &cf, cwd, argv, exit_code, e);
-	execrun_confinement_finish(&cf);
+	json_decref(execrun_confinement_finish(&cf));
+	if (cf.git_repairs && json_array_size(json_object_get(cf.git_repairs, "repaired"))) {
+		_cleanup_free_ char *what = json_dumps(json_object_get(cf.git_repairs, "repaired"), JSON_COMPACT);
+		fprintf(stderr, "agor: the worktree's git metadata was changed and has been put back: %s\n", what);
+	}
 	execrun_confinement_release(&cf);
 	return rc;
 }

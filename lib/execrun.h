@@ -1,6 +1,6 @@
 /* execrun.h — the executor's exec.run: one program in a worktree, inside the sandbox, output captured; the same
  * confinement for the agent CLI and terminal shells.
- * The worktree's git directories are found from its .git file and must lie in the data home's repos/. */
+ * The worktree's git metadata must be as agor made it (gitlayout.h) before anything runs, and is put back after. */
 #ifndef AGOR_EXECRUN_H
 #define AGOR_EXECRUN_H
 
@@ -11,14 +11,21 @@
  * under the sandbox of execution.sandbox (sandbox.h), with a rebuilt environment (PATH, HOME,
  * USER, LOGNAME, LANG, TERM plus the payload's filtered env), stdin /dev/null, the timeout
  * (req.timeout_ms, else execution.timeout_ms) killing the whole run. data:
- *   {"exitCode": N, "timedOut": B, "outcome": "ok"|"exit-nonzero"|"timeout"|"oom"|"pids-limit",
+ *   {"exitCode": N, "timedOut": B, "outcome": "ok"|"exit-nonzero"|"timeout"|"oom"|"pids-limit"|"disk-limit",
  *    "stdout": S, "stderr": S, "stdoutDroppedBytes": N, "stderrDroppedBytes": N,
  *    "events": {"oomKills": N, "pidsLimitHits": N, …}, "sandbox": RECEIPT}
  * stdout keeps its first EXECRUN_MAX_CAPTURE bytes, stderr its last. A sandbox control that is
  * required and unavailable → E_ISOLATION_UNAVAILABLE and nothing runs — unless
  * execution.fallback_to_unified is true: then the program runs unsandboxed, a warning is
  * logged and the receipt says {"enabled": false, "fallback": true, "missing": …}.
- * A worktree whose .git file points outside repos/ → E_PATH_OUTSIDE_DATA_HOME.
+ * The worktree's git metadata is found and checked by git_layout_find (gitlayout.h; req.repo_path, the daemon's
+ * record, must match): a .git file pointing outside repos/ → E_PATH_OUTSIDE_DATA_HOME, anything else not as agor
+ * made it (a .git directory, another repository's entry, a changed commondir or gitdir, a planted commondir or
+ * config.worktree) → E_GIT_ERROR naming the file; nothing runs. The sandbox then binds the repository read-only
+ * but for objects/, refs/ and logs/ (no symlink can be made there), this worktree's admin entry read-write with
+ * its gitdir and commondir read-only, and the worktree's .git file read-only. After the program ended,
+ * git_layout_repair puts back whatever was planted anyway (a run outside the sandbox can plant) and data's
+ * "gitMetadata" says what: {"checked": true, "repaired": […]} (absent for a directory that is no git worktree).
  * req.unsandboxed (host gateway, granted by the daemon: executor.c) runs the program in the worktree with the
  * same environment, timeout and capture but no sandbox; the receipt says {"enabled": false, "host":
  * "gateway", "reason": …}.
@@ -34,6 +41,9 @@
 
 #include "config.h"
 #include "err.h"
+#include "gitlayout.h"
+#include "sandbox.h"
+#include "strvec.h"
 
 #define EXECRUN_MAX_CAPTURE (1u << 20)
 
@@ -44,6 +54,7 @@ struct execrun_request {
 	json_t *env;	 /* object of strings (validated), or NULL */
 	long long timeout_ms;
 	const char *home; /* relative to DATA_HOME/homes, or absolute inside it; NULL: a private tmpfs */
+	const char *repo_path; /* the repository the daemon recorded for this worktree (confined), or NULL */
 	const char *unsandboxed; /* host gateway: run without the sandbox, for this reason (the caller verified
 				  * that the daemon granted it); NULL: execution.sandbox decides */
 };
@@ -62,34 +73,36 @@ struct execrun_confine_request {
 	const struct config *cfg;
 	const char *cwd;  /* confined, canonical */
 	const char *home; /* as execrun_request.home */
+	const char *repo_path; /* as execrun_request.repo_path */
 	int plan_only;
-	const char *const *read_only_binds;  /* as sandbox_request */
-	const char *const *read_write_binds;
+	const struct sandbox_bind *binds; /* what this program needs besides the worktree (sandbox_request) */
+	size_t nbinds;
 	int network_host;
 	const char *unsandboxed; /* as execrun_request.unsandboxed */
 };
 
-struct execrun_git_dirs {
-	char *common; /* the repository's git directory, or NULL */
-	char *admin;  /* its worktrees/NAME entry for this worktree, or NULL */
-};
-
 struct execrun_confinement {
-	struct execrun_git_dirs git;
+	struct git_layout git;
 	char *user;    /* the caller's login name ($USER, $LOGNAME) */
 	char *home;    /* $HOME inside */
 	int home_kept; /* a per-user home from DATA_HOME/homes */
 	struct sandbox *sb;
 	json_t *fallback; /* the receipt when running unsandboxed */
 	char *name;
+	const struct config *cfg;
+	struct sandbox_bind *binds; /* the git metadata's binds, then the request's */
+	size_t nbinds;
+	struct strvec git_paths; /* the strings of those binds */
+	json_t *git_repairs; /* after execrun_confinement_finish: gitMetadata, or NULL */
 };
 
 struct child;
 int execrun_confine(const struct execrun_confine_request *req, struct execrun_confinement *cf, struct err *e);
 void execrun_confinement_apply(const struct execrun_confinement *cf, struct child *c);
 int execrun_confinement_failed(const struct config *cfg, struct execrun_confinement *cf, struct err *e);
-/* After the program ended: its cgroup events read (the receipt's "events"), leftovers killed, the cgroup removed. */
-void execrun_confinement_finish(struct execrun_confinement *cf);
+/* After the program ended: its cgroup events read (the receipt's "events"; returned, a new reference), leftovers
+ * killed, the cgroup removed, the git metadata checked and repaired (cf->git_repairs). */
+json_t *execrun_confinement_finish(struct execrun_confinement *cf);
 json_t *execrun_confinement_receipt(const struct execrun_confinement *cf);
 /* The rebuilt environment: PATH, HOME and USER/LOGNAME of cf, LANG, TERM=dumb, then extra's variables. */
 struct strvec;

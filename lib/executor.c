@@ -12,6 +12,7 @@
 #include "rpcclient.h"
 #include "executor.h"
 #include "fsutil.h"
+#include "gitlayout.h"
 #include "gitops.h"
 #include "impersonate.h"
 #include "json.h"
@@ -261,7 +262,8 @@ static int run_worktree_add(const struct payload *p, const struct executor_conte
 		return 0;
 	_cleanup_free_ char *parent = xstrdup(path);
 	*strrchr(parent, '/') = '\0';
-	if (fs_mkdir_p(parent, 0755, e) < 0 || gitops_worktree_add(&o, data, e) < 0)
+	if (git_layout_check_repository(cfg, repo, e) < 0 || fs_mkdir_p(parent, 0755, e) < 0 ||
+	    gitops_worktree_add(&o, data, e) < 0)
 		return -1;
 	return others ? apply_others_access(path, others, *data, e) : 0;
 }
@@ -279,7 +281,10 @@ static int run_worktree_remove(const struct payload *p, const struct executor_co
 	plan_add(plan, json_pack("{s:s,s:s,s:b}", "step", "git.worktree.remove", "path", path, "force", force));
 	if (ctx->dry_run)
 		return 0;
-	return gitops_worktree_remove(path, force, data, e);
+	struct git_layout layout; /* libgit2 follows the .git file: only one agor made is followed */
+	int rc = git_layout_find(ctx->cfg, path, NULL, 0, &layout, e);
+	git_layout_release(&layout);
+	return rc < 0 ? -1 : gitops_worktree_remove(path, force, data, e);
 }
 
 /* --- exec.run ------------------------------------------------------------------------------ */
@@ -316,17 +321,27 @@ static int gateway_granted(const struct payload *p, struct err *e)
 	return 0;
 }
 
+/* params.repoPath: the repository the daemon recorded for the worktree (optional; confined beneath repos/). */
+static int resolve_repo(const struct payload *p, const struct executor_context *ctx, json_t *plan, char **repo,
+			struct err *e)
+{
+	const char *given = payload_str(p, "repoPath");
+	*repo = NULL;
+	return given ? resolve_path("repoPath", given, ctx->cfg->paths.repos_dir, 1, ctx, plan, repo, e) : 0;
+}
+
 static int run_exec(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 		    struct err *e)
 {
-	_cleanup_free_ char *cwd = NULL;
+	_cleanup_free_ char *cwd = NULL, *repo = NULL;
 	const char *host = payload_str(p, "host");
 	if (host && strcmp(host, "sandbox") && strcmp(host, "gateway"))
 		return invalid_param(e, "params.host", "expected sandbox or gateway");
 	int gateway = host && !strcmp(host, "gateway");
 	if (gateway && gateway_granted(p, e) < 0)
 		return -1;
-	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0 ||
+	    resolve_repo(p, ctx, plan, &repo, e) < 0)
 		return -1;
 	json_t *timeout = payload_param(p, "timeoutMs");
 	struct execrun_request req = {
@@ -336,6 +351,7 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 		.env = p->env,
 		.timeout_ms = timeout ? json_integer_value(timeout) : 0,
 		.home = payload_str(p, "home"),
+		.repo_path = repo,
 		.unsandboxed = gateway ? "host gateway: approved by the gateway's exec approvals (the daemon granted "
 					 "this argv and cwd)" : NULL,
 	};
@@ -353,8 +369,9 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 static int run_prompt(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 		      struct err *e)
 {
-	_cleanup_free_ char *cwd = NULL;
-	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0)
+	_cleanup_free_ char *cwd = NULL, *repo = NULL;
+	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, &cwd, e) < 0 ||
+	    resolve_repo(p, ctx, plan, &repo, e) < 0)
 		return -1;
 	if (!p->session_token)
 		return invalid_param(e, "sessionToken", "required for prompt (the daemon issues one per task)");
@@ -372,6 +389,7 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 		.cwd = cwd,
 		.env = p->env,
 		.home = payload_str(p, "home"),
+		.repo_path = repo,
 	};
 	if (!ctx->dry_run)
 		return prompt_run(&req, data, e);

@@ -30,6 +30,11 @@ static int remove_entries(int dirfd, const char *where, struct err *e);
 
 static int remove_entry(int dirfd, const char *name, const char *where, struct err *e)
 {
+	return fs_remove_at(dirfd, name, where, e);
+}
+
+int fs_remove_at(int dirfd, const char *name, const char *where, struct err *e)
+{
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
 	if (errno != EISDIR && errno != EPERM)

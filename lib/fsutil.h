@@ -11,6 +11,9 @@
 int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
 /* Removes path recursively; symlinks are unlinked, never followed; a missing path is success. */
 int fs_remove_tree(const char *path, struct err *e);
+/* Removes name in the directory dirfd (an O_PATH descriptor will do) recursively, never following a symlink;
+ * `where` names dirfd in messages. A missing name is success. */
+int fs_remove_at(int dirfd, const char *name, const char *where, struct err *e);
 /* 1 when path is a directory without entries, 0 when it has some or is not a directory, -1 on error. */
 int fs_dir_is_empty(const char *path);
 /* Writes all len bytes (retrying short writes and EINTR); -1 with errno on failure. Async-signal-safe. */

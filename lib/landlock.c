@@ -20,6 +20,11 @@
 #define FS_WRITE_FILE (1ULL << 1)
 #define FS_READ_FILE (1ULL << 2)
 #define FS_READ_DIR (1ULL << 3)
+#define FS_MAKE_CHAR (1ULL << 6)
+#define FS_MAKE_SOCK (1ULL << 9)
+#define FS_MAKE_FIFO (1ULL << 10)
+#define FS_MAKE_BLOCK (1ULL << 11)
+#define FS_MAKE_SYM (1ULL << 12)
 #define FS_TRUNCATE (1ULL << 14)
 #define FS_IOCTL_DEV (1ULL << 15)
 #define NET_BIND_TCP (1ULL << 0)
@@ -87,6 +92,8 @@ static uint64_t rights_of_kind(const struct landlock_plan *plan, enum landlock_k
 	case LANDLOCK_READ: return (FS_EXECUTE | FS_READ_FILE | FS_READ_DIR) & plan->handled_fs;
 	case LANDLOCK_DEVICE:
 		return (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_READ_DIR | FS_IOCTL_DEV) & plan->handled_fs;
+	case LANDLOCK_DATA:
+		return plan->handled_fs & ~(FS_MAKE_CHAR | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM);
 	case LANDLOCK_WRITE: break;
 	}
 	return plan->handled_fs;
@@ -152,7 +159,7 @@ static json_t *right_names(uint64_t rights)
 
 json_t *landlock_receipt(const struct landlock_plan *plan)
 {
-	static const char *const kinds[] = { "read", "write", "device" };
+	static const char *const kinds[] = { "read", "write", "device", "data" };
 	json_t *rules = json_array();
 	for (size_t i = 0; i < plan->nrules; i++)
 		json_array_append_new(rules, json_pack("{s:s,s:s}", "path", plan->rules[i].path, "access",

@@ -15,7 +15,9 @@
  * grants is denied. Rights by kind of rule:
  *   LANDLOCK_READ    execute, read files, read directories;
  *   LANDLOCK_WRITE   every right (create, remove, rename across directories, truncate, …);
- *   LANDLOCK_DEVICE  read, write and truncate files, read directories, device ioctls.
+ *   LANDLOCK_DEVICE  read, write and truncate files, read directories, device ioctls;
+ *   LANDLOCK_DATA    every right but making symlinks, devices, fifos and sockets (a git object store: files and
+ *                    directories only, so nothing planted there can lead a later reader elsewhere).
  * A rule on a file (not a directory) keeps only the rights that apply to files. A path that
  * does not exist when the rule is applied is skipped (it cannot be reached either).
  * network_none: with ABI ≥ 4 every TCP bind and connect is denied. ABI ≥ 6: abstract Unix
@@ -27,7 +29,7 @@
 
 #include <jansson.h>
 
-enum landlock_kind { LANDLOCK_READ, LANDLOCK_WRITE, LANDLOCK_DEVICE };
+enum landlock_kind { LANDLOCK_READ, LANDLOCK_WRITE, LANDLOCK_DEVICE, LANDLOCK_DATA };
 
 #define LANDLOCK_MAX_RULES 64
 

@@ -39,6 +39,7 @@ static const struct field_spec prompt_params[] = {
 	{ "permissionMode", F_ENUM, 0, permission_modes },
 	{ "cwd", F_STRING, REQ_STR },
 	{ "home", F_STRING, OPT_STR },
+	{ "repoPath", F_STRING, OPT_STR },
 	{ NULL },
 };
 
@@ -90,6 +91,7 @@ static const struct field_spec exec_run_params[] = {
 	{ "timeoutMs", F_TIMEOUT_MS, 0 },
 	{ "home", F_STRING, OPT_STR },
 	{ "host", F_STRING, OPT_STR },
+	{ "repoPath", F_STRING, OPT_STR },
 	{ NULL },
 };
 

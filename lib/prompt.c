@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "approvals_policy.h"
 #include "child.h"
 #include "common.h"
+#include "confine.h"
 #include "execrun.h"
 #include "fsutil.h"
 #include "impersonate.h"
@@ -25,6 +27,7 @@
 #include "prompt.h"
 #include "rpcclient.h"
 #include "strbuf.h"
+#include "strvec.h"
 #include "banned.h"
 
 #define STDERR_TAIL_BYTES 4096
@@ -67,6 +70,7 @@ struct prompt_run {
 	int line_overflow;   /* the current line passed MAX_LINE_BYTES: dropped up to its newline */
 	struct err report_error; /* the first failure to reach the daemon */
 	json_t *receipt;	 /* the sandbox controls the agent ran under */
+	json_t *git_metadata;	 /* what git_layout_repair found after the run (gitlayout.h), or NULL */
 };
 
 static void run_release(struct prompt_run *r)
@@ -82,6 +86,7 @@ static void run_release(struct prompt_run *r)
 	if (r->context)
 		json_decref(r->context);
 	json_decref(r->receipt);
+	json_decref(r->git_metadata);
 	rpc_client_close(r->rpc);
 	agent_state_release(&r->agent);
 	strbuf_release(&r->line);
@@ -252,26 +257,101 @@ static char *installation_of(const char *program)
 struct agent_sandbox {
 	struct execrun_confinement cf;
 	char *program; /* the CLI's canonical path */
-	struct strvec read_only, read_write;
+	struct strvec paths; /* the strings of binds */
+	struct sandbox_bind binds[8];
+	size_t nbinds;
 };
 
 static void agent_sandbox_release(struct agent_sandbox *as)
 {
 	execrun_confinement_release(&as->cf);
 	free(as->program);
-	strvec_clear(&as->read_only);
-	strvec_clear(&as->read_write);
+	strvec_clear(&as->paths);
 }
 
-/* The adapter's state directories in the real home (made 0700 when missing), bound read-write onto the
- * sandbox's private home: the CLI keeps its sessions for resume and nothing else of the home is seen. */
-static int add_state_dirs(struct prompt_run *r, const char *home, int plan_only, struct strvec *rw, struct err *e)
+static const char *keep(struct agent_sandbox *as, char *path /* stolen */)
 {
-	for (const char *const *d = r->adapter->state_dirs; d && *d; d++) {
-		_cleanup_free_ char *path = xasprintf("%s/%s", home, *d);
-		if (!plan_only && fs_mkdir_p(path, 0700, e) < 0)
+	strvec_push_nodup(&as->paths, path);
+	return path;
+}
+
+static void add_bind(struct agent_sandbox *as, const char *root, const char *src, const char *dst, enum sandbox_access access)
+{
+	if (as->nbinds < ARRAY_SIZE(as->binds))
+		as->binds[as->nbinds++] = (struct sandbox_bind){ .root = root, .src = src, .dst = dst, .access = access };
+}
+
+/* Makes rel (plain names only) below the directory rootfd, one component at a time and without following a
+ * symlink, 0700. */
+static int make_below(int rootfd, const char *rel, const char *where, struct err *e)
+{
+	_cleanup_free_ char *copy = xstrdup(rel);
+	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	char *save = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		if (mkdirat(fd, c, 0700) < 0 && errno != EEXIST)
+			break;
+		int next = confine_openat(fd, c, O_PATH | O_DIRECTORY);
+		close(fd);
+		fd = next;
+	}
+	if (fd < 0 || errno == EACCES) {
+		int saved = errno;
+		if (fd >= 0)
+			close(fd);
+		return err_errno(e, saved, "making %s/%s", where, rel);
+	}
+	close(fd);
+	return 0;
+}
+
+/* The directory holding this user's agent state: DATA_HOME/agent-state/USER (agor's, never the CLI's own
+ * ~/.claude, so nothing the sandboxed agent writes there is read by the CLI run outside), or, where the data
+ * home is not the user's to write, ~/.agor/agent-state. Owned by the user and 0700, or refused. */
+static char *state_root(const struct prompt_run *r, const struct passwd *pw, struct err *e)
+{
+	const char *data = r->req->cfg->paths.data_home;
+	_cleanup_free_ char *shared = xasprintf("%s/agent-state", data);
+	char *root = NULL;
+	if (mkdir(shared, 01733) == 0 || errno == EEXIST)
+		root = xasprintf("%s/%s", shared, pw->pw_name);
+	else if (errno == EACCES || errno == EROFS)
+		root = xasprintf("%s/.agor/agent-state", pw->pw_dir);
+	else
+		return err_errno(e, errno, "mkdir %s", shared), NULL;
+	if (mkdir(root, 0700) < 0 && errno != EEXIST && fs_mkdir_p(root, 0700, e) < 0) {
+		free(root);
+		return NULL;
+	}
+	struct stat st;
+	if (lstat(root, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		err_set(e, E_PERMISSION_DENIED, "%s must be a directory of %s's, mode 0700 (it holds the agent's "
+						 "sessions): fix or remove it", root, pw->pw_name);
+		free(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* The adapter's state directories, agor-managed per user (state_root), bound read-write where the CLI looks for
+ * them in the sandbox's private home: the CLI keeps its sessions for resume, and nothing of the real home is seen. */
+static int add_state_dirs(struct prompt_run *r, const struct passwd *pw, int plan_only, struct agent_sandbox *as,
+			  struct err *e)
+{
+	const char *root = plan_only ? keep(as, xasprintf("%s/agent-state/%s", r->req->cfg->paths.data_home, pw->pw_name))
+				     : NULL;
+	if (!root) {
+		char *made = state_root(r, pw, e);
+		if (!made)
 			return -1;
-		strvec_push(rw, path);
+		root = keep(as, made);
+	}
+	_cleanup_close_ int rootfd = plan_only ? -1 : open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (const char *const *d = r->adapter->state_dirs; d && *d; d++) {
+		if (!plan_only && make_below(rootfd, *d, root, e) < 0)
+			return -1;
+		add_bind(as, root, keep(as, xasprintf("%s/%s", root, *d)), keep(as, xasprintf("%s/%s", pw->pw_dir, *d)),
+			 SANDBOX_WRITE);
 	}
 	return 0;
 }
@@ -287,23 +367,24 @@ static int confine_agent(struct prompt_run *r, const char *program, const char *
 		err_clear(e);
 		as->program = xstrdup(program);
 	}
-	_cleanup_free_ char *installation = as->program[0] == '/' ? installation_of(as->program) : NULL;
+	char *installation = as->program[0] == '/' ? installation_of(as->program) : NULL;
 	if (installation)
-		strvec_push(&as->read_only, installation);
+		add_bind(as, NULL, keep(as, installation), NULL, SANDBOX_READ);
 	if (self)
-		strvec_push(&as->read_only, self);
+		add_bind(as, NULL, self, NULL, SANDBOX_READ);
 	if (r->run_dir[0])
-		strvec_push(&as->read_write, r->run_dir);
+		add_bind(as, NULL, r->run_dir, NULL, SANDBOX_WRITE);
 	struct passwd *pw = getpwuid(geteuid());
-	if (!r->req->home && pw && pw->pw_dir[0] == '/' && add_state_dirs(r, pw->pw_dir, plan_only, &as->read_write, e) < 0)
+	if (!r->req->home && pw && pw->pw_dir[0] == '/' && add_state_dirs(r, pw, plan_only, as, e) < 0)
 		return -1;
 	struct execrun_confine_request cr = {
 		.cfg = r->req->cfg,
 		.cwd = r->req->cwd,
 		.home = r->req->home,
+		.repo_path = r->req->repo_path,
 		.plan_only = plan_only,
-		.read_only_binds = (const char *const *)as->read_only.v,
-		.read_write_binds = (const char *const *)as->read_write.v,
+		.binds = as->binds,
+		.nbinds = as->nbinds,
 		.network_host = 1, /* the CLI talks to its model endpoint */
 	};
 	return execrun_confine(&cr, &as->cf, e);
@@ -482,6 +563,8 @@ static int conclude(struct prompt_run *r, const struct child *c, json_t **data, 
 				   "messages", (json_int_t)r->agent.messages, "agentSessionId", r->agent.agent_session_id,
 				   "tokenUsage", r->agent.usage, "garbageLines", (json_int_t)r->agent.garbage_lines, "sandbox",
 				   r->receipt);
+	if (r->git_metadata)
+		json_object_set(result, "gitMetadata", r->git_metadata);
 	if (!reason) {
 		*data = result;
 		return 0;
@@ -535,8 +618,9 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	int status;
 	if (child_wait(&c, &status, e) < 0)
 		return -1;
-	execrun_confinement_finish(&as->cf);
+	json_decref(execrun_confinement_finish(&as->cf));
 	r->receipt = execrun_confinement_receipt(&as->cf);
+	r->git_metadata = json_incref(as->cf.git_repairs);
 	return conclude(r, &c, data, e);
 }
 
@@ -557,7 +641,7 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
 		return err_is_set(e) ? -1 : err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe)");
 	inv.mcp_config = mcp;
-	struct agent_sandbox as = { .read_only = STRVEC_INIT, .read_write = STRVEC_INIT };
+	struct agent_sandbox as = { .paths = STRVEC_INIT };
 	int rc = confine_agent(r, inv.program, self, 0, &as, e);
 	if (rc == 0) {
 		inv.home = as.cf.home;
@@ -574,7 +658,7 @@ int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *
 	r.adapter = agent_find(req->tool);
 	const struct config_agent *settings = agent_config(req->cfg, req->tool);
 	int rc = r.adapter ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.tool: unknown agent tool %s", req->tool);
-	struct agent_sandbox as = { .read_only = STRVEC_INIT, .read_write = STRVEC_INIT };
+	struct agent_sandbox as = { .paths = STRVEC_INIT };
 	_cleanup_free_ char *self = impersonate_self_path();
 	if (rc == 0)
 		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self, 1, &as, e);

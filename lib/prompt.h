@@ -38,6 +38,7 @@ struct prompt_request {
 	const char *cwd;	     /* confined worktree path */
 	json_t *env;		     /* the payload's filtered env, or NULL */
 	const char *home;	     /* unix_user_mode sandbox: the agor user's kept home (as exec.run's), or NULL */
+	const char *repo_path;	     /* the repository the daemon recorded for the worktree (confined), or NULL */
 };
 
 int prompt_run(const struct prompt_request *req, json_t **data, struct err *e);

@@ -25,6 +25,8 @@
 #include "cgroup.h"
 #include "child.h"
 #include "common.h"
+#include "confine.h"
+#include "diskwatch.h"
 #include "fsutil.h"
 #include "landlock.h"
 #include "log.h"
@@ -63,35 +65,60 @@ static double *init_times; /* PID 1's copy of sb->times, for wait_and_mirror() *
 #define MAX_OPS 96
 
 enum op_kind {
-	OP_BIND_RO,   /* bind src → dst, then read-only */
-	OP_BIND_RW,   /* bind src → dst */
+	OP_BIND,      /* clone src (opened without following anything the sandbox can write) and attach it at dst */
 	OP_TMPFS,     /* a fresh tmpfs at dst with options `data` */
 	OP_SYMLINK,   /* dst → data */
 	OP_PROC,      /* proc of the new PID namespace at dst */
 	OP_DEVPTS,    /* a new devpts instance at dst (optional: terminals need it) */
-	OP_READ_ONLY, /* remount dst read-only (the shields, once their binds are in) */
-	OP_READ_ONLY_TREE, /* dst and every mount below it read-only at once (mount_setattr) */
+	OP_READ_ONLY, /* remount dst read-only (the shields and /etc, once their binds are in) */
+	OP_SELF_RO,   /* dst, inside the view already (/proc/sys), bound onto itself read-only; skipped when missing */
 };
 
+/* The new mount API (Linux 5.2; mount_setattr 5.12): musl's headers lack it. */
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#define OPEN_TREE_CLONE_ 1
+#define OPEN_TREE_CLOEXEC_ O_CLOEXEC
+#define MOVE_MOUNT_F_EMPTY_PATH_ 0x04
+#define MOVE_MOUNT_T_EMPTY_PATH_ 0x40
 #define AT_RECURSIVE_ 0x8000
 #define MOUNT_ATTR_RDONLY_ 0x1
 #define MOUNT_ATTR_NOSUID_ 0x2
 #define MOUNT_ATTR_NODEV_ 0x4
+#define MOUNT_ATTR_NOEXEC_ 0x8
+#define MOUNT_ATTR_IDMAP_ 0x100000
+#define RESOLVE_NO_MAGICLINKS_ 0x02
+#define RESOLVE_NO_SYMLINKS_ 0x04
+#define RESOLVE_BENEATH_ 0x08
 
 struct mount_attr_ {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 
+struct open_how_ {
+	uint64_t flags, mode, resolve;
+};
+
 struct mount_op {
 	enum op_kind kind;
-	char *src;		   /* OLDROOT + host path (binds) */
-	char *dst;		   /* path inside */
-	char *data;		   /* tmpfs options or symlink target */
-	int is_dir;		   /* binds: directory (else a file) */
-	unsigned long lock_flags;  /* MS_NOSUID|MS_NODEV|MS_NOEXEC the source mount carries */
+	char *root;	  /* OP_BIND of untrusted territory: OLDROOT + the trusted directory src lies beneath, else NULL */
+	char *src;	  /* OP_BIND: the path below root, or OLDROOT + a trusted host path */
+	char *dst;	  /* path inside */
+	char *data;	  /* tmpfs options or symlink target */
+	int is_dir;	  /* binds: directory (else a file) */
+	int dst_in_bind;  /* dst lies inside an earlier bind: it must exist there, reached without symlinks */
+	int idmap;	  /* OP_BIND: idmapped (a root executor's view of the data home) */
+	uint64_t attrs;	  /* OP_BIND: MOUNT_ATTR_* set on the detached clone */
 };
 
 enum stage {
@@ -113,6 +140,7 @@ enum stage {
 	ST_LANDLOCK,
 	ST_CAPS,
 	ST_SECCOMP,
+	ST_IDMAP,
 };
 
 static const char *const stage_controls[] = {
@@ -122,6 +150,7 @@ static const char *const stage_controls[] = {
 	[ST_PROC] = "proc",		 [ST_OLDROOT] = "mount namespace", [ST_SHIELD] = "mount namespace", [ST_HOSTNAME] = "uts namespace",
 	[ST_LOOPBACK] = "network namespace", [ST_RLIMIT] = "rlimits",	 [ST_NO_NEW_PRIVS] = "no_new_privs",
 	[ST_LANDLOCK] = "landlock",	 [ST_CAPS] = "capabilities",	 [ST_SECCOMP] = "seccomp",
+	[ST_IDMAP] = "idmapped mounts",
 };
 
 struct failure_record {
@@ -138,6 +167,8 @@ struct sandbox {
 	struct mount_op ops[MAX_OPS];
 	int nops;
 	char uid_map[48], gid_map[48];
+	int as_root;  /* the executor is root: no user namespace; PID 1 and the program become cfg.root_maps_to */
+	int idmap_fd; /* as_root: the user namespace of the idmapped binds (0 ↔ root_maps_to), else -1 */
 	int last_cap;
 	uintptr_t env_start, env_end; /* this process's initial environment (/proc/self/stat) */
 	int diag[2];
@@ -145,6 +176,8 @@ struct sandbox {
 	json_t *warnings;
 	json_t *cgroup_receipt; /* kept: the cgroup itself is gone after sandbox_finish() */
 	json_t *events;
+	struct diskwatch *disk; /* the write budget's watcher while the run lives */
+	char tmpfs_size[32];	/* "size=…" of /tmp and the private home */
 	double *times; /* SANDBOX_TIMING: one shared page of stamps, else NULL */
 };
 
@@ -173,8 +206,10 @@ void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg)
 			    .cpu_max_percent = (int)s->cpu_max_percent },
 		.nofile = s->nofile,
 		.fsize_bytes = s->fsize_mb * 1024 * 1024,
+		.disk_max_bytes = s->disk_max_mb * 1024 * 1024,
 		.cgroup_root = s->cgroup_root,
 		.cgroup_parent = s->cgroup_parent,
+		.root_maps_to = (unsigned)s->root_maps_to,
 	};
 }
 
@@ -192,6 +227,9 @@ static const char *const etc_entries[] = {
 
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 
+/* Parts of the new PID namespace's /proc that reach the whole machine: read-only whatever Landlock does. */
+static const char *const proc_read_only[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus" };
+
 static struct mount_op *new_op(struct sandbox *sb, enum op_kind kind, const char *dst)
 {
 	if (sb->nops == MAX_OPS)
@@ -201,60 +239,117 @@ static struct mount_op *new_op(struct sandbox *sb, enum op_kind kind, const char
 	return op;
 }
 
-static unsigned long locked_flags_of(const char *path)
+static int too_many(struct err *e)
 {
-	struct statvfs sv;
-	unsigned long flags = 0;
-	if (statvfs(path, &sv) < 0)
-		return 0;
-	if (sv.f_flag & ST_NOSUID)
-		flags |= MS_NOSUID;
-	if (sv.f_flag & ST_NODEV)
-		flags |= MS_NODEV;
-	if (sv.f_flag & ST_NOEXEC)
-		flags |= MS_NOEXEC;
-	return flags;
+	return err_set(e, E_INTERNAL, "sandbox: too many mounts");
 }
 
-enum bind_access { BIND_RO, BIND_RW, BIND_RO_LATER /* read-only by a later OP_READ_ONLY_TREE above it */ };
-
-/* A bind of host path `path` at the same place inside; symlinks are recreated when keep_links
- * (so /bin → usr/bin stays a link), else followed. Missing paths are skipped: returns 0. */
-static int plan_bind_ruled(struct sandbox *sb, const char *path, enum bind_access access, int keep_links,
-			   int landlock_rule, struct err *e)
+/* 1 when dst lies in a bind made earlier (the nearest enclosing mount of the plan is a bind, not a tmpfs of ours):
+ * it is then in territory the program could have written, must exist there and is reached without symlinks. */
+static int inside_a_bind(const struct sandbox *sb, const char *dst)
 {
-	int writable = access == BIND_RW;
+	size_t best = 0;
+	int in_bind = 0;
+	for (int i = 0; i < sb->nops; i++) {
+		const struct mount_op *op = &sb->ops[i];
+		size_t n = strlen(op->dst);
+		int encloses = !strncmp(dst, op->dst, n) && (dst[n] == '/' || n == 1);
+		if (encloses && n >= best && ((op->kind == OP_BIND && op->is_dir) || op->kind == OP_TMPFS)) {
+			best = n;
+			in_bind = op->kind == OP_BIND;
+		}
+	}
+	return in_bind;
+}
+
+static enum landlock_kind landlock_kind_of(enum sandbox_access access)
+{
+	switch (access) {
+	case SANDBOX_WRITE: return LANDLOCK_WRITE;
+	case SANDBOX_DATA: return LANDLOCK_DATA;
+	case SANDBOX_READ:
+	case SANDBOX_COVER: break;
+	}
+	return LANDLOCK_READ;
+}
+
+static int refuse_source(struct err *e, const char *path, int errnum)
+{
+	const char *why = errnum == ELOOP ? "is a symlink or passes through one"
+			  : errnum == EXDEV ? "leads outside its directory" : strerror(errnum);
+	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:i}", "path", path, "errno", errnum),
+			"sandbox: %s %s: refusing to bind it (something inside a sandbox may have planted it)", path, why);
+}
+
+/* What the source is: 1 (a directory), 0 (something else), -1 missing (skipped), -2 refused (e set).
+ * Beneath a root nothing is followed; a trusted path is followed like any path. */
+static int source_kind(const char *root, const char *src, const char **rel, struct err *e)
+{
 	struct stat st;
-	if (keep_links && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+	if (!root) {
+		*rel = src;
+		return stat(src, &st) < 0 ? -1 : S_ISDIR(st.st_mode);
+	}
+	size_t n = strlen(root);
+	if (strncmp(src, root, n) || (src[n] != '/' && src[n] != '\0'))
+		return err_set(e, E_INTERNAL, "sandbox: %s is not under %s", src, root), -2;
+	*rel = src[n] ? src + n + 1 : ".";
+	int fd = confine_open(root, *rel, O_PATH);
+	if (fd < 0)
+		return errno == ENOENT ? -1 : (refuse_source(e, src, errno), -2);
+	int rc = fstat(fd, &st) < 0 ? -1 : S_ISDIR(st.st_mode);
+	close(fd);
+	return rc;
+}
+
+static uint64_t attrs_of(enum sandbox_access access)
+{
+	uint64_t attrs = MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_;
+	return access == SANDBOX_READ ? attrs | MOUNT_ATTR_RDONLY_ : attrs;
+}
+
+/* A bind of b->src (beneath b->root when set) at b->dst (or the same path). A trusted symlink is recreated as
+ * a symlink when keep_links (so /bin → usr/bin stays a link). Missing sources are skipped: returns 0. */
+static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int keep_links, int landlock_rule,
+			   struct err *e)
+{
+	const char *dst = b->dst ? b->dst : b->src, *rel = NULL;
+	struct stat st;
+	if (!b->root && keep_links && lstat(b->src, &st) == 0 && S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
-		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		ssize_t n = readlink(b->src, target, sizeof(target) - 1);
 		if (n < 0)
 			return 0;
 		target[n] = 0;
-		struct mount_op *op = new_op(sb, OP_SYMLINK, path);
+		struct mount_op *op = new_op(sb, OP_SYMLINK, dst);
 		if (!op)
-			return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+			return too_many(e);
 		op->data = xstrdup(target);
 		return 0;
 	}
-	if (stat(path, &st) < 0)
-		return 0;
-	struct mount_op *op = new_op(sb, access == BIND_RO ? OP_BIND_RO : OP_BIND_RW, path);
+	int kind = source_kind(b->root, b->src, &rel, e);
+	if (kind < 0)
+		return kind == -2 ? -1 : 0;
+	int in_bind = inside_a_bind(sb, dst);
+	struct mount_op *op = new_op(sb, OP_BIND, dst);
 	if (!op)
-		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
-	op->src = xasprintf(OLDROOT "%s", path);
-	op->is_dir = S_ISDIR(st.st_mode);
-	op->lock_flags = access == BIND_RO ? locked_flags_of(path) : 0; /* only a remount needs them */
-	strvec_push(writable ? &sb->rw_paths : &sb->ro_paths, path);
-	if (landlock_rule && sb->use_landlock &&
-	    landlock_plan_add(&sb->landlock, op->dst, writable ? LANDLOCK_WRITE : LANDLOCK_READ) < 0)
+		return too_many(e);
+	op->root = b->root ? xasprintf(OLDROOT "%s", b->root) : NULL;
+	op->src = b->root ? xstrdup(rel) : xasprintf(OLDROOT "%s", b->src);
+	op->is_dir = kind;
+	op->dst_in_bind = in_bind;
+	op->attrs = attrs_of(b->access);
+	op->idmap = sb->as_root && (b->root || b->access != SANDBOX_READ); /* the data home, and whatever is written */
+	strvec_push(b->access == SANDBOX_READ ? &sb->ro_paths : &sb->rw_paths, dst);
+	if (landlock_rule && sb->use_landlock && landlock_plan_add(&sb->landlock, op->dst, landlock_kind_of(b->access)) < 0)
 		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
 	return 0;
 }
 
 static int plan_bind(struct sandbox *sb, const char *path, int writable, int keep_links, struct err *e)
 {
-	return plan_bind_ruled(sb, path, writable ? BIND_RW : BIND_RO, keep_links, 1, e);
+	const struct sandbox_bind b = { .src = path, .access = writable ? SANDBOX_WRITE : SANDBOX_READ };
+	return plan_bind_ruled(sb, &b, keep_links, 1, e);
 }
 
 static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, const char *data,
@@ -262,8 +357,9 @@ static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, 
 {
 	struct mount_op *op = new_op(sb, kind, dst);
 	if (!op)
-		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+		return too_many(e);
 	op->data = data ? xstrdup(data) : NULL;
+	op->dst_in_bind = inside_a_bind(sb, dst);
 	if (kind != OP_SYMLINK)
 		strvec_push(&sb->private_paths, dst);
 	if (kind != OP_SYMLINK && sb->use_landlock && landlock_plan_add(&sb->landlock, op->dst, access) < 0)
@@ -271,30 +367,30 @@ static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, 
 	return 0;
 }
 
-/* mount_setattr(2) (Linux 5.12): an empty change is accepted (or the bad descriptor refused); ENOSYS when missing. */
-static int have_mount_setattr(void)
+/* mount_setattr(2) (Linux 5.12, with open_tree and move_mount of 5.2): an empty change is accepted (or the bad
+ * descriptor refused); ENOSYS when missing. */
+static int have_mount_api(void)
 {
 	struct mount_attr_ attr = { 0 };
 	return syscall(SYS_mount_setattr, -1, "", 0, &attr, sizeof(attr)) == 0 || errno != ENOSYS;
 }
 
-/* /etc inside is a small tmpfs holding only the selected entries, so one Landlock rule on it covers them
- * all, and (with mount_setattr) one call makes all of them read-only: a bind each, not a bind and a remount. */
+/* /etc inside is a small tmpfs holding only the selected entries (each bound read-only), made read-only once
+ * they are in: one Landlock rule on it covers them all. */
 static int plan_etc(struct sandbox *sb, struct err *e)
 {
-	int at_once = have_mount_setattr();
-	struct mount_op *op = at_once ? new_op(sb, OP_TMPFS, "/etc") : NULL;
-	if (at_once && !op)
-		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
-	if (op)
-		op->data = xstrdup("mode=0111,size=64k");
+	struct mount_op *op = new_op(sb, OP_TMPFS, "/etc");
+	if (!op)
+		return too_many(e);
+	op->data = xstrdup("mode=0755,size=64k");
 	for (size_t i = 0; i < ARRAY_SIZE(etc_entries); i++) {
 		_cleanup_free_ char *path = xasprintf("/etc/%s", etc_entries[i]);
-		if (plan_bind_ruled(sb, path, at_once ? BIND_RO_LATER : BIND_RO, 0, 0, e) < 0)
+		const struct sandbox_bind b = { .src = path, .access = SANDBOX_READ };
+		if (plan_bind_ruled(sb, &b, 0, 0, e) < 0)
 			return -1;
 	}
-	if (at_once && !new_op(sb, OP_READ_ONLY_TREE, "/etc"))
-		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+	if (!new_op(sb, OP_READ_ONLY, "/etc"))
+		return too_many(e);
 	if (sb->use_landlock && landlock_plan_add(&sb->landlock, "/etc", LANDLOCK_READ) < 0)
 		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
 	return 0;
@@ -317,10 +413,11 @@ static int plan_dev(struct sandbox *sb, struct err *e)
 		struct stat st;
 		if (stat(path, &st) < 0)
 			continue;
-		struct mount_op *op = new_op(sb, OP_BIND_RW, path);
+		struct mount_op *op = new_op(sb, OP_BIND, path);
 		if (!op)
-			return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+			return too_many(e);
 		op->src = xasprintf(OLDROOT "%s", path);
+		op->attrs = MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NOEXEC_; /* device nodes: not nodev */
 	}
 	static const char *const links[][2] = {
 		{ "/dev/fd", "/proc/self/fd" },	       { "/dev/stdin", "/proc/self/fd/0" },
@@ -333,6 +430,16 @@ static int plan_dev(struct sandbox *sb, struct err *e)
 	if (plan_private(sb, OP_DEVPTS, "/dev/pts", "newinstance,ptmxmode=0666,mode=0620", LANDLOCK_DEVICE, e) < 0)
 		return -1;
 	return plan_private(sb, OP_TMPFS, "/dev/shm", "mode=1777,size=64m", LANDLOCK_WRITE, e);
+}
+
+static int plan_proc(struct sandbox *sb, struct err *e)
+{
+	if (plan_private(sb, OP_PROC, "/proc", NULL, LANDLOCK_READ, e) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(proc_read_only); i++)
+		if (!new_op(sb, OP_SELF_RO, proc_read_only[i]))
+			return too_many(e);
+	return 0;
 }
 
 /* Each ':'-separated absolute path of list, bound read-only or read-write. */
@@ -350,29 +457,6 @@ static int plan_extra(struct sandbox *sb, const char *list, int writable, struct
 			return -1;
 	}
 	return 0;
-}
-
-/* The repository's git directory: objects and refs writable, hooks/ and config read-only, and
- * of worktrees/ only this worktree's own entry. A missing hooks/ is created first, so it can be
- * made read-only (otherwise the agent could create it and plant a hook). */
-static int plan_git(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
-{
-	if (!req->git_common_dir)
-		return 0;
-	_cleanup_free_ char *hooks = xasprintf("%s/hooks", req->git_common_dir);
-	_cleanup_free_ char *config = xasprintf("%s/config", req->git_common_dir);
-	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", req->git_common_dir);
-	if (!req->plan_only && mkdir(hooks, 0755) < 0 && errno != EEXIST)
-		return err_errno(e, errno, "sandbox: mkdir %s", hooks);
-	if (plan_bind(sb, req->git_common_dir, 1, 0, e) < 0)
-		return -1;
-	if (fs_exists(worktrees) && plan_private(sb, OP_TMPFS, worktrees, "mode=0755,size=64k", LANDLOCK_READ, e) < 0)
-		return -1;
-	if (req->git_admin_dir && plan_bind(sb, req->git_admin_dir, 1, 0, e) < 0)
-		return -1;
-	if (plan_bind(sb, hooks, 0, 0, e) < 0)
-		return -1;
-	return plan_bind(sb, config, 0, 0, e);
 }
 
 /* A bind that lands inside a private writable tmpfs (/tmp, the home) would have its skeleton of parent
@@ -394,27 +478,19 @@ static int plan_shield(struct sandbox *sb, const char *path, const char *private
 	strvec_push(shields, shield);
 	struct mount_op *op = new_op(sb, OP_TMPFS, shield);
 	if (!op)
-		return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+		return too_many(e);
 	op->data = xstrdup("mode=0111,size=64k");
 	return 0;
-}
-
-static void push_paths(struct strvec *v, const char *const *list)
-{
-	for (size_t i = 0; list && list[i]; i++)
-		strvec_push(v, list[i]);
 }
 
 static int plan_shields(struct sandbox *sb, const struct sandbox_request *req, struct strvec *shields, struct err *e)
 {
 	_cleanup_strvec_ struct strvec paths = STRVEC_INIT;
-	const char *fixed[] = { req->worktree, req->git_common_dir, req->git_admin_dir,
-				req->home_is_kept ? req->home : NULL };
-	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-		if (fixed[i])
-			strvec_push(&paths, fixed[i]);
-	push_paths(&paths, req->read_only_binds);
-	push_paths(&paths, req->read_write_binds);
+	strvec_push(&paths, req->worktree);
+	if (req->home_is_kept)
+		strvec_push(&paths, req->home);
+	for (size_t i = 0; i < req->nbinds; i++)
+		strvec_push(&paths, req->binds[i].dst ? req->binds[i].dst : req->binds[i].src);
 	const char *roots[] = { "/tmp", req->home_is_kept ? NULL : req->home };
 	for (size_t r = 0; r < ARRAY_SIZE(roots); r++)
 		for (size_t i = 0; roots[r] && i < paths.nr; i++)
@@ -423,14 +499,22 @@ static int plan_shields(struct sandbox *sb, const struct sandbox_request *req, s
 	return 0;
 }
 
-/* The request's own binds (NULL-terminated lists); absolute paths only, missing ones skipped. */
-static int plan_request_binds(struct sandbox *sb, const char *const *list, int writable, struct err *e)
+/* The request's own binds, in order; a cover is an empty tmpfs, sealed read-only with the shields. */
+static int plan_request_binds(struct sandbox *sb, const struct sandbox_request *req, struct strvec *seal,
+			      struct err *e)
 {
-	for (size_t i = 0; list && list[i]; i++) {
-		if (list[i][0] != '/')
-			return err_set(e, E_INTERNAL, "sandbox: %s is not an absolute path", list[i]);
-		if (plan_bind(sb, list[i], writable, 0, e) < 0)
+	for (size_t i = 0; i < req->nbinds; i++) {
+		const struct sandbox_bind *b = &req->binds[i];
+		const char *dst = b->dst ? b->dst : b->src;
+		if (b->src[0] != '/' || dst[0] != '/')
+			return err_set(e, E_INTERNAL, "sandbox: %s is not an absolute path", b->src[0] != '/' ? b->src : dst);
+		if (b->access == SANDBOX_COVER) {
+			if (plan_private(sb, OP_TMPFS, dst, "mode=0755,size=16k", LANDLOCK_READ, e) < 0)
+				return -1;
+			strvec_push(seal, dst);
+		} else if (plan_bind_ruled(sb, b, 0, 1, e) < 0) {
 			return -1;
+		}
 	}
 	return 0;
 }
@@ -439,26 +523,42 @@ static int seal_shields(struct sandbox *sb, const struct strvec *shields, struct
 {
 	for (size_t i = 0; i < shields->nr; i++)
 		if (!new_op(sb, OP_READ_ONLY, shields->v[i]))
-			return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+			return too_many(e);
 	return 0;
+}
+
+/* The private home: a tmpfs the program owns (a root executor's runs are root_maps_to). */
+static int plan_home(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
+{
+	if (req->home_is_kept)
+		return 0;
+	_cleanup_free_ char *data = sb->as_root ? xasprintf("mode=0700,%s,uid=%u,gid=%u", sb->tmpfs_size,
+							    sb->cfg.root_maps_to, sb->cfg.root_maps_to)
+						: xasprintf("mode=0700,%s", sb->tmpfs_size);
+	return plan_private(sb, OP_TMPFS, req->home, data, LANDLOCK_WRITE, e);
 }
 
 static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
 {
 	_cleanup_strvec_ struct strvec shields = STRVEC_INIT;
-	if (plan_system(sb, e) < 0 || plan_dev(sb, e) < 0)
+	if (plan_system(sb, e) < 0 || plan_dev(sb, e) < 0 || plan_proc(sb, e) < 0)
 		return -1;
-	if (plan_private(sb, OP_PROC, "/proc", NULL, LANDLOCK_READ, e) < 0 ||
-	    plan_private(sb, OP_TMPFS, "/tmp", "mode=1777,size=1g", LANDLOCK_WRITE, e) < 0 ||
-	    (!req->home_is_kept && plan_private(sb, OP_TMPFS, req->home, "mode=0700,size=1g", LANDLOCK_WRITE, e) < 0))
+	if (sb->cfg.disk_max_bytes > 0)
+		snprintf(sb->tmpfs_size, sizeof(sb->tmpfs_size), "size=%lldk", (sb->cfg.disk_max_bytes + 1023) / 1024);
+	else
+		snprintf(sb->tmpfs_size, sizeof(sb->tmpfs_size), "size=1g");
+	_cleanup_free_ char *tmp = xasprintf("mode=1777,%s", sb->tmpfs_size);
+	if (plan_private(sb, OP_TMPFS, "/tmp", tmp, LANDLOCK_WRITE, e) < 0 || plan_home(sb, req, e) < 0)
 		return -1;
 	/* binds after the shields: a shield mounted later would hide what lies below it */
-	if (plan_shields(sb, req, &shields, e) < 0 || (req->home_is_kept && plan_bind(sb, req->home, 1, 0, e) < 0) ||
-	    plan_bind(sb, req->worktree, 1, 0, e) < 0 || plan_git(sb, req, e) < 0)
+	if (plan_shields(sb, req, &shields, e) < 0)
+		return -1;
+	const struct sandbox_bind home = { .root = req->home_root, .src = req->home, .access = SANDBOX_WRITE };
+	const struct sandbox_bind worktree = { .root = req->worktree_root, .src = req->worktree, .access = SANDBOX_WRITE };
+	if ((req->home_is_kept && plan_bind_ruled(sb, &home, 0, 1, e) < 0) || plan_bind_ruled(sb, &worktree, 0, 1, e) < 0 ||
+	    plan_request_binds(sb, req, &shields, e) < 0)
 		return -1;
 	if (plan_extra(sb, sb->cfg.read_only_paths, 0, e) < 0 || plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
-		return -1;
-	if (plan_request_binds(sb, req->read_only_binds, 0, e) < 0 || plan_request_binds(sb, req->read_write_binds, 1, e) < 0)
 		return -1;
 	return seal_shields(sb, &shields, e);
 }
@@ -521,6 +621,62 @@ static int probe_layers(struct sandbox *sb, struct err *e)
 	return 0;
 }
 
+static int required(struct err *e, const char *control, const char *why)
+{
+	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", control),
+			"sandbox: %s is unavailable (%s); the sandbox cannot be built safely without it; nothing was run",
+			control, why);
+}
+
+
+static int write_map(pid_t pid, const char *which, unsigned id)
+{
+	char path[64], text[48];
+	snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid, which);
+	snprintf(text, sizeof(text), "0 %u 1\n", id);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int rc = fd < 0 ? -1 : fs_write_all(fd, text, strlen(text));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* A root executor's idmapped mounts: a user namespace mapping uid and gid 0 to id (a helper made in one,
+ * mapped from here, its namespace kept by descriptor). -1 with e set. */
+static int make_idmap_userns(unsigned id, struct err *e)
+{
+	int gate[2];
+	if (pipe2(gate, O_CLOEXEC) < 0)
+		return err_errno(e, errno, "sandbox: pipe");
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0) {
+		int saved = errno;
+		close(gate[0]);
+		close(gate[1]);
+		return required(e, "user namespace", strerror(saved)); /* the idmap is a user namespace's */
+	}
+	if (pid == 0) { /* waits until the parent closes the pipe, then ends (raw system calls only) */
+		char c;
+		syscall(SYS_close, gate[1]);
+		syscall(SYS_read, gate[0], &c, 1);
+		syscall(SYS_exit_group, 0);
+	}
+	int fd = -1, saved = 0;
+	if (write_map(pid, "uid_map", id) == 0 && write_map(pid, "gid_map", id) == 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%ld/ns/user", (long)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	saved = errno;
+	close(gate[1]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(gate[0]);
+	if (fd < 0)
+		return required(e, "idmapped mounts", strerror(saved));
+	return fd;
+}
+
 static int prepare_cgroup(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
 {
 	const struct cgroup_limits *l = &sb->cfg.limits;
@@ -552,6 +708,7 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 #endif
 	STAMP(sb, 0);
 	sb->cfg = *cfg;
+	sb->idmap_fd = -1;
 	if (req->network_host)
 		sb->cfg.network_none = 0;
 	sb->diag[0] = sb->diag[1] = -1;
@@ -559,10 +716,25 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 	strvec_init(&sb->rw_paths);
 	strvec_init(&sb->private_paths);
 	sb->warnings = json_array();
+	sb->as_root = geteuid() == 0;
 	snprintf(sb->uid_map, sizeof(sb->uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
 	snprintf(sb->gid_map, sizeof(sb->gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
 	sb->last_cap = last_capability();
 	find_environment(sb);
+	if (!have_mount_api()) {
+		required(e, "mount API", "open_tree, move_mount and mount_setattr need Linux 5.12 or later");
+		sandbox_free(sb);
+		return NULL;
+	}
+	if (sb->as_root && sb->cfg.root_maps_to == 0) {
+		err_set(e, E_CONFIG, "execution.sandbox.root_maps_to: a root executor's runs must not be uid 0");
+		sandbox_free(sb);
+		return NULL;
+	}
+	if (sb->as_root && !req->plan_only && (sb->idmap_fd = make_idmap_userns(sb->cfg.root_maps_to, e)) < 0) {
+		sandbox_free(sb);
+		return NULL;
+	}
 	if (probe_layers(sb, e) < 0 || (STAMP(sb, 1), plan_mounts(sb, req, e) < 0) ||
 	    (STAMP(sb, 2), prepare_cgroup(sb, req, e) < 0) ||
 	    (pipe2(sb->diag, O_CLOEXEC | O_NONBLOCK) < 0 && err_errno(e, errno, "sandbox: pipe") < 0)) {
@@ -642,24 +814,128 @@ static int make_symlink(const char *target, const char *path)
 	return symlink(target, path);
 }
 
-static int apply_bind(const struct mount_op *op)
+static int close_keeping_errno(int fd)
 {
-	if (make_mountpoint(op->dst, op->is_dir) < 0 || mount(op->src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return -1;
-	if (op->kind == OP_BIND_RO)
-		return mount(NULL, op->dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | op->lock_flags, NULL);
-	return 0;
+	int saved = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+	return -1;
 }
 
-static int apply_op(const struct mount_op *op)
+/* openat2 from dirfd (AT_FDCWD: an absolute path from the view's root) following no symlink on the way. */
+static int open_no_symlinks(int dirfd, const char *path, uint64_t resolve)
+{
+	struct open_how_ how = { .flags = O_PATH | O_CLOEXEC, /* no O_NOFOLLOW: a final symlink is refused, not opened */
+				 .resolve = resolve | RESOLVE_NO_SYMLINKS_ | RESOLVE_NO_MAGICLINKS_ };
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/* The bind's source: beneath its trusted root following nothing, or a trusted host path. */
+static int open_source(const struct mount_op *op)
+{
+	if (!op->root)
+		return open(op->src, O_PATH | O_CLOEXEC);
+	int rootfd = open(op->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return -1;
+	int fd = open_no_symlinks(rootfd, op->src, RESOLVE_BENEATH_);
+	close_keeping_errno(rootfd);
+	return fd;
+}
+
+/* The mount point, reached without following any symlink: made in the view's own skeleton when missing; inside
+ * an earlier bind (territory the program could have written) it must exist and be of the source's kind. */
+static int open_destination(const struct mount_op *op)
+{
+	if (!op->dst_in_bind && make_mountpoint(op->dst, op->is_dir) < 0)
+		return -1;
+	int fd = open_no_symlinks(AT_FDCWD, op->dst, 0);
+	struct stat st;
+	if (fd >= 0 && op->dst_in_bind && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) != !op->is_dir)) {
+		errno = op->is_dir ? ENOTDIR : EISDIR;
+		return close_keeping_errno(fd);
+	}
+	return fd;
+}
+
+/* Clones the tree at src (a descriptor), sets its attributes while it is detached, attaches it at dst. */
+static int attach_clone(int src, int dst, uint64_t attrs, int userns_fd)
+{
+	int tree = (int)syscall(SYS_open_tree, src, "", OPEN_TREE_CLONE_ | OPEN_TREE_CLOEXEC_ | AT_EMPTY_PATH | AT_RECURSIVE_);
+	if (tree < 0)
+		return -1;
+	struct mount_attr_ attr = { .attr_set = attrs };
+	if (userns_fd >= 0) {
+		attr.attr_set |= MOUNT_ATTR_IDMAP_;
+		attr.userns_fd = (uint64_t)userns_fd;
+	}
+	int rc = (int)syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE_, &attr, sizeof(attr));
+	if (rc < 0 && userns_fd >= 0)
+		rc = -2; /* the filesystem has no idmapped mounts */
+	if (rc == 0)
+		rc = (int)syscall(SYS_move_mount, tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH_ | MOVE_MOUNT_T_EMPTY_PATH_);
+	close_keeping_errno(tree);
+	return rc;
+}
+
+static int apply_bind(const struct sandbox *sb, const struct mount_op *op)
+{
+	int src = open_source(op);
+	if (src < 0)
+		return -1;
+	int dst = open_destination(op);
+	int rc = dst < 0 ? -1 : attach_clone(src, dst, op->attrs, op->idmap ? sb->idmap_fd : -1);
+	close_keeping_errno(src);
+	close_keeping_errno(dst);
+	return rc;
+}
+
+/* /proc/sys and the like, bound onto themselves read-only (missing ones are fine). */
+static int apply_self_read_only(const struct mount_op *op)
+{
+	int fd = open_no_symlinks(AT_FDCWD, op->dst, 0);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	int rc = attach_clone(fd, fd, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ | MOUNT_ATTR_NOEXEC_, -1);
+	close_keeping_errno(fd);
+	return rc;
+}
+
+/* "/proc/self/fd/N" for mount(2) on a descriptor (async-signal-safe). */
+static void fd_path(char buf[32], int fd)
+{
+	char digits[12];
+	int n = 0;
+	do
+		digits[n++] = (char)('0' + fd % 10);
+	while ((fd /= 10) > 0);
+	memcpy(buf, "/proc/self/fd/", 14);
+	for (int i = 0; i < n; i++)
+		buf[14 + i] = digits[n - 1 - i];
+	buf[14 + n] = 0;
+}
+
+/* A tmpfs at dst; inside a bind (a cover) the mount point is reached without symlinks, by descriptor. */
+static int apply_tmpfs(const struct mount_op *op)
+{
+	if (!op->dst_in_bind)
+		return make_mountpoint(op->dst, 1) < 0 ? -1 : mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
+	int fd = open_no_symlinks(AT_FDCWD, op->dst, 0);
+	if (fd < 0)
+		return -1;
+	char path[32];
+	fd_path(path, fd);
+	int rc = mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
+	close_keeping_errno(fd);
+	return rc;
+}
+
+static int apply_op(const struct sandbox *sb, const struct mount_op *op)
 {
 	switch (op->kind) {
-	case OP_BIND_RO:
-	case OP_BIND_RW: return apply_bind(op);
-	case OP_TMPFS:
-		if (make_mountpoint(op->dst, 1) < 0)
-			return -1;
-		return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
+	case OP_BIND: return apply_bind(sb, op);
+	case OP_TMPFS: return apply_tmpfs(op);
 	case OP_SYMLINK: return make_symlink(op->data, op->dst);
 	case OP_PROC:
 		if (make_mountpoint(op->dst, 1) < 0)
@@ -672,12 +948,14 @@ static int apply_op(const struct mount_op *op)
 		return 0;
 	case OP_READ_ONLY:
 		return mount(NULL, op->dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
-	case OP_READ_ONLY_TREE: {
-		struct mount_attr_ attr = { .attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ };
-		return (int)syscall(SYS_mount_setattr, AT_FDCWD, op->dst, AT_RECURSIVE_, &attr, sizeof(attr));
-	}
+	case OP_SELF_RO: return apply_self_read_only(op);
 	}
 	return errno = EINVAL, -1;
+}
+
+static int stage_of(enum op_kind kind)
+{
+	return kind == OP_PROC || kind == OP_SELF_RO ? ST_PROC : kind == OP_READ_ONLY ? ST_SHIELD : ST_MOUNT;
 }
 
 /* A tmpfs becomes the root; the old root stays reachable at OLDROOT while the binds are made. */
@@ -691,9 +969,11 @@ static int build_root(const struct sandbox *sb)
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
 		return fail(sb, ST_PIVOT, -1);
 	STAMP(sb, 9);
-	for (int i = 0; i < sb->nops; i++)
-		if (apply_op(&sb->ops[i]) < 0)
-			return fail(sb, sb->ops[i].kind == OP_PROC ? ST_PROC : sb->ops[i].kind == OP_READ_ONLY ? ST_SHIELD : ST_MOUNT, i);
+	for (int i = 0; i < sb->nops; i++) {
+		int rc = apply_op(sb, &sb->ops[i]);
+		if (rc < 0)
+			return fail(sb, rc == -2 ? ST_IDMAP : stage_of(sb->ops[i].kind), i);
+	}
 	STAMP(sb, 10);
 	if (umount2(OLDROOT, MNT_DETACH) < 0 || rmdir(OLDROOT) < 0)
 		return fail(sb, ST_OLDROOT, -1);
@@ -740,8 +1020,19 @@ static int apply_rlimits(const struct sandbox *sb)
 #define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
 #define CAPABILITY_VERSION_3 0x20080522
 
-/* Bounding and ambient sets emptied, securebits locked (uid 0 gains nothing at exec), then
- * effective, permitted and inheritable cleared. */
+/* A root executor's run becomes root_maps_to: no supplementary groups, then gid and uid (capabilities are
+ * kept across the switch by SECBIT_NO_SETUID_FIXUP, and cleared right after). */
+static int become_unprivileged(const struct sandbox *sb)
+{
+	gid_t id = (gid_t)sb->cfg.root_maps_to;
+	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, id, id, id) < 0 ||
+	    syscall(SYS_setresuid, (uid_t)id, (uid_t)id, (uid_t)id) < 0)
+		return -1;
+	return 0;
+}
+
+/* Bounding and ambient sets emptied, securebits locked (uid 0 gains nothing at exec), a root executor's run
+ * switched to its unprivileged ids, then effective, permitted and inheritable cleared. */
 static int drop_capabilities(const struct sandbox *sb)
 {
 	for (int cap = 0; cap <= sb->last_cap; cap++)
@@ -753,6 +1044,8 @@ static int drop_capabilities(const struct sandbox *sb)
 					      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 					      SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
 		  0, 0, 0) < 0)
+		return -1;
+	if (sb->as_root && become_unprivileged(sb) < 0)
 		return -1;
 	struct {
 		uint32_t version;
@@ -824,15 +1117,21 @@ static NORETURN void wait_and_mirror(pid_t pid)
 	}
 }
 
+/* A root executor needs no user namespace (it may make every namespace itself, and its run ends up unprivileged
+ * on the host, not root in a namespace); anyone else makes the others through one. */
 static unsigned long namespace_flags(const struct sandbox *sb)
 {
-	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+	if (!sb->as_root)
+		flags |= CLONE_NEWUSER;
 	return sb->cfg.network_none ? flags | CLONE_NEWNET : flags;
 }
 
-/* The caller's uid and gid mapped to themselves in the new user namespace (setgroups denied). */
+/* The caller's uid and gid mapped to themselves in the new user namespace (setgroups denied); none for root. */
 static int map_ids(const struct sandbox *sb)
 {
+	if (sb->as_root)
+		return 0;
 	if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", sb->uid_map) < 0 ||
 	    write_file("/proc/self/gid_map", sb->gid_map) < 0)
 		return fail(sb, ST_ID_MAP, -1);
@@ -879,8 +1178,17 @@ static int sandbox_before_exec(void *arg)
 	return become_init(sb);
 }
 
+/* child.c's on_started: the run's PID 1 is there; its write budget is watched from now on. */
+static void sandbox_started(pid_t pid, void *arg)
+{
+	struct sandbox *sb = arg;
+	sb->disk = diskwatch_start(pid, sb->cfg.disk_max_bytes);
+}
+
 void sandbox_apply(struct sandbox *sb, struct child *c)
 {
+	c->on_started = sandbox_started;
+	c->on_started_arg = sb;
 	c->before_exec = sandbox_before_exec;
 	c->before_exec_arg = sb;
 	c->clone_flags = namespace_flags(sb);
@@ -910,6 +1218,12 @@ void sandbox_probe(struct sandbox_probe *p)
 
 /* ---- after the run (parent) ---------------------------------------------------------------- */
 
+/* What a planted symlink or a swap makes the no-follow opens of the child answer. */
+static int untrusted_path_error(int errnum)
+{
+	return errnum == ELOOP || errnum == EXDEV || errnum == ENOTDIR || errnum == EISDIR || errnum == ENOENT;
+}
+
 int sandbox_explain_failure(struct sandbox *sb, struct err *e)
 {
 	struct failure_record r;
@@ -922,7 +1236,19 @@ int sandbox_explain_failure(struct sandbox *sb, struct err *e)
 	}
 	if (r.stage <= ST_NONE || r.stage >= (int)ARRAY_SIZE(stage_controls))
 		return -1;
-	const char *what = r.op >= 0 && r.op < sb->nops ? sb->ops[r.op].dst : NULL;
+	const struct mount_op *op = r.op >= 0 && r.op < sb->nops ? &sb->ops[r.op] : NULL;
+	const char *what = op ? op->dst : NULL;
+	if (r.stage == ST_MOUNT && op && (op->root || op->dst_in_bind) && untrusted_path_error(r.errnum))
+		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:i}", "path", what, "errno", r.errnum),
+				"sandbox: %s (or a directory on its way) is a symlink, missing or of another kind than when "
+				"the run was planned (%s): something that ran there may have planted it; refusing to bind "
+				"it; nothing was run", what, strerror(r.errnum));
+	if (r.stage == ST_IDMAP)
+		return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s,s:s*,s:i}", "missing", "idmapped mounts", "path",
+								       what, "errno", r.errnum),
+				"sandbox: idmapped mounts unavailable at %s: %s; a root executor's runs need them on the data "
+				"home's filesystem (Linux 5.12+; tmpfs 6.3+): run the executor as a non-root user, or move the "
+				"data home; nothing was run", what, strerror(r.errnum));
 	return err_setd(e, E_ISOLATION_UNAVAILABLE,
 			json_pack("{s:s,s:s*,s:i}", "missing", stage_controls[r.stage], "path", what, "errno", r.errnum),
 			"sandbox: %s unavailable%s%s: %s; nothing was run", stage_controls[r.stage], what ? " at " : "",
@@ -939,7 +1265,9 @@ static json_t *strvec_to_json(const struct strvec *v)
 
 static json_t *namespaces_json(const struct sandbox *sb)
 {
-	json_t *a = json_pack("[s,s,s,s,s]", "user", "mount", "pid", "ipc", "uts");
+	json_t *a = json_pack("[s,s,s,s]", "mount", "pid", "ipc", "uts");
+	if (!sb->as_root)
+		json_array_insert_new(a, 0, json_string("user"));
 	if (sb->cfg.network_none)
 		json_array_append_new(a, json_string("net"));
 	return a;
@@ -952,8 +1280,9 @@ static json_t *seccomp_json(const struct sandbox *sb)
 	json_t *denied = json_array();
 	for (const char *const *n = seccomp_denied_names(); *n; n++)
 		json_array_append_new(denied, json_string(*n));
-	return json_pack("{s:o,s:s,s:s,s:s,s:s}", "denied", denied, "namespaceFlags", "clone/unshare denied; clone3 ENOSYS",
-			 "sockets", "AF_NETLINK, AF_PACKET, AF_VSOCK denied", "ioctls", "TIOCSTI, TIOCLINUX denied",
+	return json_pack("{s:o,s:s,s:s,s:s,s:s,s:s}", "denied", denied, "namespaceFlags",
+			 "clone/unshare denied; clone3 ENOSYS", "sockets", "AF_NETLINK, AF_PACKET, AF_VSOCK denied", "ioctls",
+			 "TIOCSTI, TIOCLINUX denied", "setidBits", "setuid/setgid modes denied (chmod, open, mknod, mkdir)",
 			 "foreignArch", "killed");
 }
 
@@ -968,16 +1297,35 @@ json_t *sandbox_receipt(const struct sandbox *sb)
 			      sb->cgroup_receipt ? json_incref(sb->cgroup_receipt) : json_null(), "rlimits", "core", 0,
 			      "nofile", (json_int_t)sb->cfg.nofile, "fsizeBytes", (json_int_t)sb->cfg.fsize_bytes,
 			      "warnings", sb->warnings);
+	if (sb->as_root) /* a root executor's run: unprivileged on the host, the data home idmapped */
+		json_object_set_new(r, "runAs", json_pack("{s:I,s:I,s:s}", "uid", (json_int_t)sb->cfg.root_maps_to, "gid",
+							  (json_int_t)sb->cfg.root_maps_to, "dataHome",
+							  "idmapped (uid/gid 0 on disk)"));
 	if (sb->events)
 		json_object_set(r, "events", sb->events);
 	return r;
 }
 
+/* The write budget's outcome, once the run is over. */
+static void finish_disk(struct sandbox *sb)
+{
+	long long written;
+	int hit = diskwatch_stop(sb->disk, &written);
+	sb->disk = NULL;
+	if (sb->cfg.disk_max_bytes > 0) {
+		json_object_set_new(sb->events, "diskLimitHits", json_integer(hit));
+		json_object_set_new(sb->events, "diskMaxBytes", json_integer(sb->cfg.disk_max_bytes));
+		json_object_set_new(sb->events, "diskWrittenBytes", json_integer(written));
+	}
+}
+
 json_t *sandbox_finish(struct sandbox *sb)
 {
 	STAMP(sb, 19);
-	if (!sb->events)
+	if (!sb->events) {
 		sb->events = sb->use_cgroup ? cgroup_events(&sb->cgroup) : json_object();
+		finish_disk(sb);
+	}
 	STAMP(sb, 20);
 	if (sb->use_cgroup) {
 		cgroup_destroy(&sb->cgroup);
@@ -992,13 +1340,18 @@ void sandbox_free(struct sandbox *sb)
 {
 	if (!sb)
 		return;
+	long long ignored;
+	diskwatch_stop(sb->disk, &ignored);
 	if (sb->use_cgroup)
 		cgroup_destroy(&sb->cgroup);
 	for (int i = 0; i < sb->nops; i++) {
+		free(sb->ops[i].root);
 		free(sb->ops[i].src);
 		free(sb->ops[i].dst);
 		free(sb->ops[i].data);
 	}
+	if (sb->idmap_fd >= 0)
+		close(sb->idmap_fd);
 	if (sb->diag[0] >= 0)
 		close(sb->diag[0]);
 	if (sb->diag[1] >= 0)

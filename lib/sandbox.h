@@ -17,34 +17,56 @@
  *
  * sandbox_prepare() fails with E_ISOLATION_UNAVAILABLE and details {"missing": CONTROL} when a
  * control the configuration requires is unavailable: "landlock", "seccomp", "cgroup" (only
- * when a limit is set). User namespaces cannot be probed without forking, so their absence
- * shows when the child starts: sandbox_explain_failure() turns the child's report into
- * E_ISOLATION_UNAVAILABLE {"missing": "user namespace"} (or the mount, proc, … that failed).
+ * when a limit is set), "mount API" (open_tree, move_mount, mount_setattr: Linux 5.12), "idmapped
+ * mounts" (a root executor: see below). User namespaces cannot be probed without forking, so their
+ * absence shows when the child starts: sandbox_explain_failure() turns the child's report into
+ * E_ISOLATION_UNAVAILABLE {"missing": "user namespace"} (or the mount, proc, … that failed, with the path).
  * With cfg.fail_closed == 0 a missing Landlock or seccomp is left out and recorded in the
  * receipt's "warnings"; required and missing cgroups always fail.
  *
+ * Nothing the sandbox can write is ever followed by the code that builds it. Every bind of a path in
+ * untrusted territory (the worktree, the repository, a kept home, agent state: struct sandbox_bind with a
+ * root) is opened in the child beneath its trusted root with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+ * RESOLVE_NO_MAGICLINKS), cloned from that descriptor (open_tree), given its attributes while still detached
+ * (mount_setattr: read-only, nosuid, nodev, idmap) and attached to a destination also opened without
+ * following any symlink (move_mount): a symlink or a swap between check and use fails the run, naming the
+ * path; it never leads elsewhere. A destination inside an earlier bind must already exist there.
+ *
+ * Who runs inside. A non-root executor's run gets a user namespace mapping its uid and gid to themselves.
+ * A root executor's run gets no user namespace: PID 1 builds the view as root, then the program and PID 1
+ * drop to cfg.root_maps_to (uid and gid, never 0, no supplementary groups, every capability gone), and every
+ * bind from the data home is an idmapped mount (on-disk uid/gid 0 ↔ root_maps_to), so files written there
+ * stay owned by root on disk while nothing inside is root: /proc/sys and the like are not writable, no
+ * process outside can be signalled. A filesystem without idmapped mounts fails the run naming the path.
+ *
  * In the child (sandbox_apply's hook, async-signal-safe code only, everything precomputed):
- *   1. the child is created by child.c's clone(2) in new user, mount, PID, IPC, UTS (and network
- *      when network_none) namespaces, as PID 1; it joins the cgroup and maps the caller's uid/gid
- *      to themselves.
+ *   1. the child is created by child.c's clone(2) in new mount, PID, IPC, UTS (and network when
+ *      network_none) namespaces, as PID 1, and in a new user namespace unless it is root; it joins the cgroup.
  *   2. PID 1 builds the mount view on a fresh tmpfs root and pivots into it:
  *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files (on a
- *      tmpfs /etc made read-only with everything below it by one mount_setattr where available),
- *      cfg.read_only_paths; read-write: the worktree, the repository's git directory with
- *      `hooks/` and `config` read-only and `worktrees/` reduced to this worktree's own entry,
- *      cfg.read_write_paths, req.read_*_binds; private: /tmp, the home directory (tmpfs), /dev (null, zero,
- *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace. Nothing else —
- *      not AGOR_HOME, not other worktrees, not other homes. The root itself is read-only.
+ *      tmpfs /etc made read-only), cfg.read_only_paths; read-write: the worktree (its .git file read-only),
+ *      cfg.read_write_paths, the request's binds (for a worktree of a repository: the repository
+ *      read-only but for objects/, refs/ and logs/, where no symlink, device, fifo or socket can be made,
+ *      objects/info read-only, worktrees/ covered but for this worktree's own entry, whose gitdir and
+ *      commondir are read-only); private: /tmp, the home directory (tmpfs), /dev (null, zero,
+ *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace with /proc/sys,
+ *      /proc/sysrq-trigger, /proc/irq and /proc/bus read-only. Every bind is nosuid (and but for /dev's
+ *      nodes nodev). Nothing else — not AGOR_HOME, not other worktrees, not other homes. The root is read-only.
  *   3. hostname "agor-sandbox"; loopback up (network none); rlimits core 0, nofile, fsize;
  *      PR_SET_NO_NEW_PRIVS; Landlock (rights matching the mount view; TCP denied with
  *      network none, ABI ≥ 4; abstract Unix sockets and signals scoped, ABI ≥ 6); every
  *      capability dropped (bounding, ambient, effective, permitted, inheritable; securebits
- *      locked so uid 0 regains nothing); the seccomp filter of seccomp.h;
+ *      locked so uid 0 regains nothing); a root executor's run switches to root_maps_to here; the seccomp
+ *      filter of seccomp.h (which also refuses setuid and setgid bits);
  *   4. PID 1 forks the program's process (which returns 0 to child.c: chdir, exec) and then
  *      only waits (SIGTERM, SIGINT and SIGHUP sent to the run's process group are passed on to
  *      the program, so it can stop gracefully): when the program exits, PID 1 exits with its status (128+signal when
  *      killed) and the kernel kills whatever else is left in the namespace.
- * A failure at any step writes (stage, errno) to a pipe that sandbox_explain_failure() reads.
+ * A failure at any step writes (stage, errno, op) to a pipe that sandbox_explain_failure() reads.
+ *
+ * Disk: with cfg.disk_max_bytes, /tmp and the private home are tmpfs mounts of that size and the run's writes to
+ * storage are summed while it runs (diskwatch.h, started from child.c's on_started, which sandbox_apply sets);
+ * past the budget the run is killed and sandbox_finish's events say {"diskLimitHits": 1, "diskMaxBytes": N}.
  */
 
 #include <jansson.h>
@@ -63,23 +85,41 @@ struct sandbox_config {
 	struct cgroup_limits limits;
 	long long nofile;      /* RLIMIT_NOFILE; 0 = unchanged */
 	long long fsize_bytes; /* RLIMIT_FSIZE; 0 = unchanged */
+	long long disk_max_bytes; /* the run's write budget (diskwatch.h) and each private tmpfs's size; 0 = none */
 	const char *cgroup_root;
 	const char *cgroup_parent;
+	unsigned root_maps_to; /* a root executor's runs: this uid and gid (never 0) */
+};
+
+enum sandbox_access {
+	SANDBOX_READ,  /* read-only */
+	SANDBOX_WRITE, /* read-write */
+	SANDBOX_DATA,  /* read-write, but no symlink, device, fifo or socket can be made there (a git object store) */
+	SANDBOX_COVER, /* an empty read-only tmpfs hides what is at dst (src unused) */
+};
+
+/* One bind of the request. */
+struct sandbox_bind {
+	const char *root; /* the trusted directory src is resolved beneath, following no symlink; NULL: src is a
+			   * trusted host path (the system's, the agent's installation), followed like any path */
+	const char *src;  /* absolute host path (under root when root is set) */
+	const char *dst;  /* the path inside; NULL: the same as src */
+	enum sandbox_access access;
 };
 
 struct sandbox_request {
-	const char *worktree;	    /* read-write and the working directory; absolute */
-	const char *git_common_dir; /* the repository's git directory, or NULL */
-	const char *git_admin_dir;  /* GIT_COMMON_DIR/worktrees/NAME of this worktree, or NULL */
-	const char *home;	    /* the home directory's path inside */
-	int home_is_kept;	    /* home is a real directory bound read-write, not a fresh tmpfs */
-	const char *name;	    /* names the cgroup (letters, digits, '-', '_', '.') */
-	int plan_only;		    /* a dry run: no cgroup, no directories; only the receipt */
-	/* What one kind of program needs besides the worktree (the agent CLI: its installation and this
-	 * executable read-only, the permission broker's directory and its state directories read-write):
-	 * NULL-terminated lists of absolute host paths bound at the same place, or NULL. */
-	const char *const *read_only_binds;
-	const char *const *read_write_binds;
+	const char *worktree;	   /* read-write and the working directory; absolute */
+	const char *worktree_root; /* the trusted directory it lies beneath (the data home's worktrees/) */
+	const char *home;	   /* the home directory's path inside */
+	const char *home_root;	   /* home_is_kept: the trusted directory the home lies beneath */
+	int home_is_kept;	   /* home is a real directory bound read-write, not a fresh tmpfs */
+	const char *name;	   /* names the cgroup (letters, digits, '-', '_', '.') */
+	int plan_only;		   /* a dry run: no cgroup, no directories; only the receipt */
+	/* Bound after the worktree, in this order (a bind inside an earlier one comes after it): the worktree's
+	 * git metadata, and what one kind of program needs (the agent CLI: its installation and this executable
+	 * read-only, the permission broker's directory and its state read-write). */
+	const struct sandbox_bind *binds;
+	size_t nbinds;
 	int network_host; /* the host's network even when execution.sandbox.network is none (a model endpoint) */
 };
 

@@ -36,6 +36,8 @@
 	 0x08000000U /* NEWIPC */ | 0x10000000U /* NEWUSER */ | 0x20000000U /* NEWPID */ |         \
 	 0x40000000U /* NEWNET */ | 0x00000080U /* NEWTIME */)
 
+#define SETID_BITS 06000U /* S_ISUID | S_ISGID */
+
 struct denied_call {
 	const char *name;
 	int nr;
@@ -63,7 +65,16 @@ static const struct denied_call denied_calls[] = {
 #define NR_UNSHARE 272
 #define NR_SOCKET 41
 #define NR_IOCTL 16
+#define NR_OPENAT2 437
 #define BUILD_ARCH AUDIT_ARCH_X86_64
+/* Calls that set a file's mode, and which argument holds it: S_ISUID and S_ISGID are refused there. */
+static const struct {
+	int nr, arg;
+} mode_calls[] = {
+	{ 90 /* chmod */, 1 },	 { 91 /* fchmod */, 1 },  { 268 /* fchmodat */, 2 }, { 452 /* fchmodat2 */, 2 },
+	{ 85 /* creat */, 1 },	 { 2 /* open */, 2 },	  { 257 /* openat */, 3 },   { 133 /* mknod */, 1 },
+	{ 259 /* mknodat */, 2 }, { 83 /* mkdir */, 1 },  { 258 /* mkdirat */, 2 },
+};
 #else
 static const struct denied_call denied_calls[] = { { NULL, -1 } };
 #endif
@@ -128,6 +139,9 @@ int seccomp_filter_build(struct seccomp_filter *f)
 	for (size_t i = 0; i < ARRAY_SIZE(denied_calls); i++)
 		return_if_equal(f, (uint32_t)denied_calls[i].nr, fail_with(EPERM));
 	return_if_equal(f, NR_CLONE3, fail_with(ENOSYS));
+	return_if_equal(f, NR_OPENAT2, fail_with(ENOSYS)); /* its mode lives in memory a filter cannot read */
+	for (size_t i = 0; i < ARRAY_SIZE(mode_calls); i++)
+		deny_flags(f, mode_calls[i].nr, mode_calls[i].arg, SETID_BITS);
 	deny_flags(f, NR_CLONE, 0, CLONE_NAMESPACE_FLAGS);
 	deny_flags(f, NR_UNSHARE, 0, CLONE_NAMESPACE_FLAGS);
 	deny_values(f, NR_SOCKET, 0, denied_families, ARRAY_SIZE(denied_families), EAFNOSUPPORT);

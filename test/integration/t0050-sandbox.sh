@@ -54,7 +54,8 @@ test_case "the receipt names every control in force; --dry-run shows it without 
   sandbox "true"
   ran
   expect_json out data.sandbox.enabled true
-  expect_json out data.sandbox.namespaces "[\"user\", \"mount\", \"pid\", \"ipc\", \"uts\", \"net\"]"
+  expect_json out data.sandbox.namespaces "[\"mount\", \"pid\", \"ipc\", \"uts\", \"net\"]"  # root: no user namespace
+  expect_json out data.sandbox.runAs.uid 65534
   expect_json out data.sandbox.network none
   [ "$(json_get out data.sandbox.landlock.abi)" -ge 1 ] || fail "no Landlock ABI in the receipt"
   expect_json out data.sandbox.seccomp.denied.0 ptrace
@@ -253,6 +254,162 @@ test_case "a worktree whose .git file was changed to point outside repos/ is ref
   sandbox "touch ran-anyway"
   expect_error PATH_OUTSIDE_DATA_HOME 1
   [ ! -e "$W/ran-anyway" ]
+'
+
+# --- issue 18: nothing a run writes steers a later run, host git or the daemon ------------------------------
+test_case "containment: a run cannot swap .git for a repository whose hooks lead to /; planted from outside, the next run is refused and reads no secret" "$SETUP"'
+  echo "k-secret" > "$AGOR_HOME/master.key"; echo "jwt-secret" > "$AGOR_HOME/jwt.secret"
+  refused "rm .git"
+  refused "rm -f .git; mkdir .git && echo [core] > .git/config && ln -s ../../../../.. .git/hooks"
+  expect_contains stderr "busy"
+  [ -f "$W/.git" ] || fail "the .git file was replaced from inside"
+  # the same planted as an unsandboxed program (or a person) would: the run is refused before anything is bound
+  rm "$W/.git" && mkdir "$W/.git" && echo "[core]" > "$W/.git/config" && ln -s ../../../../.. "$W/.git/hooks"
+  sandbox "cat \"$AGOR_HOME/master.key\" \"$AGOR_HOME/jwt.secret\"; ls \"$AGOR_HOME/run\""
+  expect_error GIT_ERROR 1
+  expect_contains out "$W/.git is a directory"
+  expect_json out error.details.file "$W/.git"
+  expect_not_contains out k-secret
+  expect_not_contains out jwt-secret
+'
+
+test_case "containment: a symlink planted where the sandbox binds (logs/, objects/, the admin entry, .git) fails the run, naming it" "$SETUP"'
+  mkdir -p "$R/logs" && mv "$R/logs" "$R/logs.real"; ln -s "$AGOR_HOME" "$R/logs"
+  sandbox "ls \"$R/logs\""
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+  expect_contains out "$R/logs"
+  rm "$R/logs"; mv "$R/logs.real" "$R/logs"
+  mv "$R/objects" "$R/objects.real"; ln -s objects.real "$R/objects"
+  sandbox "true"
+  expect_error GIT_ERROR 1
+  expect_contains out "$R/objects"
+  rm "$R/objects"; mv "$R/objects.real" "$R/objects"
+  mv "$R/worktrees/w1" "$R/wt-real"; ln -s ../wt-real "$R/worktrees/w1"
+  sandbox "true"
+  expect_error GIT_ERROR 1
+  expect_contains out "$R/worktrees/w1 is a symlink"
+  rm "$R/worktrees/w1"; mv "$R/wt-real" "$R/worktrees/w1"
+  cp "$W/.git" "$T/gitfile"; rm "$W/.git"; ln -s "$T/gitfile" "$W/.git"
+  sandbox "true"
+  expect_error GIT_ERROR 1
+  rm "$W/.git"; cp "$T/gitfile" "$W/.git"
+  sandbox "git status --short | wc -l"
+  ran
+  expect_json out data.exitCode 0
+'
+
+test_case "containment: inside, the gitfile, gitdir, commondir, config, hooks and the repository top are read-only and refs/objects take no symlink; host git runs nothing planted" "$SETUP"'
+  P="$T/pwned"
+  refused "rm -f .git; git init -q . ; git config core.fsmonitor \"touch $P.fsmonitor\""
+  refused "mkdir -p /tmp/evil && echo /tmp/evil > \"$R/worktrees/w1/commondir\""
+  refused "echo /tmp/evil > \"$R/worktrees/w1/gitdir\""
+  refused "echo /tmp/evil > \"$R/commondir\""
+  refused "printf \"[core]\\n\\thooksPath = /tmp\\n\" >> \"$R/config\""
+  refused "echo \"[core]\" > \"$R/worktrees/w1/config.worktree\" && test -e \"$R/worktrees/w1/config.worktree\" && git config --worktree core.fsmonitor x"
+  refused "ln -s /tmp \"$R/refs/heads/evil\""
+  refused "ln -s /tmp \"$R/objects/evil\""
+  refused "echo /tmp/other/objects > \"$R/objects/info/alternates\""
+  refused "mkdir \"$R/info/x\""
+  sandbox "echo change > c.txt && git add c.txt && git commit -q -m inside && git log --format=%s -1"
+  ran
+  expect_json out data.exitCode 0
+  expect_json out data.gitMetadata.repaired "[]"
+  git -C "$W" status > /dev/null
+  git -C "$R" branch host-branch
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"$R\",\"worktreeName\":\"w3\",\"worktreePath\":\"w3\",\"branch\":\"w3\",\"createBranch\":true,\"sourceBranch\":\"main\"}}"
+  expect_success
+  [ -d "$R/worktrees/w3" ] || fail "the new worktree'"'"'s admin dir is not in the repository"
+  ls "$T" | grep -q pwned && fail "host git ran something planted" || true
+  [ ! -e "$R/commondir" ] && [ ! -e "$R/objects/info/alternates" ] && [ ! -L "$R/refs/heads/evil" ]
+'
+
+test_case "containment: metadata changed from outside (another repository's commondir, a planted commondir, a wrong repoPath) refuses the run; a run outside the sandbox is repaired after, quarantined and reported" "$SETUP"'
+  make_source_repo other
+  executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"$PWD/other\",\"outputPath\":\"other.git\"}}"
+  expect_success
+  O="$AGOR_HOME/repos/other.git"
+  cp "$R/worktrees/w1/commondir" "$T/commondir"
+  echo "$O" > "$R/worktrees/w1/commondir"
+  sandbox "ls \"$O\""
+  expect_error GIT_ERROR 1
+  expect_contains out "$R/worktrees/w1/commondir"
+  cp "$T/commondir" "$R/worktrees/w1/commondir"
+  echo "$O" > "$R/commondir"
+  sandbox "true"
+  expect_error GIT_ERROR 1
+  expect_contains out "$R/commondir exists"
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"$R\",\"worktreeName\":\"w9\",\"worktreePath\":\"w9\",\"branch\":\"w9\",\"createBranch\":true,\"sourceBranch\":\"main\"}}"
+  expect_error GIT_ERROR 1
+  [ ! -e "$O/worktrees/w9" ] || fail "a worktree was added in the repository the commondir named"
+  rm "$R/commondir"
+  python3 -c "import json,sys; print(json.dumps({\"command\":\"exec.run\",\"params\":{\"cwd\":sys.argv[1],\"repoPath\":sys.argv[2],\"argv\":[\"true\"]}}))" "$W" "$O" > p.json
+  rc=0; "$AGOR" executor --stdin < p.json > out 2> err || rc=$?
+  expect_error GIT_ERROR 1
+  expect_contains out "but the worktree belongs to $O"
+  # an unsandboxed run plants everything; afterwards it is all put back and reported
+  config "    enabled: false"
+  sandbox "rm .git && mkdir .git && echo x > \"$R/commondir\" && printf \"[core]\\n\\tfsmonitor = touch $T/pwned\\n\" >> \"$R/config\" && ln -s \"$O/refs/heads/main\" \"$R/refs/heads/evil\" && echo \"$O/objects\" > \"$R/objects/info/alternates\" && printf \"#!/bin/sh\\ntouch $T/pwned\\n\" > \"$R/hooks/post-checkout\" && echo x > \"$R/worktrees/w1/config.worktree\""
+  ran
+  expect_json out data.exitCode 0
+  json_get out data.gitMetadata.repaired > repaired
+  for f in "$W/.git" "$R/commondir" "$R/config" "$R/refs/heads/evil" "$R/objects/info/alternates" "$R/hooks/post-checkout" "$R/worktrees/w1/config.worktree"; do
+    expect_contains repaired "\"$f\""
+  done
+  [ -f "$W/.git" ] && [ ! -e "$R/commondir" ] && [ ! -e "$R/refs/heads/evil" ] && [ ! -e "$R/hooks/post-checkout" ]
+  expect_not_contains "$R/config" fsmonitor
+  ls "$AGOR_HOME"/quarantine/*/ | grep -q "worktrees%w1%.git" || fail "the planted .git directory is not in the quarantine"
+  git -C "$W" status > /dev/null
+  git -C "$W" checkout -q -b host-made
+  [ ! -e "$T/pwned" ] || fail "host git ran something planted"
+  rm "$AGOR_HOME/config.yaml"
+  sandbox "git status --short | wc -l"
+  ran
+  expect_json out data.exitCode 0
+'
+
+test_case "containment: a root executor's run is uid 65534, /proc/sys is read-only even without Landlock, no setuid bit can be set, and its files are root's on disk" "$SETUP"'
+  config "    fail_closed: false"
+  before=$(cat /proc/sys/kernel/core_pattern)
+  cat > "$W/probe.sh" <<PROBE
+id -u; id -g
+echo x > made
+echo "|/tmp/x %p" > /proc/sys/kernel/core_pattern && echo CORE-WRITTEN
+echo h > /proc/sysrq-trigger && echo SYSRQ-WRITTEN
+cp /bin/true su-copy; chmod 4755 su-copy && echo CHMOD-SETUID
+chmod 2755 su-copy && echo CHMOD-SETGID
+python3 -c "import os; os.close(os.open(\"su-open\", os.O_CREAT | os.O_WRONLY, 0o4755))" && echo OPEN-SETUID
+python3 -c "import os; os.mknod(\"su-node\", 0o104755)" && echo MKNOD-SETUID
+kill -0 1 && echo done
+PROBE
+  sandbox "sh probe.sh" "$DENY" 444 38 --
+  ran
+  cat stdout stderr
+  [ "$(sed -n 1p stdout)" = 65534 ] && [ "$(sed -n 2p stdout)" = 65534 ] || fail "the run is not uid/gid 65534"
+  for bad in CORE-WRITTEN SYSRQ-WRITTEN CHMOD-SETUID CHMOD-SETGID OPEN-SETUID MKNOD-SETUID; do
+    expect_not_contains stdout $bad
+  done
+  expect_json out data.sandbox.landlock null
+  [ "$(cat /proc/sys/kernel/core_pattern)" = "$before" ] || fail "core_pattern changed"
+  [ "$(stat -c %u:%g "$W/made")" = 0:0 ] || fail "the file written inside is not root'"'"'s on disk"
+  for f in su-copy su-open su-node; do [ ! -e "$W/$f" ] || [ ! -u "$W/$f" ] && [ ! -g "$W/$f" ] || fail "$f is setuid/setgid"; done
+'
+
+test_case "containment: a run writing more than disk_max_mb is killed and reported; /tmp inside is sized by it" "$SETUP"'
+  config "    disk_max_mb: 20"
+  sandbox "for i in \$(seq 1 60); do head -c 1048576 /dev/urandom > f\$i; sleep 0.05; done; echo all-written"
+  ran
+  expect_json out data.outcome disk-limit
+  expect_json out data.events.diskLimitHits 1
+  expect_json out data.events.diskMaxBytes 20971520
+  expect_not_contains stdout all-written
+  n=$(ls "$W" | grep -c "^f") || true
+  [ "$n" -lt 40 ] || fail "$n files were written past a 20 MB budget"
+  refused "head -c 30000000 /dev/zero > /tmp/big"
+  expect_contains stderr "No space left"
+  sandbox "head -c 1000000 /dev/zero > small && echo fine"
+  ran
+  expect_json out data.outcome ok
+  expect_json out data.events.diskLimitHits 0
 '
 
 test_case "the environment is rebuilt: no executor variable reaches the program" "$SETUP"'

@@ -1,0 +1,543 @@
+/* gitlayout.c — a worktree's git metadata derived from the data home's layout, checked before a run and repaired
+ * after it (gitlayout.h). Every file is reached by descriptor beneath repos/ or worktrees/; no link is followed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "confine.h"
+#include "fsutil.h"
+#include "gitlayout.h"
+#include "json.h"
+#include "log.h"
+#include "strbuf.h"
+#include "banned.h"
+
+#define SMALL_FILE_MAX 4096
+#define CONFIG_MAX (1 << 20)
+#define WALK_DEPTH 8
+
+/* The part of path below root ("." for root itself), or NULL when path is not lexically under root. */
+static const char *below(const char *root, const char *path)
+{
+	size_t n = strlen(root);
+	if (strncmp(path, root, n) || (path[n] != '/' && path[n] != '\0'))
+		return NULL;
+	return path[n] ? path + n + 1 : ".";
+}
+
+static int tampered(struct err *e, const char *file, const char *reason)
+{
+	return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s,s:b}", "file", file, "reason", reason, "tampered", 1),
+			"%s %s. The worktree's git metadata is not what agor made, so nothing runs there (a program that "
+			"ran outside the sandbox, or someone by hand, changed it): put it back, or remove the worktree",
+			file, reason);
+}
+
+/* The whole of the small regular file name in dirfd (not a symlink, not a fifo); -1 when missing or unfit. */
+static int read_small(int dirfd, const char *name, size_t max, struct strbuf *out)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	int rc = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= max &&
+	    strbuf_read_fd(out, fd, max) >= 0)
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+/* 1 when the small file name in dirfd holds exactly `line` (its final newline optional), 0 when not. */
+static int holds_line(int dirfd, const char *name, const char *line)
+{
+	_cleanup_strbuf_ struct strbuf text = STRBUF_INIT;
+	if (read_small(dirfd, name, SMALL_FILE_MAX, &text) < 0)
+		return 0;
+	size_t n = strlen(line);
+	return text.len >= n && !memcmp(text.buf, line, n) &&
+	       (text.len == n || (text.len == n + 1 && text.buf[n] == '\n'));
+}
+
+/* holds_line for any of the NULL-terminated lines. */
+static int holds_one_of(int dirfd, const char *name, const char *const *lines)
+{
+	for (; *lines; lines++)
+		if (holds_line(dirfd, name, *lines))
+			return 1;
+	return 0;
+}
+
+static int exists_at(int dirfd, const char *name)
+{
+	struct stat st;
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int opened_or_tampered(int fd, const char *path, struct err *e)
+{
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOENT)
+		return tampered(e, path, "is missing");
+	if (errno == ELOOP || errno == EXDEV)
+		return tampered(e, path, "is a symlink or is reached through one");
+	return err_errno(e, errno, "opening %s", path);
+}
+
+int git_layout_check_repository(const struct config *cfg, const char *repo, struct err *e)
+{
+	const char *rel = below(cfg->paths.repos_dir, repo);
+	if (!rel)
+		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s}", "path", repo),
+				"%s is not inside the data home's repos/", repo);
+	_cleanup_close_ int fd = opened_or_tampered(confine_open(cfg->paths.repos_dir, rel, O_PATH | O_DIRECTORY), repo, e);
+	if (fd < 0)
+		return -1;
+	_cleanup_free_ char *commondir = xasprintf("%s/commondir", repo);
+	if (exists_at(fd, "commondir"))
+		return tampered(e, commondir, "exists (it sends git to another directory's objects, refs and config; "
+					      "agor's repositories have none)");
+	struct stat st;
+	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", repo);
+	if (fstatat(fd, "worktrees", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+		return tampered(e, worktrees, "is not a directory");
+	return 0;
+}
+
+/* "gitdir: PATH" of W/.git, checked to be a regular file (a directory there is a planted repository). */
+static int read_gitfile(int wfd, const char *dotgit, struct strbuf *admin, struct err *e)
+{
+	struct stat st;
+	if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 1 : err_errno(e, errno, "stat %s", dotgit);
+	if (S_ISDIR(st.st_mode))
+		return tampered(e, dotgit, "is a directory, not the .git file agor wrote (a repository planted in the worktree?)");
+	if (!S_ISREG(st.st_mode))
+		return tampered(e, dotgit, "is not a regular file");
+	if (read_small(wfd, ".git", SMALL_FILE_MAX, admin) < 0 || strncmp(admin->buf, "gitdir: ", 8))
+		return tampered(e, dotgit, "is not a \"gitdir: PATH\" file");
+	memmove(admin->buf, admin->buf + 8, admin->len - 8 + 1);
+	strbuf_setlen(admin, admin->len - 8);
+	if (admin->len && admin->buf[admin->len - 1] == '\n')
+		strbuf_setlen(admin, admin->len - 1);
+	if (strchr(admin->buf, '\n'))
+		return tampered(e, dotgit, "has more than one line");
+	if (admin->len > 1 && admin->buf[admin->len - 1] == '/') /* libgit2 writes the admin dir with a slash */
+		strbuf_setlen(admin, admin->len - 1);
+	return 0;
+}
+
+/* C from A = C/worktrees/NAME, NAME being the worktree's own name; NULL when A is not of that form. */
+static char *common_of(const char *admin, const char *worktree)
+{
+	const char *name = strrchr(worktree, '/');
+	_cleanup_free_ char *tail = xasprintf("/worktrees/%s", name ? name + 1 : worktree);
+	size_t n = strlen(admin), t = strlen(tail);
+	if (n <= t || strcmp(admin + n - t, tail))
+		return NULL;
+	return xstrndup(admin, n - t);
+}
+
+/* What commondir may say: C relative (git) or absolute (libgit2, with a slash), nothing else. */
+static void commondir_forms(const char *common, char *forms[4])
+{
+	forms[0] = xstrdup("../..");
+	forms[1] = xstrdup(common);
+	forms[2] = xasprintf("%s/", common);
+	forms[3] = NULL;
+}
+
+static void free_forms(char *forms[4])
+{
+	for (int i = 0; forms[i]; i++)
+		free(forms[i]);
+}
+
+/* A's files as git worktree add writes them: gitdir back to W/.git, commondir to C, no per-worktree config. */
+static int check_admin(int afd, const char *admin, const char *common, const char *worktree, struct err *e)
+{
+	char *forms[4];
+	commondir_forms(common, forms);
+	int ok = holds_one_of(afd, "commondir", (const char *const *)forms);
+	free_forms(forms);
+	_cleanup_free_ char *back = xasprintf("%s/.git", worktree);
+	_cleanup_free_ char *gitdir = xasprintf("%s/gitdir", admin);
+	_cleanup_free_ char *commondir = xasprintf("%s/commondir", admin);
+	_cleanup_free_ char *wconfig = xasprintf("%s/config.worktree", admin);
+	if (!holds_line(afd, "gitdir", back))
+		return tampered(e, gitdir, "does not lead back to this worktree's .git");
+	if (!ok)
+		return tampered(e, commondir, "does not name this worktree's repository (it would send git to another one)");
+	if (exists_at(afd, "config.worktree"))
+		return tampered(e, wconfig, "exists (agor writes no per-worktree config)");
+	return 0;
+}
+
+/* What a sandbox binds must exist: logs/ and objects/info/ are made when missing, by descriptor. */
+static int make_bound_dirs(int cfd, const char *common, struct err *e)
+{
+	if (mkdirat(cfd, "logs", 0755) < 0 && errno != EEXIST)
+		return err_errno(e, errno, "mkdir %s/logs", common);
+	_cleanup_close_ int ofd = confine_openat(cfd, "objects", O_PATH | O_DIRECTORY);
+	_cleanup_free_ char *objects = xasprintf("%s/objects", common);
+	if (opened_or_tampered(ofd, objects, e) < 0)
+		return -1;
+	if (mkdirat(ofd, "info", 0755) < 0 && errno != EEXIST)
+		return err_errno(e, errno, "mkdir %s/info", objects);
+	return 0;
+}
+
+static int find_admin(const struct config *cfg, const char *worktree, const char *admin, const char *common,
+		      int create, struct err *e)
+{
+	if (git_layout_check_repository(cfg, common, e) < 0)
+		return -1;
+	_cleanup_close_ int cfd = confine_open(cfg->paths.repos_dir, below(cfg->paths.repos_dir, common), O_PATH | O_DIRECTORY);
+	if (opened_or_tampered(cfd, common, e) < 0)
+		return -1;
+	_cleanup_close_ int afd = confine_openat(cfd, admin + strlen(common) + 1, O_PATH | O_DIRECTORY);
+	if (opened_or_tampered(afd, admin, e) < 0 || check_admin(afd, admin, common, worktree, e) < 0)
+		return -1;
+	return create ? make_bound_dirs(cfd, common, e) : 0;
+}
+
+int git_layout_find(const struct config *cfg, const char *worktree, const char *expected_repo, int create,
+		    struct git_layout *l, struct err *e)
+{
+	memset(l, 0, sizeof(*l));
+	l->worktree = xstrdup(worktree);
+	const char *wrel = below(cfg->paths.worktrees_dir, worktree);
+	if (!wrel)
+		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s}", "path", worktree),
+				"%s is not inside the data home's worktrees/", worktree);
+	_cleanup_free_ char *dotgit = xasprintf("%s/.git", worktree);
+	_cleanup_close_ int wfd = confine_open(cfg->paths.worktrees_dir, wrel, O_PATH | O_DIRECTORY);
+	if (opened_or_tampered(wfd, worktree, e) < 0)
+		return -1;
+	_cleanup_strbuf_ struct strbuf admin = STRBUF_INIT;
+	int rc = read_gitfile(wfd, dotgit, &admin, e);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	if (!below(cfg->paths.repos_dir, admin.buf))
+		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s,s:s}", "path", admin.buf, "field", "gitdir", "file", dotgit),
+				"%s names %s, which is not inside the data home's repos/: refusing to expose it to the sandbox "
+				"(was the worktree's .git file changed?)", dotgit, admin.buf);
+	_cleanup_free_ char *common = common_of(admin.buf, worktree);
+	if (!common)
+		return tampered(e, dotgit, "does not name this worktree's entry (REPOSITORY/worktrees/NAME) in a repository");
+	if (expected_repo && strcmp(common, expected_repo)) {
+		_cleanup_free_ char *why = xasprintf("names the repository %s, but the worktree belongs to %s", common, expected_repo);
+		return tampered(e, dotgit, why);
+	}
+	if (find_admin(cfg, worktree, admin.buf, common, create, e) < 0)
+		return -1;
+	l->common = xstrdup(common);
+	l->admin = strbuf_detach(&admin, NULL);
+	return 0;
+}
+
+/* --- snapshot and repair -------------------------------------------------------------------- */
+
+static int open_common(const struct config *cfg, const struct git_layout *l)
+{
+	return confine_open(cfg->paths.repos_dir, below(cfg->paths.repos_dir, l->common), O_PATH | O_DIRECTORY);
+}
+
+/* {name: "mode size mtime"} of a directory's entries (symlinks not followed); NULL when it cannot be read. */
+static json_t *list_entries(int parent, const char *name)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	json_t *entries = json_object();
+	struct dirent *de;
+	struct stat st;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			json_object_set_new(entries, de->d_name, json_sprintf("%o %lld %lld", (unsigned)st.st_mode,
+									      (long long)st.st_size, (long long)st.st_mtime));
+	closedir(d);
+	return entries;
+}
+
+void git_layout_snapshot(const struct config *cfg, struct git_layout *l)
+{
+	_cleanup_close_ int cfd = l->common ? open_common(cfg, l) : -1;
+	if (cfd < 0)
+		return;
+	struct strbuf config = STRBUF_INIT;
+	if (read_small(cfd, "config", CONFIG_MAX, &config) == 0) {
+		l->config_len = config.len;
+		l->config = strbuf_detach(&config, NULL);
+	}
+	strbuf_release(&config);
+	l->hooks = list_entries(cfd, "hooks");
+}
+
+struct repair {
+	const struct config *cfg;
+	const char *run;
+	int qfd; /* the quarantine directory once made, else -1 */
+	char *qpath;
+	json_t *repaired;
+};
+
+/* DATA_HOME/quarantine/<UTC time>-<run>/ (0700), made on first use. */
+static int quarantine_dir(struct repair *r)
+{
+	if (r->qfd >= 0)
+		return r->qfd;
+	_cleanup_close_ int home = open(r->cfg->paths.data_home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (home < 0 || (mkdirat(home, "quarantine", 0700) < 0 && errno != EEXIST))
+		return -1;
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime_r(&now, &tm));
+	_cleanup_free_ char *name = xasprintf("%s-%s", stamp, r->run ? r->run : "run");
+	_cleanup_close_ int q = confine_openat(home, "quarantine", O_PATH | O_DIRECTORY);
+	if (q < 0 || (mkdirat(q, name, 0700) < 0 && errno != EEXIST))
+		return -1;
+	r->qfd = confine_openat(q, name, O_PATH | O_DIRECTORY);
+	if (r->qfd >= 0)
+		r->qpath = xasprintf("%s/quarantine/%s", r->cfg->paths.data_home, name);
+	return r->qfd;
+}
+
+/* The quarantine's name for path: its place in the data home, '/' written as '%'. */
+static char *flat_name(const struct repair *r, const char *path)
+{
+	const char *rel = below(r->cfg->paths.data_home, path);
+	char *flat = xstrdup(rel ? rel : path + 1);
+	for (char *p = flat; *p; p++)
+		if (*p == '/')
+			*p = '%';
+	return flat;
+}
+
+static void note(struct repair *r, const char *path, const char *found, const char *action, const char *to)
+{
+	json_array_append_new(r->repaired, json_pack("{s:s,s:s,s:s,s:s*}", "path", path, "found", found, "action", action,
+						     "to", to));
+	log_warn("git metadata: %s %s: %s%s%s", path, found, action, to ? " to " : "", to ? to : "");
+}
+
+/* Moves dirfd/name (whatever it is) into the quarantine and returns where to (malloc'd); when it cannot be moved
+ * it is removed (NULL, *action "removed" or "could not be removed"). */
+static char *move_away(struct repair *r, int dirfd, const char *name, const char *path, const char **action)
+{
+	_cleanup_free_ char *flat = flat_name(r, path);
+	int q = quarantine_dir(r);
+	if (q >= 0 && renameat(dirfd, name, q, flat) == 0) {
+		*action = "quarantined";
+		return xasprintf("%s/%s", r->qpath, flat);
+	}
+	struct err e = ERR_INIT;
+	*action = fs_remove_at(dirfd, name, path, &e) == 0 ? "removed" : "could not be removed";
+	err_clear(&e);
+	return NULL;
+}
+
+static void quarantine(struct repair *r, int dirfd, const char *name, const char *path, const char *found)
+{
+	const char *action;
+	_cleanup_free_ char *to = move_away(r, dirfd, name, path, &action);
+	note(r, path, found, action, to);
+}
+
+/* Writes text as dirfd/name (a new file renamed into place). */
+static int put_file(int dirfd, const char *name, const char *text, size_t len, mode_t mode)
+{
+	_cleanup_free_ char *tmp = xasprintf(".%s.agor-%ld", name, (long)getpid());
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -1;
+	int rc = fs_write_all(fd, text, len);
+	close(fd);
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) == 0)
+		return 0;
+	unlinkat(dirfd, tmp, 0);
+	return -1;
+}
+
+static const char *kind_of(int dirfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return "missing";
+	return S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symlink" : S_ISREG(st.st_mode) ? "changed" : "a special file";
+}
+
+/* Puts agor's text back as dirfd/name after moving away whatever was there instead. */
+static void put_back(struct repair *r, int dirfd, const char *name, const char *path, const char *text, size_t len)
+{
+	const char *found = kind_of(dirfd, name), *action = "written";
+	_cleanup_free_ char *to = strcmp(found, "missing") ? move_away(r, dirfd, name, path, &action) : NULL;
+	int ok = put_file(dirfd, name, text, len, 0644) == 0;
+	_cleanup_free_ char *what = xasprintf("%s, %s", action, ok ? "agor's version put back" : "agor's version could not be put back");
+	note(r, path, found, what, to);
+}
+
+/* dirfd/name must hold exactly one of lines (one line); the first is put back otherwise. */
+static void expect_line(struct repair *r, int dirfd, const char *dir, const char *name, const char *const *lines)
+{
+	if (holds_one_of(dirfd, name, lines))
+		return;
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+	_cleanup_free_ char *text = xasprintf("%s\n", lines[0]);
+	put_back(r, dirfd, name, path, text, strlen(text));
+}
+
+/* dirfd/name must not exist: whatever is there is quarantined. */
+static void expect_absent(struct repair *r, int dirfd, const char *dir, const char *name, const char *found)
+{
+	if (!exists_at(dirfd, name))
+		return;
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+	quarantine(r, dirfd, name, path, found);
+}
+
+static void repair_config(struct repair *r, const struct git_layout *l, int cfd)
+{
+	if (!l->config)
+		return;
+	_cleanup_strbuf_ struct strbuf now = STRBUF_INIT;
+	if (read_small(cfd, "config", CONFIG_MAX, &now) == 0 && now.len == l->config_len && !memcmp(now.buf, l->config, now.len))
+		return;
+	_cleanup_free_ char *path = xasprintf("%s/config", l->common);
+	put_back(r, cfd, "config", path, l->config, l->config_len);
+}
+
+/* hooks/ must be the directory it was, holding the entries it held (a new or changed hook is quarantined). */
+static void repair_hooks(struct repair *r, const struct git_layout *l, int cfd)
+{
+	if (!l->hooks)
+		return;
+	_cleanup_free_ char *dir = xasprintf("%s/hooks", l->common);
+	json_t *now = list_entries(cfd, "hooks");
+	if (!now) { /* not a directory any more */
+		quarantine(r, cfd, "hooks", dir, kind_of(cfd, "hooks"));
+		mkdirat(cfd, "hooks", 0755);
+		return;
+	}
+	_cleanup_close_ int hfd = confine_openat(cfd, "hooks", O_PATH | O_DIRECTORY);
+	const char *name;
+	json_t *value;
+	json_object_foreach(now, name, value) {
+		json_t *before = json_object_get(l->hooks, name);
+		if (hfd >= 0 && (!before || !json_equal(before, value))) {
+			_cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
+			quarantine(r, hfd, name, path, before ? "changed" : "a new hook");
+		}
+	}
+	json_decref(now);
+}
+
+/* Symlinks anywhere below dirfd/name (depth-bounded): git makes none there, and one would lead a later reader of
+ * the repository (host git, agor's libgit2) into another repository's objects or refs. */
+static void quarantine_symlinks(struct repair *r, int parent, const char *name, const char *path, int depth)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		_cleanup_free_ char *sub = xasprintf("%s/%s", path, de->d_name);
+		struct stat st;
+		unsigned char type = de->d_type;
+		if (type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+		if (type == DT_LNK)
+			quarantine(r, dirfd(d), de->d_name, sub, "a symlink");
+		else if (type == DT_DIR && depth > 0)
+			quarantine_symlinks(r, dirfd(d), de->d_name, sub, depth - 1);
+	}
+	closedir(d);
+}
+
+static void repair_repository(struct repair *r, const struct git_layout *l)
+{
+	_cleanup_close_ int cfd = open_common(r->cfg, l);
+	if (cfd < 0) {
+		note(r, l->common, "unreachable without a symlink", "left alone (fix it by hand)", NULL);
+		return;
+	}
+	expect_absent(r, cfd, l->common, "commondir", "a planted commondir");
+	repair_config(r, l, cfd);
+	repair_hooks(r, l, cfd);
+	_cleanup_free_ char *info = xasprintf("%s/objects/info", l->common);
+	_cleanup_close_ int ifd = confine_openat(cfd, "objects/info", O_PATH | O_DIRECTORY);
+	if (ifd >= 0) {
+		expect_absent(r, ifd, info, "alternates", "planted alternates");
+		expect_absent(r, ifd, info, "http-alternates", "planted alternates");
+	}
+	static const char *const stores[] = { "refs", "logs", "objects" };
+	for (size_t i = 0; i < ARRAY_SIZE(stores); i++) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", l->common, stores[i]);
+		quarantine_symlinks(r, cfd, stores[i], path, WALK_DEPTH);
+	}
+}
+
+static void repair_worktree(struct repair *r, const struct git_layout *l)
+{
+	_cleanup_close_ int wfd = confine_open(r->cfg->paths.worktrees_dir, below(r->cfg->paths.worktrees_dir, l->worktree),
+					       O_PATH | O_DIRECTORY);
+	_cleanup_close_ int cfd = open_common(r->cfg, l);
+	_cleanup_close_ int afd = cfd < 0 ? -1 : confine_openat(cfd, l->admin + strlen(l->common) + 1, O_PATH | O_DIRECTORY);
+	_cleanup_free_ char *gitfile = xasprintf("gitdir: %s", l->admin);
+	_cleanup_free_ char *slashed = xasprintf("gitdir: %s/", l->admin);
+	_cleanup_free_ char *back = xasprintf("%s/.git", l->worktree);
+	if (wfd >= 0)
+		expect_line(r, wfd, l->worktree, ".git", (const char *const[]){ gitfile, slashed, NULL });
+	if (afd < 0) {
+		note(r, l->admin, "unreachable without a symlink", "left alone (fix it by hand)", NULL);
+		return;
+	}
+	char *forms[4];
+	commondir_forms(l->common, forms);
+	expect_line(r, afd, l->admin, "gitdir", (const char *const[]){ back, NULL });
+	expect_line(r, afd, l->admin, "commondir", (const char *const *)forms);
+	free_forms(forms);
+	expect_absent(r, afd, l->admin, "config.worktree", "a planted per-worktree config");
+}
+
+json_t *git_layout_repair(const struct config *cfg, const struct git_layout *l, const char *run)
+{
+	if (!l->common)
+		return NULL;
+	struct repair r = { .cfg = cfg, .run = run, .qfd = -1, .repaired = json_array() };
+	repair_worktree(&r, l);
+	repair_repository(&r, l);
+	if (r.qfd >= 0)
+		close(r.qfd);
+	free(r.qpath);
+	return json_pack("{s:b,s:o}", "checked", 1, "repaired", r.repaired);
+}
+
+void git_layout_release(struct git_layout *l)
+{
+	free(l->worktree);
+	free(l->common);
+	free(l->admin);
+	free(l->config);
+	json_decref(l->hooks);
+	memset(l, 0, sizeof(*l));
+}
