@@ -169,7 +169,8 @@ static void codex_command(const struct agent_invocation *inv, struct strvec *arg
 
 static int codex_prepare(const struct agent_invocation *inv, struct err *e)
 {
-	_cleanup_free_ char *dir = xasprintf("%s/.agor/codex", inv->home ? inv->home : inv->run_dir);
+	const char *home = inv->state_home ? inv->state_home : inv->home ? inv->home : inv->run_dir;
+	_cleanup_free_ char *dir = xasprintf("%s/.agor/codex", home); /* CODEX_HOME as the host sees it */
 	_cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
 	struct strbuf toml = STRBUF_INIT;
 	strbuf_addstr(&toml, "# written by agor for each prompt: the provider the daemon configured\n");

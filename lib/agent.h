@@ -58,6 +58,8 @@ struct agent_invocation {
 	const char *mcp_config;	     /* Claude Code: the MCP config file of the permission prompt tool */
 	const char *run_dir;	     /* a private 0700 directory for this run */
 	const char *home;	     /* the agent's $HOME (Codex keeps its CODEX_HOME under it), or NULL */
+	const char *state_home;	     /* where $HOME's state directories are on the host when they are bound elsewhere
+				      * (the sandbox's agor-managed agent state), or NULL: at home */
 	int in_sandbox;		     /* runs inside agor's sandbox (where the CLI's own namespaces are denied) */
 };
 

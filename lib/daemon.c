@@ -514,6 +514,22 @@ static const struct err *run_error(struct task_run *t, struct err *scratch)
 	return scratch;
 }
 
+/* The worktree's git metadata the executor found changed after the run and put back (gitlayout.h): audited, and an
+ * event for the task's audience. Its place: data.gitMetadata, or error.details.gitMetadata of a failed prompt. */
+static void report_git_repairs(struct daemon *d, struct task_run *t)
+{
+	json_t *r = t->res.result;
+	json_t *gm = json_object_get(json_object_get(r, "data"), "gitMetadata");
+	if (!gm)
+		gm = json_object_get(json_object_get(json_object_get(r, "error"), "details"), "gitMetadata");
+	json_t *repaired = json_object_get(gm, "repaired");
+	if (!json_is_array(repaired) || !json_array_size(repaired))
+		return;
+	log_warn("task %s: the worktree's git metadata was changed during the run and has been put back", t->task_id);
+	daemon_audit(d, t->unix_user, "git.metadata.repaired", t->task_id, "repaired", json_pack("{s:O}", "repaired", repaired));
+	task_event(d, t, "task.git_metadata_repaired", json_pack("{s:s,s:O}", "id", t->task_id, "repaired", repaired));
+}
+
 static void finish_run(struct daemon *d, struct task_run *t)
 {
 	pthread_join(t->thread, NULL);
@@ -533,6 +549,7 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	       t->task_id);
 	daemon_audit(d, t->unix_user, t->command, t->task_id, status,
 		     json_pack("{s:i,s:O?}", "exitStatus", t->res.exit_status, "error", err_json));
+	report_git_repairs(d, t);
 	if (t->on_done)
 		t->on_done(d, t->task_id, data, failure, t->arg);
 	json_t *event = json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", status, "command", t->command);

@@ -1055,7 +1055,9 @@ static json_t *run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e)
 	const char *id;
 	if (need_str(params, "worktree_id", &id, e) < 0)
 		return NULL;
-	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", id);
+	json_t *wt = one_row(D(rc), e, "worktree",
+			     "SELECT w.*, r.path AS repo_path FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id "
+			     "WHERE w.id = ?1 OR w.name = ?1", id);
 	if (wt && need_worktree_access(rc, json_get_str(wt, "id"), WT_OWNER, "worktree", id, "run commands in it", e) < 0) {
 		json_decref(wt);
 		return NULL;
@@ -1080,6 +1082,8 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
 	json_t *exec_params = json_pack("{s:O,s:s}", "argv", argv, "cwd", json_get_str(wt, "path"));
+	if (json_get_str(wt, "repo_path")) /* the executor checks the worktree's .git against it */
+		json_object_set_new(exec_params, "repoPath", json_string(json_get_str(wt, "repo_path")));
 	json_t *timeout = json_object_get(params, "timeout_ms");
 	if (json_is_integer(timeout))
 		json_object_set(exec_params, "timeoutMs", timeout);
@@ -1458,7 +1462,8 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	    need_session_access(rc, sid, WT_PROMPT, "prompt its sessions", NULL, e) < 0)
 		return -1;
 	json_t *s = one_row(D(rc), e, "session",
-			    "SELECT s.*, w.path AS cwd FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?", sid);
+			    "SELECT s.*, w.path AS cwd, r.path AS repo_path FROM sessions s JOIN worktrees w ON w.id = s.worktree_id "
+			    "LEFT JOIN repos r ON r.id = w.repo_id WHERE s.id = ?", sid);
 	if (!s)
 		return -1;
 	int may_set = P(rc)->is_admin || !strcmp(json_get_str(s, "created_by"), P(rc)->user_id);
@@ -1477,6 +1482,8 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 				      json_object_get(s, "cwd"));
 		if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* the creator's kept home, as exec.run */
 			json_object_set(p, "home", json_object_get(s, "created_by"));
+		if (json_get_str(s, "repo_path")) /* the executor checks the worktree's .git against it */
+			json_object_set(p, "repoPath", json_object_get(s, "repo_path"));
 		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
 					  .prompted_by = P(rc)->user_id, .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
 		rv = daemon_task_submit(D(rc), &spec, &task_id, e);

@@ -257,6 +257,7 @@ static char *installation_of(const char *program)
 struct agent_sandbox {
 	struct execrun_confinement cf;
 	char *program; /* the CLI's canonical path */
+	const char *state_root; /* the agent state directories' home on the host (in paths), or NULL */
 	struct strvec paths; /* the strings of binds */
 	struct sandbox_bind binds[8];
 	size_t nbinds;
@@ -346,6 +347,7 @@ static int add_state_dirs(struct prompt_run *r, const struct passwd *pw, int pla
 			return -1;
 		root = keep(as, made);
 	}
+	as->state_root = root;
 	_cleanup_close_ int rootfd = plan_only ? -1 : open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (const char *const *d = r->adapter->state_dirs; d && *d; d++) {
 		if (!plan_only && make_below(rootfd, *d, root, e) < 0)
@@ -645,6 +647,7 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 	int rc = confine_agent(r, inv.program, self, 0, &as, e);
 	if (rc == 0) {
 		inv.home = as.cf.home;
+		inv.state_home = as.cf.sb ? as.state_root : NULL; /* bound onto $HOME's state directories inside */
 		rc = run_sandboxed(r, &inv, &as, data, e);
 	}
 	agent_sandbox_release(&as);

@@ -62,7 +62,7 @@ static double *init_times; /* PID 1's copy of sb->times, for wait_and_mirror() *
 #define STAMP(sb, i) ((void)0)
 #define STAMP_REAPED(pid, got) ((void)0)
 #endif
-#define MAX_OPS 96
+#define MAX_OPS 128
 
 enum op_kind {
 	OP_BIND,      /* clone src (opened without following anything the sandbox can write) and attach it at dst */
@@ -70,7 +70,7 @@ enum op_kind {
 	OP_SYMLINK,   /* dst → data */
 	OP_PROC,      /* proc of the new PID namespace at dst */
 	OP_DEVPTS,    /* a new devpts instance at dst (optional: terminals need it) */
-	OP_READ_ONLY, /* remount dst read-only (the shields and /etc, once their binds are in) */
+	OP_READ_ONLY, /* the tmpfs of op `target` read-only (the shields, covers and /etc, once their binds are in) */
 	OP_SELF_RO,   /* dst, inside the view already (/proc/sys), bound onto itself read-only; skipped when missing */
 };
 
@@ -118,6 +118,7 @@ struct mount_op {
 	int is_dir;	  /* binds: directory (else a file) */
 	int dst_in_bind;  /* dst lies inside an earlier bind: it must exist there, reached without symlinks */
 	int idmap;	  /* OP_BIND: idmapped (a root executor's view of the data home) */
+	int target;	  /* OP_READ_ONLY: the index of the OP_TMPFS it seals (by descriptor: a later bind may cover it) */
 	uint64_t attrs;	  /* OP_BIND: MOUNT_ATTR_* set on the detached clone */
 };
 
@@ -242,6 +243,20 @@ static struct mount_op *new_op(struct sandbox *sb, enum op_kind kind, const char
 static int too_many(struct err *e)
 {
 	return err_set(e, E_INTERNAL, "sandbox: too many mounts");
+}
+
+/* Seals the tmpfs planned at dst (the latest OP_TMPFS there) read-only. */
+static int plan_seal(struct sandbox *sb, const char *dst, struct err *e)
+{
+	int target = -1;
+	for (int i = 0; i < sb->nops; i++)
+		if (sb->ops[i].kind == OP_TMPFS && !strcmp(sb->ops[i].dst, dst))
+			target = i;
+	struct mount_op *op = target >= 0 ? new_op(sb, OP_READ_ONLY, dst) : NULL;
+	if (!op)
+		return target < 0 ? err_set(e, E_INTERNAL, "sandbox: no tmpfs at %s to seal", dst) : too_many(e);
+	op->target = target;
+	return 0;
 }
 
 /* 1 when dst lies in a bind made earlier (the nearest enclosing mount of the plan is a bind, not a tmpfs of ours):
@@ -389,8 +404,8 @@ static int plan_etc(struct sandbox *sb, struct err *e)
 		if (plan_bind_ruled(sb, &b, 0, 0, e) < 0)
 			return -1;
 	}
-	if (!new_op(sb, OP_READ_ONLY, "/etc"))
-		return too_many(e);
+	if (plan_seal(sb, "/etc", e) < 0)
+		return -1;
 	if (sb->use_landlock && landlock_plan_add(&sb->landlock, "/etc", LANDLOCK_READ) < 0)
 		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
 	return 0;
@@ -499,13 +514,16 @@ static int plan_shields(struct sandbox *sb, const struct sandbox_request *req, s
 	return 0;
 }
 
-/* The request's own binds, in order; a cover is an empty tmpfs, sealed read-only with the shields. */
-static int plan_request_binds(struct sandbox *sb, const struct sandbox_request *req, struct strvec *seal,
+/* The request's own binds, in order, those of one kind: trusted ones (no root) or the data home's (and covers, empty
+ * tmpfs mounts sealed read-only with the shields). */
+static int plan_request_binds(struct sandbox *sb, const struct sandbox_request *req, int trusted, struct strvec *seal,
 			      struct err *e)
 {
 	for (size_t i = 0; i < req->nbinds; i++) {
 		const struct sandbox_bind *b = &req->binds[i];
 		const char *dst = b->dst ? b->dst : b->src;
+		if (!b->root != !!trusted || (trusted && b->access == SANDBOX_COVER))
+			continue;
 		if (b->src[0] != '/' || dst[0] != '/')
 			return err_set(e, E_INTERNAL, "sandbox: %s is not an absolute path", b->src[0] != '/' ? b->src : dst);
 		if (b->access == SANDBOX_COVER) {
@@ -522,8 +540,8 @@ static int plan_request_binds(struct sandbox *sb, const struct sandbox_request *
 static int seal_shields(struct sandbox *sb, const struct strvec *shields, struct err *e)
 {
 	for (size_t i = 0; i < shields->nr; i++)
-		if (!new_op(sb, OP_READ_ONLY, shields->v[i]))
-			return too_many(e);
+		if (plan_seal(sb, shields->v[i], e) < 0)
+			return -1;
 	return 0;
 }
 
@@ -553,12 +571,15 @@ static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, st
 	/* binds after the shields: a shield mounted later would hide what lies below it */
 	if (plan_shields(sb, req, &shields, e) < 0)
 		return -1;
+	/* trusted binds first: one of them may hold the data home (an agent installed beside it), whose binds then
+	 * land inside it rather than being hidden by it */
+	if (plan_request_binds(sb, req, 1, &shields, e) < 0 || plan_extra(sb, sb->cfg.read_only_paths, 0, e) < 0 ||
+	    plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
+		return -1;
 	const struct sandbox_bind home = { .root = req->home_root, .src = req->home, .access = SANDBOX_WRITE };
 	const struct sandbox_bind worktree = { .root = req->worktree_root, .src = req->worktree, .access = SANDBOX_WRITE };
 	if ((req->home_is_kept && plan_bind_ruled(sb, &home, 0, 1, e) < 0) || plan_bind_ruled(sb, &worktree, 0, 1, e) < 0 ||
-	    plan_request_binds(sb, req, &shields, e) < 0)
-		return -1;
-	if (plan_extra(sb, sb->cfg.read_only_paths, 0, e) < 0 || plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
+	    plan_request_binds(sb, req, 0, &shields, e) < 0)
 		return -1;
 	return seal_shields(sb, &shields, e);
 }
@@ -931,11 +952,23 @@ static int apply_tmpfs(const struct mount_op *op)
 	return rc;
 }
 
-static int apply_op(const struct sandbox *sb, const struct mount_op *op)
+/* The read-only seal of a shield, cover or /etc: by the descriptor kept when its tmpfs was mounted. */
+static int seal(int fd)
+{
+	struct mount_attr_ attr = { .attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ };
+	return fd < 0 ? (errno = EBADF, -1) : (int)syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
+}
+
+/* roots[i]: an O_PATH descriptor of the tmpfs op i mounted (kept for its seal), else -1. */
+static int apply_op(const struct sandbox *sb, const struct mount_op *op, int *roots, int i)
 {
 	switch (op->kind) {
 	case OP_BIND: return apply_bind(sb, op);
-	case OP_TMPFS: return apply_tmpfs(op);
+	case OP_TMPFS:
+		if (apply_tmpfs(op) < 0)
+			return -1;
+		roots[i] = open_no_symlinks(AT_FDCWD, op->dst, 0);
+		return roots[i] < 0 ? -1 : 0;
 	case OP_SYMLINK: return make_symlink(op->data, op->dst);
 	case OP_PROC:
 		if (make_mountpoint(op->dst, 1) < 0)
@@ -946,8 +979,7 @@ static int apply_op(const struct sandbox *sb, const struct mount_op *op)
 			return -1;
 		mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data); /* optional */
 		return 0;
-	case OP_READ_ONLY:
-		return mount(NULL, op->dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+	case OP_READ_ONLY: return seal(roots[op->target]);
 	case OP_SELF_RO: return apply_self_read_only(op);
 	}
 	return errno = EINVAL, -1;
@@ -969,11 +1001,17 @@ static int build_root(const struct sandbox *sb)
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0 || chdir("/") < 0)
 		return fail(sb, ST_PIVOT, -1);
 	STAMP(sb, 9);
+	int roots[MAX_OPS];
+	for (int i = 0; i < sb->nops; i++)
+		roots[i] = -1;
 	for (int i = 0; i < sb->nops; i++) {
-		int rc = apply_op(sb, &sb->ops[i]);
+		int rc = apply_op(sb, &sb->ops[i], roots, i);
 		if (rc < 0)
 			return fail(sb, rc == -2 ? ST_IDMAP : stage_of(sb->ops[i].kind), i);
 	}
+	for (int i = 0; i < sb->nops; i++)
+		if (roots[i] >= 0)
+			close(roots[i]);
 	STAMP(sb, 10);
 	if (umount2(OLDROOT, MNT_DETACH) < 0 || rmdir(OLDROOT) < 0)
 		return fail(sb, ST_OLDROOT, -1);

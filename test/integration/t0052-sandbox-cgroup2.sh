@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # t0052-sandbox-cgroup2 — lib/sandbox on a pure cgroup v2 host (this one binds every controller to v1): Debian's
 # cloud kernel booted under qemu with a busybox initramfs holding ./agor; in the guest exec.run's limits hold.
+# Root's data home /data is an ext4 disk (NVMe, built into that kernel): a root executor's runs bind it idmapped,
+# which tmpfs cannot do before Linux 6.3.
 . "$(dirname "$0")/../lib.sh"
 
 VM_DIR="$TEST_TOP/build/test-tmp/vm-kernel" # the guest kernel, fetched once and kept for later runs
@@ -30,6 +32,7 @@ why_no_guest() {
   elif ! command -v qemu-system-x86_64 > /dev/null; then echo "qemu is not installed (Debian: qemu-system-x86)"
   elif [ ! -x /bin/busybox ] || readelf -l /bin/busybox | grep -q "program interpreter"; then
     echo "no static busybox (Debian: busybox-static)"
+  elif ! command -v mkfs.ext4 > /dev/null; then echo "no mkfs.ext4 for the guest's data disk (Debian: e2fsprogs)"
   elif ! vm_kernel > /dev/null; then echo "Debian's linux-image-cloud-amd64 could not be fetched"
   fi
 }
@@ -47,6 +50,8 @@ if [ "$1" != stage2 ]; then
 fi
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
+n=0; while [ ! -b /dev/nvme0n1 ] && [ $n -lt 200 ]; do usleep 50000; n=$((n + 1)); done
+mount -t ext4 /dev/nvme0n1 /data || echo "@@@ no data disk"
 echo "@@@ controllers $(cat /sys/fs/cgroup/cgroup.controllers)"
 export PATH=/usr/bin HOME=/root
 for c in /cases/*.json; do
@@ -107,13 +112,15 @@ build_guest() {
   guest_case 1-pids root "    pids_max: 64" "bomb() { bomb | bomb & }; bomb; sleep 3; exit 0"
   guest_case 2-memory root "    memory_max_mb: 48" "dd if=/dev/zero of=/dev/null bs=256M count=1; echo survived"
   guest_case 3-leftovers root "    pids_max: 64
-    cpu_max_percent: 50" "sleep 600 & sleep 600 & cat /proc/self/cgroup"
+    cpu_max_percent: 50" "sleep 600 & sleep 600 & cat /proc/self/cgroup; echo uid=\$(id -u); echo x > made"
   mkdir -p "$g/home/cgexec/data/worktrees/w"
   chown -R 1000:1000 "$g/home/cgexec"
   guest_case 4-outside cgexec "" "echo ran"
   guest_case 5-inside cgexec "" "cat /proc/self/cgroup"
   touch "$g/cases/5-inside.inside"
   write_guest_init "$g/init"
+  mkfs.ext4 -q -F -d "$g/data" "$VM/data.img" 64M > /dev/null
+  rm -rf "$g/data" && mkdir "$g/data"
   (cd "$g" && find . | /bin/busybox cpio -o -H newc 2> /dev/null | gzip -1) > "$VM/initrd.gz"
 }
 
@@ -122,6 +129,7 @@ boot_guest() {
   mkdir -p "$VM"
   build_guest
   timeout 600 qemu-system-x86_64 -m 768 -smp 2 -nographic -no-reboot -kernel "$(vm_kernel)" -initrd "$VM/initrd.gz" \
+    -drive "file=$VM/data.img,if=none,id=data,format=raw" -device nvme,drive=data,serial=agordata \
     -append "console=ttyS0 panic=-1 quiet" < /dev/null > "$VM/console" 2>&1 || true
   tr -d '\r' < "$VM/console" > "$VM/serial"
 }
@@ -166,6 +174,8 @@ test_case "cgroup v2: background processes die with the run; its cgroup (with cp
   expect_json out data.sandbox.cgroup.cpuMaxPercent 50
   json_get out data.stdout > cg
   grep -q "^0::/agor/run-" cg || { cat out; fail "the program was not in a v2 run cgroup"; }
+  grep -qx "uid=65534" cg || { cat out; fail "a root executor'"'"'s run is not uid 65534"; }
+  expect_json out data.sandbox.runAs.uid 65534
   grep -qx "@@@ left 3-leftovers 0" "$VM/serial" || fail "a run cgroup was left behind"
 '
 

@@ -315,7 +315,8 @@ SANDBOXED='
     echo private > /home/agor_executor/private.txt && chown agor_executor /home/agor_executor/private.txt
     probe="cat $AGOR_HOME/config.yaml && echo READ-CONFIG; cat /home/agor_executor/private.txt && echo READ-HOME;"
     probe="$probe ls $T && echo LISTED-TEST; echo x > $T/escape.txt && echo WROTE-OUTSIDE; mkdir \$(git rev-parse --git-common-dir)/hooks/x && echo HOOK;"
-    probe="$probe tmux -L agor-agor_executor ls && echo TMUX; hostname; echo inside > in-worktree.txt"
+    probe="$probe tmux -L agor-agor_executor ls && echo TMUX; hostname; echo inside > in-worktree.txt;"
+    probe="$probe echo hooks > \$HOME/.claude/settings.json && echo WROTE-STATE"
     a prompt "$session" "please RUN: { $probe; } > probe.txt 2>&1" > out 2> err || { cat out err daemon.log; fail "prompt failed"; }
     expect_contains out "[completed]"
     cat "$wt_path/probe.txt"
@@ -324,6 +325,9 @@ SANDBOXED='
     done
     grep -q "^agor-sandbox\$" "$wt_path/probe.txt" || fail "the agent ran outside the sandbox"
     [ ! -e "$T/escape.txt" ] && [ -e "$wt_path/in-worktree.txt" ] || fail "writes were not kept to the worktree"
+    grep -q "^WROTE-STATE\$" "$wt_path/probe.txt" || fail "the agent could not write its own state"
+    [ ! -e /home/agor_executor/.claude/settings.json ] || fail "the agent wrote the real ~/.claude (read by the CLI outside)"
+    ls "$T"/data/agent-state/agor_executor/.claude/settings.json /home/agor_executor/.agor/agent-state/.claude/settings.json 2> /dev/null | grep -q . || fail "the agent state is not agor'"'"'s"
     a task get "$(task_of err)" --json > task.json
     python3 - task.json <<PY
 import json, sys
