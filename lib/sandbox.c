@@ -119,6 +119,7 @@ struct mount_op {
 	int dst_in_bind;  /* dst lies inside an earlier bind: it must exist there, reached without symlinks */
 	int idmap;	  /* OP_BIND: idmapped (a root executor's view of the data home) */
 	int target;	  /* OP_READ_ONLY: the index of the OP_TMPFS it seals (by descriptor: a later bind may cover it) */
+	int recursive;	  /* OP_READ_ONLY: with every mount below it (/etc: its entries' binds at once) */
 	uint64_t attrs;	  /* OP_BIND: MOUNT_ATTR_* set on the detached clone */
 };
 
@@ -245,8 +246,8 @@ static int too_many(struct err *e)
 	return err_set(e, E_INTERNAL, "sandbox: too many mounts");
 }
 
-/* Seals the tmpfs planned at dst (the latest OP_TMPFS there) read-only. */
-static int plan_seal(struct sandbox *sb, const char *dst, struct err *e)
+/* Seals the tmpfs planned at dst (the latest OP_TMPFS there) read-only, with what lies below when recursive. */
+static int plan_seal(struct sandbox *sb, const char *dst, int recursive, struct err *e)
 {
 	int target = -1;
 	for (int i = 0; i < sb->nops; i++)
@@ -256,6 +257,7 @@ static int plan_seal(struct sandbox *sb, const char *dst, struct err *e)
 	if (!op)
 		return target < 0 ? err_set(e, E_INTERNAL, "sandbox: no tmpfs at %s to seal", dst) : too_many(e);
 	op->target = target;
+	op->recursive = recursive;
 	return 0;
 }
 
@@ -403,8 +405,10 @@ static int plan_etc(struct sandbox *sb, struct err *e)
 		const struct sandbox_bind b = { .src = path, .access = SANDBOX_READ };
 		if (plan_bind_ruled(sb, &b, 0, 0, e) < 0)
 			return -1;
+		if (sb->nops && sb->ops[sb->nops - 1].kind == OP_BIND)
+			sb->ops[sb->nops - 1].attrs = 0; /* read-only with /etc's recursive seal */
 	}
-	if (plan_seal(sb, "/etc", e) < 0)
+	if (plan_seal(sb, "/etc", 1, e) < 0)
 		return -1;
 	if (sb->use_landlock && landlock_plan_add(&sb->landlock, "/etc", LANDLOCK_READ) < 0)
 		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
@@ -540,7 +544,7 @@ static int plan_request_binds(struct sandbox *sb, const struct sandbox_request *
 static int seal_shields(struct sandbox *sb, const struct strvec *shields, struct err *e)
 {
 	for (size_t i = 0; i < shields->nr; i++)
-		if (plan_seal(sb, shields->v[i], e) < 0)
+		if (plan_seal(sb, shields->v[i], 0, e) < 0)
 			return -1;
 	return 0;
 }
@@ -662,25 +666,32 @@ static int write_map(pid_t pid, const char *which, unsigned id)
 	return rc;
 }
 
+/* The helper's body: it waits until the parent closes the pipe, then ends. It shares the parent's memory and runs
+ * on its own small stack: raw system calls only. */
+static int idmap_gate(void *arg)
+{
+	const int *gate = arg;
+	char c;
+	syscall(SYS_close, gate[1]);
+	syscall(SYS_read, gate[0], &c, 1);
+	return 0;
+}
+
 /* A root executor's idmapped mounts: a user namespace mapping uid and gid 0 to id (a helper made in one,
- * mapped from here, its namespace kept by descriptor). -1 with e set. */
+ * mapped from here, its namespace kept by descriptor). The helper shares this process's memory (no page tables
+ * to copy). -1 with e set. */
 static int make_idmap_userns(unsigned id, struct err *e)
 {
 	int gate[2];
 	if (pipe2(gate, O_CLOEXEC) < 0)
 		return err_errno(e, errno, "sandbox: pipe");
-	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	static char stack[16384] __attribute__((aligned(16))); /* one helper at a time, gone before we return */
+	pid_t pid = clone(idmap_gate, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM | SIGCHLD, gate);
 	if (pid < 0) {
 		int saved = errno;
 		close(gate[0]);
 		close(gate[1]);
 		return required(e, "user namespace", strerror(saved)); /* the idmap is a user namespace's */
-	}
-	if (pid == 0) { /* waits until the parent closes the pipe, then ends (raw system calls only) */
-		char c;
-		syscall(SYS_close, gate[1]);
-		syscall(SYS_read, gate[0], &c, 1);
-		syscall(SYS_exit_group, 0);
 	}
 	int fd = -1, saved = 0;
 	if (write_map(pid, "uid_map", id) == 0 && write_map(pid, "gid_map", id) == 0) {
@@ -900,8 +911,20 @@ static int attach_clone(int src, int dst, uint64_t attrs, int userns_fd)
 	return rc;
 }
 
+/* A trusted bind (a system path, never one the program could have written) into the view's own skeleton: by path,
+ * the attributes set afterwards on the attached mount — two mount calls. */
+static int apply_trusted_bind(const struct mount_op *op)
+{
+	if (make_mountpoint(op->dst, op->is_dir) < 0 || mount(op->src, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return -1;
+	struct mount_attr_ attr = { .attr_set = op->attrs };
+	return op->attrs ? (int)syscall(SYS_mount_setattr, AT_FDCWD, op->dst, AT_RECURSIVE_, &attr, sizeof(attr)) : 0;
+}
+
 static int apply_bind(const struct sandbox *sb, const struct mount_op *op)
 {
+	if (!op->root && !op->dst_in_bind && !op->idmap)
+		return apply_trusted_bind(op);
 	int src = open_source(op);
 	if (src < 0)
 		return -1;
@@ -912,15 +935,13 @@ static int apply_bind(const struct sandbox *sb, const struct mount_op *op)
 	return rc;
 }
 
-/* /proc/sys and the like, bound onto themselves read-only (missing ones are fine). */
+/* /proc/sys and the like (our own proc's), bound onto themselves read-only (missing ones are fine). */
 static int apply_self_read_only(const struct mount_op *op)
 {
-	int fd = open_no_symlinks(AT_FDCWD, op->dst, 0);
-	if (fd < 0)
+	if (mount(op->dst, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return errno == ENOENT ? 0 : -1;
-	int rc = attach_clone(fd, fd, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ | MOUNT_ATTR_NOEXEC_, -1);
-	close_keeping_errno(fd);
-	return rc;
+	struct mount_attr_ attr = { .attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ | MOUNT_ATTR_NOEXEC_ };
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, op->dst, AT_RECURSIVE_, &attr, sizeof(attr));
 }
 
 /* "/proc/self/fd/N" for mount(2) on a descriptor (async-signal-safe). */
@@ -953,10 +974,11 @@ static int apply_tmpfs(const struct mount_op *op)
 }
 
 /* The read-only seal of a shield, cover or /etc: by the descriptor kept when its tmpfs was mounted. */
-static int seal(int fd)
+static int seal(int fd, int recursive)
 {
 	struct mount_attr_ attr = { .attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ };
-	return fd < 0 ? (errno = EBADF, -1) : (int)syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
+	unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE_ : 0);
+	return fd < 0 ? (errno = EBADF, -1) : (int)syscall(SYS_mount_setattr, fd, "", flags, &attr, sizeof(attr));
 }
 
 /* roots[i]: an O_PATH descriptor of the tmpfs op i mounted (kept for its seal), else -1. */
@@ -979,7 +1001,7 @@ static int apply_op(const struct sandbox *sb, const struct mount_op *op, int *ro
 			return -1;
 		mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data); /* optional */
 		return 0;
-	case OP_READ_ONLY: return seal(roots[op->target]);
+	case OP_READ_ONLY: return seal(roots[op->target], op->recursive);
 	case OP_SELF_RO: return apply_self_read_only(op);
 	}
 	return errno = EINVAL, -1;

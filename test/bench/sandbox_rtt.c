@@ -18,8 +18,10 @@ static struct sandbox_config bench_config(int with_limits)
 		.network_none = 1,
 		.limits = { .memory_max_bytes = with_limits ? 4LL << 30 : 0, .pids_max = with_limits ? 1024 : 0 },
 		.nofile = 4096,
+		.disk_max_bytes = with_limits ? 4LL << 30 : 0, /* the defaults: a write budget beside the cgroup */
 		.cgroup_root = "/sys/fs/cgroup",
 		.cgroup_parent = "agor-bench",
+		.root_maps_to = 65534,
 	};
 }
 
