@@ -58,6 +58,11 @@ static int load_config(const struct payload *p, struct config *cfg, struct err *
 		err_prefix(e, "configuration");
 		return -1;
 	}
+	/* the daemon decides how runs are confined; this user's config may only tighten it */
+	if (p->policy && config_apply_policy(cfg, p->policy, e) < 0) {
+		err_prefix(e, "applying the daemon's execution policy");
+		return -1;
+	}
 	return 0;
 }
 
@@ -297,7 +302,10 @@ const struct applet applet_executor = {
 		 "Exit status: 0 success, 1 the command failed, 2 the input was invalid.\n"
 		 "\n"
 		 "Commands: git.clone, git.worktree.add, git.worktree.remove, prompt, tmux.attach, zellij.attach\n"
-		 "Base fields: asUser, daemonUrl, sessionToken, env, dataHome (unknown fields are errors).\n"
+		 "Base fields: asUser, daemonUrl, sessionToken, env, dataHome, policy (unknown fields are errors).\n"
+		 "policy is the daemon's execution policy, {\"execution.sandbox.enabled\":\"true\",…}: the keys\n"
+		 "execution.sandbox.*, execution.fallback_to_unified and execution.timeout_ms with their text as\n"
+		 "`agor config show` prints it; it overrides this user's config, which may only make it stricter.\n"
 		 "\n"
 		 "  --stdin          read the payload from standard input\n"
 		 "  --dry-run        validate, resolve paths and the user, print the plan; change nothing\n",

@@ -523,6 +523,8 @@ char *executor_forward_payload(const struct payload *p, const struct config *cfg
 {
 	json_t *copy = json_deep_copy(p->root);
 	json_object_set_new(copy, "dataHome", json_string(cfg->paths.data_home));
+	if (!p->policy) /* this executor runs as the daemon's user: its config is the daemon's */
+		json_object_set_new(copy, "policy", config_execution_policy(cfg));
 	char *s = json_to_compact(copy);
 	json_decref(copy);
 	return s;
