@@ -350,6 +350,30 @@ test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a fai
   expect_contains reply "params.argv"
 '
 
+test_case "daemon exec.run: every payload carries the daemon's policy, which beats the config its executor reads" "$DAEMON"'
+  make_source_repo src
+  printf "execution:\n  sandbox:\n    enabled: false\n    memory_max_mb: 0\n" > user.yaml   # what the executor reads
+  mkdir -p "$AGOR_HOME"
+  printf "execution:\n  executor_command_template: '"'"'tee %s/last-payload.json | AGOR_CONFIG_PATH=%s/user.yaml %s executor --stdin'"'"'\n  sandbox:\n    memory_max_mb: 300\n" \
+    "$PWD" "$PWD" "$AGOR" > "$AGOR_HOME/config.yaml"
+  start_daemon
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && expect_json reply result.repo.default_branch main
+  rpc worktrees.add "{\"repo_id\":\"$(json_get reply result.repo.id)\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
+  rpc exec.run "{\"worktree_id\":\"$(json_get reply result.worktree.id)\",\"argv\":[\"hostname\"]}" > reply
+  expect_contains reply "\"stdout\":\"agor-sandbox\\n\""
+  rpc tasks.get "{\"id\":\"$(json_get reply result.task_id)\"}" > task
+  json_get task result.result > result.json
+  expect_json result.json sandbox.enabled true
+  expect_json result.json sandbox.cgroup.memoryMaxBytes $((300 << 20))
+  python3 - last-payload.json <<PY   # the exec.run payload as the daemon wrote it
+import json, sys
+p = json.load(open(sys.argv[1]))["policy"]
+assert p["execution.sandbox.enabled"] == "true" and p["execution.sandbox.memory_max_mb"] == "300", p
+assert p["execution.timeout_ms"] == "300000" and p["execution.sandbox.read_only_paths"] is None, p
+assert "execution.sandbox.cgroup_root" in p and "daemon.port" not in p and "execution.unix_user_mode" not in p, p
+PY
+'
+
 test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox required" "$DAEMON"'
   make_source_repo src
   mkdir -p "$AGOR_HOME"; printf "execution:\n  unix_user_mode: sandbox\n  sandbox:\n    enabled: false\n" > "$AGOR_HOME/config.yaml"
