@@ -58,6 +58,11 @@ static int load_config(const struct payload *p, struct config *cfg, struct err *
 		err_prefix(e, "configuration");
 		return -1;
 	}
+	/* the daemon decides how runs are confined; this user's config may only tighten it */
+	if (p->policy && config_apply_policy(cfg, p->policy, e) < 0) {
+		err_prefix(e, "applying the daemon's execution policy");
+		return -1;
+	}
 	return 0;
 }
 
@@ -228,13 +233,27 @@ static const char *pane_shell(void)
 	return pw && pw->pw_shell && pw->pw_shell[0] == '/' ? pw->pw_shell : "/bin/sh";
 }
 
-static int sandboxed_shell(const char *data_home, const char *cwd, int *exit_code, struct err *e)
+/* This user's config for the pane, with --policy (NULL: none) applied over it. */
+static int pane_config(struct config *cfg, const char *data_home, const char *policy, struct err *e)
+{
+	if (config_set_flag(cfg, "paths.data_home", data_home, e) < 0 || config_load(cfg, NULL, e) < 0)
+		return -1;
+	if (!policy)
+		return 0;
+	_cleanup_json_ json_t *pol = json_parse(policy, strlen(policy), e);
+	if (!pol || config_apply_policy(cfg, pol, e) < 0) {
+		err_prefix(e, "--policy");
+		return -1;
+	}
+	return 0;
+}
+
+static int sandboxed_shell(const char *data_home, const char *cwd, const char *policy, int *exit_code,
+			   struct err *e)
 {
 	struct config *cfg = config_new();
 	_cleanup_free_ char *path = NULL;
-	int rc = config_set_flag(cfg, "paths.data_home", data_home, e);
-	if (rc == 0)
-		rc = config_load(cfg, NULL, e);
+	int rc = pane_config(cfg, data_home, policy, e);
 	if (rc == 0)
 		rc = confine_path(cfg->paths.worktrees_dir, cwd, 1, &path, e);
 	if (rc == 0)
@@ -248,18 +267,22 @@ static void pass_on_signal(int sig)
 	child_kill_all(sig); /* the sandbox passes it on to the shell, which ends; the wrapper then cleans up */
 }
 
-/* `agor executor sandbox-shell --data-home DIR --cwd WORKTREE`: what a terminal pane runs when the sandbox is
- * on — the user's shell inside the worktree's sandbox (execrun_interactive); a failure is shown on the pane.
+/* `agor executor sandbox-shell --data-home DIR --cwd WORKTREE [--policy JSON]`: what a terminal pane runs when
+ * the sandbox is on — the user's shell inside the worktree's sandbox (execrun_interactive); a failure is shown
+ * on the pane. --policy is the daemon's execution policy (the tmux.attach executor always passes it), applied
+ * over this user's config as for a payload; without it this user's config decides.
  * tmux ends a pane with SIGHUP: it is passed on (as SIGTERM and SIGINT), so the run's cgroup is removed
  * once the shell is gone. */
 static int run_sandbox_shell(int argc, char **argv)
 {
-	if (argc != 6 || strcmp(argv[2], "--data-home") || strcmp(argv[4], "--cwd"))
-		return applet_usage_error(&applet_executor, "usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE");
+	if ((argc != 6 && argc != 8) || strcmp(argv[2], "--data-home") || strcmp(argv[4], "--cwd") ||
+	    (argc == 8 && strcmp(argv[6], "--policy")))
+		return applet_usage_error(&applet_executor, "usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE "
+							    "[--policy JSON]");
 	child_on_stop_signals(pass_on_signal);
 	struct err e = ERR_INIT;
 	int code = EXIT_FAILED;
-	if (sandboxed_shell(argv[3], argv[5], &code, &e) < 0) {
+	if (sandboxed_shell(argv[3], argv[5], argc == 8 ? argv[7] : NULL, &code, &e) < 0) {
 		fprintf(stderr, "agor: the sandboxed shell did not start: %s\n", e.message);
 		sleep(5); /* long enough to be read before tmux closes the pane */
 		code = EXIT_FAILED;
@@ -289,7 +312,8 @@ const struct applet applet_executor = {
 		 "                     --tool claude-code|codex|gemini|opencode\n"
 		 "                     [--permission-mode M] [--daemon-url URL] [--dry-run]\n"
 		 "       agor executor mcp-permission --socket PATH   (Claude Code's permission prompt tool)\n"
-		 "       agor executor sandbox-shell --data-home DIR --cwd WORKTREE   (a terminal pane's shell)\n"
+		 "       agor executor sandbox-shell --data-home DIR --cwd WORKTREE [--policy JSON]\n"
+		 "                     (a terminal pane's shell; --policy as the payload's policy field)\n"
 		 "\n"
 		 "Reads one JSON payload {\"command\":…,\"params\":{…}} from stdin (at most 4 MiB), runs it\n"
 		 "and prints exactly one result line on stdout:\n"
@@ -297,7 +321,10 @@ const struct applet applet_executor = {
 		 "Exit status: 0 success, 1 the command failed, 2 the input was invalid.\n"
 		 "\n"
 		 "Commands: git.clone, git.worktree.add, git.worktree.remove, prompt, tmux.attach, zellij.attach\n"
-		 "Base fields: asUser, daemonUrl, sessionToken, env, dataHome (unknown fields are errors).\n"
+		 "Base fields: asUser, daemonUrl, sessionToken, env, dataHome, policy (unknown fields are errors).\n"
+		 "policy is the daemon's execution policy, {\"execution.sandbox.enabled\":\"true\",…}: the keys\n"
+		 "execution.sandbox.*, execution.fallback_to_unified and execution.timeout_ms with their text as\n"
+		 "`agor config show` prints it; it overrides this user's config, which may only make it stricter.\n"
 		 "\n"
 		 "  --stdin          read the payload from standard input\n"
 		 "  --dry-run        validate, resolve paths and the user, print the plan; change nothing\n",

@@ -2,6 +2,7 @@
  * Never stores a value not parsed by its key's type; never reads a config others can write. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,7 +55,7 @@ static char *derive_socket_path(const struct config_state *st);
 static char *derive_worktree_rbac(const struct config_state *st);
 
 static const char *const user_modes[] = {"simple", "insulated", "strict", "sandbox", NULL};
-static const char *const sandbox_networks[] = {"none", "host", NULL};
+static const char *const sandbox_networks[] = {"none", "host", NULL}; /* strictest first (policy) */
 _Static_assert(sizeof(enum config_user_mode) == sizeof(int), "enum fields are stored as int");
 
 #define FIELD(member)                                                                              \
@@ -1301,13 +1302,234 @@ int config_entry_get(const struct config *cfg, const char *key, struct config_en
 
 const char *config_source_name(enum config_source source)
 {
-	static const char *const names[] = {"default", "file", "env", "flag"};
+	static const char *const names[] = {"default", "file", "env", "flag", "policy"};
 	return (size_t)source < ARRAY_SIZE(names) ? names[source] : "unknown";
 }
 
 const char *config_user_mode_name(enum config_user_mode mode)
 {
 	return (size_t)mode < ARRAY_SIZE(user_modes) - 1 ? user_modes[mode] : "unknown";
+}
+
+/* ---- execution policy ----------------------------------------------------------------- */
+
+#define SANDBOX_PREFIX "execution.sandbox."
+#define POLICY_KEYS_TEXT                                                                           \
+	"a policy holds execution.sandbox.*, execution.fallback_to_unified and "                   \
+	"execution.timeout_ms"
+
+static bool is_policy_key(const char *key)
+{
+	return !strncmp(key, SANDBOX_PREFIX, strlen(SANDBOX_PREFIX)) ||
+	       !strcmp(key, "execution.fallback_to_unified") ||
+	       !strcmp(key, "execution.timeout_ms");
+}
+
+int config_is_policy_key(const char *key)
+{
+	return find_key(key) >= 0 && is_policy_key(key);
+}
+
+/* When the executing user's own value of a policy key beats the daemon's: only when stricter. */
+enum tighten {
+	TIGHTEN_NEVER,		/* the daemon's value stands */
+	TIGHTEN_TRUE,		/* a boolean: true is stricter */
+	TIGHTEN_FALSE,		/* a boolean: false is stricter */
+	TIGHTEN_EARLIER_CHOICE, /* an enum whose words are listed strictest first */
+	TIGHTEN_SMALLER,	/* an integer: the smaller */
+	TIGHTEN_LIMIT,		/* an integer limit where 0 means none: the smaller non-zero */
+};
+
+/* The keys that have a stricter direction, one row each (a new boolean where false is stricter:
+ * one TIGHTEN_FALSE row). A policy key without a row takes the daemon's value, except an
+ * execution.sandbox integer named like a limit (tighten_rule). */
+static const struct {
+	const char *key;
+	enum tighten how;
+} tighten_rules[] = {
+	{"execution.sandbox.enabled", TIGHTEN_TRUE},
+	{"execution.sandbox.fail_closed", TIGHTEN_TRUE},
+	{"execution.fallback_to_unified", TIGHTEN_FALSE},
+	{"execution.sandbox.network", TIGHTEN_EARLIER_CHOICE}, /* sandbox_networks: none, host */
+	{"execution.timeout_ms", TIGHTEN_SMALLER},
+	{"execution.sandbox.memory_max_mb", TIGHTEN_LIMIT},
+	{"execution.sandbox.pids_max", TIGHTEN_LIMIT},
+	{"execution.sandbox.cpu_max_percent", TIGHTEN_LIMIT},
+	{"execution.sandbox.nofile", TIGHTEN_LIMIT},
+	{"execution.sandbox.fsize_mb", TIGHTEN_LIMIT},
+};
+
+/* A limit by its name: the last part ends in _mb or holds "max" (memory_max_mb, pids_max). */
+static bool named_like_a_limit(const char *key)
+{
+	const char *name = strrchr(key, '.') + 1;
+	size_t len = strlen(name);
+	return (len > 3 && !strcmp(name + len - 3, "_mb")) || strstr(name, "max");
+}
+
+static enum tighten tighten_rule(const struct config_key *k)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tighten_rules); i++)
+		if (!strcmp(tighten_rules[i].key, k->key))
+			return tighten_rules[i].how;
+	if (k->type == CONFIG_INT && !strncmp(k->key, SANDBOX_PREFIX, strlen(SANDBOX_PREFIX)) &&
+	    named_like_a_limit(k->key))
+		return TIGHTEN_LIMIT;
+	return TIGHTEN_NEVER;
+}
+
+static size_t choice_rank(const struct config_key *k, const char *v)
+{
+	size_t i = 0;
+	while (k->choices[i] && strcmp(k->choices[i], v))
+		i++;
+	return i;
+}
+
+static long long limit_rank(const char *v)
+{
+	long long n = strtoll(v, NULL, 10);
+	return n ? n : LLONG_MAX; /* 0: no limit, the loosest */
+}
+
+/* True when mine (a value the user set) is stricter than the daemon's under k's rule. */
+static bool user_value_is_stricter(const struct config_key *k, const char *daemon, const char *mine)
+{
+	if (!daemon || !mine)
+		return false;
+	switch (tighten_rule(k)) {
+	case TIGHTEN_NEVER:
+		return false;
+	case TIGHTEN_TRUE:
+		return !strcmp(mine, "true") && strcmp(daemon, "true");
+	case TIGHTEN_FALSE:
+		return !strcmp(mine, "false") && strcmp(daemon, "false");
+	case TIGHTEN_EARLIER_CHOICE:
+		return k->type == CONFIG_ENUM && choice_rank(k, mine) < choice_rank(k, daemon);
+	case TIGHTEN_SMALLER:
+		return strtoll(mine, NULL, 10) < strtoll(daemon, NULL, 10);
+	case TIGHTEN_LIMIT:
+		return limit_rank(mine) < limit_rank(daemon);
+	}
+	return false;
+}
+
+static int policy_invalid(struct err *e, const char *key, const char *reason)
+{
+	_cleanup_free_ char *path = xasprintf("policy.%s", key);
+	return err_setd(e, E_INVALID_PAYLOAD,
+			json_pack("{s:s,s:s}", "path", path, "reason", reason), "%s: %s", path,
+			reason);
+}
+
+/* One member of a policy as canonical text (*out, NULL for null). */
+static int policy_member(const char *key, const json_t *v, char **out, struct err *e)
+{
+	*out = NULL;
+	int i = find_key(key);
+	if (i < 0 || !is_policy_key(key))
+		return policy_invalid(e, key,
+				      i < 0 ? "unknown setting (" POLICY_KEYS_TEXT ")"
+					    : "not an execution policy setting (" POLICY_KEYS_TEXT
+					      ")");
+	const struct config_key *k = &keys[i];
+	if (json_is_null(v) && k->type == CONFIG_NULLABLE_STRING)
+		return 0;
+	if (!json_is_string(v))
+		return policy_invalid(e, key,
+				      "expected the setting's text as a JSON string (\"true\", "
+				      "\"4096\"; null only for a nullable setting)");
+	struct raw_value raw = {json_string_value(v), json_string_length(v), false, false};
+	struct err pe = ERR_INIT;
+	size_t at;
+	if (parse_value(k, &raw, NULL, out, &at, &pe) < 0) {
+		policy_invalid(e, key, pe.message);
+		err_clear(&pe);
+		return -1;
+	}
+	if (!strcmp(*out, raw.text))
+		return 0;
+	struct strbuf sb = STRBUF_INIT; /* "~/x", "/x/": the daemon sends what config show prints */
+	strbuf_addstr(&sb, "not in canonical form (give it as `agor config show` prints it, here ");
+	add_quoted_excerpt(&sb, *out, strlen(*out));
+	strbuf_addch(&sb, ')');
+	policy_invalid(e, key, sb.buf);
+	strbuf_release(&sb);
+	free(*out);
+	*out = NULL;
+	return -1;
+}
+
+int config_policy_check(const json_t *policy, struct err *e)
+{
+	if (!json_is_object(policy))
+		return err_setd(e, E_INVALID_PAYLOAD,
+				json_pack("{s:s,s:s}", "path", "policy", "reason",
+					  "expected an object of settings"),
+				"policy: expected an object of settings "
+				"{\"execution.sandbox.enabled\": \"true\", …}");
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)policy, key, v)
+	{
+		char *value;
+		if (policy_member(key, v, &value, e) < 0)
+			return -1;
+		free(value);
+	}
+	return 0;
+}
+
+/* keys[i]'s value in the policy, or its built-in default when the policy leaves it out. */
+static int policy_value(const struct config_state *st, const json_t *policy, size_t i, char **out,
+			struct err *e)
+{
+	const json_t *v = json_object_get(policy, keys[i].key);
+	if (v)
+		return policy_member(keys[i].key, v, out, e);
+	*out = NULL;
+	if (keys[i].derive) {
+		*out = keys[i].derive(st);
+		return 0;
+	}
+	if (!keys[i].def)
+		return 0;
+	struct raw_value raw = {keys[i].def, strlen(keys[i].def), false, false};
+	size_t at;
+	return parse_value(&keys[i], &raw, NULL, out, &at, e);
+}
+
+int config_apply_policy(struct config *cfg, const json_t *policy, struct err *e)
+{
+	if (config_policy_check(policy, e) < 0)
+		return -1;
+	struct config_state *st = cfg->state;
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (!is_policy_key(keys[i].key))
+			continue;
+		char *value;
+		if (policy_value(st, policy, i, &value, e) < 0)
+			return -1;
+		/* a built-in default is not the user's word: only what the user set may tighten */
+		const struct config_slot *mine = &st->slots[i];
+		if (mine->source != CONFIG_SOURCE_DEFAULT &&
+		    user_value_is_stricter(&keys[i], value, mine->value))
+			free(value);
+		else
+			slot_store(&st->slots[i], value, CONFIG_SOURCE_POLICY, 0);
+	}
+	return finalize(cfg, e);
+}
+
+json_t *config_execution_policy(const struct config *cfg)
+{
+	json_t *policy = json_object();
+	for (size_t i = 0; i < NKEYS; i++) {
+		const char *v = cfg->state->slots[i].value;
+		if (is_policy_key(keys[i].key))
+			json_object_set_new(policy, keys[i].key, v ? json_string(v) : json_null());
+	}
+	return policy;
 }
 
 /* ---- show ----------------------------------------------------------------------------- */

@@ -74,6 +74,25 @@
  * FILE is the absolute path of the config file. Values quoted in messages are cut to about
  * 60 bytes and escaped so that a message is always valid UTF-8. Only the first error is
  * reported.
+ *
+ * Execution policy
+ * ----------------
+ * How an executor confines what it runs is the daemon's to decide, never the execution user's:
+ * the policy keys are every key under execution.sandbox. (one added to the table later is one
+ * too) plus execution.fallback_to_unified and execution.timeout_ms (config_is_policy_key). The
+ * daemon puts its own values in every payload it writes (config_execution_policy), and the
+ * executor applies them over the config it loaded as whichever user it runs as
+ * (config_apply_policy). A value that user set (file, environment; built-in defaults do not
+ * count) wins only where it is stricter:
+ *   execution.sandbox.enabled, fail_closed   true is stricter
+ *   execution.fallback_to_unified            false is stricter
+ *   execution.sandbox.network                none is stricter than host
+ *   execution.timeout_ms                     the smaller
+ *   limits where 0 means none (memory_max_mb, pids_max, cpu_max_percent, nofile, fsize_mb and
+ *   any later execution.sandbox integer named *_mb or *max*)   the smaller non-zero
+ * Every other policy key (path lists, cgroup_root, cgroup_parent, keys added later) takes the
+ * daemon's value. A policy is a JSON object {KEY: canonical text}: each value a string exactly
+ * as config_entry_at gives it ("true", "4096", "/abs/path"), or null for a nullable key.
  */
 
 enum config_type {
@@ -91,6 +110,7 @@ enum config_source {
 	CONFIG_SOURCE_FILE,
 	CONFIG_SOURCE_ENV,
 	CONFIG_SOURCE_FLAG,
+	CONFIG_SOURCE_POLICY, /* the daemon's execution policy (config_apply_policy) */
 };
 
 /* execution.unix_user_mode (SPEC §5.1). */
@@ -220,7 +240,7 @@ int config_entry_at(const struct config *cfg, size_t i, struct config_entry *out
 /* The entry of key; -1 when key is not a setting. */
 int config_entry_get(const struct config *cfg, const char *key, struct config_entry *out);
 
-const char *config_source_name(enum config_source source); /* default | file | env | flag */
+const char *config_source_name(enum config_source source); /* default | file | env | flag | policy */
 const char *config_user_mode_name(enum config_user_mode mode);
 
 /* `agor config show`: one aligned line per setting, `key  value  (source[, file:line])`, after
@@ -232,6 +252,20 @@ json_t *config_to_json(const struct config *cfg);
 /* One setting as config_to_json lists it ({key, value, source, env?, file?, line?}); NULL for an
  * unknown key. `agor config get --json` and the daemon's config.get {key} answer with it. */
 json_t *config_entry_to_json(const struct config *cfg, const char *key);
+
+/* True when key is a setting of the execution policy (see "Execution policy" above). */
+int config_is_policy_key(const char *key);
+/* The policy object of cfg's effective values (a new reference): what the daemon puts in payloads. */
+json_t *config_execution_policy(const struct config *cfg);
+/* Checks a policy object: every member a policy key with its canonical text (null only for a
+ * nullable key). -1 with E_INVALID_PAYLOAD, details {"path":"policy.KEY","reason":…}, and the
+ * message "policy.KEY: reason". */
+int config_policy_check(const json_t *policy, struct err *e);
+/* After config_load: each policy key gets the policy's value (its built-in default when the policy
+ * leaves it out) unless the value loaded from the file or environment is stricter; applied values
+ * have source "policy". The
+ * policy is checked first (config_policy_check). A later config_load forgets it. */
+int config_apply_policy(struct config *cfg, const json_t *policy, struct err *e);
 
 /* Refuses a config file that others could have written: not a regular file, owned by someone
  * other than the effective uid or root, or writable by group/others. The message names the fix. */

@@ -358,10 +358,13 @@ static void relay_progress(struct daemon *d)
 	}
 }
 
+/* Every payload carries the daemon's execution policy: the executor, whoever it runs as, applies it over its
+ * own config, which may only tighten it (config.h). */
 static char *build_payload(struct daemon *d, const char *command, json_t *params, const char *execution_user,
 			   const char *token)
 {
-	json_t *p = json_pack("{s:s,s:O,s:s}", "command", command, "params", params, "dataHome", d->paths.data_home);
+	json_t *p = json_pack("{s:s,s:O,s:s,s:o}", "command", command, "params", params, "dataHome", d->paths.data_home,
+			      "policy", config_execution_policy(d->cfg));
 	if (execution_user && strcmp(execution_user, d->daemon_user))
 		json_object_set_new(p, "asUser", json_string(execution_user));
 	if (token) {

@@ -432,6 +432,15 @@ static int terminal_request_for(const struct payload *p, const struct executor_c
 	return 0;
 }
 
+/* The execution policy in force here (the daemon's, tightened by this user's config), as compact JSON. */
+static char *policy_text(const struct config *cfg)
+{
+	_cleanup_json_ json_t *policy = config_execution_policy(cfg);
+	return json_to_compact(policy);
+}
+
+/* ctx->cfg has the payload's policy applied: whether panes are sandboxed is the daemon's to say, and each pane's
+ * sandbox-shell gets the same policy (--policy), never deciding from this user's config alone. */
 static int run_tmux_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 			   struct err *e)
 {
@@ -450,6 +459,9 @@ static int run_tmux_attach(const struct payload *p, const struct executor_contex
 		strbuf_add_shell_quoted(&shell, ctx->cfg->paths.data_home);
 		strbuf_addstr(&shell, " --cwd ");
 		strbuf_add_shell_quoted(&shell, cwd);
+		_cleanup_free_ char *policy = policy_text(ctx->cfg);
+		strbuf_addstr(&shell, " --policy ");
+		strbuf_add_shell_quoted(&shell, policy);
 		r.shell_command = shell.buf;
 	}
 	return terminal_tmux_attach(&r, data, e);
@@ -541,6 +553,8 @@ char *executor_forward_payload(const struct payload *p, const struct config *cfg
 {
 	json_t *copy = json_deep_copy(p->root);
 	json_object_set_new(copy, "dataHome", json_string(cfg->paths.data_home));
+	if (!p->policy) /* this executor runs as the daemon's user: its config is the daemon's */
+		json_object_set_new(copy, "policy", config_execution_policy(cfg));
 	char *s = json_to_compact(copy);
 	json_decref(copy);
 	return s;

@@ -7,7 +7,10 @@
  *   for a dry run), or -1 with e set to one of the SPEC §3.3 codes.
  *   Impersonation (asUser ≠ the current user) is the caller's job: executor_needs_impersonation()
  *   tells, and executor_forward_payload() gives the text to hand to the impersonated executor
- *   (with dataHome pinned to this executor's effective data home).
+ *   (with dataHome pinned to this executor's effective data home, and always a policy: the
+ *   payload's own, else this executor's, which runs as the daemon's user and reads its config).
+ *   ctx->cfg has the payload's policy applied (config_apply_policy): tmux.attach decides from it
+ *   whether panes are sandboxed and hands it to each pane's sandbox-shell (--policy).
  *   prompt runs the agent CLI (prompt.h); tmux.attach and zellij.attach hand a terminal to the
  *   daemon (terminal.h).
  */
@@ -22,7 +25,7 @@
 #include "strbuf.h"
 
 struct executor_context {
-	const struct config *cfg; /* loaded with the payload's dataHome applied as a flag */
+	const struct config *cfg; /* loaded with the payload's dataHome applied as a flag, then its policy */
 	int dry_run;
 	int progress; /* git progress lines on stderr */
 };
@@ -33,7 +36,8 @@ int executor_execute(const struct payload *p, const struct executor_context *ctx
  * -1 with E_IMPERSONATION_FAILED when asUser is unusable (no such user, or already impersonated as
  * someone else). */
 int executor_needs_impersonation(const struct payload *p, char **current_user, struct err *e);
-/* The payload to send to the impersonated executor: p's text with dataHome set. */
+/* The payload to send to the impersonated executor: p's text with dataHome set, and policy set to
+ * cfg's execution policy when p has none. */
 char *executor_forward_payload(const struct payload *p, const struct config *cfg);
 /* Maps internal error codes (SYSTEM_ERROR by errno, CONFIG_ERROR, …) onto the stable SPEC §3.3 codes. */
 void executor_publish_error(struct err *e);

@@ -2,12 +2,13 @@
  * Never lets a field through that the table does not name; never guesses a type. */
 #include <string.h>
 
+#include "config.h"
 #include "json.h"
 #include "payload.h"
 #include "unixperm.h"
 #include "banned.h"
 
-enum field_type { F_STRING, F_BOOL, F_ENUM, F_STRMAP, F_OBJECT, F_ARGV, F_TIMEOUT_MS };
+enum field_type { F_STRING, F_BOOL, F_ENUM, F_STRMAP, F_OBJECT, F_ARGV, F_TIMEOUT_MS, F_POLICY };
 enum field_flags { REQUIRED = 1, NONEMPTY = 2, USER_NAME = 4, NO_NUL = 8 };
 
 struct field_spec {
@@ -114,6 +115,7 @@ static const struct field_spec base_fields[] = {
 	{ "sessionToken", F_STRING, OPT_STR },
 	{ "env", F_STRMAP, 0 },
 	{ "dataHome", F_STRING, OPT_STR },
+	{ "policy", F_POLICY, 0 },
 	{ NULL },
 };
 
@@ -246,6 +248,7 @@ static int check_field(const struct field_spec *f, json_t *v, const char *path, 
 	switch (f->type) {
 	case F_ARGV: return check_argv(v, path, e);
 	case F_TIMEOUT_MS: return check_timeout_ms(v, path, e);
+	case F_POLICY: return config_policy_check(v, e); /* names policy.KEY itself */
 	case F_BOOL:
 		if (json_is_boolean(v))
 			return 0;
@@ -378,6 +381,7 @@ int payload_parse(const char *text, size_t len, struct payload *p, struct err *e
 	p->daemon_url = json_get_str(root, "daemonUrl");
 	p->session_token = json_get_str(root, "sessionToken");
 	p->data_home = json_get_str(root, "dataHome");
+	p->policy = json_object_get(root, "policy");
 	if (spec->needs_token && !p->session_token) {
 		invalid(e, "sessionToken", "required for the prompt command");
 		goto fail;

@@ -8,6 +8,11 @@
  *   The struct borrows strings from p.root; payload_release frees everything.
  *   env entries whose names are dangerous for a child (LD_*, DYLD_*, BASH_ENV, ENV, PATH, HOME, SHELL,
  *   IFS, NODE_OPTIONS, PYTHON*, PERL5*, RUBYOPT, GIT_CONFIG*) are refused, not silently dropped.
+ *   policy (optional): the daemon's execution policy, {"execution.sandbox.enabled":"true", …}: only
+ *   the policy keys of config.h (execution.sandbox.*, execution.fallback_to_unified,
+ *   execution.timeout_ms), each with its canonical text (a string; null for a nullable key);
+ *   anything else is refused naming policy.KEY (config_policy_check). The executor applies it over
+ *   the config of the user it runs as, which may only make it stricter (config_apply_policy).
  */
 #ifndef AGOR_PAYLOAD_H
 #define AGOR_PAYLOAD_H
@@ -38,6 +43,7 @@ struct payload {
 	const char *daemon_url;	   /* NULL when absent */
 	const char *session_token; /* NULL when absent; a secret: never log it */
 	const char *data_home;	   /* NULL when absent */
+	json_t *policy;		   /* borrowed; NULL when absent: the daemon's execution policy */
 };
 
 int payload_parse(const char *text, size_t len, struct payload *p, struct err *e);

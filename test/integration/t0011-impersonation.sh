@@ -124,6 +124,27 @@ test_case "running as the requested user already needs no sudo (and never loops)
 '"'"'
 '
 
+test_case "the execution user's own config cannot turn the sandbox off: the policy of agord's executor wins" '
+  in_scratch_system "$SCENE"'"'"'
+  trap "rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
+  "$BIN" admin cgroup-delegate alice > /dev/null   # the runs of alice make their cgroups there
+  run_as_agord "{\"command\":\"git.clone\",\"params\":{\"url\":\"$T/src\",\"outputPath\":\"acme/src.git\"},\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
+  expect_success
+  run_as_agord "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"acme/src/w\",\"branch\":\"main\"},\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
+  expect_success
+  as_agord sh -c "umask 077; printf \"execution:\\n  sandbox:\\n    memory_max_mb: 300\\n\" > /home/agord/.agor/config.yaml"
+  # what anything that once ran unsandboxed as alice could have written
+  setpriv --reuid=alice --regid=alice --init-groups sh -c "umask 077; mkdir -p /home/alice/.agor && printf \"execution:\\n  fallback_to_unified: true\\n  sandbox:\\n    enabled: false\\n    fail_closed: false\\n    network: host\\n    memory_max_mb: 0\\n\" > /home/alice/.agor/config.yaml"
+  run_as_agord "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"acme/src/w\",\"argv\":[\"/bin/sh\",\"-c\",\"id -un; hostname\"]},\"asUser\":\"alice\",\"dataHome\":\"$T/data\"}"
+  expect_success
+  expect_json out data.stdout "alice
+agor-sandbox"
+  expect_json out data.sandbox.enabled true
+  expect_json out data.sandbox.network none
+  expect_json out data.sandbox.cgroup.memoryMaxBytes $((300 << 20))
+'"'"'
+'
+
 test_case "nothing leaked to the host: no agord/alice/bob users, no sudoers file" '
   ! getent passwd agord alice bob
   [ ! -e /etc/sudoers.d/agor-test ]

@@ -21,8 +21,11 @@ SETUP='
   add_worktree w1
   W="$AGOR_HOME/worktrees/w1"
   # sandbox SCRIPT [PREFIX…] — runs SCRIPT with /bin/sh -c in worktree w1 (PREFIX: a command wrapping the executor).
+  # With $POLICY set (a JSON object), the payload carries it as its policy.
   payload() {
-    python3 -c "import json,sys; print(json.dumps({\"command\":\"exec.run\",\"params\":{\"cwd\":sys.argv[1],\"argv\":[\"/bin/sh\",\"-c\",sys.argv[2]],\"timeoutMs\":30000},\"env\":{\"GIT_AUTHOR_NAME\":\"t\",\"GIT_AUTHOR_EMAIL\":\"t@t\",\"GIT_COMMITTER_NAME\":\"t\",\"GIT_COMMITTER_EMAIL\":\"t@t\"}}))" "$W" "$1" > payload.json
+    python3 -c "import json,os,sys; p={\"command\":\"exec.run\",\"params\":{\"cwd\":sys.argv[1],\"argv\":[\"/bin/sh\",\"-c\",sys.argv[2]],\"timeoutMs\":30000},\"env\":{\"GIT_AUTHOR_NAME\":\"t\",\"GIT_AUTHOR_EMAIL\":\"t@t\",\"GIT_COMMITTER_NAME\":\"t\",\"GIT_COMMITTER_EMAIL\":\"t@t\"}}
+if os.environ.get(\"POLICY\"): p[\"policy\"]=json.loads(os.environ[\"POLICY\"])
+print(json.dumps(p))" "$W" "$1" > payload.json
   }
   sandbox() {
     payload "$1"; shift
@@ -249,6 +252,40 @@ test_case "fail_closed false: a missing Landlock is left out with a warning in t
   expect_contains out "landlock unavailable"
 '
 
+test_case "policy: the payload's policy beats the config the executor reads (sandbox off, fail open, host network, no limit)" "$SETUP"'
+  config "    enabled: false" "    fail_closed: false" "    network: host" "    memory_max_mb: 0"
+  export POLICY="{\"execution.sandbox.enabled\":\"true\",\"execution.sandbox.fail_closed\":\"true\",\"execution.sandbox.network\":\"none\",\"execution.sandbox.memory_max_mb\":\"300\"}"
+  sandbox "hostname"
+  ran
+  expect_json out data.sandbox.enabled true
+  expect_json out data.sandbox.network none
+  expect_json out data.sandbox.cgroup.memoryMaxBytes $((300 << 20))
+  expect_contains stdout agor-sandbox
+  sandbox "touch ran-anyway" "$DENY" 444 38 --   # fail_closed comes from the policy too
+  expect_error ISOLATION_UNAVAILABLE 1
+  [ ! -e "$W/ran-anyway" ] || fail "the program ran without Landlock"
+  export POLICY="{\"execution.sandbox.enabled\":\"true\"}"   # a key left out is its built-in default
+  sandbox "true"
+  ran
+  expect_json out data.sandbox.network none
+  expect_json out data.sandbox.cgroup.memoryMaxBytes $((4096 << 20))
+'
+
+test_case "policy: the executing user's config may only tighten it (smaller limits, no network, sandbox on)" "$SETUP"'
+  config "    memory_max_mb: 256" "    pids_max: 0" "    nofile: 128"
+  export POLICY="{\"execution.sandbox.enabled\":\"true\",\"execution.sandbox.memory_max_mb\":\"512\",\"execution.sandbox.pids_max\":\"100\",\"execution.sandbox.nofile\":\"0\",\"execution.sandbox.network\":\"host\"}"
+  sandbox "ulimit -n"
+  ran
+  expect_json out data.sandbox.cgroup.memoryMaxBytes $((256 << 20))   # the user'"'"'s smaller limit
+  expect_json out data.sandbox.cgroup.pidsMax 100                    # 0 (no limit) is the loosest
+  expect_json out data.sandbox.rlimits.nofile 128
+  expect_json out data.sandbox.network host
+  config "    network: none"
+  sandbox "true"
+  ran
+  expect_json out data.sandbox.network none
+'
+
 test_case "a worktree whose .git file was changed to point outside repos/ is refused" "$SETUP"'
   printf "gitdir: %s\n" "$AGOR_HOME" > "$W/.git"
   sandbox "touch ran-anyway"
@@ -470,6 +507,30 @@ test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a fai
   expect_contains reply "params.argv"
 '
 
+test_case "daemon exec.run: every payload carries the daemon's policy, which beats the config its executor reads" "$DAEMON"'
+  make_source_repo src
+  printf "execution:\n  sandbox:\n    enabled: false\n    memory_max_mb: 0\n" > user.yaml   # what the executor reads
+  mkdir -p "$AGOR_HOME"
+  printf "execution:\n  executor_command_template: '"'"'tee %s/last-payload.json | AGOR_CONFIG_PATH=%s/user.yaml %s executor --stdin'"'"'\n  sandbox:\n    memory_max_mb: 300\n" \
+    "$PWD" "$PWD" "$AGOR" > "$AGOR_HOME/config.yaml"
+  start_daemon
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && expect_json reply result.repo.default_branch main
+  rpc worktrees.add "{\"repo_id\":\"$(json_get reply result.repo.id)\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
+  rpc exec.run "{\"worktree_id\":\"$(json_get reply result.worktree.id)\",\"argv\":[\"hostname\"]}" > reply
+  expect_contains reply "\"stdout\":\"agor-sandbox\\n\""
+  rpc tasks.get "{\"id\":\"$(json_get reply result.task_id)\"}" > task
+  json_get task result.result > result.json
+  expect_json result.json sandbox.enabled true
+  expect_json result.json sandbox.cgroup.memoryMaxBytes $((300 << 20))
+  python3 - last-payload.json <<PY   # the exec.run payload as the daemon wrote it
+import json, sys
+p = json.load(open(sys.argv[1]))["policy"]
+assert p["execution.sandbox.enabled"] == "true" and p["execution.sandbox.memory_max_mb"] == "300", p
+assert p["execution.timeout_ms"] == "300000" and p["execution.sandbox.read_only_paths"] is None, p
+assert "execution.sandbox.cgroup_root" in p and "daemon.port" not in p and "execution.unix_user_mode" not in p, p
+PY
+'
+
 test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox required" "$DAEMON"'
   make_source_repo src
   mkdir -p "$AGOR_HOME"; printf "execution:\n  unix_user_mode: sandbox\n  sandbox:\n    enabled: false\n" > "$AGOR_HOME/config.yaml"
@@ -552,6 +613,27 @@ test_case "exec.run validates argv and timeoutMs with the field named" '
   expect_json out error.details.path params.timeoutMs
   executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"/etc\",\"argv\":[\"ls\"]}}"
   expect_error PATH_OUTSIDE_DATA_HOME 1
+'
+
+test_case "a payload policy holds only execution policy keys with their canonical text, the field named" '
+  bad_policy() { # POLICY_JSON PATH REASON_PART
+    executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[\"ls\"]},\"policy\":$1}"
+    expect_error INVALID_PAYLOAD 2
+    expect_json out error.details.path "$2"
+    expect_contains out "$3"
+  }
+  bad_policy "{\"daemon.port\":\"1\"}" policy.daemon.port "not an execution policy setting"
+  bad_policy "{\"execution.sandbox.bogus\":\"1\"}" policy.execution.sandbox.bogus "unknown setting"
+  bad_policy "{\"execution.unix_user_mode\":\"simple\"}" policy.execution.unix_user_mode "not an execution policy setting"
+  bad_policy "{\"execution.sandbox.enabled\":\"yes\"}" policy.execution.sandbox.enabled "expected true or false"
+  bad_policy "{\"execution.sandbox.enabled\":true}" policy.execution.sandbox.enabled "as a JSON string"
+  bad_policy "{\"execution.sandbox.memory_max_mb\":\"-1\"}" policy.execution.sandbox.memory_max_mb "0..1048576"
+  bad_policy "{\"execution.sandbox.enabled\":null}" policy.execution.sandbox.enabled "null only for a nullable"
+  bad_policy "{\"execution.sandbox.cgroup_root\":\"/sys/fs/cgroup/\"}" policy.execution.sandbox.cgroup_root "canonical"
+  bad_policy "[]" policy "expected an object"
+  mkdir -p "$AGOR_HOME/worktrees/w"
+  executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[\"ls\"]},\"policy\":{\"execution.sandbox.read_only_paths\":null,\"execution.timeout_ms\":\"5000\"}}" --dry-run
+  expect_success
 '
 
 test_done

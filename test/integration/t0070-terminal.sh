@@ -208,6 +208,19 @@ test_case "insulated mode: the shell runs as the execution user with its own env
 '"'"'
 '
 
+test_case "insulated mode: the execution user's own config cannot unsandbox the pane (the daemon's policy wins)" '
+  in_scratch_system "$ISO_SCENE"'"'"'
+  setpriv --reuid=alice --regid=alice --init-groups sh -c "umask 077; mkdir -p /home/alice/.agor && printf \"execution:\\n  sandbox:\\n    enabled: false\\n\" > /home/alice/.agor/config.yaml"
+  as_agord "$BIN" repo clone "$T/src" --json > clone.json 2> clone.err || { cat clone.err daemon.log; false; }
+  as_agord "$BIN" worktree add "$(json_get clone.json repo.id)" feature --json > wt.json
+  as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt.json worktree.id)" "expect:@agor-sandbox:" \
+    "type:id -un; hostname\n" "expect:\ralice\r\nagor-sandbox\r\n" > out || { cat out daemon.log; false; }
+  pgrep -u alice -af "executor sandbox-shell" > panes
+  expect_contains panes " --policy {"   # the pane gets the policy, never deciding from the config of alice alone
+  expect_contains panes "\"execution.sandbox.enabled\":\"true\""
+'"'"'
+'
+
 if ! ws_reason=$(npm_package "$WS_DIR" ws@8); then
   test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
   test_done; exit

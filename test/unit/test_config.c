@@ -837,6 +837,198 @@ TEST(config_show_text_and_json)
 	config_free(cfg);
 }
 
+/* ---- execution policy ------------------------------------------------------------------ */
+
+/* Parses policy_json and applies it over cfg; the result of config_apply_policy. */
+static int apply_policy(struct config *cfg, const char *policy_json, struct err *e)
+{
+	json_t *policy = json_parse(policy_json, strlen(policy_json), e);
+	CHECK(policy != NULL);
+	int rc = config_apply_policy(cfg, policy, e);
+	json_decref(policy);
+	return rc;
+}
+
+TEST(config_policy_keys_are_the_sandbox_the_fallback_and_the_timeout)
+{
+	CHECK(config_is_policy_key("execution.sandbox.enabled"));
+	CHECK(config_is_policy_key("execution.sandbox.cgroup_parent"));
+	CHECK(config_is_policy_key("execution.fallback_to_unified"));
+	CHECK(config_is_policy_key("execution.timeout_ms"));
+	CHECK(!config_is_policy_key("execution.sandbox.no_such_key"));
+	CHECK(!config_is_policy_key("execution.unix_user_mode"));
+	CHECK(!config_is_policy_key("execution.permission_timeout_ms"));
+	CHECK(!config_is_policy_key("daemon.port"));
+
+	/* the policy object: every policy key of the table (new sandbox keys included), its
+	 * canonical text */
+	struct config *cfg = config_new();
+	struct err e = ERR_INIT;
+	CHECK_INT(load(cfg, "execution:\n  sandbox:\n    pids_max: 64\n", &e), 0);
+	json_t *policy = config_execution_policy(cfg);
+	size_t n = 0;
+	for (size_t i = 0; i < config_count(); i++) {
+		struct config_entry en;
+		CHECK_INT(config_entry_at(cfg, i, &en), 0);
+		json_t *v = json_object_get(policy, en.key);
+		if (!config_is_policy_key(en.key)) {
+			CHECK(v == NULL);
+			continue;
+		}
+		n++;
+		CHECK(!strncmp(en.key, "execution.sandbox.", 18) ||
+		      !strcmp(en.key, "execution.fallback_to_unified") ||
+		      !strcmp(en.key, "execution.timeout_ms"));
+		if (en.value)
+			CHECK_STR(json_string_value(v), en.value);
+		else
+			CHECK(json_is_null(v));
+	}
+	CHECK_INT(json_object_size(policy), n);
+	CHECK_STR(json_string_value(json_object_get(policy, "execution.sandbox.pids_max")), "64");
+	/* what the daemon sends always passes the executor's check, and applies as is */
+	CHECK_INT(config_policy_check(policy, &e), 0);
+	struct config *other = config_new();
+	CHECK_INT(load(other, NULL, &e), 0);
+	CHECK_INT(config_apply_policy(other, policy, &e), 0);
+	CHECK_INT(other->execution.sandbox.pids_max, 64);
+	CHECK_INT(entry(other, "execution.sandbox.pids_max").source, CONFIG_SOURCE_POLICY);
+	CHECK_STR(config_source_name(CONFIG_SOURCE_POLICY), "policy");
+	json_decref(policy);
+	config_free(other);
+	config_free(cfg);
+}
+
+TEST(config_policy_wins_where_the_user_config_is_looser)
+{
+	struct config *cfg = config_new();
+	struct err e = ERR_INIT;
+	CHECK_INT(load(cfg,
+		       "execution:\n  fallback_to_unified: true\n  timeout_ms: 900000\n  sandbox:\n"
+		       "    enabled: false\n    fail_closed: false\n    network: host\n    "
+		       "memory_max_mb: 0\n"
+		       "    pids_max: 5000\n    read_only_paths: /opt\n    cgroup_parent: mine\n",
+		       &e),
+		  0);
+	CHECK_INT(apply_policy(cfg,
+			       "{\"execution.sandbox.enabled\":\"true\",\"execution.sandbox.fail_"
+			       "closed\":\"true\","
+			       "\"execution.sandbox.network\":\"none\",\"execution.sandbox.memory_"
+			       "max_mb\":\"300\","
+			       "\"execution.sandbox.pids_max\":\"100\",\"execution.fallback_to_"
+			       "unified\":\"false\","
+			       "\"execution.timeout_ms\":\"60000\",\"execution.sandbox.read_only_"
+			       "paths\":null}",
+			       &e),
+		  0);
+	CHECK(cfg->execution.sandbox.enabled);
+	CHECK(cfg->execution.sandbox.fail_closed);
+	CHECK_INT(cfg->execution.sandbox.network, CONFIG_SANDBOX_NETWORK_NONE);
+	CHECK_INT(cfg->execution.sandbox.memory_max_mb, 300);
+	CHECK_INT(cfg->execution.sandbox.pids_max, 100);
+	CHECK(!cfg->execution.fallback_to_unified);
+	CHECK_INT(cfg->execution.timeout_ms, 60000);
+	CHECK(cfg->execution.sandbox.read_only_paths == NULL); /* paths: the daemon's, whatever */
+	CHECK_STR(cfg->execution.sandbox.cgroup_parent,
+		  "agor"); /* left out: the built-in default */
+	CHECK_INT(entry(cfg, "execution.sandbox.enabled").source, CONFIG_SOURCE_POLICY);
+	config_free(cfg);
+}
+
+TEST(config_policy_is_only_tightened_by_the_user_config)
+{
+	struct config *cfg = config_new();
+	struct err e = ERR_INIT;
+	CHECK_INT(load(cfg,
+		       "execution:\n  timeout_ms: 2000\n  sandbox:\n    network: none\n    "
+		       "memory_max_mb: 256\n"
+		       "    nofile: 128\n    cpu_max_percent: 50\n",
+		       &e),
+		  0);
+	CHECK_INT(apply_policy(cfg,
+			       "{\"execution.sandbox.enabled\":\"false\",\"execution.sandbox.fail_"
+			       "closed\":\"false\","
+			       "\"execution.sandbox.network\":\"host\",\"execution.sandbox.memory_"
+			       "max_mb\":\"512\","
+			       "\"execution.sandbox.nofile\":\"0\",\"execution.sandbox.cpu_max_"
+			       "percent\":\"200\","
+			       "\"execution.sandbox.pids_max\":\"0\",\"execution.sandbox.fsize_"
+			       "mb\":\"10\","
+			       "\"execution.fallback_to_unified\":\"true\",\"execution.timeout_"
+			       "ms\":\"60000\"}",
+			       &e),
+		  0);
+	CHECK_INT(cfg->execution.sandbox.network,
+		  CONFIG_SANDBOX_NETWORK_NONE); /* the user's: stricter */
+	CHECK_INT(cfg->execution.sandbox.memory_max_mb, 256);
+	CHECK_INT(cfg->execution.sandbox.nofile, 128); /* 0 is no limit: any limit is stricter */
+	CHECK_INT(cfg->execution.sandbox.cpu_max_percent, 50);
+	CHECK_INT(cfg->execution.timeout_ms, 2000);
+	CHECK_INT(entry(cfg, "execution.sandbox.memory_max_mb").source, CONFIG_SOURCE_FILE);
+	/* not set by the user: built-in defaults are not the user's word, the policy stands */
+	CHECK(!cfg->execution.sandbox.enabled);
+	CHECK(!cfg->execution.sandbox.fail_closed);
+	CHECK(cfg->execution.fallback_to_unified);
+	CHECK_INT(cfg->execution.sandbox.pids_max, 0);
+	CHECK_INT(cfg->execution.sandbox.fsize_mb, 10);
+	config_free(cfg);
+
+	cfg = config_new();
+	CHECK_INT(load(cfg,
+		       "execution:\n  fallback_to_unified: false\n  sandbox:\n    enabled: true\n  "
+		       "  fail_closed: true\n",
+		       &e),
+		  0);
+	CHECK_INT(apply_policy(cfg,
+			       "{\"execution.sandbox.enabled\":\"false\",\"execution.sandbox.fail_"
+			       "closed\":\"false\","
+			       "\"execution.fallback_to_unified\":\"true\"}",
+			       &e),
+		  0);
+	CHECK(cfg->execution.sandbox.enabled);
+	CHECK(cfg->execution.sandbox.fail_closed);
+	CHECK(!cfg->execution.fallback_to_unified);
+	config_free(cfg);
+}
+
+#define CHECK_POLICY_ERROR(policy_json, path, reason_part)                                         \
+	do {                                                                                       \
+		struct config *_cfg = config_new();                                                \
+		struct err _e = ERR_INIT;                                                          \
+		CHECK_INT(load(_cfg, NULL, &_e), 0);                                               \
+		CHECK_INT(apply_policy(_cfg, policy_json, &_e), -1);                               \
+		CHECK_STR(_e.code, E_INVALID_PAYLOAD);                                             \
+		CHECK_STR(json_string_value(json_object_get(_e.details, "path")), path);           \
+		CHECK_CONTAINS(json_string_value(json_object_get(_e.details, "reason")),           \
+			       reason_part);                                                       \
+		CHECK_CONTAINS(_e.message, path ": ");                                             \
+		err_clear(&_e);                                                                    \
+		config_free(_cfg);                                                                 \
+	} while (0)
+
+TEST(config_policy_refuses_other_keys_and_values_not_in_canonical_text)
+{
+	CHECK_POLICY_ERROR("{\"daemon.port\":\"1\"}", "policy.daemon.port",
+			   "not an execution policy setting");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.nope\":\"1\"}", "policy.execution.sandbox.nope",
+			   "unknown setting");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.enabled\":\"yes\"}",
+			   "policy.execution.sandbox.enabled", "expected true or false");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.enabled\":true}",
+			   "policy.execution.sandbox.enabled", "JSON string");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.network\":null}",
+			   "policy.execution.sandbox.network", "null only for a nullable");
+	CHECK_POLICY_ERROR("{\"execution.timeout_ms\":\"10\"}", "policy.execution.timeout_ms",
+			   "1000..604800000");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.pids_max\":\"010\"}",
+			   "policy.execution.sandbox.pids_max", "integer");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.cgroup_root\":\"~/cg\"}",
+			   "policy.execution.sandbox.cgroup_root", "canonical");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.read_write_paths\":\"/a:rel\"}",
+			   "policy.execution.sandbox.read_write_paths", "absolute paths");
+	CHECK_POLICY_ERROR("[\"execution.sandbox.enabled\"]", "policy", "expected an object");
+}
+
 /* ---- paths ----------------------------------------------------------------------------- */
 
 static void paths_for_home(struct agor_paths *p, const char *home, const char *data)
