@@ -1322,7 +1322,9 @@ static bool is_policy_key(const char *key)
 {
 	return !strncmp(key, SANDBOX_PREFIX, strlen(SANDBOX_PREFIX)) ||
 	       !strcmp(key, "execution.fallback_to_unified") ||
-	       !strcmp(key, "execution.timeout_ms");
+	       !strcmp(key, "execution.timeout_ms") ||
+	       /* the roots every payload path is confined to, and the git layout checked against */
+	       !strcmp(key, "paths.repos_dir") || !strcmp(key, "paths.worktrees_dir");
 }
 
 int config_is_policy_key(const char *key)

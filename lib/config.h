@@ -79,7 +79,8 @@
  * ----------------
  * How an executor confines what it runs is the daemon's to decide, never the execution user's:
  * the policy keys are every key under execution.sandbox. (one added to the table later is one
- * too) plus execution.fallback_to_unified and execution.timeout_ms (config_is_policy_key). The
+ * too) plus execution.fallback_to_unified, execution.timeout_ms and the roots payload paths are
+ * confined to, paths.repos_dir and paths.worktrees_dir (config_is_policy_key). The
  * daemon puts its own values in every payload it writes (config_execution_policy), and the
  * executor applies them over the config it loaded as whichever user it runs as
  * (config_apply_policy). A value that user set (file, environment; built-in defaults do not

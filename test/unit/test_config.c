@@ -849,7 +849,7 @@ static int apply_policy(struct config *cfg, const char *policy_json, struct err 
 	return rc;
 }
 
-TEST(config_policy_keys_are_the_sandbox_the_fallback_and_the_timeout)
+TEST(config_policy_keys_are_the_sandbox_the_fallback_the_timeout_and_the_roots)
 {
 	CHECK(config_is_policy_key("execution.sandbox.enabled"));
 	CHECK(config_is_policy_key("execution.sandbox.cgroup_parent"));
@@ -878,7 +878,8 @@ TEST(config_policy_keys_are_the_sandbox_the_fallback_and_the_timeout)
 		n++;
 		CHECK(!strncmp(en.key, "execution.sandbox.", 18) ||
 		      !strcmp(en.key, "execution.fallback_to_unified") ||
-		      !strcmp(en.key, "execution.timeout_ms"));
+		      !strcmp(en.key, "execution.timeout_ms") || !strcmp(en.key, "paths.repos_dir") ||
+		      !strcmp(en.key, "paths.worktrees_dir"));
 		if (en.value)
 			CHECK_STR(json_string_value(v), en.value);
 		else
