@@ -686,6 +686,7 @@ int child_start(struct child *c, struct err *e)
 	if (pid > 0) {
 		c->pid = pid;
 		c->started_ms_ = now_ms();
+		c->next_tick_ms_ = c->started_ms_ + c->tick_ms;
 		/* Both sides set the group, so it exists whichever runs first; this one fails
 		 * harmlessly once the child has exec'd. */
 		if (c->new_process_group)
@@ -767,16 +768,36 @@ static int leader_has_exited(const struct child *c)
 
 /* Waits up to timeout_ms (-1: forever) for the child to exit, without reaping it.
  * Returns 1 when it has exited, 0 on timeout, -1 with errno on error. */
-static int wait_for_exit(const struct child *c, int timeout_ms)
+int child_tick(struct child *c)
 {
-	if (timeout_ms < 0) {
+	if (!c->on_tick || c->tick_ms <= 0 || c->pid <= 0 || c->reaped)
+		return -1;
+	int64_t now = now_ms();
+	if (now >= c->next_tick_ms_) {
+		c->on_tick(c->on_tick_arg);
+		c->next_tick_ms_ = now + c->tick_ms;
+	}
+	return clamp_ms(c->next_tick_ms_ - now);
+}
+
+/* The shorter of two poll timeouts (-1: none). */
+static int sooner(int a, int b)
+{
+	if (a < 0)
+		return b;
+	return b < 0 || a < b ? a : b;
+}
+
+static int wait_for_exit(struct child *c, int timeout_ms)
+{
+	if (timeout_ms < 0 && !c->on_tick) {
 		siginfo_t si;
 		while (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT) < 0)
 			if (errno != EINTR)
 				return -1;
 		return 1;
 	}
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ms() + timeout_ms;
 	int nap = 1;
 	for (;;) {
 		int exited = leader_has_exited(c);
@@ -785,13 +806,14 @@ static int wait_for_exit(const struct child *c, int timeout_ms)
 		int64_t left = deadline - now_ms();
 		if (left <= 0)
 			return 0;
+		int wait = sooner(clamp_ms(left), child_tick(c));
 		if (c->pidfd >= 0) {
 			struct pollfd pfd = { c->pidfd, POLLIN, 0 };
-			if (poll(&pfd, 1, clamp_ms(left)) < 0 && errno != EINTR)
+			if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
 				return -1;
 			continue;
 		}
-		sleep_ms(left < nap ? (int)left : nap);
+		sleep_ms(wait < nap ? wait : nap);
 		nap = nap < 25 ? nap * 2 : 50;
 	}
 }
@@ -1085,7 +1107,7 @@ static int pump(struct child *c, const char *input, size_t input_len, struct cap
 	while (c->in >= 0 || c->out >= 0 || c->err >= 0) {
 		int wait = next_poll_timeout(c, &drain_until);
 		if (wait != -2)
-			wait = bound_by_drain(wait, drain_until);
+			wait = sooner(bound_by_drain(wait, drain_until), child_tick(c));
 		if (wait == -2)
 			break;
 		struct pollfd pfd[5];

@@ -127,6 +127,12 @@ struct child {
 	/* Called in the parent once the child has exec'd (e.g. to let another thread cancel it). */
 	void (*on_started)(pid_t pid, void *arg);
 	void *on_started_arg;
+	/* Periodic work in the parent while the child runs (the sandbox's write budget): on_tick(on_tick_arg) every
+	 * tick_ms from the start, from child_run's and child_wait's waiting — and from a caller's own loop through
+	 * child_tick(). No thread: it runs in the waiting thread. */
+	void (*on_tick)(void *arg);
+	void *on_tick_arg;
+	int tick_ms;
 	/* child_run() with err_out: called in the parent with each chunk of stderr as it arrives
 	 * (before any of it is dropped), e.g. to relay progress lines. */
 	void (*on_stderr)(const char *data, size_t len, void *arg);
@@ -145,12 +151,16 @@ struct child {
 
 	/* Private to child.c. */
 	int64_t started_ms_;
+	int64_t next_tick_ms_;
 	int64_t kill_at_ms_;
 	int kill_phase_;
 	int *registry_slot_;
 };
 
 void child_init(struct child *c);
+/* For a caller waiting in its own loop: runs on_tick when it is due; returns the milliseconds until the next
+ * one, or -1 when there is none (no on_tick, not started or already reaped). */
+int child_tick(struct child *c);
 /* Starts the child; -1 with e set on any failure (nothing is left running then). */
 int child_start(struct child *c, struct err *e);
 /* Waits for the child, enforcing timeout_ms (see above); stores the raw wait status in

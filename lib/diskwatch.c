@@ -1,10 +1,9 @@
-/* diskwatch.c — a sandboxed run's write budget, sampled from /proc by a thread (diskwatch.h).
+/* diskwatch.c — a sandboxed run's write budget, sampled from /proc while the run lives (diskwatch.h).
  * Reads only /proc; kills only the run's PID 1, through the pidfd it took while the run was alive. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <dirent.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +24,9 @@
 #endif
 
 struct diskwatch {
-	pthread_t thread;
 	pid_t init;
 	int pidfd;
-	int stop[2]; /* the thread ends when stop[1] is closed */
-	long long budget, written;
+	long long budget;
 	long long self_before; /* this process's write_bytes at start: reaped children are added to it */
 	int hit;
 };
@@ -85,48 +82,23 @@ static long long run_written(pid_t init)
 	return total;
 }
 
-static void *watch(void *arg)
+void diskwatch_sample(struct diskwatch *w)
 {
-	struct diskwatch *w = arg;
-	struct pollfd p = { .fd = w->stop[0], .events = POLLIN };
-	while (poll(&p, 1, DISKWATCH_PERIOD_MS) == 0) {
-		w->written = run_written(w->init);
-		if (w->written > w->budget) {
-			w->hit = 1;
-			syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-			break;
-		}
-	}
-	return NULL;
+	if (!w || w->hit || run_written(w->init) <= w->budget)
+		return;
+	w->hit = 1;
+	syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
 }
 
 struct diskwatch *diskwatch_start(pid_t init, long long budget)
 {
 	if (budget <= 0)
 		return NULL;
+	int pidfd = (int)syscall(SYS_pidfd_open, init, 0);
+	if (pidfd < 0)
+		return NULL;
 	struct diskwatch *w = xcalloc(1, sizeof(*w));
-	w->init = init;
-	w->budget = budget;
-	w->self_before = write_bytes_of(getpid());
-	w->pidfd = (int)syscall(SYS_pidfd_open, init, 0);
-	if (w->pidfd < 0 || pipe2(w->stop, O_CLOEXEC) < 0) {
-		if (w->pidfd >= 0)
-			close(w->pidfd);
-		free(w);
-		return NULL;
-	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signal meant for the executor */
-	int rc = pthread_create(&w->thread, NULL, watch, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		close(w->pidfd);
-		close(w->stop[0]);
-		close(w->stop[1]);
-		free(w);
-		return NULL;
-	}
+	*w = (struct diskwatch){ .init = init, .pidfd = pidfd, .budget = budget, .self_before = write_bytes_of(getpid()) };
 	return w;
 }
 
@@ -136,14 +108,10 @@ int diskwatch_stop(struct diskwatch *w, long long *written)
 		*written = 0;
 		return 0;
 	}
-	close(w->stop[1]);
-	pthread_join(w->thread, NULL);
-	close(w->stop[0]);
-	close(w->pidfd);
 	/* once PID 1 is reaped its whole account (every descendant's) is in ours: the exact total */
-	long long reaped = write_bytes_of(getpid()) - w->self_before;
-	*written = reaped > w->written ? reaped : w->written;
+	*written = write_bytes_of(getpid()) - w->self_before;
 	int hit = w->hit || *written > w->budget;
+	close(w->pidfd);
 	free(w);
 	return hit;
 }

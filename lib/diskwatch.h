@@ -3,15 +3,15 @@
  *
  * Contract
  * --------
- * diskwatch_start(init, budget) starts a thread that every DISKWATCH_PERIOD_MS sums write_bytes of
- * /proc/INIT/io (which already holds every descendant INIT or they reaped) and of each process still alive below
- * INIT (/proc/PID/task/TID/children, at most DISKWATCH_MAX_PROCS); above budget bytes it sends SIGKILL to INIT
- * through a pidfd taken at start (the namespace's PID 1: the kernel then kills the rest) and stops. tmpfs writes
- * are not counted (the sandbox sizes its tmpfs mounts instead). NULL when budget ≤ 0 or the thread cannot start.
- * diskwatch_stop(w, &written) stops and frees it; called after INIT was reaped, *written is exact (INIT's account
- * has joined this process's own, which was read at start); 1 when the run wrote more than the budget (killed, or
- * ended between two samples), else 0.
- * The kill goes through the pidfd, so a PID 1 already reaped (its number reused) is never mistaken for another.
+ * diskwatch_start(init, budget) takes a pidfd of INIT (the run's PID 1) and this process's own write_bytes.
+ * diskwatch_sample(w), called every DISKWATCH_PERIOD_MS while the run lives (child.h's on_tick: no thread), sums
+ * write_bytes of /proc/INIT/io (which already holds every descendant INIT or they reaped) and of each process
+ * still alive below INIT (/proc/PID/task/TID/children, at most DISKWATCH_MAX_PROCS); above budget bytes it sends
+ * SIGKILL to INIT through the pidfd (the namespace's PID 1: the kernel then kills the rest), so a PID 1 already
+ * reaped, its number reused, is never mistaken for another. tmpfs writes are not counted (the sandbox sizes its
+ * tmpfs mounts instead). NULL when budget ≤ 0 or no pidfd can be had.
+ * diskwatch_stop(w, &written) frees it; called after INIT was reaped, *written is exact (INIT's account has
+ * joined this process's own); 1 when the run wrote more than the budget (killed, or ended between two samples).
  */
 #ifndef AGOR_DISKWATCH_H
 #define AGOR_DISKWATCH_H
@@ -24,6 +24,7 @@
 struct diskwatch;
 
 struct diskwatch *diskwatch_start(pid_t init, long long budget);
+void diskwatch_sample(struct diskwatch *w);
 int diskwatch_stop(struct diskwatch *w, long long *written);
 
 #endif

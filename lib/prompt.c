@@ -499,7 +499,9 @@ static void pump(struct prompt_run *r, struct child *c)
 			child_kill_group(c, SIGKILL);
 		struct pollfd p[4] = { { .fd = c->out, .events = POLLIN }, { .fd = c->err, .events = POLLIN },
 				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN } };
-		if (poll(p, 4, kill_at ? 200 : -1) < 0 && errno != EINTR)
+		int tick = child_tick(c); /* the sandbox's write budget is sampled meanwhile */
+		int wait = kill_at ? (tick >= 0 && tick < 200 ? tick : 200) : tick;
+		if (poll(p, 4, wait) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents && !read_stream(&c->out, &r->line))
 			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */

@@ -120,6 +120,7 @@ struct mount_op {
 	int idmap;	  /* OP_BIND: idmapped (a root executor's view of the data home) */
 	int target;	  /* OP_READ_ONLY: the index of the OP_TMPFS it seals (by descriptor: a later bind may cover it) */
 	int recursive;	  /* OP_READ_ONLY: with every mount below it (/etc: its entries' binds at once) */
+	int sealed;	  /* OP_TMPFS: an OP_READ_ONLY seals it later (its descriptor is kept) */
 	uint64_t attrs;	  /* OP_BIND: MOUNT_ATTR_* set on the detached clone */
 };
 
@@ -171,6 +172,7 @@ struct sandbox {
 	char uid_map[48], gid_map[48];
 	int as_root;  /* the executor is root: no user namespace; PID 1 and the program become cfg.root_maps_to */
 	int idmap_fd; /* as_root: the user namespace of the idmapped binds (0 ↔ root_maps_to), else -1 */
+	pid_t idmap_helper; /* the process that made it, until reaped */
 	int last_cap;
 	uintptr_t env_start, env_end; /* this process's initial environment (/proc/self/stat) */
 	int diag[2];
@@ -230,7 +232,7 @@ static const char *const etc_entries[] = {
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
 
 /* Parts of the new PID namespace's /proc that reach the whole machine: read-only whatever Landlock does. */
-static const char *const proc_read_only[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus" };
+static const char *const proc_read_only[] = { "/proc/sys", "/proc/sysrq-trigger" };
 
 static struct mount_op *new_op(struct sandbox *sb, enum op_kind kind, const char *dst)
 {
@@ -258,6 +260,7 @@ static int plan_seal(struct sandbox *sb, const char *dst, int recursive, struct 
 		return target < 0 ? err_set(e, E_INTERNAL, "sandbox: no tmpfs at %s to seal", dst) : too_many(e);
 	op->target = target;
 	op->recursive = recursive;
+	sb->ops[target].sealed = 1;
 	return 0;
 }
 
@@ -435,8 +438,7 @@ static int plan_dev(struct sandbox *sb, struct err *e)
 		struct mount_op *op = new_op(sb, OP_BIND, path);
 		if (!op)
 			return too_many(e);
-		op->src = xasprintf(OLDROOT "%s", path);
-		op->attrs = MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NOEXEC_; /* device nodes: not nodev */
+		op->src = xasprintf(OLDROOT "%s", path); /* a device node: not nodev; nosuid and noexec mean nothing there */
 	}
 	static const char *const links[][2] = {
 		{ "/dev/fd", "/proc/self/fd" },	       { "/dev/stdin", "/proc/self/fd/0" },
@@ -680,7 +682,7 @@ static int idmap_gate(void *arg)
 /* A root executor's idmapped mounts: a user namespace mapping uid and gid 0 to id (a helper made in one,
  * mapped from here, its namespace kept by descriptor). The helper shares this process's memory (no page tables
  * to copy). -1 with e set. */
-static int make_idmap_userns(unsigned id, struct err *e)
+static int make_idmap_userns(unsigned id, pid_t *helper, struct err *e)
 {
 	int gate[2];
 	if (pipe2(gate, O_CLOEXEC) < 0)
@@ -700,13 +702,19 @@ static int make_idmap_userns(unsigned id, struct err *e)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
 	saved = errno;
-	close(gate[1]);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	close(gate[1]); /* the helper ends now; it is reaped later (reap_idmap_helper), off the start-up's path */
 	close(gate[0]);
+	*helper = pid;
 	if (fd < 0)
 		return required(e, "idmapped mounts", strerror(saved));
 	return fd;
+}
+
+static void reap_idmap_helper(struct sandbox *sb)
+{
+	while (sb->idmap_helper > 0 && waitpid(sb->idmap_helper, NULL, 0) < 0 && errno == EINTR)
+		;
+	sb->idmap_helper = 0;
 }
 
 static int prepare_cgroup(struct sandbox *sb, const struct sandbox_request *req, struct err *e)
@@ -763,7 +771,7 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 		sandbox_free(sb);
 		return NULL;
 	}
-	if (sb->as_root && !req->plan_only && (sb->idmap_fd = make_idmap_userns(sb->cfg.root_maps_to, e)) < 0) {
+	if (sb->as_root && !req->plan_only && (sb->idmap_fd = make_idmap_userns(sb->cfg.root_maps_to, &sb->idmap_helper, e)) < 0) {
 		sandbox_free(sb);
 		return NULL;
 	}
@@ -989,6 +997,8 @@ static int apply_op(const struct sandbox *sb, const struct mount_op *op, int *ro
 	case OP_TMPFS:
 		if (apply_tmpfs(op) < 0)
 			return -1;
+		if (!op->sealed)
+			return 0;
 		roots[i] = open_no_symlinks(AT_FDCWD, op->dst, 0);
 		return roots[i] < 0 ? -1 : 0;
 	case OP_SYMLINK: return make_symlink(op->data, op->dst);
@@ -1238,17 +1248,27 @@ static int sandbox_before_exec(void *arg)
 	return become_init(sb);
 }
 
-/* child.c's on_started: the run's PID 1 is there; its write budget is watched from now on. */
+/* child.c's on_started: the run's PID 1 is there; its write budget is watched from now on, on child.c's ticks. */
 static void sandbox_started(pid_t pid, void *arg)
 {
 	struct sandbox *sb = arg;
 	sb->disk = diskwatch_start(pid, sb->cfg.disk_max_bytes);
 }
 
+static void sandbox_tick(void *arg)
+{
+	diskwatch_sample(((struct sandbox *)arg)->disk);
+}
+
 void sandbox_apply(struct sandbox *sb, struct child *c)
 {
 	c->on_started = sandbox_started;
 	c->on_started_arg = sb;
+	if (sb->cfg.disk_max_bytes > 0) {
+		c->on_tick = sandbox_tick;
+		c->on_tick_arg = sb;
+		c->tick_ms = DISKWATCH_PERIOD_MS;
+	}
 	c->before_exec = sandbox_before_exec;
 	c->before_exec_arg = sb;
 	c->clone_flags = namespace_flags(sb);
@@ -1342,7 +1362,7 @@ static json_t *seccomp_json(const struct sandbox *sb)
 		json_array_append_new(denied, json_string(*n));
 	return json_pack("{s:o,s:s,s:s,s:s,s:s,s:s}", "denied", denied, "namespaceFlags",
 			 "clone/unshare denied; clone3 ENOSYS", "sockets", "AF_NETLINK, AF_PACKET, AF_VSOCK denied", "ioctls",
-			 "TIOCSTI, TIOCLINUX denied", "setidBits", "setuid/setgid modes denied (chmod, open, mknod, mkdir)",
+			 "TIOCSTI, TIOCLINUX denied", "setidBits", "setuid/setgid modes denied (chmod, creat, open, mknod)",
 			 "foreignArch", "killed");
 }
 
@@ -1382,6 +1402,7 @@ static void finish_disk(struct sandbox *sb)
 json_t *sandbox_finish(struct sandbox *sb)
 {
 	STAMP(sb, 19);
+	reap_idmap_helper(sb);
 	if (!sb->events) {
 		sb->events = sb->use_cgroup ? cgroup_events(&sb->cgroup) : json_object();
 		finish_disk(sb);
@@ -1402,6 +1423,7 @@ void sandbox_free(struct sandbox *sb)
 		return;
 	long long ignored;
 	diskwatch_stop(sb->disk, &ignored);
+	reap_idmap_helper(sb);
 	if (sb->use_cgroup)
 		cgroup_destroy(&sb->cgroup);
 	for (int i = 0; i < sb->nops; i++) {

@@ -49,8 +49,8 @@
  *      read-only but for objects/, refs/ and logs/, where no symlink, device, fifo or socket can be made,
  *      objects/info read-only, worktrees/ covered but for this worktree's own entry, whose gitdir and
  *      commondir are read-only); private: /tmp, the home directory (tmpfs), /dev (null, zero,
- *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace with /proc/sys,
- *      /proc/sysrq-trigger, /proc/irq and /proc/bus read-only. Every bind is nosuid (and but for /dev's
+ *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace with /proc/sys and
+ *      /proc/sysrq-trigger read-only. Every bind is nosuid (and but for /dev's
  *      nodes nodev). Nothing else — not AGOR_HOME, not other worktrees, not other homes. The root is read-only.
  *   3. hostname "agor-sandbox"; loopback up (network none); rlimits core 0, nofile, fsize;
  *      PR_SET_NO_NEW_PRIVS; Landlock (rights matching the mount view; TCP denied with
@@ -65,7 +65,8 @@
  * A failure at any step writes (stage, errno, op) to a pipe that sandbox_explain_failure() reads.
  *
  * Disk: with cfg.disk_max_bytes, /tmp and the private home are tmpfs mounts of that size and the run's writes to
- * storage are summed while it runs (diskwatch.h, started from child.c's on_started, which sandbox_apply sets);
+ * storage are summed while it runs (diskwatch.h: sandbox_apply sets child.c's on_started and on_tick, so a caller
+ * waiting in a loop of its own calls child_tick());
  * past the budget the run is killed and sandbox_finish's events say {"diskLimitHits": 1, "diskMaxBytes": N}.
  */
 

@@ -23,8 +23,8 @@
  *   - clone and unshare with any CLONE_NEW* flag fail with EPERM; clone3 fails with ENOSYS
  *     (its flags live in memory a filter cannot read, so libcs fall back to clone);
  *   - a mode with S_ISUID or S_ISGID fails with EPERM in chmod, fchmod, fchmodat, fchmodat2, creat,
- *     open, openat, mknod, mknodat, mkdir and mkdirat (a setuid file left in a worktree would run
- *     with its owner's rights outside); openat2 fails with ENOSYS (its mode is out of the filter's reach);
+ *     open, openat, mknod and mknodat (a setuid file left in a worktree would run with its
+ *     owner's rights outside); openat2 fails with ENOSYS (its mode is out of the filter's reach);
  *   - socket() of AF_NETLINK, AF_PACKET, AF_VSOCK fails with EAFNOSUPPORT;
  *   - ioctl TIOCSTI (keystroke injection) and TIOCLINUX fail with EPERM;
  *   - everything else is allowed.

@@ -389,6 +389,39 @@ TEST(child_wait_enforces_timeout_without_pipes)
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
 }
 
+static void count_tick(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+TEST(child_on_tick_runs_while_child_run_and_child_wait_wait)
+{
+	_cleanup_child_ struct child c;
+	_cleanup_err_ struct err e = ERR_INIT;
+	int ticks = 0;
+	child_init(&c);
+	strvec_pushv(&c.args, ARGS("/bin/sleep", "0.35"));
+	c.on_tick = count_tick;
+	c.on_tick_arg = &ticks;
+	c.tick_ms = 50;
+	struct strbuf out = STRBUF_INIT;
+	CHECK_INT(child_run(&c, NULL, 0, &out, NULL, 0, &e), 0);
+	strbuf_release(&out);
+	CHECK(ticks >= 4 && ticks <= 8);
+	CHECK_INT(child_tick(&c), -1); /* reaped: no more ticks */
+	child_release(&c);
+	ticks = 0;
+	child_init(&c);
+	strvec_pushv(&c.args, ARGS("/bin/sleep", "0.35"));
+	c.on_tick = count_tick;
+	c.on_tick_arg = &ticks;
+	c.tick_ms = 50;
+	int status;
+	CHECK_INT(child_start(&c, &e), 0);
+	CHECK_INT(child_wait(&c, &status, &e), 0);
+	CHECK(ticks >= 4 && ticks <= 8);
+}
+
 TEST(child_ignoring_sigterm_is_killed_after_grace)
 {
 	_cleanup_child_ struct child c;

@@ -1,11 +1,13 @@
-/* test_sandbox.c — unit tests of the sandbox layers: the seccomp filter and Landlock rules applied in a
- * forked child (each check is an attempt that must fail), lossy JSON strings for child output. */
+/* test_sandbox.c — unit tests of the sandbox layers: the seccomp filter (escapes, setuid modes) and Landlock rules
+ * (the data rule too) applied in a forked child (each check is an attempt that must fail), lossy JSON strings. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -112,6 +114,79 @@ TEST(landlock_rules_grant_only_what_they_name)
 {
 	snprintf(scratch, sizeof(scratch), "%s", unit_tmpdir());
 	CHECK_INT(in_child(landlocked_reads), 0);
+}
+
+/* A git object store's rule (LANDLOCK_DATA): files and directories may be made, a symlink or a fifo may not. */
+static int landlocked_data(void)
+{
+	struct landlock_plan plan;
+	int abi = landlock_abi();
+	if (abi < 1)
+		return 100;
+	char dir[300], path[320];
+	snprintf(dir, sizeof(dir), "%s/objects", scratch);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return 1;
+	landlock_plan_init(&plan, abi, 1);
+	landlock_plan_add(&plan, dir, LANDLOCK_DATA);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || landlock_apply(&plan) < 0)
+		return 2;
+	snprintf(path, sizeof(path), "%s/ab", dir);
+	if (mkdir(path, 0755) < 0)
+		return 3;
+	snprintf(path, sizeof(path), "%s/ab/cdef", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return 4;
+	close(fd);
+	snprintf(path, sizeof(path), "%s/evil", dir);
+	if (symlink("/etc", path) == 0 || errno != EACCES)
+		return 5;
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	if (mkfifo(path, 0600) == 0 || errno != EACCES)
+		return 6;
+	return 0;
+}
+
+TEST(landlock_data_rule_refuses_symlinks_and_special_files)
+{
+	snprintf(scratch, sizeof(scratch), "%s", unit_tmpdir());
+	CHECK_INT(in_child(landlocked_data), 0);
+}
+
+/* setuid and setgid modes are refused wherever a mode is set; ordinary modes are not. */
+static int filtered_modes(void)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/mode-file", scratch);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+	if (fd < 0)
+		return 1;
+	struct seccomp_filter f;
+	if (seccomp_filter_build(&f) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_filter_install(&f) < 0)
+		return 2;
+	if (errno_of(chmod(path, 04755)) != EPERM || errno_of(fchmod(fd, 02755)) != EPERM ||
+	    errno_of(fchmodat(AT_FDCWD, path, 06755, 0)) != EPERM)
+		return 3;
+	if (chmod(path, 0700) < 0 || fchmod(fd, 0644) < 0)
+		return 4;
+	char other[320];
+	snprintf(other, sizeof(other), "%s/mode-other", scratch);
+	if (errno_of(syscall(SYS_open, other, O_WRONLY | O_CREAT, 04755)) != EPERM ||
+	    errno_of(syscall(SYS_openat, AT_FDCWD, other, O_WRONLY | O_CREAT, 02755)) != EPERM ||
+	    errno_of(syscall(SYS_creat, other, 04700)) != EPERM ||
+	    errno_of(syscall(SYS_mknodat, AT_FDCWD, other, S_IFREG | 04755, 0)) != EPERM)
+		return 5;
+	if (errno_of(syscall(SYS_openat2, AT_FDCWD, other, NULL, 0)) != ENOSYS)
+		return 6;
+	int ok = (int)syscall(SYS_openat, AT_FDCWD, other, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	return ok >= 0 ? 0 : 7;
+}
+
+TEST(seccomp_filter_refuses_setuid_and_setgid_modes)
+{
+	snprintf(scratch, sizeof(scratch), "%s", unit_tmpdir());
+	CHECK_INT(in_child(filtered_modes), 0);
 }
 
 TEST(landlock_receipt_lists_rights_and_scopes_by_abi)
