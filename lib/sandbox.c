@@ -668,42 +668,33 @@ static int write_map(pid_t pid, const char *which, unsigned id)
 	return rc;
 }
 
-/* The helper's body: it waits until the parent closes the pipe, then ends. It shares the parent's memory and runs
- * on its own small stack: raw system calls only. */
-static int idmap_gate(void *arg)
+/* The helper's body: it only waits to be killed. It shares the parent's memory and runs on its own small stack:
+ * raw system calls only, nothing read from the parent's memory. */
+static int idmap_helper(void *arg)
 {
-	const int *gate = arg;
-	char c;
-	syscall(SYS_close, gate[1]);
-	syscall(SYS_read, gate[0], &c, 1);
+	(void)arg;
+	for (;;)
+		syscall(SYS_pause);
 	return 0;
 }
 
 /* A root executor's idmapped mounts: a user namespace mapping uid and gid 0 to id (a helper made in one,
- * mapped from here, its namespace kept by descriptor). The helper shares this process's memory (no page tables
- * to copy). -1 with e set. */
+ * mapped from here, its namespace kept by descriptor, the helper killed; it is reaped later, off the start-up's
+ * path). The helper shares this process's memory (no page tables to copy). -1 with e set. */
 static int make_idmap_userns(unsigned id, pid_t *helper, struct err *e)
 {
-	int gate[2];
-	if (pipe2(gate, O_CLOEXEC) < 0)
-		return err_errno(e, errno, "sandbox: pipe");
-	static char stack[16384] __attribute__((aligned(16))); /* one helper at a time, gone before we return */
-	pid_t pid = clone(idmap_gate, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM | SIGCHLD, gate);
-	if (pid < 0) {
-		int saved = errno;
-		close(gate[0]);
-		close(gate[1]);
-		return required(e, "user namespace", strerror(saved)); /* the idmap is a user namespace's */
-	}
-	int fd = -1, saved = 0;
+	static char stack[16384] __attribute__((aligned(16))); /* one helper at a time */
+	pid_t pid = clone(idmap_helper, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM | SIGCHLD, NULL);
+	if (pid < 0)
+		return required(e, "user namespace", strerror(errno)); /* the idmap is a user namespace's */
+	int fd = -1;
 	if (write_map(pid, "uid_map", id) == 0 && write_map(pid, "gid_map", id) == 0) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%ld/ns/user", (long)pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
-	saved = errno;
-	close(gate[1]); /* the helper ends now; it is reaped later (reap_idmap_helper), off the start-up's path */
-	close(gate[0]);
+	int saved = errno;
+	kill(pid, SIGKILL);
 	*helper = pid;
 	if (fd < 0)
 		return required(e, "idmapped mounts", strerror(saved));

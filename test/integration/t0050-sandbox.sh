@@ -559,6 +559,25 @@ test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox re
   "
 '
 
+test_case "containment: through the daemon, metadata a run outside the sandbox changed is put back, audited and reported on the task" "$DAEMON"'
+  make_source_repo src
+  mkdir -p "$AGOR_HOME"; printf "execution:\n  sandbox:\n    enabled: false\n" > "$AGOR_HOME/config.yaml"
+  start_daemon
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply
+  rpc worktrees.add "{\"repo_id\":\"$(json_get reply result.repo.id)\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
+  wt=$(json_get reply result.worktree.id)
+  wt_path=$(json_get reply result.worktree.path)
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"rm .git && mkdir .git && echo [core] > .git/config\"]}" > reply
+  expect_json reply result.exitCode 0
+  rpc tasks.get "{\"id\":\"$(json_get reply result.task_id)\"}" > task
+  json_get task result.result > result.json
+  expect_json result.json gitMetadata.repaired.0.path "$wt_path/.git"
+  expect_json result.json gitMetadata.repaired.0.found "a directory"
+  rpc audit.list "{}" > audit
+  expect_contains audit "git.metadata.repaired"
+  [ -f "$wt_path/.git" ] || fail "the .git file was not put back"
+'
+
 # A non-root executor (as in insulated and strict modes): its runs make their cgroups under agor/<user>.
 NONROOT_CGROUP='
   groupadd agor_users
