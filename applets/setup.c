@@ -783,6 +783,8 @@ static void validate_sandbox(struct setup *s)
 		check(s, false, "boot a kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK, lsm=…,landlock)",
 		      "Landlock: %s", strerror(p.landlock_errno));
 	check(s, p.seccomp, "run agor on x86_64 (the only architecture with a filter so far)", "seccomp filter for this architecture");
+	check(s, p.mount_api, "boot Linux 5.12 or later (the sandbox binds by descriptor: open_tree, move_mount, "
+			      "mount_setattr)", "the new mount API");
 }
 
 static void validate_isolation(struct setup *s, const struct unixperm_user *daemon,

@@ -169,6 +169,7 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 	struct sandbox_request sr = {
 		.worktree = req->cwd,
 		.worktree_root = req->cfg->paths.worktrees_dir,
+		.data_home = req->cfg->paths.data_home,
 		.home = pr->home,
 		.home_root = homes,
 		.home_is_kept = pr->home_kept,

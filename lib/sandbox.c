@@ -170,6 +170,7 @@ struct sandbox {
 	struct mount_op ops[MAX_OPS];
 	int nops;
 	char uid_map[48], gid_map[48];
+	const char *data_home; /* the request's: no bind below it is followed, whatever it says */
 	int as_root;  /* the executor is root: no user namespace; PID 1 and the program become cfg.root_maps_to */
 	int idmap_fd; /* as_root: the user namespace of the idmapped binds (0 ↔ root_maps_to), else -1 */
 	pid_t idmap_helper; /* the process that made it, until reaped */
@@ -335,6 +336,14 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int
 {
 	const char *dst = b->dst ? b->dst : b->src, *rel = NULL;
 	struct stat st;
+	struct sandbox_bind beneath;
+	size_t home_len = sb->data_home ? strlen(sb->data_home) : 0;
+	if (!b->root && home_len && !strncmp(b->src, sb->data_home, home_len) &&
+	    (b->src[home_len] == '/' || !b->src[home_len])) {
+		beneath = *b; /* "trusted" but in the data home (an agent installed in a worktree): followed like none */
+		beneath.root = sb->data_home;
+		b = &beneath;
+	}
 	if (!b->root && keep_links && lstat(b->src, &st) == 0 && S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
 		ssize_t n = readlink(b->src, target, sizeof(target) - 1);
@@ -740,6 +749,7 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 	STAMP(sb, 0);
 	sb->cfg = *cfg;
 	sb->idmap_fd = -1;
+	sb->data_home = req->data_home;
 	if (req->network_host)
 		sb->cfg.network_none = 0;
 	sb->diag[0] = sb->diag[1] = -1;
@@ -1275,6 +1285,7 @@ void sandbox_probe(struct sandbox_probe *p)
 	p->landlock_errno = p->landlock_abi < 0 ? errno : 0;
 	struct seccomp_filter f;
 	p->seccomp = seccomp_filter_build(&f) == 0;
+	p->mount_api = have_mount_api();
 	pid_t pid = fork();
 	if (pid == 0)
 		_exit(unshare(CLONE_NEWUSER) < 0 ? (errno & 0x7f) : 0);

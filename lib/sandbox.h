@@ -111,6 +111,7 @@ struct sandbox_bind {
 struct sandbox_request {
 	const char *worktree;	   /* read-write and the working directory; absolute */
 	const char *worktree_root; /* the trusted directory it lies beneath (the data home's worktrees/) */
+	const char *data_home;	   /* territory runs write: a "trusted" bind below it is opened beneath it all the same */
 	const char *home;	   /* the home directory's path inside */
 	const char *home_root;	   /* home_is_kept: the trusted directory the home lies beneath */
 	int home_is_kept;	   /* home is a real directory bound read-write, not a fresh tmpfs */
@@ -132,6 +133,7 @@ struct sandbox_probe {
 	int landlock_abi, landlock_errno;
 	int seccomp;
 	int user_namespaces, user_namespaces_errno;
+	int mount_api; /* open_tree, move_mount, mount_setattr (Linux 5.12) */
 };
 void sandbox_probe(struct sandbox_probe *p);
 

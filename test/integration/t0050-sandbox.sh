@@ -333,6 +333,12 @@ test_case "containment: a symlink planted where the sandbox binds (logs/, object
   sandbox "git status --short | wc -l"
   ran
   expect_json out data.exitCode 0
+  # an operator path inside the data home is no more trusted than the rest of it
+  ln -s "$AGOR_HOME" "$W/tools"
+  config "    read_only_paths: $W/tools"
+  sandbox "ls $W/tools/"
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+  expect_contains out "$W/tools"
 '
 
 test_case "containment: inside, the gitfile, gitdir, commondir, config, hooks and the repository top are read-only and refs/objects take no symlink; host git runs nothing planted" "$SETUP"'
@@ -556,6 +562,7 @@ test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox re
     expect_contains out \"ok user namespaces\"
     expect_contains out \"ok Landlock ABI\"
     expect_contains out \"ok seccomp filter\"
+    expect_contains out \"ok the new mount API\"
   "
 '
 
