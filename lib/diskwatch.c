@@ -28,6 +28,7 @@ struct diskwatch {
 	int pidfd;
 	long long budget;
 	long long self_before; /* this process's write_bytes at start: reaped children are added to it */
+	long long sampled;     /* the last sum seen while the run lived */
 	int hit;
 };
 
@@ -84,7 +85,7 @@ static long long run_written(pid_t init)
 
 void diskwatch_sample(struct diskwatch *w)
 {
-	if (!w || w->hit || run_written(w->init) <= w->budget)
+	if (!w || w->hit || (w->sampled = run_written(w->init)) <= w->budget)
 		return;
 	w->hit = 1;
 	syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
@@ -109,7 +110,8 @@ int diskwatch_stop(struct diskwatch *w, long long *written)
 		return 0;
 	}
 	/* once PID 1 is reaped its whole account (every descendant's) is in ours: the exact total */
-	*written = write_bytes_of(getpid()) - w->self_before;
+	long long reaped = write_bytes_of(getpid()) - w->self_before;
+	*written = reaped > w->sampled ? reaped : w->sampled; /* a killed namespace's processes may never be reaped */
 	int hit = w->hit || *written > w->budget;
 	close(w->pidfd);
 	free(w);

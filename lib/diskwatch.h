@@ -10,8 +10,14 @@
  * SIGKILL to INIT through the pidfd (the namespace's PID 1: the kernel then kills the rest), so a PID 1 already
  * reaped, its number reused, is never mistaken for another. tmpfs writes are not counted (the sandbox sizes its
  * tmpfs mounts instead). NULL when budget ≤ 0 or no pidfd can be had.
- * diskwatch_stop(w, &written) frees it; called after INIT was reaped, *written is exact (INIT's account has
- * joined this process's own); 1 when the run wrote more than the budget (killed, or ended between two samples).
+ * diskwatch_stop(w, &written) frees it; called after INIT was reaped, *written is INIT's account (joined to this
+ * process's own) or the last sample when that is larger (the processes of a namespace killed whole are not reaped
+ * into INIT's account); 1 when the run wrote more than the budget (killed, or ended between two samples).
+ * What it cannot see, and the sandbox's seccomp filter therefore refuses: fallocate (space without a write) and
+ * PR_SET_DUMPABLE (a process whose /proc/PID/io a non-root executor cannot read). A non-root executor's run can
+ * still hide a live process by running an execute-only binary (not dumpable); its writes then count when it exits,
+ * and the run's cgroup and timeout bound it. Enforcement is within one period: what a run writes in 100 ms
+ * (O_DIRECT can be fast) may pass the budget before the kill.
  */
 #ifndef AGOR_DISKWATCH_H
 #define AGOR_DISKWATCH_H

@@ -75,8 +75,19 @@ static int valid_home_name(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(s);
 }
 
-/* The caller's account (one passwd lookup), then its home inside: the passwd home on a private tmpfs,
- * or a per-user home DATA_HOME/homes/NAME, a real directory (made 0700 unless plan_only). */
+static int lies_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return n > 1 && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+const char *execrun_home_inside(const struct config *cfg, const char *passwd_home)
+{
+	return lies_under(cfg->paths.data_home, passwd_home) ? EXECRUN_SHARED_HOME : passwd_home;
+}
+
+/* The caller's account (one passwd lookup), then its home inside: the private one of execrun_home_inside, or a
+ * per-user home DATA_HOME/homes/NAME, a real directory (made 0700 unless plan_only). */
 static int resolve_home(const struct config *cfg, const char *home, int plan_only, struct execrun_confinement *pr,
 			struct err *e)
 {
@@ -84,7 +95,7 @@ static int resolve_home(const struct config *cfg, const char *home, int plan_onl
 	int usable = pw && pw->pw_dir && pw->pw_dir[0] == '/' && pw->pw_dir[1];
 	pr->user = xstrdup(pw ? pw->pw_name : "agor");
 	if (!home) {
-		pr->home = xstrdup(usable ? pw->pw_dir : "/home/agor");
+		pr->home = xstrdup(execrun_home_inside(cfg, usable ? pw->pw_dir : "/home/agor"));
 		return 0;
 	}
 	if (!valid_home_name(home))
@@ -128,7 +139,7 @@ static void plan_git_binds(const struct config *cfg, struct execrun_confinement 
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(repository); i++)
 		add_bind(pr, repos, keep_path(pr, g->common, repository[i].name), repository[i].access);
-	add_bind(pr, repos, g->admin, SANDBOX_WRITE);
+	add_bind(pr, repos, g->admin, SANDBOX_DATA); /* HEAD, index, logs: files and directories only */
 	add_bind(pr, repos, keep_path(pr, g->admin, "/gitdir"), SANDBOX_READ);
 	add_bind(pr, repos, keep_path(pr, g->admin, "/commondir"), SANDBOX_READ);
 	add_bind(pr, cfg->paths.worktrees_dir, keep_path(pr, g->worktree, "/.git"), SANDBOX_READ);
@@ -170,6 +181,7 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 		.worktree = req->cwd,
 		.worktree_root = req->cfg->paths.worktrees_dir,
 		.data_home = req->cfg->paths.data_home,
+		.protected_paths = (const char *const[]){ req->cfg->paths.data_home, req->cfg->paths.agor_home, NULL },
 		.home = pr->home,
 		.home_root = homes,
 		.home_is_kept = pr->home_kept,

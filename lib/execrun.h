@@ -29,9 +29,12 @@
  * req.unsandboxed (host gateway, granted by the daemon: executor.c) runs the program in the worktree with the
  * same environment, timeout and capture but no sandbox; the receipt says {"enabled": false, "host":
  * "gateway", "reason": …}.
+ * Without req.home, $HOME inside is the caller's passwd home on an empty private tmpfs — or EXECRUN_SHARED_HOME
+ * when the data home lies in the passwd home (the default ~/.agor): the repository's binds must not lie under a
+ * private directory the program may write anything in (sandbox.h refuses that).
  * req.home (unix_user_mode sandbox: one per agor user) names a directory under the data home's
  * homes/ (made 0700 when missing; confined like every path) that is $HOME, read-write and kept
- * between runs; without it $HOME is the caller's home path on an empty private tmpfs.
+ * between runs.
  *
  * execrun_plan(&req, &step, e): the dry run — the same checks and the receipt the run would
  * have (cgroup planned, not created), without side effects.
@@ -46,6 +49,7 @@
 #include "strvec.h"
 
 #define EXECRUN_MAX_CAPTURE (1u << 20)
+#define EXECRUN_SHARED_HOME "/home/agor-sandbox"
 
 struct execrun_request {
 	const struct config *cfg;
@@ -60,6 +64,9 @@ struct execrun_request {
 };
 
 int execrun(const struct execrun_request *req, json_t **data, struct err *e);
+/* $HOME inside for a caller whose passwd home is passwd_home (when no kept home is used): passwd_home, or
+ * EXECRUN_SHARED_HOME when the data home lies in it. */
+const char *execrun_home_inside(const struct config *cfg, const char *passwd_home);
 
 /*
  * The same confinement for other programs the executor starts in a worktree (the agent CLI of

@@ -3,9 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,14 +16,20 @@
 #include "confine.h"
 #include "fsutil.h"
 #include "gitlayout.h"
+#include "gitops.h"
 #include "json.h"
 #include "log.h"
 #include "strbuf.h"
+#include "strvec.h"
 #include "banned.h"
 
 #define SMALL_FILE_MAX 4096
+#define RENAME_NOREPLACE_ 1
+#ifndef SYS_renameat2
+#define SYS_renameat2 316
+#endif
 #define CONFIG_MAX (1 << 20)
-#define WALK_DEPTH 8
+#define MAX_DEPTH 64 /* directories below a store (refs/heads/a/b/… is deep, not this deep) */
 
 /* The part of path below root ("." for root itself), or NULL when path is not lexically under root. */
 static const char *below(const char *root, const char *path)
@@ -177,6 +186,14 @@ static int check_admin(int afd, const char *admin, const char *common, const cha
 		return tampered(e, commondir, "does not name this worktree's repository (it would send git to another one)");
 	if (exists_at(afd, "config.worktree"))
 		return tampered(e, wconfig, "exists (agor writes no per-worktree config)");
+	static const char *const files[] = { "HEAD", "index" }; /* read by trusted code: a fifo there would hang it */
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		struct stat st;
+		if (fstatat(afd, files[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+			_cleanup_free_ char *path = xasprintf("%s/%s", admin, files[i]);
+			return tampered(e, path, "is not a regular file");
+		}
+	}
 	return 0;
 }
 
@@ -340,9 +357,14 @@ static char *move_away(struct repair *r, int dirfd, const char *name, const char
 {
 	_cleanup_free_ char *flat = flat_name(r, path);
 	int q = quarantine_dir(r);
-	if (q >= 0 && renameat(dirfd, name, q, flat) == 0) {
-		*action = "quarantined";
-		return xasprintf("%s/%s", r->qpath, flat);
+	for (int i = 0; q >= 0 && i < 100; i++) { /* never over an earlier one: a/b and a%b flatten alike */
+		_cleanup_free_ char *to = i ? xasprintf("%s.%d", flat, i) : xstrdup(flat);
+		if (syscall(SYS_renameat2, dirfd, name, q, to, RENAME_NOREPLACE_) == 0) {
+			*action = "quarantined";
+			return xasprintf("%s/%s", r->qpath, to);
+		}
+		if (errno != EEXIST)
+			break;
 	}
 	struct err e = ERR_INIT;
 	*action = fs_remove_at(dirfd, name, path, &e) == 0 ? "removed" : "could not be removed";
@@ -445,9 +467,31 @@ static void repair_hooks(struct repair *r, const struct git_layout *l, int cfd)
 	json_decref(now);
 }
 
-/* Symlinks anywhere below dirfd/name (depth-bounded): git makes none there, and one would lead a later reader of
- * the repository (host git, agor's libgit2) into another repository's objects or refs. */
-static void quarantine_symlinks(struct repair *r, int parent, const char *name, const char *path, int depth)
+static const char *special_kind(unsigned char type)
+{
+	switch (type) {
+	case DT_LNK: return "a symlink";
+	case DT_FIFO: return "a fifo";
+	case DT_SOCK: return "a socket";
+	case DT_CHR:
+	case DT_BLK: return "a device";
+	}
+	return "a special file";
+}
+
+static unsigned char type_of(int dirfd, const struct dirent *de)
+{
+	struct stat st;
+	if (de->d_type != DT_UNKNOWN || fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return de->d_type;
+	return S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
+	       : S_ISFIFO(st.st_mode) ? DT_FIFO : S_ISSOCK(st.st_mode) ? DT_SOCK : DT_CHR;
+}
+
+/* Anything below dirfd/name that is neither a regular file nor a directory (a symlink, fifo, socket, device): git
+ * makes none in a repository's stores or a worktree's admin entry, and one would lead a later reader (host git,
+ * agor's libgit2) elsewhere or make it hang. A directory nested deeper than MAX_DEPTH is moved away whole. */
+static void quarantine_specials(struct repair *r, int parent, const char *name, const char *path, int depth)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -461,14 +505,13 @@ static void quarantine_symlinks(struct repair *r, int parent, const char *name, 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		_cleanup_free_ char *sub = xasprintf("%s/%s", path, de->d_name);
-		struct stat st;
-		unsigned char type = de->d_type;
-		if (type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-		if (type == DT_LNK)
-			quarantine(r, dirfd(d), de->d_name, sub, "a symlink");
-		else if (type == DT_DIR && depth > 0)
-			quarantine_symlinks(r, dirfd(d), de->d_name, sub, depth - 1);
+		unsigned char type = type_of(dirfd(d), de);
+		if (type == DT_DIR && depth > 0)
+			quarantine_specials(r, dirfd(d), de->d_name, sub, depth - 1);
+		else if (type == DT_DIR)
+			quarantine(r, dirfd(d), de->d_name, sub, "directories nested too deep");
+		else if (type != DT_REG)
+			quarantine(r, dirfd(d), de->d_name, sub, special_kind(type));
 	}
 	closedir(d);
 }
@@ -492,8 +535,84 @@ static void repair_repository(struct repair *r, const struct git_layout *l)
 	static const char *const stores[] = { "refs", "logs", "objects" };
 	for (size_t i = 0; i < ARRAY_SIZE(stores); i++) {
 		_cleanup_free_ char *path = xasprintf("%s/%s", l->common, stores[i]);
-		quarantine_symlinks(r, cfd, stores[i], path, WALK_DEPTH);
+		quarantine_specials(r, cfd, stores[i], path, MAX_DEPTH);
 	}
+}
+
+/* A path git would write outside the worktree or into a .git: absolute, empty, ".", ".." or ".git" components. */
+static int index_path_unsafe(const char *path)
+{
+	if (!*path || *path == '/')
+		return 1;
+	for (const char *c = path; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && !strncmp(c, "..", 2)) || (n == 4 && !strncasecmp(c, ".git", 4)))
+			return 1;
+		c += n;
+		if (*c == '/')
+			c++;
+	}
+	return 0;
+}
+
+struct index_scan {
+	const char *bad;     /* the first unsafe path, or NULL */
+	struct strvec links; /* gitlink paths */
+};
+
+static int scan_index_entry(const char *path, unsigned mode, void *arg)
+{
+	struct index_scan *scan = arg;
+	if (index_path_unsafe(path)) {
+		scan->bad = xstrdup(path);
+		return 1;
+	}
+	if ((mode & 0170000) == 0160000) /* a gitlink: host git enters the repository found there */
+		strvec_push(&scan->links, path);
+	return 0;
+}
+
+/* A nested repository where the index has a gitlink: host `git status` enters it and runs what its config says. */
+static void quarantine_nested_repositories(struct repair *r, const struct git_layout *l, const struct strvec *links)
+{
+	for (size_t i = 0; i < links->nr; i++) {
+		_cleanup_close_ int dir = confine_open(l->worktree, links->v[i], O_PATH | O_DIRECTORY);
+		if (dir >= 0 && exists_at(dir, ".git")) {
+			_cleanup_free_ char *path = xasprintf("%s/%s/.git", l->worktree, links->v[i]);
+			quarantine(r, dir, ".git", path, "a nested repository a gitlink leads host git into");
+		}
+	}
+}
+
+/* The admin entry's index, written by the run: an entry git would check out outside the worktree (or into a .git)
+ * makes it quarantined and rebuilt from HEAD; gitlinks lose the nested repository they lead to. */
+static void repair_index(struct repair *r, const struct git_layout *l, int afd)
+{
+	_cleanup_close_ int fd = openat(afd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return; /* missing, or already moved away as a special file */
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	struct index_scan scan = { .links = STRVEC_INIT };
+	struct err e = ERR_INIT;
+	int unreadable = gitops_index_each(proc, scan_index_entry, &scan, &e) < 0;
+	if (unreadable || scan.bad) {
+		_cleanup_free_ char *path = xasprintf("%s/index", l->admin);
+		_cleanup_free_ char *found = unreadable ? xasprintf("an index libgit2 refuses (%s)", e.message)
+							: xasprintf("an index entry outside the worktree (%s)", scan.bad);
+		const char *action;
+		_cleanup_free_ char *to = move_away(r, afd, "index", path, &action);
+		err_clear(&e);
+		int rebuilt = gitops_index_from_head(l->worktree, &e) == 0;
+		_cleanup_free_ char *what = xasprintf("%s, %s", action, rebuilt ? "rebuilt from HEAD" : "not rebuilt");
+		note(r, path, found, what, to);
+	} else {
+		quarantine_nested_repositories(r, l, &scan.links);
+	}
+	err_clear(&e);
+	free((char *)scan.bad);
+	strvec_clear(&scan.links);
 }
 
 static void repair_worktree(struct repair *r, const struct git_layout *l)
@@ -517,6 +636,11 @@ static void repair_worktree(struct repair *r, const struct git_layout *l)
 	expect_line(r, afd, l->admin, "commondir", (const char *const *)forms);
 	free_forms(forms);
 	expect_absent(r, afd, l->admin, "config.worktree", "a planted per-worktree config");
+	_cleanup_free_ char *entry = xstrdup(l->admin + strlen(l->common) + 1);
+	_cleanup_close_ int wtrees = confine_openat(cfd, "worktrees", O_PATH | O_DIRECTORY);
+	if (wtrees >= 0) /* the admin entry holds regular files and directories only */
+		quarantine_specials(r, wtrees, strrchr(entry, '/') + 1, l->admin, MAX_DEPTH);
+	repair_index(r, l, afd);
 }
 
 json_t *git_layout_repair(const struct config *cfg, const struct git_layout *l, const char *run)

@@ -322,6 +322,45 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	return 0;
 }
 
+/* --- the index ------------------------------------------------------------------------------ */
+
+int gitops_index_each(const char *index_path, gitops_index_entry_fn fn, void *arg, struct err *e)
+{
+	if (gitops_init(e) < 0)
+		return -1;
+	git_index *index = NULL;
+	if (git_index_open(&index, index_path) < 0)
+		return git_fail(e, "reading the index");
+	size_t n = git_index_entrycount(index);
+	for (size_t i = 0; i < n; i++) {
+		const git_index_entry *entry = git_index_get_byindex(index, i);
+		if (entry && fn(entry->path, entry->mode, arg))
+			break;
+	}
+	git_index_free(index);
+	return 0;
+}
+
+int gitops_index_from_head(const char *worktree_path, struct err *e)
+{
+	if (gitops_init(e) < 0)
+		return -1;
+	git_repository *repo = NULL;
+	git_object *tree = NULL;
+	git_index *index = NULL;
+	int rc = -1;
+	if (git_repository_open_ext(&repo, worktree_path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
+	    git_revparse_single(&tree, repo, "HEAD^{tree}") < 0 || git_repository_index(&index, repo) < 0 ||
+	    git_index_read_tree(index, (git_tree *)tree) < 0 || git_index_write(index) < 0)
+		git_fail(e, "rebuilding the index from HEAD");
+	else
+		rc = 0;
+	git_index_free(index);
+	git_object_free(tree);
+	git_repository_free(repo);
+	return rc;
+}
+
 /* --- worktree add ------------------------------------------------------------------------- */
 
 static int valid_worktree_name(const char *name)

@@ -51,6 +51,13 @@ const char *gitops_url_kind(const char *url);
 char *gitops_default_repo_subpath(const char *url, struct err *e);
 
 int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e);
+
+/* The entries of the index file at index_path (any version libgit2 reads): fn(path, mode, arg) for each, in
+ * order; fn returns non-zero to stop. -1 with E_GIT_ERROR when the file is not an index libgit2 accepts. */
+typedef int (*gitops_index_entry_fn)(const char *path, unsigned mode, void *arg);
+int gitops_index_each(const char *index_path, gitops_index_entry_fn fn, void *arg, struct err *e);
+/* Rewrites the index of the (already checked) worktree at worktree_path from its HEAD's tree. */
+int gitops_index_from_head(const char *worktree_path, struct err *e);
 int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, struct err *e);
 int gitops_worktree_remove(const char *worktree_path, int force, json_t **result, struct err *e);
 

@@ -352,7 +352,8 @@ static int add_state_dirs(struct prompt_run *r, const struct passwd *pw, int pla
 	for (const char *const *d = r->adapter->state_dirs; d && *d; d++) {
 		if (!plan_only && make_below(rootfd, *d, root, e) < 0)
 			return -1;
-		add_bind(as, root, keep(as, xasprintf("%s/%s", root, *d)), keep(as, xasprintf("%s/%s", pw->pw_dir, *d)),
+		const char *home = execrun_home_inside(r->req->cfg, pw->pw_dir); /* where $HOME is inside */
+		add_bind(as, root, keep(as, xasprintf("%s/%s", root, *d)), keep(as, xasprintf("%s/%s", home, *d)),
 			 SANDBOX_WRITE);
 	}
 	return 0;

@@ -171,6 +171,7 @@ struct sandbox {
 	int nops;
 	char uid_map[48], gid_map[48];
 	const char *data_home; /* the request's: no bind below it is followed, whatever it says */
+	const char *const *protected_paths; /* the request's: no trusted bind may hold one */
 	int as_root;  /* the executor is root: no user namespace; PID 1 and the program become cfg.root_maps_to */
 	int idmap_fd; /* as_root: the user namespace of the idmapped binds (0 ↔ root_maps_to), else -1 */
 	pid_t idmap_helper; /* the process that made it, until reaped */
@@ -178,6 +179,7 @@ struct sandbox {
 	uintptr_t env_start, env_end; /* this process's initial environment (/proc/self/stat) */
 	int diag[2];
 	struct strvec ro_paths, rw_paths, private_paths; /* for the receipt */
+	struct strvec open_to_write; /* private mounts the program may write anything in (Landlock WRITE) */
 	json_t *warnings;
 	json_t *cgroup_receipt; /* kept: the cgroup itself is gone after sandbox_finish() */
 	json_t *events;
@@ -329,6 +331,36 @@ static uint64_t attrs_of(enum sandbox_access access)
 	return access == SANDBOX_READ ? attrs | MOUNT_ATTR_RDONLY_ : attrs;
 }
 
+/* Landlock rights add up along a path: a DATA bind below a private mount the program may write anything in would
+ * lose its "no symlink, fifo or device" rule. Refused, naming what to move. */
+static int refuse_data_below_writable(const struct sandbox *sb, const char *dst, struct err *e)
+{
+	for (size_t i = 0; i < sb->open_to_write.nr; i++) {
+		const char *w = sb->open_to_write.v[i];
+		size_t n = strlen(w);
+		if (!strncmp(dst, w, n) && dst[n] == '/')
+			return err_setd(e, E_ISOLATION_UNAVAILABLE,
+					json_pack("{s:s,s:s,s:s}", "missing", "a data home outside the private mounts", "path",
+						  dst, "under", w),
+					"sandbox: %s lies under %s, which each run replaces with a private directory it may "
+					"write anything in, so the repository's objects and refs could not be kept free of "
+					"symlinks: move the data home out of %s (paths.data_home)", dst, w, w);
+	}
+	return 0;
+}
+
+/* 1 (e set) when the trusted bind src is, or holds, a protected path (an agent installed beside the data home). */
+static int holds_protected(const struct sandbox *sb, const char *src, struct err *e)
+{
+	size_t n = strlen(src);
+	for (const char *const *p = sb->protected_paths; p && *p; p++)
+		if (!strncmp(*p, src, n) && ((*p)[n] == '/' || !(*p)[n] || (n == 1 && src[0] == '/')))
+			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", src, "holds", *p),
+					"sandbox: %s would be shown to the run, and it holds %s: install the program (or "
+					"choose the path) elsewhere", src, *p), 1;
+	return 0;
+}
+
 /* A bind of b->src (beneath b->root when set) at b->dst (or the same path). A trusted symlink is recreated as
  * a symlink when keep_links (so /bin → usr/bin stays a link). Missing sources are skipped: returns 0. */
 static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int keep_links, int landlock_rule,
@@ -356,10 +388,14 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int
 		op->data = xstrdup(target);
 		return 0;
 	}
+	if (!b->root && holds_protected(sb, b->src, e))
+		return -1;
 	int kind = source_kind(b->root, b->src, &rel, e);
 	if (kind < 0)
 		return kind == -2 ? -1 : 0;
 	int in_bind = inside_a_bind(sb, dst);
+	if (b->access == SANDBOX_DATA && sb->use_landlock && refuse_data_below_writable(sb, dst, e) < 0)
+		return -1;
 	struct mount_op *op = new_op(sb, OP_BIND, dst);
 	if (!op)
 		return too_many(e);
@@ -391,6 +427,8 @@ static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, 
 	op->dst_in_bind = inside_a_bind(sb, dst);
 	if (kind != OP_SYMLINK)
 		strvec_push(&sb->private_paths, dst);
+	if (kind != OP_SYMLINK && access == LANDLOCK_WRITE)
+		strvec_push(&sb->open_to_write, dst);
 	if (kind != OP_SYMLINK && sb->use_landlock && landlock_plan_add(&sb->landlock, op->dst, access) < 0)
 		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
 	return 0;
@@ -750,12 +788,14 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 	sb->cfg = *cfg;
 	sb->idmap_fd = -1;
 	sb->data_home = req->data_home;
+	sb->protected_paths = req->protected_paths;
 	if (req->network_host)
 		sb->cfg.network_none = 0;
 	sb->diag[0] = sb->diag[1] = -1;
 	strvec_init(&sb->ro_paths);
 	strvec_init(&sb->rw_paths);
 	strvec_init(&sb->private_paths);
+	strvec_init(&sb->open_to_write);
 	sb->warnings = json_array();
 	sb->as_root = geteuid() == 0;
 	snprintf(sb->uid_map, sizeof(sb->uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
@@ -776,7 +816,9 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 		sandbox_free(sb);
 		return NULL;
 	}
-	if (probe_layers(sb, e) < 0 || (STAMP(sb, 1), plan_mounts(sb, req, e) < 0) ||
+	int planned = probe_layers(sb, e) == 0 && (STAMP(sb, 1), plan_mounts(sb, req, e) == 0);
+	sb->protected_paths = NULL; /* the request's, borrowed for planning only */
+	if (!planned ||
 	    (STAMP(sb, 2), prepare_cgroup(sb, req, e) < 0) ||
 	    (pipe2(sb->diag, O_CLOEXEC | O_NONBLOCK) < 0 && err_errno(e, errno, "sandbox: pipe") < 0)) {
 		sandbox_free(sb);
@@ -1443,6 +1485,7 @@ void sandbox_free(struct sandbox *sb)
 	strvec_clear(&sb->ro_paths);
 	strvec_clear(&sb->rw_paths);
 	strvec_clear(&sb->private_paths);
+	strvec_clear(&sb->open_to_write);
 	json_decref(sb->warnings);
 	json_decref(sb->cgroup_receipt);
 	json_decref(sb->events);

@@ -32,6 +32,11 @@
  * following any symlink (move_mount): a symlink or a swap between check and use fails the run, naming the
  * path; it never leads elsewhere. A destination inside an earlier bind must already exist there.
  *
+ * Landlock rights add up along a path, so a SANDBOX_DATA bind below a private mount the run may write anything in
+ * (/tmp, the private home) is refused (E_ISOLATION_UNAVAILABLE naming paths.data_home): execrun moves the home
+ * aside when the data home lies in it. A trusted bind (no root) that is or holds one of req.protected_paths (the
+ * data home, AGOR_HOME) is refused; one below req.data_home is opened beneath it like an untrusted one.
+ *
  * Who runs inside. A non-root executor's run gets a user namespace mapping its uid and gid to themselves.
  * A root executor's run gets no user namespace: PID 1 builds the view as root, then the program and PID 1
  * drop to cfg.root_maps_to (uid and gid, never 0, no supplementary groups, every capability gone), and every
@@ -47,8 +52,8 @@
  *      tmpfs /etc made read-only), cfg.read_only_paths; read-write: the worktree (its .git file read-only),
  *      cfg.read_write_paths, the request's binds (for a worktree of a repository: the repository
  *      read-only but for objects/, refs/ and logs/, where no symlink, device, fifo or socket can be made,
- *      objects/info read-only, worktrees/ covered but for this worktree's own entry, whose gitdir and
- *      commondir are read-only); private: /tmp, the home directory (tmpfs), /dev (null, zero,
+ *      objects/info read-only, worktrees/ covered but for this worktree's own entry — files and directories
+ *      only there too — whose gitdir and commondir are read-only); private: /tmp, the home directory (tmpfs), /dev (null, zero,
  *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace with /proc/sys and
  *      /proc/sysrq-trigger read-only. Every bind is nosuid (and but for /dev's
  *      nodes nodev). Nothing else — not AGOR_HOME, not other worktrees, not other homes. The root is read-only.
@@ -112,6 +117,7 @@ struct sandbox_request {
 	const char *worktree;	   /* read-write and the working directory; absolute */
 	const char *worktree_root; /* the trusted directory it lies beneath (the data home's worktrees/) */
 	const char *data_home;	   /* territory runs write: a "trusted" bind below it is opened beneath it all the same */
+	const char *const *protected_paths; /* NULL-terminated (the data home, AGOR_HOME): no bind may hold one */
 	const char *home;	   /* the home directory's path inside */
 	const char *home_root;	   /* home_is_kept: the trusted directory the home lies beneath */
 	int home_is_kept;	   /* home is a real directory bound read-write, not a fresh tmpfs */

@@ -67,6 +67,9 @@ static const struct denied_call denied_calls[] = {
 #define NR_SOCKET 41
 #define NR_IOCTL 16
 #define NR_OPENAT2 437
+#define NR_FALLOCATE 285
+#define NR_PRCTL 157
+#define PR_SET_DUMPABLE_ 4
 #define BUILD_ARCH AUDIT_ARCH_X86_64
 /* Calls that set a file's mode, by the argument that holds it: S_ISUID and S_ISGID are refused there. */
 static const int mode_in_arg1[] = { 90 /* chmod */, 91 /* fchmod */, 85 /* creat */, 133 /* mknod */, -1 };
@@ -163,6 +166,8 @@ int seccomp_filter_build(struct seccomp_filter *f)
 	deny_calls(f);
 	return_if_equal(f, NR_CLONE3, fail_with(ENOSYS));
 	return_if_equal(f, NR_OPENAT2, fail_with(ENOSYS)); /* its mode lives in memory a filter cannot read */
+	return_if_equal(f, NR_FALLOCATE, fail_with(EOPNOTSUPP)); /* space the write budget would not see */
+	deny_values(f, NR_PRCTL, 0, (const uint32_t[]){ PR_SET_DUMPABLE_ }, 1, EPERM); /* hiding from the budget */
 	deny_flags_of(f, mode_in_arg1, 1, SETID_BITS);
 	deny_flags_of(f, mode_in_arg2, 2, SETID_BITS);
 	deny_flags_of(f, mode_in_arg3, 3, SETID_BITS);

@@ -25,6 +25,8 @@
  *   - a mode with S_ISUID or S_ISGID fails with EPERM in chmod, fchmod, fchmodat, fchmodat2, creat,
  *     open, openat, mknod and mknodat (a setuid file left in a worktree would run with its
  *     owner's rights outside); openat2 fails with ENOSYS (its mode is out of the filter's reach);
+ *   - fallocate fails with EOPNOTSUPP and prctl(PR_SET_DUMPABLE) with EPERM: space allocated without a
+ *     write, and a process whose /proc/PID/io its executor cannot read, would escape the write budget;
  *   - socket() of AF_NETLINK, AF_PACKET, AF_VSOCK fails with EAFNOSUPPORT;
  *   - ioctl TIOCSTI (keystroke injection) and TIOCLINUX fail with EPERM;
  *   - everything else is allowed.

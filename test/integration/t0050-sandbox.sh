@@ -84,19 +84,39 @@ test_case "attack: read the daemon database, config and secrets; list AGOR_HOME"
   refused "ls \"$HOME\""
 '
 
-test_case "attack: with the data home under /tmp (a private tmpfs inside), its skeleton is neither listable nor writable" '
-  tmp_home=$(mktemp -d /tmp/agor-t0050.XXXXXX)
+test_case "attack: with the data home in the passwd home (the default ~/.agor), HOME moves aside, the skeleton is neither listable nor writable, and refs/logs/objects and the admin entry take no symlink or fifo" '
+  root_home=$(getent passwd "$(id -un)" | cut -d: -f6)
+  tmp_home=$(mktemp -d "$root_home/agor-t0050.XXXXXX")
   trap "rm -rf $tmp_home" EXIT
   export AGOR_HOME="$tmp_home/.agor"
   '"$SETUP"'
+  sandbox "echo \$HOME; echo x > \$HOME/note && cat \$HOME/note"
+  ran
+  expect_contains stdout "/home/agor-sandbox"
   refused "ls \"$AGOR_HOME\""
   refused "ls \"$tmp_home\""
   refused "touch \"$AGOR_HOME/agor-x\""
   refused "chmod 755 \"$AGOR_HOME\" && ls \"$AGOR_HOME\""
   refused "ls \"$AGOR_HOME/worktrees\""
-  sandbox "echo ok > inside.txt && cat inside.txt"
+  refused "ln -s /etc \"$R/logs/evil\""
+  refused "mkfifo \"$R/refs/heads/fifo\""
+  refused "mkdir -p \"$R/objects/a/b/c/d/e/f/g/h/i\" && ln -s /etc \"$R/objects/a/b/c/d/e/f/g/h/i/deep\""
+  refused "ln -sf /etc/passwd \"$R/worktrees/w1/logs/HEAD\""
+  refused "rm -f \"$R/worktrees/w1/index\" && mkfifo \"$R/worktrees/w1/index\""
+  [ -z "$(find "$R" -type l -o -type p)" ] || { find "$R" -type l -o -type p; fail "a symlink or fifo was planted"; }
+  sandbox "echo ok > inside.txt && git add inside.txt && git commit -q -m inside && cat inside.txt"
   ran
   expect_json out data.exitCode 0
+'
+
+test_case "a data home under /tmp (replaced by a private tmpfs inside) is refused, naming the fix" '
+  tmp_home=$(mktemp -d /tmp/agor-t0050.XXXXXX)
+  trap "rm -rf $tmp_home" EXIT
+  export AGOR_HOME="$tmp_home/.agor"
+  '"$SETUP"'
+  sandbox "echo ran"
+  expect_error ISOLATION_UNAVAILABLE 1
+  expect_contains out "move the data home out of /tmp (paths.data_home)"
 '
 
 test_case "attack: list or read another worktree and other homes" "$SETUP"'
@@ -408,6 +428,95 @@ test_case "containment: metadata changed from outside (another repository's comm
   sandbox "git status --short | wc -l"
   ran
   expect_json out data.exitCode 0
+'
+
+test_case "containment: what a run outside the sandbox leaves (admin-entry links and fifos, a hostile index, a gitlink into a nested repository, deep symlinks) is put back; host git hangs on nothing and writes nowhere else" "$SETUP"'
+  echo victim > "$T/victim"
+  cat > "$W/plant.py" <<PY
+import hashlib, os, subprocess
+A = open(".git").read().split(" ", 1)[1].strip().rstrip("/")
+C = "$R"
+os.makedirs(A + "/logs", exist_ok=True)
+if os.path.exists(A + "/logs/HEAD"): os.remove(A + "/logs/HEAD")
+os.symlink("$T/victim", A + "/logs/HEAD")
+os.mkfifo(A + "/FETCH_HEAD")
+d = C + "/logs/refs/heads/" + "/".join("abcdefghijk")
+os.makedirs(d, exist_ok=True)
+os.symlink("$T/victim", d + "/deep")
+os.makedirs(C + "/refs/heads/a", exist_ok=True)
+os.symlink("/etc", C + "/refs/heads/a/b")
+os.symlink("/etc", C + "/refs/heads/a%b")
+os.makedirs("zz/zz", exist_ok=True)
+open("zz/zz/config.yaml", "w").write("execution:\\n  sandbox:\\n    enabled: false\\n")
+subprocess.run(["git", "add", "zz/zz/config.yaml"], check=True)
+idx = A + "/index"
+b = open(idx, "rb").read()[:-20].replace(b"zz/zz/config.yaml", b"../../config.yaml")
+open(idx, "wb").write(b + hashlib.sha1(b).digest())
+print("planted")
+PY
+  config "    enabled: false"
+  sandbox "python3 plant.py"
+  ran
+  expect_contains stdout planted
+  json_get out data.gitMetadata.repaired > repaired
+  cat repaired
+  for what in "a symlink" "a fifo" "\"$R/worktrees/w1/index\""; do
+    expect_contains repaired "$what"
+  done
+  expect_contains repaired "rebuilt from HEAD"
+  [ -z "$(find "$R" -type l -o -type p)" ] || { find "$R" -type l -o -type p; fail "a symlink or fifo was left"; }
+  [ -f "$R/refs/heads/main" ] || fail "a real ref was moved away"
+  ls "$AGOR_HOME"/quarantine/*/ > q
+  [ "$(grep -c "refs%heads%a%b" q)" -ge 2 ] || { cat q; fail "two quarantined items with the same flat name did not both survive"; }
+  rm -f "$AGOR_HOME/config.yaml"
+  (cd "$W" && rm -rf zz && timeout 20 git status --short > /dev/null && timeout 20 git checkout -- . && timeout 20 git -c user.name=h -c user.email=h@h commit -q --allow-empty -m host)
+  [ "$(cat "$T/victim")" = victim ] || fail "host git wrote through a planted link"
+  [ ! -e "$T/pwned-fsmonitor" ] || fail "host git status ran a nested repository'"'"'s fsmonitor"
+  [ ! -e "$AGOR_HOME/config.yaml" ] || fail "host git checkout wrote outside the worktree"
+  sandbox "hostname"
+  ran
+  expect_contains stdout agor-sandbox
+  # a gitlink into a nested repository whose config runs a program: the nested .git goes
+  config "    enabled: false"
+  sandbox "git init -q sub && git -C sub -c user.name=t -c user.email=t@t commit -q --allow-empty -m x && git -C sub config core.fsmonitor \"touch $T/pwned-fsmonitor; false\" && git add sub && echo planted"
+  ran
+  expect_contains stdout planted
+  expect_contains out "a nested repository a gitlink leads host git into"
+  rm -f "$AGOR_HOME/config.yaml"
+  (cd "$W" && timeout 20 git status --short > /dev/null)
+  [ ! -e "$T/pwned-fsmonitor" ] || fail "host git status ran a nested repository'"'"'s fsmonitor"
+'
+
+test_case "containment: a fifo planted as the HEAD or index of the admin entry refuses the next run and worktree remove instead of hanging them" "$SETUP"'
+  mv "$R/worktrees/w1/index" "$T/index"; mkfifo "$R/worktrees/w1/index"
+  timeout 20 "$AGOR" executor --stdin < /dev/null > /dev/null 2>&1 || true
+  sandbox "true"
+  expect_error GIT_ERROR 1
+  expect_contains out "index is not a regular file"
+  executor "{\"command\":\"git.worktree.remove\",\"params\":{\"worktreePath\":\"$W\",\"force\":true}}"
+  expect_error GIT_ERROR 1
+  rm "$R/worktrees/w1/index"; mv "$T/index" "$R/worktrees/w1/index"
+'
+
+test_case "containment: fallocate and PR_SET_DUMPABLE are refused inside (the write budget would not see them); a killed run reports what it wrote" "$SETUP"'
+  config "    disk_max_mb: 20"
+  cat > "$W/probe.py" <<PY
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("big", os.O_CREAT | os.O_WRONLY, 0o644)
+rc = libc.fallocate(fd, 0, ctypes.c_long(0), ctypes.c_long(200 << 20))
+print("fallocate", rc, os.strerror(ctypes.get_errno()) if rc else "FALLOCATED")
+print("dumpable", libc.prctl(4, 0, 0, 0, 0), os.strerror(ctypes.get_errno()))
+PY
+  sandbox "python3 probe.py; du -sm big"
+  ran
+  expect_not_contains stdout FALLOCATED
+  expect_contains stdout "fallocate -1 Operation not supported"
+  expect_contains stdout "dumpable -1 Operation not permitted"
+  sandbox "for i in \$(seq 1 60); do head -c 1048576 /dev/urandom > f\$i; sleep 0.05; done"
+  ran
+  expect_json out data.outcome disk-limit
+  [ "$(json_get out data.events.diskWrittenBytes)" -gt 20000000 ] || { cat out; fail "a killed run reported no writes"; }
 '
 
 test_case "containment: a root executor's run is uid 65534, /proc/sys is read-only even without Landlock, no setuid bit can be set, and its files are root's on disk" "$SETUP"'

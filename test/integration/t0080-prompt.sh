@@ -294,9 +294,10 @@ CODEX_E2E='
 
 # This one uses a stand-in for the CLI (it must crash and babble on purpose): the real CLI is not needed.
 CRASH='
-    printf "#!/bin/sh\necho this is not json\necho \"{\\\"type\\\":\\\"system\\\",\\\"subtype\\\":\\\"init\\\",\\\"session_id\\\":\\\"s1\\\"}\"\necho \"boom: out of cheese\" >&2\nexit 3\n" > crash.sh
-    chmod 755 crash.sh
-    AGENT_COMMAND="$PWD/crash.sh" write_config; prepare_session
+    mkdir -p agent  # the directory of the CLI is shown to the run: not the one holding the data home
+    printf "#!/bin/sh\necho this is not json\necho \"{\\\"type\\\":\\\"system\\\",\\\"subtype\\\":\\\"init\\\",\\\"session_id\\\":\\\"s1\\\"}\"\necho \"boom: out of cheese\" >&2\nexit 3\n" > agent/crash.sh
+    chmod 755 agent/crash.sh
+    AGENT_COMMAND="$PWD/agent/crash.sh" write_config; prepare_session
     expect_exit 1 a prompt "$session" "anything" --no > out 2> err
     expect_contains out "[garbage] this is not json"
     expect_contains err "exited with status 3"
@@ -304,8 +305,8 @@ CRASH='
     a task get "$task" --json > task.json
     expect_json task.json status failed
     grep -q "out of cheese" task.json || { cat task.json; fail "the stderr tail is not on the task"; }
-    printf "#!/bin/sh\necho garbage only\n" > babble.sh && chmod 755 babble.sh
-    AGENT_COMMAND="$PWD/babble.sh" write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    printf "#!/bin/sh\necho garbage only\n" > agent/babble.sh && chmod 755 agent/babble.sh
+    AGENT_COMMAND="$PWD/agent/babble.sh" write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
     expect_exit 1 a prompt "$session" "anything" --no > out 2> err
     expect_contains err "without a final result"
 '
