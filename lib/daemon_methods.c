@@ -1132,18 +1132,32 @@ static int node_env_param(json_t *params, json_t **env, struct err *e)
 	return 0;
 }
 
-/* params.session_id, when given, must be a session of the caller (or the caller an admin); *owner (may be
- * NULL) gets its creator. */
+static int need_session_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action,
+			       char **wt_id, struct err *e);
+
+/* params.session_id, when given, must be a session the caller may see: a hidden one answers as an unknown
+ * id (NOT_FOUND "no session with id ID"), before anything of it (its exec defaults) is used. */
+static int visible_session_param(struct rpc_ctx *rc, json_t *params, struct err *e)
+{
+	const char *sid = opt_str(params, "session_id");
+	return sid ? need_session_access(rc, sid, WT_VIEW, "", NULL, e) : 0;
+}
+
+/* params.session_id, when given, must be a session of the caller (or the caller an admin); one the caller
+ * may not even see answers as an unknown id. *owner (may be NULL) gets its creator. */
 static int session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)
 {
 	*session_id = opt_str(params, "session_id");
 	if (!*session_id)
 		return 0;
+	if (visible_session_param(rc, params, e) < 0)
+		return -1;
 	_cleanup_json_ json_t *s = one_row(D(rc), e, "session", "SELECT id, created_by FROM sessions WHERE id = ?", *session_id);
 	if (!s)
 		return -1;
 	if (!P(rc)->is_admin && strcmp(json_get_str(s, "created_by"), P(rc)->user_id))
-		return err_set(e, E_PERMISSION_DENIED, "session %s is not yours", *session_id);
+		return err_set(e, E_PERMISSION_DENIED, "session %s is not yours: exec.run in a session is for its creator "
+						       "(or an admin)", *session_id);
 	if (owner)
 		*owner = xstrdup(json_get_str(s, "created_by"));
 	return 0;
@@ -1224,7 +1238,7 @@ static json_t *with_session_defaults(struct rpc_ctx *rc, json_t *params, struct 
 
 static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (known_exec_params(params, e) < 0)
+	if (known_exec_params(params, e) < 0 || visible_session_param(rc, params, e) < 0)
 		return -1;
 	_cleanup_json_ json_t *p = with_session_defaults(rc, params, e);
 	if (!p)
@@ -1281,7 +1295,7 @@ static int need_task_access(struct rpc_ctx *rc, const char *id, enum wt_access n
 		return 0;
 	if (wt_id)
 		return need_worktree_access(rc, wt_id, need, "task", id, action, e);
-	return err_set(e, E_NOT_FOUND, "no task %s of yours", id);
+	return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no task with id %s", id); /* as one_row's */
 }
 
 /* A session is visible with view on its worktree (NOT_FOUND below, as an unknown id); *wt_id (may be NULL)
