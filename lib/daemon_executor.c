@@ -12,6 +12,7 @@
 #include "report_scan.h"
 #include "rpc.h"
 #include "token.h"
+#include "url.h"
 #include "banned.h"
 
 #define API_KEY_FETCHES_PER_TOKEN 20
@@ -283,6 +284,12 @@ static int get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 	return rv;
 }
 
+/* The audit outcome of a key handed out (ok) or not (failed). */
+static const char *outcome_of(int rv)
+{
+	return rv == 0 ? "ok" : "failed";
+}
+
 /* The sealed value of service, opened with the master key (aad = the service name). */
 int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e)
 {
@@ -320,8 +327,7 @@ static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 		struct strbuf key = STRBUF_INIT;
 		db_run(d->db, e, "UPDATE tokens SET api_key_uses = api_key_uses + 1 WHERE jti = ?", "s", a.claims.jti);
 		rv = daemon_open_api_key(d, service, &key, e);
-		daemon_audit(d, a.claims.sub, "get_api_key", a.claims.tid, rv == 0 ? "ok" : "failed",
-			     json_pack("{s:s}", "service", service));
+		daemon_audit(d, a.claims.sub, "get_api_key", a.claims.tid, outcome_of(rv), json_pack("{s:s}", "service", service));
 		if (rv == 0)
 			*result = json_pack("{s:s%}", "api_key", key.buf, key.len);
 		crypto_strbuf_wipe(&key);
@@ -330,22 +336,71 @@ static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	return rv;
 }
 
+/* --- git credentials: one key per exact origin ------------------------------------------------------
+ * A git credential is stored as git:HOST (https://HOST:443) or git:HOST:PORT (https on another port), HOST
+ * lower-cased and an IPv6 literal in brackets: the key of an origin is one string, and get_credential hands
+ * out only the key of the very origin asked about (url.h parses it; userinfo is refused). */
+
+static char *git_service_for(const struct url *u)
+{
+	_cleanup_free_ char *host = url_host_text(u);
+	return u->port == 443 ? xasprintf("git:%s", host) : xasprintf("git:%s:%d", host, u->port);
+}
+
+int daemon_canonical_service(const char *service, char **out, struct err *e)
+{
+	*out = NULL;
+	if (strncmp(service, "git:", 4)) {
+		*out = xstrdup(service);
+		return 0;
+	}
+	_cleanup_free_ char *text = xasprintf("https://%s", service + 4);
+	_cleanup_url_ struct url u = URL_INIT;
+	struct err why = ERR_INIT;
+	const char *reason = url_parse(text, &u, &why) < 0 ? why.message
+			     : u.userinfo || *u.path ? "only a host and a port may follow git:" : NULL;
+	if (!reason)
+		*out = git_service_for(&u);
+	else
+		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "service"),
+			 "params.service: a git credential is named git:HOST or git:HOST:PORT (an https origin), got %s: %s",
+			 service, reason);
+	err_clear(&why);
+	return *out ? 0 : -1;
+}
+
+/* params.url of get_credential: an https URL without userinfo (the origin of a server asking). */
+static int credential_url(const char *text, struct url *u, struct err *e)
+{
+	struct err why = ERR_INIT;
+	const char *reason = !text ? "required (the https:// URL of the server asking for credentials)"
+			     : url_parse(text, u, &why) < 0 ? why.message
+			     : strcmp(u->scheme, "https") ? "credentials go over https:// only"
+			     : u->userinfo ? "user information (user@ or user:password@ before the host) is refused: the "
+					     "host is what follows the '@'"
+					   : NULL;
+	if (reason)
+		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "url"), "params.url: %s", reason);
+	err_clear(&why);
+	return reason ? -1 : 0;
+}
+
 static int get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
 	struct token_auth a;
-	const char *url = json_get_str(params, "url");
+	_cleanup_url_ struct url u = URL_INIT;
 	int rv = authenticate(d, "get_credential", params, &a, e);
-	if (rv == 0 && (!url || strncmp(url, "https://", 8)))
-		rv = err_set(e, E_INVALID_PAYLOAD, "params.url: an https:// URL is required");
+	if (rv == 0 && credential_url(json_get_str(params, "url"), &u, e) < 0) {
+		rv = -1;
+		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, "refused", json_pack("{s:s}", "reason", e->message));
+	}
 	if (rv == 0) {
-		char host[256];
-		snprintf(host, sizeof(host), "%.*s", (int)strcspn(url + 8, "/:@"), url + 8);
-		_cleanup_free_ char *service = xasprintf("git:%s", host);
+		_cleanup_free_ char *origin = url_origin(&u), *service = git_service_for(&u);
 		struct strbuf secret = STRBUF_INIT;
 		rv = daemon_open_api_key(d, service, &secret, e);
-		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, rv == 0 ? "ok" : "failed",
-			     json_pack("{s:s}", "host", host));
+		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv),
+			     json_pack("{s:s,s:s,s:s?}", "origin", origin, "service", service, "reason", rv == 0 ? NULL : e->message));
 		if (rv == 0)
 			*result = json_pack("{s:s,s:s%}", "username", "x-access-token", "password", secret.buf, secret.len);
 		crypto_strbuf_wipe(&secret);

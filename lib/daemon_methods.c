@@ -288,7 +288,7 @@ static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 {
 	const char *url;
 	_cleanup_free_ char *user = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "url", &url, e) < 0 ||
+	if (need_user(rc, e) < 0 || need_str(params, "url", &url, e) < 0 || gitops_check_clone_url(url, e) < 0 ||
 	    execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e) < 0)
 		return -1;
 	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
@@ -1517,8 +1517,10 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 
 static int api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *service, *value;
-	if (need_admin(rc, e) < 0 || need_str(params, "service", &service, e) < 0 || need_str(params, "value", &value, e) < 0)
+	const char *given, *value;
+	_cleanup_free_ char *service = NULL;
+	if (need_admin(rc, e) < 0 || need_str(params, "service", &given, e) < 0 || need_str(params, "value", &value, e) < 0 ||
+	    daemon_canonical_service(given, &service, e) < 0)
 		return -1;
 	struct strbuf sealed = STRBUF_INIT;
 	int rv = crypto_seal(D(rc)->master_key, value, strlen(value), service, strlen(service), &sealed, e);

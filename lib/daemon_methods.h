@@ -36,6 +36,10 @@ int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *
 extern const size_t daemon_executor_nmethods;
 /* Opens the sealed API key of service into out. */
 int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e);
+/* The name api_keys.set stores service under: a git credential git:HOST[:PORT] canonical (host lower-cased,
+ * an IPv6 literal in brackets, port 443 left out), any other name as given; INVALID_PAYLOAD naming
+ * params.service when a git: name is not an https origin. */
+int daemon_canonical_service(const char *service, char **out, struct err *e);
 
 /* The terminal methods (daemon_terminal.c): terminal.open|attach|input|resize|close|list, terminal.handover. */
 extern const struct rpc_method daemon_terminal_methods[];

@@ -116,17 +116,6 @@ static int resolve_path(const char *field, const char *given, const char *root, 
 
 /* --- git.clone ---------------------------------------------------------------------------- */
 
-static int check_clone_url(const char *url, struct err *e)
-{
-	const char *kind = gitops_url_kind(url);
-	if (!kind)
-		return invalid_param(e, "params.url",
-				     "unsupported URL: use https://, ssh://, git://, file://, user@host:path or an absolute path");
-	if (!strcmp(kind, "http"))
-		return invalid_param(e, "params.url", "plain http:// is refused (credentials and code in clear text): use https://");
-	return 0;
-}
-
 /* Credentials just in time: asked of the daemon (get_credential with the task's token) only when the
  * server demands them, held only for libgit2's copy, then wiped. */
 static int credentials_from_daemon(void *arg, const char *url, char **username, char **password, struct err *e)
@@ -160,7 +149,7 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 		     struct err *e)
 {
 	const char *url = payload_str(p, "url");
-	if (check_clone_url(url, e) < 0)
+	if (gitops_check_clone_url(url, e) < 0)
 		return -1;
 	_cleanup_free_ char *derived = NULL;
 	const char *given = payload_str(p, "outputPath");
