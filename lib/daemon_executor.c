@@ -284,25 +284,68 @@ static int get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 	return rv;
 }
 
-/* The audit outcome of a key handed out (ok) or not (failed). */
-static const char *outcome_of(int rv)
+/* --- stored keys: who may use them ---------------------------------------------------------------
+ * Every stored key has a scope, set with it by an admin (api_keys.set, `agor api-key set --scope`):
+ *   members  any agor user's task (the default, and what every key stored before scopes were kept gets);
+ *   admins   tasks of admins only;
+ *   owner    tasks of the user who stored the value (api_keys.set_by) only.
+ * A task's user is its token's subject: the user the task runs for. */
+static const char *const key_scopes[] = { "owner", "admins", "members", NULL };
+
+int daemon_api_key_scope_valid(const char *scope)
 {
-	return rv == 0 ? "ok" : "failed";
+	for (size_t i = 0; key_scopes[i]; i++)
+		if (!strcmp(scope, key_scopes[i]))
+			return 1;
+	return 0;
 }
 
-/* The sealed value of service, opened with the master key (aad = the service name). */
-int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e)
+static int user_is_admin(struct daemon *d, const char *user, struct err *e)
 {
-	sqlite3_stmt *st = db_prepare(d->db, "SELECT sealed FROM api_keys WHERE service = ?", e, "s", service);
+	_cleanup_json_ json_t *row = db_query_one(d->db, e, "SELECT role FROM users WHERE id = ?", "s", user);
+	return json_is_object(row) && !strcmp(json_get_str(row, "role"), "admin");
+}
+
+static int check_scope(struct daemon *d, const char *service, const char *scope, const char *set_by, const char *user,
+		       struct err *e)
+{
+	int ok = !strcmp(scope, "members") || (!strcmp(scope, "owner") && set_by && user && !strcmp(set_by, user)) ||
+		 (!strcmp(scope, "admins") && user && user_is_admin(d, user, e));
+	if (ok)
+		return 0;
+	return err_setd(e, E_PERMISSION_DENIED, json_pack("{s:s,s:s}", "service", service, "scope", scope),
+			"the key %s has scope %s: this task's user may not use it (an admin changes it with `agor api-key "
+			"set %s --scope members|admins|owner`)", service, scope, service);
+}
+
+/* The audit outcome of a key handed out (ok), refused by its scope, or not found (failed). */
+static const char *outcome_of(int rv, const struct err *e)
+{
+	return rv == 0 ? "ok" : !strcmp(e->code, E_PERMISSION_DENIED) ? "refused" : "failed";
+}
+
+/* The sealed value of service, opened with the master key (aad = the service name), when its scope admits
+ * user (the task's); *scope (may be NULL) gets the key's scope (malloc'd) when the key exists. */
+int daemon_open_api_key(struct daemon *d, const char *service, const char *user, struct strbuf *out, char **scope,
+			struct err *e)
+{
+	sqlite3_stmt *st = db_prepare(d->db, "SELECT sealed, scope, set_by FROM api_keys WHERE service = ?", e, "s", service);
 	if (!st)
 		return -1;
 	int rc;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		rc = crypto_open(d->master_key, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), service,
-				 strlen(service), out, e);
-	else
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *key_scope = (const char *)sqlite3_column_text(st, 1);
+		const char *set_by = (const char *)sqlite3_column_text(st, 2);
+		if (scope)
+			*scope = xstrdup(key_scope);
+		rc = check_scope(d, service, key_scope, set_by, user, e);
+		if (rc == 0)
+			rc = crypto_open(d->master_key, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+					 service, strlen(service), out, e);
+	} else {
 		rc = err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "service", service), "no API key is set for %s (agor api-key set %s)",
 			      service, service);
+	}
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -326,8 +369,10 @@ static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	if (rv == 0) {
 		struct strbuf key = STRBUF_INIT;
 		db_run(d->db, e, "UPDATE tokens SET api_key_uses = api_key_uses + 1 WHERE jti = ?", "s", a.claims.jti);
-		rv = daemon_open_api_key(d, service, &key, e);
-		daemon_audit(d, a.claims.sub, "get_api_key", a.claims.tid, outcome_of(rv), json_pack("{s:s}", "service", service));
+		_cleanup_free_ char *scope = NULL;
+		rv = daemon_open_api_key(d, service, a.claims.sub, &key, &scope, e);
+		daemon_audit(d, a.claims.sub, "get_api_key", a.claims.tid, outcome_of(rv, e),
+			     json_pack("{s:s,s:s?}", "service", service, "scope", scope));
 		if (rv == 0)
 			*result = json_pack("{s:s%}", "api_key", key.buf, key.len);
 		crypto_strbuf_wipe(&key);
@@ -396,11 +441,12 @@ static int get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, s
 		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, "refused", json_pack("{s:s}", "reason", e->message));
 	}
 	if (rv == 0) {
-		_cleanup_free_ char *origin = url_origin(&u), *service = git_service_for(&u);
+		_cleanup_free_ char *origin = url_origin(&u), *service = git_service_for(&u), *scope = NULL;
 		struct strbuf secret = STRBUF_INIT;
-		rv = daemon_open_api_key(d, service, &secret, e);
-		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv),
-			     json_pack("{s:s,s:s,s:s?}", "origin", origin, "service", service, "reason", rv == 0 ? NULL : e->message));
+		rv = daemon_open_api_key(d, service, a.claims.sub, &secret, &scope, e);
+		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv, e),
+			     json_pack("{s:s,s:s,s:s?,s:s?}", "origin", origin, "service", service, "scope", scope, "reason",
+				       rv == 0 ? NULL : e->message));
 		if (rv == 0)
 			*result = json_pack("{s:s,s:s%}", "username", "x-access-token", "password", secret.buf, secret.len);
 		crypto_strbuf_wipe(&secret);

@@ -1515,26 +1515,36 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 
 /* --- API keys (values sealed with the master key; never returned) ---------------------------- */
 
+/* api_keys.set {service, value, scope?}: scope owner | admins | members says whose tasks may use the key
+ * (daemon_methods.h); a new key gets members, a key set again keeps its scope unless one is given. */
 static int api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *given, *value;
+	const char *given, *value, *scope = opt_str(params, "scope");
 	_cleanup_free_ char *service = NULL;
 	if (need_admin(rc, e) < 0 || need_str(params, "service", &given, e) < 0 || need_str(params, "value", &value, e) < 0 ||
 	    daemon_canonical_service(given, &service, e) < 0)
 		return -1;
+	if (json_object_get(params, "scope") && (!scope || !daemon_api_key_scope_valid(scope)))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
+				"params.scope: expected owner, admins or members (whose tasks may use the key)");
 	struct strbuf sealed = STRBUF_INIT;
 	int rv = crypto_seal(D(rc)->master_key, value, strlen(value), service, strlen(service), &sealed, e);
 	if (rv == 0)
 		rv = db_run(D(rc)->db, e,
-			    "INSERT INTO api_keys (service, sealed, created_at, updated_at) VALUES (?,?,?,?)"
-			    " ON CONFLICT(service) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
-			    "sbii", service, sealed.buf, sealed.len, daemon_now(), daemon_now()) < 0 ? -1 : 0;
+			    "INSERT INTO api_keys (service, sealed, scope, set_by, created_at, updated_at) "
+			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5) ON CONFLICT(service) DO UPDATE SET "
+			    "sealed = excluded.sealed, scope = coalesce(?3, api_keys.scope), set_by = excluded.set_by, "
+			    "updated_at = excluded.updated_at",
+			    "sbssi", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now()) < 0 ? -1 : 0;
 	strbuf_release(&sealed);
-	if (rv == 0) {
-		daemon_audit(D(rc), P(rc)->user_id, "api_keys.set", service, "ok", NULL);
-		*result = json_pack("{s:s,s:b}", "service", service, "stored", 1);
+	_cleanup_json_ json_t *row = rv == 0 ? db_query_one(D(rc)->db, e, "SELECT scope FROM api_keys WHERE service = ?", "s",
+							    service) : NULL;
+	if (rv == 0 && json_is_object(row)) {
+		daemon_audit(D(rc), P(rc)->user_id, "api_keys.set", service, "ok", json_pack("{s:O}", "scope", json_object_get(row, "scope")));
+		*result = json_pack("{s:s,s:b,s:O}", "service", service, "stored", 1, "scope", json_object_get(row, "scope"));
+		return 0;
 	}
-	return rv;
+	return -1;
 }
 
 static int api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -1542,7 +1552,7 @@ static int api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	(void)params;
 	if (need_admin(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT service, created_at, updated_at FROM api_keys ORDER BY service", "");
+	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
 	return *result ? 0 : -1;
 }
 

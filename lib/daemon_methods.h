@@ -34,8 +34,13 @@ extern const size_t daemon_token_nmethods;
  * connection loses its identity). Connections known by SO_PEERCRED: always 0. */
 int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *e);
 extern const size_t daemon_executor_nmethods;
-/* Opens the sealed API key of service into out. */
-int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e);
+/* Opens the sealed API key of service into out when its scope (owner | admins | members) admits the agor user
+ * user (a task's); PERMISSION_DENIED naming the scope otherwise, NOT_FOUND when none is stored. *scope (may be
+ * NULL) gets the key's scope, malloc'd, when the key exists. */
+int daemon_open_api_key(struct daemon *d, const char *service, const char *user, struct strbuf *out, char **scope,
+			struct err *e);
+/* 1 when scope is one of owner, admins, members. */
+int daemon_api_key_scope_valid(const char *scope);
 /* The name api_keys.set stores service under: a git credential git:HOST[:PORT] canonical (host lower-cased,
  * an IPv6 literal in brackets, port 443 left out), any other name as given; INVALID_PAYLOAD naming
  * params.service when a git: name is not an https origin. */

@@ -425,4 +425,40 @@ test_case "attack: a redirect to another origin gets no credential (the second s
   stop_servers; stop_daemon
 '
 
+test_case "who may use a stored credential: scope owner | admins | members, stored with it, checked and audited" "$GIT_SCENE"'
+  prompt_task; owner_token=$token
+  rm -f payload.json
+  rpc sessions.prompt "{\"session_id\":\"bob-session\",\"prompt\":\"hello\"}" > /dev/null
+  for i in $(seq 1 100); do [ -s payload.json ] && break; sleep 0.05; done
+  bob_token=$(json_get payload.json sessionToken)
+  url="https://localhost:4443/x.git"
+  rpc api_keys.set "{\"service\":\"git:localhost:4443\",\"value\":\"v1\"}" > set
+  expect_json set result.scope members
+  token=$bob_token; cred "$url"; expect_json cred result.password v1
+  echo v1 | "$AGOR" api-key set git:LOCALHOST:4443 --scope admins --json > set
+  expect_json set service git:localhost:4443
+  expect_json set scope admins
+  token=$bob_token; cred "$url"; expect_json cred error.data.code PERMISSION_DENIED; expect_contains cred "admins"
+  token=$owner_token; cred "$url"; expect_json cred result.password v1
+  rpc api_keys.set "{\"service\":\"git:localhost:4443\",\"value\":\"v1\",\"scope\":\"owner\"}" > /dev/null
+  token=$bob_token; cred "$url"; expect_json cred error.data.code PERMISSION_DENIED; expect_contains cred "owner"
+  token=$owner_token; cred "$url"; expect_json cred result.password v1
+  rpc api_keys.set "{\"service\":\"git:localhost:4443\",\"value\":\"v1\",\"scope\":\"everyone\"}" > set
+  expect_json set error.data.code INVALID_PAYLOAD; expect_contains set "params.scope"
+  rpc api_keys.list > list
+  python3 - "$owner" <<PY
+import json, sys
+row = [r for r in json.load(open("list"))["result"] if r["service"] == "git:localhost:4443"][0]
+assert row["scope"] == "owner" and row["set_by"] == sys.argv[1], row
+PY
+  rpc audit.list > audit
+  python3 - "$bob" <<PY
+import json, sys
+rows = [r for r in json.load(open("audit"))["result"] if r["action"] == "get_credential" and r["actor"] == sys.argv[1]]
+assert [r["outcome"] for r in rows] == ["ok", "refused", "refused"], rows
+assert all(json.loads(r["details"])["scope"] for r in rows), rows
+PY
+  stop_daemon
+'
+
 test_done
