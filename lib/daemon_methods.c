@@ -11,6 +11,7 @@
 #include "daemon_gateway.h"
 #include "daemon_methods.h"
 #include "daemon_nodes.h"
+#include "exec_env.h"
 #include "gitops.h"
 #include "json.h"
 #include "log.h"
@@ -1111,23 +1112,27 @@ static int level_param(json_t *params, const char *key, int (*parse)(const char 
 	return 0;
 }
 
-static int node_env_param(json_t *params, json_t **env, struct err *e)
+/* params.env of exec.run on a node or the gateway: an object of strings whose every name passes
+ * execution.exec_env_allow (exec_env.h); anything else is refused naming the variable and the setting. */
+static int exec_env_param(struct daemon *d, json_t *params, json_t **env, struct err *e)
 {
 	*env = json_object_get(params, "env");
 	if (!*env)
 		return 0;
 	if (!json_is_object(*env))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"), "params.env: expected an object of strings");
-	const char *name;
+	const char *name, *allow = d->cfg->execution.exec_env_allow;
 	json_t *value;
 	json_object_foreach(*env, name, value) {
-		if (!json_is_string(value))
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"),
-					"params.env.%s: expected a string value", name);
-		if (!payload_env_name_allowed(name))
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"),
-					"params.env.%s: not allowed (loader, shell and interpreter variables and PATH are "
-					"the node's own; remove it)", name);
+		const char *why = exec_env_refusal(allow, name);
+		if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s+}", "path", "env.", name),
+					"params.env.%s: expected a string value (without NUL bytes)", name);
+		if (why)
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s+,s:s,s:s?}", "path", "env.", name, "setting",
+									EXEC_ENV_SETTING, "allowed", allow),
+					"params.env.%s: not allowed: %s (%s: %s)", name, why, EXEC_ENV_SETTING,
+					allow ? allow : "null, no name passes");
 	}
 	return 0;
 }
@@ -1169,7 +1174,7 @@ static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	struct node_exec x = { .query = opt_str(params, "node"), .cwd = opt_str(params, "cwd"),
 			       .agent_id = opt_str(params, "agent_id"), .on_done = exec_ran };
 	_cleanup_free_ char *owner = NULL;
-	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || node_env_param(params, &x.env, e) < 0 ||
+	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || exec_env_param(D(rc), params, &x.env, e) < 0 ||
 	    level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
 	    level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||
 	    session_param(rc, params, &x.session_id, &owner, e) < 0)
@@ -1676,6 +1681,11 @@ int daemon_level_param(json_t *params, const char *key, int (*parse)(const char 
 		       const char *dflt, const char **out, struct err *e)
 {
 	return level_param(params, key, parse, names, dflt, out, e);
+}
+
+int daemon_exec_env_param(struct rpc_ctx *rc, json_t *params, json_t **env, struct err *e)
+{
+	return exec_env_param(D(rc), params, env, e);
 }
 
 int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)

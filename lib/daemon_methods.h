@@ -73,6 +73,9 @@ int daemon_need_argv(json_t *params, json_t **argv, struct err *e);
 int daemon_level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
 		       const char *dflt, const char **out, struct err *e);
 int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e);
+/* params.env of exec.run on a node or the gateway (*env borrowed, NULL when absent): every name must pass
+ * execution.exec_env_allow (exec_env.h), else INVALID_PAYLOAD "params.env.NAME: not allowed: …" naming it. */
+int daemon_exec_env_param(struct rpc_ctx *rc, json_t *params, json_t **env, struct err *e);
 json_t *daemon_run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e);
 int daemon_exec_outcome(const json_t *data, struct err *why);
 /* A reply that comes later: the method returns RPC_DEFERRED (when rc has an id, outside a batch) and
