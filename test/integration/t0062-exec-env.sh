@@ -179,4 +179,33 @@ PY
   done
 '
 
+test_case "host gateway: names on the list pass to the command, any other is refused naming it and the setting" "$SCENE"'
+  start_daemon
+  rpc repos.clone "{\"url\":\"$T/repo\"}" > r; repo=$(json_get r result.repo.id)
+  rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > r
+  wt=$(json_get r result.worktree.id)
+  "$AGOR" approvals set --security full --ask off > /dev/null
+  gw() { rpc exec.run "{\"host\":\"gateway\",\"worktree_id\":\"$wt\",\"security\":\"full\",\"argv\":$1,\"env\":$2}" > reply; }
+  gw "[\"printenv\",\"TZ\",\"LC_ALL\"]" "{\"TZ\":\"UTC0\",\"LC_ALL\":\"C\"}"
+  expect_json reply result.stdout "UTC0
+C"
+  gw "[\"git\",\"ls-remote\",\"ssh://h/x\"]" "{\"GIT_SSH_COMMAND\":\"touch $T/PWN-ssh #\"}"
+  expect_json reply error.data.code INVALID_PAYLOAD
+  expect_contains reply "params.env.GIT_SSH_COMMAND"
+  expect_contains reply "execution.exec_env_allow"
+  gw "[\"true\"]" "{\"PATH\":\"/tmp\"}"
+  expect_json reply error.data.code INVALID_PAYLOAD
+  no_pwn
+  stop_daemon
+  # the operator widens or narrows the list; the default is gone once the setting is given
+  printf "execution:\n  exec_env_allow: LANG:MY_*\n" > "$GW_HOME/config.yaml"
+  start_daemon
+  "$AGOR" config get execution.exec_env_allow > value; expect_contains value "LANG:MY_*"
+  gw "[\"printenv\",\"MY_GREETING\"]" "{\"MY_GREETING\":\"hello\"}"
+  expect_json reply result.stdout "hello"
+  gw "[\"printenv\",\"TZ\"]" "{\"TZ\":\"UTC0\"}"
+  expect_contains reply "params.env.TZ: not allowed"
+  stop_daemon
+'
+
 test_done
