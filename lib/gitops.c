@@ -189,7 +189,7 @@ static int split_url(const char *url, const char *kind, char **host, const char 
 		*path = rest + 3 + strcspn(rest + 3, "/");
 		return 0;
 	}
-	_cleanup_url_ struct url u;
+	_cleanup_url_ struct url u = URL_INIT;
 	if (url_parse(url, &u, e) < 0)
 		return -1;
 	*host = xstrdup(u.host);
@@ -260,7 +260,7 @@ static void remember_connection(struct clone_state *st, const char *host_port)
 		return;
 	_cleanup_free_ char *host = xstrndup(host_port, (size_t)(port - host_port));
 	_cleanup_free_ char *text = xasprintf(strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port + 6);
-	struct url u;
+	struct url u = URL_INIT;
 	struct err ignored = ERR_INIT;
 	free(st->connect_origin);
 	st->connect_origin = url_parse(text, &u, &ignored) == 0 ? url_origin(&u) : NULL;
@@ -279,7 +279,7 @@ static void on_trace(git_trace_level_t level, const char *msg)
 /* The origin of url (url.h), or NULL when it does not parse. */
 static char *origin_of(const char *url)
 {
-	struct url u;
+	struct url u = URL_INIT;
 	struct err ignored = ERR_INIT;
 	char *origin = url_parse(url, &u, &ignored) == 0 ? url_origin(&u) : NULL;
 	if (origin)

@@ -14,8 +14,11 @@
 
 #include "err.h"
 
-/* Supplies credentials for an HTTPS URL just in time; returns 0 and malloc'd strings, or -1. */
-typedef int (*gitops_credential_fn)(void *arg, const char *url, char **username, char **password,
+/* Supplies credentials just in time for origin ("https://host:port", url.h); returns 0 and malloc'd strings, or -1.
+ * gitops_clone calls it only when the server asking is the clone URL's own https origin — the host and port
+ * libgit2 is really connected to, after any redirect — and, once it gave one, refuses to connect to any other
+ * origin (E_AUTH_FAILED, naming both). */
+typedef int (*gitops_credential_fn)(void *arg, const char *origin, char **username, char **password,
 				     struct err *e);
 
 struct gitops_clone {
