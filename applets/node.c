@@ -18,11 +18,11 @@
 #include "child.h"
 #include "config.h"
 #include "crypto.h"
+#include "exec_env.h"
 #include "fsutil.h"
 #include "impersonate.h"
 #include "json.h"
 #include "log.h"
-#include "payload.h"
 #include "rpcclient.h"
 #include "strbuf.h"
 #include "banned.h"
@@ -47,9 +47,11 @@ extern const struct applet applet_node;
 	"it on the gateway with `agor nodes approve ID`. --tls-fingerprint pins the gateway's\n"        \
 	"certificate (SHA-256, 64 hex digits). run connects, authenticates, and runs the gateway's\n"   \
 	"system.run requests through `agor approvals exec` under this host's exec-approvals.json:\n"    \
-	"the gateway's security/ask can only tighten it. Environment overrides named by SPEC §3.2\n"    \
-	"(LD_*, PATH, HOME, …) and AGOR_* are ignored. It reconnects with jittered backoff and exits\n" \
-	"1 when the gateway refuses its token (revoked). --once exits when the connection ends.\n"
+	"the gateway's security/ask can only tighten it. Environment overrides pass only when this\n"    \
+	"host's execution.exec_env_allow lists them (default LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES;\n" \
+	"never LD_*, PATH, HOME, AGOR_*, …); others are ignored and logged. It reconnects with jittered\n" \
+	"backoff and exits 1 when the gateway refuses its token (revoked). --once exits when the\n"     \
+	"connection ends.\n"
 
 /* --- node.json --------------------------------------------------------------------------------- */
 
@@ -58,12 +60,18 @@ struct node_identity {
 	const char *node_id, *display_name, *url, *fingerprint, *token;
 };
 
-static char *agor_home(struct err *e)
+/* This host's agor home (made 0700 when missing); *env_allow (may be NULL) gets its execution.exec_env_allow
+ * (malloc'd; NULL when the setting is null): what the node lets a run's env overrides set, whatever the gateway
+ * sent. */
+static char *node_config(char **env_allow, struct err *e)
 {
 	struct config *cfg = config_new();
 	char *home = NULL;
-	if (config_load(cfg, NULL, e) == 0)
+	if (config_load(cfg, NULL, e) == 0) {
 		home = xstrdup(config_str(cfg, "paths.agor_home"));
+		if (env_allow && cfg->execution.exec_env_allow)
+			*env_allow = xstrdup(cfg->execution.exec_env_allow);
+	}
 	config_free(cfg);
 	if (home && fs_mkdir_p(home, 0700, e) < 0) {
 		free(home);
@@ -182,7 +190,7 @@ static int cmd_pair(int argc, char **argv)
 	if (rc)
 		return rc;
 	_cleanup_err_ struct err e = ERR_INIT;
-	_cleanup_free_ char *home = agor_home(&e);
+	_cleanup_free_ char *home = node_config(NULL, &e);
 	if (!home)
 		return fail("pair", &e);
 	_cleanup_free_ char *path = xasprintf("%s/%s", home, NODE_FILE);
@@ -225,7 +233,7 @@ static int cmd_pair(int argc, char **argv)
 static int cmd_show(void)
 {
 	_cleanup_err_ struct err e = ERR_INIT;
-	_cleanup_free_ char *home = agor_home(&e);
+	_cleanup_free_ char *home = node_config(NULL, &e);
 	struct node_identity id = { 0 };
 	if (!home || identity_load(home, &id, &e) < 0) {
 		identity_release(&id);
@@ -254,6 +262,7 @@ struct run {
 struct runner {
 	struct node_identity id;
 	char *home;
+	char *env_allow; /* this host's execution.exec_env_allow; NULL: no override passes */
 	char *self;
 	struct rpc_client *c;
 	struct run *runs[MAX_RUNS];
@@ -279,13 +288,6 @@ static void answer_error(struct runner *r, json_t *rpc_id, const struct err *e)
 {
 	send_json(r, json_pack("{s:s,s:O,s:{s:i,s:s,s:{s:s}}}", "jsonrpc", "2.0", "id", rpc_id, "error", "code",
 			       -32000, "message", e->message, "data", "code", e->code));
-}
-
-/* 1 when a requested environment entry may reach the command: SPEC §3.2's filter (PATH included), and
- * no AGOR_* (they would point the approvals check at another policy file). */
-static int env_override_allowed(const char *name)
-{
-	return payload_env_name_allowed(name) && strncmp(name, "AGOR_", 5) && *name && !strchr(name, '=');
 }
 
 static int level_arg(json_t *params, const char *key, int (*parse)(const char *), const char *flag,
@@ -337,14 +339,19 @@ static int approvals_args(struct runner *r, json_t *params, struct strvec *args,
 	return 0;
 }
 
-static void child_env(struct runner *r, json_t *params, struct strvec *env)
+/* The run's environment overrides: only names on this host's execution.exec_env_allow (exec_env.h) — the gateway
+ * refuses the others, and a gateway that sends them anyway (forged, or configured otherwise) is not obeyed. */
+static void child_env(struct runner *r, json_t *params, const char *run_id, struct strvec *env)
 {
 	const char *name;
 	json_t *v;
 	json_t *overrides = json_object_get(params, "env");
 	json_object_foreach(overrides, name, v) {
-		if (!json_is_string(v) || !env_override_allowed(name)) {
-			log_info("node: system.run: environment override %s ignored", name);
+		const char *why = json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v)
+					  ? exec_env_refusal(r->env_allow, name)
+					  : "not a string";
+		if (why) {
+			log_warn("node: system.run %s: environment override %s ignored: %s", run_id, name, why);
 			continue;
 		}
 		strvec_pushf(env, "%s=%s", name, json_string_value(v));
@@ -374,7 +381,7 @@ static int start_run(struct runner *r, struct run *run, json_t *params, struct e
 	struct strvec args = STRVEC_INIT, env = STRVEC_INIT;
 	int rv = approvals_args(r, params, &args, e);
 	if (rv == 0) {
-		child_env(r, params, &env);
+		child_env(r, params, run->run_id, &env);
 		run->child.args = args;
 		run->child.env = env;
 		run->child.inherit_env = 1;
@@ -706,7 +713,7 @@ static int cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	struct runner r = { 0 };
 	_cleanup_err_ struct err e = ERR_INIT;
-	r.home = agor_home(&e);
+	r.home = node_config(&r.env_allow, &e);
 	r.self = impersonate_self_path();
 	int rc;
 	if (!r.home || identity_load(r.home, &r.id, &e) < 0)
@@ -717,6 +724,7 @@ static int cmd_run(int argc, char **argv)
 		rc = run_loop(&r, once);
 	identity_release(&r.id);
 	free(r.home);
+	free(r.env_allow);
 	free(r.self);
 	return rc;
 }

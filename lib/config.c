@@ -12,6 +12,7 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "exec_env.h"
 #include "json.h"
 #include "banned.h"
 
@@ -105,6 +106,8 @@ static const struct config_key keys[] = {
 	  .min = 1000, .max = 604800000LL /* 7 days */, FIELD(execution.timeout_ms) },
 	{ .key = "execution.permission_timeout_ms", .type = CONFIG_INT, .def = "120000",
 	  .min = 1000, .max = 86400000LL /* 1 day */, FIELD(execution.permission_timeout_ms) },
+	{ .key = "execution.exec_env_allow", .type = CONFIG_NULLABLE_STRING, .def = EXEC_ENV_DEFAULT,
+	  .check = exec_env_list_check, FIELD(execution.exec_env_allow) },
 	{ .key = "execution.sandbox.enabled", .type = CONFIG_BOOL, .def = "true",
 	  FIELD(execution.sandbox.enabled) },
 	{ .key = "execution.sandbox.fail_closed", .type = CONFIG_BOOL, .def = "true",

@@ -166,6 +166,9 @@ struct config {
 		} session_tokens;
 		long long timeout_ms;
 		long long permission_timeout_ms; /* an unanswered permission request is denied after this */
+		/* exec.run env names nodes and the gateway pass (exec_env.h): ':'-separated, a trailing '*' a prefix;
+		 * NULL: none */
+		const char *exec_env_allow;
 		struct {
 			bool enabled;	  /* sandbox what the executor starts (agent CLIs, exec.run) */
 			bool fail_closed; /* a missing Landlock/seccomp refuses the run */

@@ -360,11 +360,13 @@ static void relay_progress(struct daemon *d)
 
 /* Every payload carries the daemon's execution policy: the executor, whoever it runs as, applies it over its
  * own config, which may only tighten it (config.h). */
-static char *build_payload(struct daemon *d, const char *command, json_t *params, const char *execution_user,
-			   const char *token)
+static char *build_payload(struct daemon *d, const char *command, json_t *params, json_t *env,
+			   const char *execution_user, const char *token)
 {
 	json_t *p = json_pack("{s:s,s:O,s:s,s:o}", "command", command, "params", params, "dataHome", d->paths.data_home,
 			      "policy", config_execution_policy(d->cfg));
+	if (env)
+		json_object_set(p, "env", env);
 	if (execution_user && strcmp(execution_user, d->daemon_user))
 		json_object_set_new(p, "asUser", json_string(execution_user));
 	if (token) {
@@ -485,7 +487,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	json_t *params = json_deep_copy(s->params);
 	if (s->with_token && !strcmp(s->command, "prompt")) /* the prompt payload names its task */
 		json_object_set_new(params, "taskId", json_string(t->task_id));
-	t->payload = build_payload(d, s->command, params, s->execution_user, token);
+	t->payload = build_payload(d, s->command, params, s->env, s->execution_user, token);
 	json_decref(params);
 	if (token)
 		explicit_bzero(token, strlen(token));

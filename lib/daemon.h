@@ -126,6 +126,7 @@ typedef void (*task_progress_fn)(struct daemon *d, const char *task_id, const ch
 struct task_spec {
 	const char *command;	  /* the executor command, e.g. "git.clone" */
 	json_t *params;		  /* borrowed */
+	json_t *env;		  /* borrowed; the payload's env (checked by the caller), or NULL */
 	const char *session_id;	  /* NULL for tasks outside sessions */
 	const char *created_by;	  /* agor user id */
 	const char *prompted_by;  /* sessions.prompt by someone else (others_can prompt): they get its events too */

@@ -12,6 +12,7 @@
 #include "report_scan.h"
 #include "rpc.h"
 #include "token.h"
+#include "url.h"
 #include "banned.h"
 
 #define API_KEY_FETCHES_PER_TOKEN 20
@@ -283,19 +284,68 @@ static int get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 	return rv;
 }
 
-/* The sealed value of service, opened with the master key (aad = the service name). */
-int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e)
+/* --- stored keys: who may use them ---------------------------------------------------------------
+ * Every stored key has a scope, set with it by an admin (api_keys.set, `agor api-key set --scope`):
+ *   members  any agor user's task (the default, and what every key stored before scopes were kept gets);
+ *   admins   tasks of admins only;
+ *   owner    tasks of the user who stored the value (api_keys.set_by) only.
+ * A task's user is its token's subject: the user the task runs for. */
+static const char *const key_scopes[] = { "owner", "admins", "members", NULL };
+
+int daemon_api_key_scope_valid(const char *scope)
 {
-	sqlite3_stmt *st = db_prepare(d->db, "SELECT sealed FROM api_keys WHERE service = ?", e, "s", service);
+	for (size_t i = 0; key_scopes[i]; i++)
+		if (!strcmp(scope, key_scopes[i]))
+			return 1;
+	return 0;
+}
+
+static int user_is_admin(struct daemon *d, const char *user, struct err *e)
+{
+	_cleanup_json_ json_t *row = db_query_one(d->db, e, "SELECT role FROM users WHERE id = ?", "s", user);
+	return json_is_object(row) && !strcmp(json_get_str(row, "role"), "admin");
+}
+
+static int check_scope(struct daemon *d, const char *service, const char *scope, const char *set_by, const char *user,
+		       struct err *e)
+{
+	int ok = !strcmp(scope, "members") || (!strcmp(scope, "owner") && set_by && user && !strcmp(set_by, user)) ||
+		 (!strcmp(scope, "admins") && user && user_is_admin(d, user, e));
+	if (ok)
+		return 0;
+	return err_setd(e, E_PERMISSION_DENIED, json_pack("{s:s,s:s}", "service", service, "scope", scope),
+			"the key %s has scope %s: this task's user may not use it (an admin changes it with `agor api-key "
+			"set %s --scope members|admins|owner`)", service, scope, service);
+}
+
+/* The audit outcome of a key handed out (ok), refused by its scope, or not found (failed). */
+static const char *outcome_of(int rv, const struct err *e)
+{
+	return rv == 0 ? "ok" : !strcmp(e->code, E_PERMISSION_DENIED) ? "refused" : "failed";
+}
+
+/* The sealed value of service, opened with the master key (aad = the service name), when its scope admits
+ * user (the task's); *scope (may be NULL) gets the key's scope (malloc'd) when the key exists. */
+int daemon_open_api_key(struct daemon *d, const char *service, const char *user, struct strbuf *out, char **scope,
+			struct err *e)
+{
+	sqlite3_stmt *st = db_prepare(d->db, "SELECT sealed, scope, set_by FROM api_keys WHERE service = ?", e, "s", service);
 	if (!st)
 		return -1;
 	int rc;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		rc = crypto_open(d->master_key, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), service,
-				 strlen(service), out, e);
-	else
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *key_scope = (const char *)sqlite3_column_text(st, 1);
+		const char *set_by = (const char *)sqlite3_column_text(st, 2);
+		if (scope)
+			*scope = xstrdup(key_scope);
+		rc = check_scope(d, service, key_scope, set_by, user, e);
+		if (rc == 0)
+			rc = crypto_open(d->master_key, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+					 service, strlen(service), out, e);
+	} else {
 		rc = err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "service", service), "no API key is set for %s (agor api-key set %s)",
 			      service, service);
+	}
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -319,9 +369,10 @@ static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	if (rv == 0) {
 		struct strbuf key = STRBUF_INIT;
 		db_run(d->db, e, "UPDATE tokens SET api_key_uses = api_key_uses + 1 WHERE jti = ?", "s", a.claims.jti);
-		rv = daemon_open_api_key(d, service, &key, e);
-		daemon_audit(d, a.claims.sub, "get_api_key", a.claims.tid, rv == 0 ? "ok" : "failed",
-			     json_pack("{s:s}", "service", service));
+		_cleanup_free_ char *scope = NULL;
+		rv = daemon_open_api_key(d, service, a.claims.sub, &key, &scope, e);
+		daemon_audit(d, a.claims.sub, "get_api_key", a.claims.tid, outcome_of(rv, e),
+			     json_pack("{s:s,s:s?}", "service", service, "scope", scope));
 		if (rv == 0)
 			*result = json_pack("{s:s%}", "api_key", key.buf, key.len);
 		crypto_strbuf_wipe(&key);
@@ -330,22 +381,72 @@ static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	return rv;
 }
 
+/* --- git credentials: one key per exact origin ------------------------------------------------------
+ * A git credential is stored as git:HOST (https://HOST:443) or git:HOST:PORT (https on another port), HOST
+ * lower-cased and an IPv6 literal in brackets: the key of an origin is one string, and get_credential hands
+ * out only the key of the very origin asked about (url.h parses it; userinfo is refused). */
+
+static char *git_service_for(const struct url *u)
+{
+	_cleanup_free_ char *host = url_host_text(u);
+	return u->port == 443 ? xasprintf("git:%s", host) : xasprintf("git:%s:%d", host, u->port);
+}
+
+int daemon_canonical_service(const char *service, char **out, struct err *e)
+{
+	*out = NULL;
+	if (strncmp(service, "git:", 4)) {
+		*out = xstrdup(service);
+		return 0;
+	}
+	_cleanup_free_ char *text = xasprintf("https://%s", service + 4);
+	_cleanup_url_ struct url u = URL_INIT;
+	struct err why = ERR_INIT;
+	const char *reason = url_parse(text, &u, &why) < 0 ? why.message
+			     : u.userinfo || *u.path ? "only a host and a port may follow git:" : NULL;
+	if (!reason)
+		*out = git_service_for(&u);
+	else
+		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "service"),
+			 "params.service: a git credential is named git:HOST or git:HOST:PORT (an https origin), got %s: %s",
+			 service, reason);
+	err_clear(&why);
+	return *out ? 0 : -1;
+}
+
+/* params.url of get_credential: an https URL without userinfo (the origin of a server asking). */
+static int credential_url(const char *text, struct url *u, struct err *e)
+{
+	struct err why = ERR_INIT;
+	const char *reason = !text ? "required (the https:// URL of the server asking for credentials)"
+			     : url_parse(text, u, &why) < 0 ? why.message
+			     : strcmp(u->scheme, "https") ? "credentials go over https:// only"
+			     : u->userinfo ? "user information (user@ or user:password@ before the host) is refused: the "
+					     "host is what follows the '@'"
+					   : NULL;
+	if (reason)
+		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "url"), "params.url: %s", reason);
+	err_clear(&why);
+	return reason ? -1 : 0;
+}
+
 static int get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
 	struct token_auth a;
-	const char *url = json_get_str(params, "url");
+	_cleanup_url_ struct url u = URL_INIT;
 	int rv = authenticate(d, "get_credential", params, &a, e);
-	if (rv == 0 && (!url || strncmp(url, "https://", 8)))
-		rv = err_set(e, E_INVALID_PAYLOAD, "params.url: an https:// URL is required");
+	if (rv == 0 && credential_url(json_get_str(params, "url"), &u, e) < 0) {
+		rv = -1;
+		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, "refused", json_pack("{s:s}", "reason", e->message));
+	}
 	if (rv == 0) {
-		char host[256];
-		snprintf(host, sizeof(host), "%.*s", (int)strcspn(url + 8, "/:@"), url + 8);
-		_cleanup_free_ char *service = xasprintf("git:%s", host);
+		_cleanup_free_ char *origin = url_origin(&u), *service = git_service_for(&u), *scope = NULL;
 		struct strbuf secret = STRBUF_INIT;
-		rv = daemon_open_api_key(d, service, &secret, e);
-		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, rv == 0 ? "ok" : "failed",
-			     json_pack("{s:s}", "host", host));
+		rv = daemon_open_api_key(d, service, a.claims.sub, &secret, &scope, e);
+		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv, e),
+			     json_pack("{s:s,s:s,s:s?,s:s?}", "origin", origin, "service", service, "scope", scope, "reason",
+				       rv == 0 ? NULL : e->message));
 		if (rv == 0)
 			*result = json_pack("{s:s,s:s%}", "username", "x-access-token", "password", secret.buf, secret.len);
 		crypto_strbuf_wipe(&secret);

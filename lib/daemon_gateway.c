@@ -158,6 +158,7 @@ struct gateway_run {
 	struct pending_reply *pr;
 	char *run_id, *session_id, *user_id, *owner, *worktree_id, *execution_user, *cwd, *agent, *home;
 	json_t *argv, *exec_argv;
+	json_t *env;	    /* exec.run's env, every name on execution.exec_env_allow; may be NULL */
 	json_t *timeout_ms; /* may be NULL */
 	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
 	struct appr_effective eff;
@@ -182,6 +183,7 @@ static void run_free(struct gateway_run *r)
 	free(r->detail);
 	json_decref(r->argv);
 	json_decref(r->exec_argv);
+	json_decref(r->env);
 	json_decref(r->timeout_ms);
 	free(r);
 }
@@ -323,9 +325,10 @@ static void submit(struct daemon *d, struct gateway_run *r, const char *why)
 		json_object_set(p, "timeoutMs", r->timeout_ms);
 	if (r->home)
 		json_object_set_new(p, "home", json_string(r->home));
-	struct task_spec spec = { .command = "exec.run", .params = p, .session_id = r->session_id, .created_by = r->user_id,
-				  .execution_user = r->execution_user, .worktree_id = r->worktree_id, .with_token = 1,
-				  .task_id = r->run_id, .judge = daemon_exec_outcome, .on_done = gateway_ran, .arg = r };
+	struct task_spec spec = { .command = "exec.run", .params = p, .env = r->env, .session_id = r->session_id,
+				  .created_by = r->user_id, .execution_user = r->execution_user, .worktree_id = r->worktree_id,
+				  .with_token = 1, .task_id = r->run_id, .judge = daemon_exec_outcome, .on_done = gateway_ran,
+				  .arg = r };
 	struct err e = ERR_INIT;
 	_cleanup_free_ char *task_id = NULL;
 	r->next = granted; /* before the executor can ask */
@@ -361,16 +364,17 @@ static void asked(struct daemon *d, int verdict, const char *why, void *arg)
 
 /* --- the method ------------------------------------------------------------------------------------- */
 
-static int run_params(json_t *params, struct gateway_run *r, struct appr_levels *request, struct err *e)
+static int run_params(struct rpc_ctx *rc, json_t *params, struct gateway_run *r, struct appr_levels *request,
+		      struct err *e)
 {
-	json_t *argv, *timeout = json_object_get(params, "timeout_ms");
+	json_t *argv, *env, *timeout = json_object_get(params, "timeout_ms");
 	const char *security, *ask, *agent = json_get_str(params, "agent_id");
-	if (daemon_need_argv(params, &argv, e) < 0 ||
+	if (daemon_need_argv(params, &argv, e) < 0 || daemon_exec_env_param(rc, params, &env, e) < 0 ||
 	    daemon_level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &security, e) < 0 ||
 	    daemon_level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &ask, e) < 0 ||
 	    (agent && appr_agent_id_check(agent, e) < 0))
 		return -1;
-	static const char *const not_here[] = { "node", "env", "cwd", NULL };
+	static const char *const not_here[] = { "node", "cwd", NULL };
 	for (size_t i = 0; not_here[i]; i++)
 		if (json_object_get(params, not_here[i]))
 			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", not_here[i]),
@@ -381,6 +385,7 @@ static int run_params(json_t *params, struct gateway_run *r, struct appr_levels 
 				"params.timeout_ms: expected a positive integer (milliseconds)");
 	*request = (struct appr_levels){ appr_security_parse(security), ask ? appr_ask_parse(ask) : APPR_UNSET, APPR_UNSET };
 	r->argv = json_deep_copy(argv);
+	r->env = env && json_object_size(env) ? json_deep_copy(env) : NULL;
 	r->timeout_ms = timeout ? json_incref(timeout) : NULL;
 	r->agent = xstrdup(agent ? agent : "default");
 	appr_argv_sha256(r->argv, r->argv_sha256);
@@ -397,7 +402,7 @@ int daemon_gateway_exec(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	_cleanup_free_ char *owner = NULL;
 	const char *session_id = NULL, *reason = NULL;
 	enum appr_decision decision;
-	if (daemon_need_user(rc, e) < 0 || run_params(params, r, &request, e) < 0 ||
+	if (daemon_need_user(rc, e) < 0 || run_params(rc, params, r, &request, e) < 0 ||
 	    !(wt = daemon_run_worktree(rc, params, e)) || daemon_session_param(rc, params, &session_id, &owner, e) < 0 ||
 	    daemon_execution_user_for(d, json_get_str(wt, "created_by"), &r->execution_user, e) < 0) {
 		run_free(r);
@@ -433,7 +438,8 @@ int daemon_gateway_exec(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	return 0;
 }
 
-/* exec.gateway_grant {session_token} → {argv, cwd}: what the token's gateway run may run without the sandbox. */
+/* exec.gateway_grant {session_token} → {argv, cwd, env?}: what the token's gateway run may run without the sandbox,
+ * with which environment overrides (none: no env). */
 static int gateway_grant(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_free_ char *task_id = NULL;
@@ -446,7 +452,7 @@ static int gateway_grant(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		daemon_audit(D(rc), "executor", "exec.gateway_grant", task_id, "refused", NULL);
 		return err_set(e, E_PERMISSION_DENIED, "task %s is not a gateway run the daemon approved", task_id);
 	}
-	*result = json_pack("{s:O,s:s}", "argv", r->exec_argv, "cwd", r->cwd);
+	*result = json_pack("{s:O,s:s,s:O?}", "argv", r->exec_argv, "cwd", r->cwd, "env", r->env);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "daemon_gateway.h"
 #include "daemon_methods.h"
 #include "daemon_nodes.h"
+#include "exec_env.h"
 #include "gitops.h"
 #include "json.h"
 #include "log.h"
@@ -288,7 +289,7 @@ static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 {
 	const char *url;
 	_cleanup_free_ char *user = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "url", &url, e) < 0 ||
+	if (need_user(rc, e) < 0 || need_str(params, "url", &url, e) < 0 || gitops_check_clone_url(url, e) < 0 ||
 	    execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e) < 0)
 		return -1;
 	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
@@ -1111,39 +1112,57 @@ static int level_param(json_t *params, const char *key, int (*parse)(const char 
 	return 0;
 }
 
-static int node_env_param(json_t *params, json_t **env, struct err *e)
+/* params.env of exec.run on a node or the gateway: an object of strings whose every name passes
+ * execution.exec_env_allow (exec_env.h); anything else is refused naming the variable and the setting. */
+static int exec_env_param(struct daemon *d, json_t *params, json_t **env, struct err *e)
 {
 	*env = json_object_get(params, "env");
 	if (!*env)
 		return 0;
 	if (!json_is_object(*env))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"), "params.env: expected an object of strings");
-	const char *name;
+	const char *name, *allow = d->cfg->execution.exec_env_allow;
 	json_t *value;
 	json_object_foreach(*env, name, value) {
-		if (!json_is_string(value))
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"),
-					"params.env.%s: expected a string value", name);
-		if (!payload_env_name_allowed(name))
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"),
-					"params.env.%s: not allowed (loader, shell and interpreter variables and PATH are "
-					"the node's own; remove it)", name);
+		const char *why = exec_env_refusal(allow, name);
+		if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s+}", "path", "env.", name),
+					"params.env.%s: expected a string value (without NUL bytes)", name);
+		if (why)
+			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s+,s:s,s:s?}", "path", "env.", name, "setting",
+									EXEC_ENV_SETTING, "allowed", allow),
+					"params.env.%s: not allowed: %s (%s: %s)", name, why, EXEC_ENV_SETTING,
+					allow ? allow : "null, no name passes");
 	}
 	return 0;
 }
 
-/* params.session_id, when given, must be a session of the caller (or the caller an admin); *owner (may be
- * NULL) gets its creator. */
+static int need_session_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action,
+			       char **wt_id, struct err *e);
+
+/* params.session_id, when given, must be a session the caller may see: a hidden one answers as an unknown
+ * id (NOT_FOUND "no session with id ID"), before anything of it (its exec defaults) is used. */
+static int visible_session_param(struct rpc_ctx *rc, json_t *params, struct err *e)
+{
+	const char *sid = opt_str(params, "session_id");
+	return sid ? need_session_access(rc, sid, WT_VIEW, "", NULL, e) : 0;
+}
+
+/* params.session_id, when given, must be a session of the caller (or the caller an admin); one the caller
+ * may not even see answers as an unknown id. *owner (may be NULL) gets its creator. */
 static int session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)
 {
 	*session_id = opt_str(params, "session_id");
 	if (!*session_id)
 		return 0;
+	if (visible_session_param(rc, params, e) < 0)
+		return -1;
 	_cleanup_json_ json_t *s = one_row(D(rc), e, "session", "SELECT id, created_by FROM sessions WHERE id = ?", *session_id);
 	if (!s)
 		return -1;
 	if (!P(rc)->is_admin && strcmp(json_get_str(s, "created_by"), P(rc)->user_id))
-		return err_set(e, E_PERMISSION_DENIED, "session %s is not yours", *session_id);
+		return err_set(e, E_PERMISSION_DENIED, "session %s is not yours: exec.run in a session is for its creator "
+						       "(or an admin)", *session_id);
 	if (owner)
 		*owner = xstrdup(json_get_str(s, "created_by"));
 	return 0;
@@ -1155,7 +1174,7 @@ static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	struct node_exec x = { .query = opt_str(params, "node"), .cwd = opt_str(params, "cwd"),
 			       .agent_id = opt_str(params, "agent_id"), .on_done = exec_ran };
 	_cleanup_free_ char *owner = NULL;
-	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || node_env_param(params, &x.env, e) < 0 ||
+	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || exec_env_param(D(rc), params, &x.env, e) < 0 ||
 	    level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
 	    level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||
 	    session_param(rc, params, &x.session_id, &owner, e) < 0)
@@ -1224,7 +1243,7 @@ static json_t *with_session_defaults(struct rpc_ctx *rc, json_t *params, struct 
 
 static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (known_exec_params(params, e) < 0)
+	if (known_exec_params(params, e) < 0 || visible_session_param(rc, params, e) < 0)
 		return -1;
 	_cleanup_json_ json_t *p = with_session_defaults(rc, params, e);
 	if (!p)
@@ -1281,7 +1300,7 @@ static int need_task_access(struct rpc_ctx *rc, const char *id, enum wt_access n
 		return 0;
 	if (wt_id)
 		return need_worktree_access(rc, wt_id, need, "task", id, action, e);
-	return err_set(e, E_NOT_FOUND, "no task %s of yours", id);
+	return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no task with id %s", id); /* as one_row's */
 }
 
 /* A session is visible with view on its worktree (NOT_FOUND below, as an unknown id); *wt_id (may be NULL)
@@ -1501,24 +1520,36 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 
 /* --- API keys (values sealed with the master key; never returned) ---------------------------- */
 
+/* api_keys.set {service, value, scope?}: scope owner | admins | members says whose tasks may use the key
+ * (daemon_methods.h); a new key gets members, a key set again keeps its scope unless one is given. */
 static int api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *service, *value;
-	if (need_admin(rc, e) < 0 || need_str(params, "service", &service, e) < 0 || need_str(params, "value", &value, e) < 0)
+	const char *given, *value, *scope = opt_str(params, "scope");
+	_cleanup_free_ char *service = NULL;
+	if (need_admin(rc, e) < 0 || need_str(params, "service", &given, e) < 0 || need_str(params, "value", &value, e) < 0 ||
+	    daemon_canonical_service(given, &service, e) < 0)
 		return -1;
+	if (json_object_get(params, "scope") && (!scope || !daemon_api_key_scope_valid(scope)))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
+				"params.scope: expected owner, admins or members (whose tasks may use the key)");
 	struct strbuf sealed = STRBUF_INIT;
 	int rv = crypto_seal(D(rc)->master_key, value, strlen(value), service, strlen(service), &sealed, e);
 	if (rv == 0)
 		rv = db_run(D(rc)->db, e,
-			    "INSERT INTO api_keys (service, sealed, created_at, updated_at) VALUES (?,?,?,?)"
-			    " ON CONFLICT(service) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at",
-			    "sbii", service, sealed.buf, sealed.len, daemon_now(), daemon_now()) < 0 ? -1 : 0;
+			    "INSERT INTO api_keys (service, sealed, scope, set_by, created_at, updated_at) "
+			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5) ON CONFLICT(service) DO UPDATE SET "
+			    "sealed = excluded.sealed, scope = coalesce(?3, api_keys.scope), set_by = excluded.set_by, "
+			    "updated_at = excluded.updated_at",
+			    "sbssi", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now()) < 0 ? -1 : 0;
 	strbuf_release(&sealed);
-	if (rv == 0) {
-		daemon_audit(D(rc), P(rc)->user_id, "api_keys.set", service, "ok", NULL);
-		*result = json_pack("{s:s,s:b}", "service", service, "stored", 1);
+	_cleanup_json_ json_t *row = rv == 0 ? db_query_one(D(rc)->db, e, "SELECT scope FROM api_keys WHERE service = ?", "s",
+							    service) : NULL;
+	if (rv == 0 && json_is_object(row)) {
+		daemon_audit(D(rc), P(rc)->user_id, "api_keys.set", service, "ok", json_pack("{s:O}", "scope", json_object_get(row, "scope")));
+		*result = json_pack("{s:s,s:b,s:O}", "service", service, "stored", 1, "scope", json_object_get(row, "scope"));
+		return 0;
 	}
-	return rv;
+	return -1;
 }
 
 static int api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -1526,7 +1557,7 @@ static int api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	(void)params;
 	if (need_admin(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT service, created_at, updated_at FROM api_keys ORDER BY service", "");
+	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
 	return *result ? 0 : -1;
 }
 
@@ -1650,6 +1681,11 @@ int daemon_level_param(json_t *params, const char *key, int (*parse)(const char 
 		       const char *dflt, const char **out, struct err *e)
 {
 	return level_param(params, key, parse, names, dflt, out, e);
+}
+
+int daemon_exec_env_param(struct rpc_ctx *rc, json_t *params, json_t **env, struct err *e)
+{
+	return exec_env_param(D(rc), params, env, e);
 }
 
 int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)

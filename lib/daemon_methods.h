@@ -34,8 +34,17 @@ extern const size_t daemon_token_nmethods;
  * connection loses its identity). Connections known by SO_PEERCRED: always 0. */
 int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *e);
 extern const size_t daemon_executor_nmethods;
-/* Opens the sealed API key of service into out. */
-int daemon_open_api_key(struct daemon *d, const char *service, struct strbuf *out, struct err *e);
+/* Opens the sealed API key of service into out when its scope (owner | admins | members) admits the agor user
+ * user (a task's); PERMISSION_DENIED naming the scope otherwise, NOT_FOUND when none is stored. *scope (may be
+ * NULL) gets the key's scope, malloc'd, when the key exists. */
+int daemon_open_api_key(struct daemon *d, const char *service, const char *user, struct strbuf *out, char **scope,
+			struct err *e);
+/* 1 when scope is one of owner, admins, members. */
+int daemon_api_key_scope_valid(const char *scope);
+/* The name api_keys.set stores service under: a git credential git:HOST[:PORT] canonical (host lower-cased,
+ * an IPv6 literal in brackets, port 443 left out), any other name as given; INVALID_PAYLOAD naming
+ * params.service when a git: name is not an https origin. */
+int daemon_canonical_service(const char *service, char **out, struct err *e);
 
 /* The terminal methods (daemon_terminal.c): terminal.open|attach|input|resize|close|list, terminal.handover. */
 extern const struct rpc_method daemon_terminal_methods[];
@@ -64,6 +73,9 @@ int daemon_need_argv(json_t *params, json_t **argv, struct err *e);
 int daemon_level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
 		       const char *dflt, const char **out, struct err *e);
 int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e);
+/* params.env of exec.run on a node or the gateway (*env borrowed, NULL when absent): every name must pass
+ * execution.exec_env_allow (exec_env.h), else INVALID_PAYLOAD "params.env.NAME: not allowed: …" naming it. */
+int daemon_exec_env_param(struct rpc_ctx *rc, json_t *params, json_t **env, struct err *e);
 json_t *daemon_run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e);
 int daemon_exec_outcome(const json_t *data, struct err *why);
 /* A reply that comes later: the method returns RPC_DEFERRED (when rc has an id, outside a batch) and

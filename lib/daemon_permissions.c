@@ -216,10 +216,8 @@ static int permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **resu
 	struct permission_request *r = requests;
 	while (r && strcmp(r->id, id))
 		r = r->next;
-	if (!r)
+	if (!r || (!p->is_admin && strcmp(p->user_id, r->owner))) /* another's answers as an unknown id */
 		return err_set(e, E_NOT_FOUND, "no pending permission request %s (answered, timed out or cancelled)", id);
-	if (!p->is_admin && strcmp(p->user_id, r->owner))
-		return err_set(e, E_PERMISSION_DENIED, "only the task's creator or an admin may answer its permission requests");
 	const char *reason = json_get_str(params, "reason"), *scope = json_get_str(params, "scope");
 	if (scope && strcmp(scope, "allow-once") && strcmp(scope, "allow-always"))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),

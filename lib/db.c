@@ -73,6 +73,9 @@ static const char *const migrations[] = {
 	"CREATE INDEX exec_approvals_by_argv ON exec_approvals(argv_sha256, host);"
 	"ALTER TABLE sessions ADD COLUMN exec_defaults TEXT;"
 	"ALTER TABLE sessions ADD COLUMN exec_events_seen INTEGER NOT NULL DEFAULT 0;",
+	/* 5: who may use a stored key (issue 20): its scope, and who stored its value (scope owner means them) */
+	"ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'members' CHECK (scope IN ('owner','admins','members'));"
+	"ALTER TABLE api_keys ADD COLUMN set_by TEXT;",
 };
 
 int db_schema_version(void)

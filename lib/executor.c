@@ -116,17 +116,6 @@ static int resolve_path(const char *field, const char *given, const char *root, 
 
 /* --- git.clone ---------------------------------------------------------------------------- */
 
-static int check_clone_url(const char *url, struct err *e)
-{
-	const char *kind = gitops_url_kind(url);
-	if (!kind)
-		return invalid_param(e, "params.url",
-				     "unsupported URL: use https://, ssh://, git://, file://, user@host:path or an absolute path");
-	if (!strcmp(kind, "http"))
-		return invalid_param(e, "params.url", "plain http:// is refused (credentials and code in clear text): use https://");
-	return 0;
-}
-
 /* Credentials just in time: asked of the daemon (get_credential with the task's token) only when the
  * server demands them, held only for libgit2's copy, then wiped. */
 static int credentials_from_daemon(void *arg, const char *url, char **username, char **password, struct err *e)
@@ -160,7 +149,7 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 		     struct err *e)
 {
 	const char *url = payload_str(p, "url");
-	if (check_clone_url(url, e) < 0)
+	if (gitops_check_clone_url(url, e) < 0)
 		return -1;
 	_cleanup_free_ char *derived = NULL;
 	const char *given = payload_str(p, "outputPath");
@@ -289,10 +278,18 @@ static int run_worktree_remove(const struct payload *p, const struct executor_co
 
 /* --- exec.run ------------------------------------------------------------------------------ */
 
+/* The environment overrides the daemon granted and the payload's are the same (none and {} alike). */
+static int same_env(json_t *granted, json_t *given)
+{
+	if (!json_object_size(granted) || !json_object_size(given))
+		return !json_object_size(granted) && !json_object_size(given);
+	return json_equal(granted, given);
+}
+
 /*
  * host "gateway" runs without the kernel sandbox, so the executor does not take the payload's word for it:
  * the payload must carry the task's session token, and the daemon, asked with that token
- * (exec.gateway_grant), must answer the very argv and cwd of this payload — a run its gateway policy (or a
+ * (exec.gateway_grant), must answer the very argv, cwd and env of this payload — a run its gateway policy (or a
  * person) approved. A payload from anyone else (a user running `agor executor --stdin`, an agent, a
  * replayed payload whose task ended and whose token is revoked) is refused before anything runs, whatever
  * execution.sandbox says. Only the daemon holds the JWT secret, so only it can mint such a token.
@@ -315,9 +312,9 @@ static int gateway_granted(const struct payload *p, struct err *e)
 		return err_prefix(e, "exec.run host gateway: the daemon did not grant this run"), -1;
 	const char *cwd = json_get_str(grant, "cwd");
 	if (!json_equal(json_object_get(grant, "argv"), payload_param(p, "argv")) || !cwd ||
-	    strcmp(cwd, payload_str(p, "cwd")))
-		return err_set(e, E_PERMISSION_DENIED, "exec.run host gateway: the payload's argv or cwd is not what the "
-						       "daemon approved for this task");
+	    strcmp(cwd, payload_str(p, "cwd")) || !same_env(json_object_get(grant, "env"), p->env))
+		return err_set(e, E_PERMISSION_DENIED, "exec.run host gateway: the payload's argv, cwd or env is not what "
+						       "the daemon approved for this task");
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "gitops.h"
 #include "json.h"
 #include "log.h"
+#include "url.h"
 #include "banned.h"
 
 static int initialized;
@@ -122,6 +123,38 @@ const char *gitops_url_kind(const char *url)
 	return NULL;
 }
 
+static int invalid_url(struct err *e, const char *reason)
+{
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", "params.url", "reason", reason),
+			"params.url: %s", reason);
+}
+
+/* A network URL parses strictly (url.h), and one that could carry a daemon credential names no user: the host
+ * is what follows the '@', so "https://github.com@evil/…" is evil's, and credentials come from the daemon. */
+static int check_network_url(const char *url, const char *kind, struct err *e)
+{
+	if (!strcmp(kind, "local") || !strcmp(kind, "file") || !strstr(url, "://"))
+		return 0;
+	_cleanup_url_ struct url u = URL_INIT;
+	struct err why = ERR_INIT;
+	int rc = url_parse(url, &u, &why) < 0 ? invalid_url(e, why.message) : 0;
+	err_clear(&why);
+	if (rc == 0 && u.userinfo && strcmp(kind, "ssh"))
+		rc = invalid_url(e, "user information (user@ or user:password@ before the host) is refused: remove it; "
+				    "credentials come just in time from the daemon");
+	return rc;
+}
+
+int gitops_check_clone_url(const char *url, struct err *e)
+{
+	const char *kind = gitops_url_kind(url);
+	if (!kind)
+		return invalid_url(e, "unsupported URL: use https://, ssh://, git://, file://, user@host:path or an absolute path");
+	if (!strcmp(kind, "http"))
+		return invalid_url(e, "plain http:// is refused (credentials and code in clear text): use https://");
+	return check_network_url(url, kind, e);
+}
+
 /* Copies a path segment, refusing names that would escape or hide (".", "..", leading '-' or '.'). */
 static char *safe_segment(const char *s, size_t n)
 {
@@ -136,33 +169,32 @@ static char *safe_segment(const char *s, size_t n)
 	return xstrndup(s, n);
 }
 
-/* Splits url into host (or "local") and path part. */
-static void split_url(const char *url, const char *kind, char **host, const char **path)
+/* Splits url into host (or "local") and path part; -1 when a URL with "://" does not parse (url.h). */
+static int split_url(const char *url, const char *kind, char **host, const char **path, struct err *e)
 {
 	if (!strcmp(kind, "local")) {
 		*host = xstrdup("local");
 		*path = url;
-		return;
+		return 0;
 	}
 	const char *rest = strstr(url, "://");
 	if (!rest) { /* scp-like */
 		const char *at = strchr(url, '@'), *colon = strchr(url, ':');
 		*host = xstrndup(at + 1, (size_t)(colon - at - 1));
 		*path = colon + 1;
-		return;
+		return 0;
 	}
-	rest += 3;
 	if (!strcmp(kind, "file")) {
 		*host = xstrdup("local");
-		*path = rest + strcspn(rest, "/");
-		return;
+		*path = rest + 3 + strcspn(rest + 3, "/");
+		return 0;
 	}
-	const char *at = strchr(rest, '@'), *slash = strchr(rest, '/');
-	if (at && (!slash || at < slash))
-		rest = at + 1;
-	size_t hostlen = strcspn(rest, ":/");
-	*host = xstrndup(rest, hostlen);
-	*path = rest + strcspn(rest, "/");
+	_cleanup_url_ struct url u = URL_INIT;
+	if (url_parse(url, &u, e) < 0)
+		return -1;
+	*host = xstrdup(u.host);
+	*path = url + strlen(url) - strlen(u.path);
+	return 0;
 }
 
 char *gitops_default_repo_subpath(const char *url, struct err *e)
@@ -172,7 +204,8 @@ char *gitops_default_repo_subpath(const char *url, struct err *e)
 		return err_set(e, E_INVALID_PAYLOAD, "unsupported URL: %s", url), NULL;
 	_cleanup_free_ char *host = NULL;
 	const char *path;
-	split_url(url, kind, &host, &path);
+	if (split_url(url, kind, &host, &path, e) < 0)
+		return err_prefix(e, "%s", url), NULL;
 	size_t len = strlen(path);
 	while (len && path[len - 1] == '/')
 		len--;
@@ -201,7 +234,75 @@ struct clone_state {
 	unsigned last_percent;
 	struct err *e;
 	int credential_attempts;
+	char *origin;	       /* the clone URL's origin (url.h), the only one a credential may go to */
+	int credential_given;  /* a credential went to libgit2: no connection to another origin from now on */
+	char *connect_origin;  /* the origin of libgit2's last connection, from its trace */
 };
+
+/*
+ * Which server libgit2 really talks to. libgit2 1.5 hands the credential callback the URL it was given, not the
+ * one a redirect led to, so its trace is read instead: "Connecting to remote HOST port PORT" comes before each
+ * new connection (a redirect to another host or port always makes one). One clone runs at a time in an
+ * executor; `traced` points at it while it runs. Nothing traced, nothing given: the callbacks fail closed.
+ */
+static struct clone_state *traced;
+
+static const char *after(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return strncmp(s, prefix, n) ? NULL : s + n;
+}
+
+static void remember_connection(struct clone_state *st, const char *host_port)
+{
+	const char *port = strstr(host_port, " port ");
+	if (!port)
+		return;
+	_cleanup_free_ char *host = xstrndup(host_port, (size_t)(port - host_port));
+	_cleanup_free_ char *text = xasprintf(strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port + 6);
+	struct url u = URL_INIT;
+	struct err ignored = ERR_INIT;
+	free(st->connect_origin);
+	st->connect_origin = url_parse(text, &u, &ignored) == 0 ? url_origin(&u) : NULL;
+	url_release(&u);
+	err_clear(&ignored);
+}
+
+static void on_trace(git_trace_level_t level, const char *msg)
+{
+	(void)level;
+	const char *rest = msg ? after(msg, "Connecting to remote ") : NULL;
+	if (traced && rest)
+		remember_connection(traced, rest);
+}
+
+/* The origin of url (url.h), or NULL when it does not parse. */
+static char *origin_of(const char *url)
+{
+	struct url u = URL_INIT;
+	struct err ignored = ERR_INIT;
+	char *origin = url_parse(url, &u, &ignored) == 0 ? url_origin(&u) : NULL;
+	if (origin)
+		url_release(&u);
+	err_clear(&ignored);
+	return origin;
+}
+
+/* 0 when the server answering with a challenge is the clone URL's own https origin. */
+static int check_credential_target(struct clone_state *st, const char *given_url)
+{
+	const char *target = st->connect_origin;
+	if (!st->origin || strncmp(st->origin, "https://", 8))
+		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials: they are given over https:// only", given_url);
+	if (!target)
+		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials, and which server asks is unknown (libgit2 "
+						     "traced no connection): none are given", given_url);
+	if (strcmp(target, st->origin))
+		return err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s}", "origin", st->origin, "asking", target),
+				"%s redirected to %s, which asks for credentials: a credential for %s is never sent to "
+				"another origin", st->opts->url, target, st->origin);
+	return 0;
+}
 
 static int on_transfer_progress(const git_indexer_progress *stats, void *payload)
 {
@@ -241,14 +342,32 @@ static int on_credentials(git_credential **out, const char *url, const char *use
 		err_set(st->e, E_AUTH_FAILED, "the credentials for %s were rejected", url);
 		return GIT_EUSER;
 	}
-	char *user = NULL, *pass = NULL;
-	if (st->opts->credentials(st->opts->credentials_arg, url, &user, &pass, st->e) < 0)
+	if (check_credential_target(st, url) < 0)
 		return GIT_EUSER;
+	char *user = NULL, *pass = NULL;
+	if (st->opts->credentials(st->opts->credentials_arg, st->origin, &user, &pass, st->e) < 0)
+		return GIT_EUSER;
+	st->credential_given = 1;
 	int rc = git_credential_userpass_plaintext_new(out, user, pass);
 	explicit_bzero(pass, strlen(pass));
 	free(user);
 	free(pass);
 	return rc;
+}
+
+/* Once a credential went to libgit2, it may replay it to whatever server it connects to next (a redirect that
+ * carries a challenge): a connection to another origin is refused before anything is sent on it. */
+static int on_certificate(git_cert *cert, int valid, const char *host, void *payload)
+{
+	(void)cert;
+	(void)valid;
+	struct clone_state *st = payload;
+	if (!st->credential_given || (st->connect_origin && !strcmp(st->connect_origin, st->origin)))
+		return GIT_PASSTHROUGH; /* libgit2's own certificate check decides */
+	err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s?}", "origin", st->origin, "connecting", st->connect_origin),
+		 "after a credential for %s was given, libgit2 was led to %s (%s): that connection is refused", st->origin,
+		 st->connect_origin ? st->connect_origin : "an unknown port", host);
+	return GIT_EUSER;
 }
 
 static json_t *describe_head(git_repository *repo)
@@ -292,7 +411,7 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 				"cannot clone %s: this agor build has no SSH transport (libgit2 without libssh2); use an https:// URL",
 				o->url);
 	int existed = fs_exists(o->path);
-	struct clone_state st = { .opts = o, .last_percent = 101, .e = e };
+	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .origin = origin_of(o->url) };
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
 	opts.checkout_opts.disable_filters = 1; /* SPEC §3.4: no filters ever run */
@@ -300,11 +419,19 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	opts.fetch_opts.callbacks.transfer_progress = on_transfer_progress;
 	opts.fetch_opts.callbacks.sideband_progress = on_sideband;
 	opts.fetch_opts.callbacks.credentials = on_credentials;
+	opts.fetch_opts.callbacks.certificate_check = on_certificate;
 	opts.fetch_opts.callbacks.payload = &st;
 	git_repository *repo = NULL;
 	if (o->progress)
 		fprintf(stderr, "Cloning %s into %s\n", o->url, o->path);
-	if (git_clone(&repo, o->url, o->path, &opts) < 0) {
+	traced = &st;
+	git_trace_set(GIT_TRACE_DEBUG, on_trace);
+	int rc = git_clone(&repo, o->url, o->path, &opts);
+	git_trace_set(GIT_TRACE_NONE, NULL);
+	traced = NULL;
+	free(st.origin);
+	free(st.connect_origin);
+	if (rc < 0) {
 		if (!err_is_set(e))
 			git_fail(e, "clone failed");
 		struct err ignored = ERR_INIT;

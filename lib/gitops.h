@@ -14,8 +14,11 @@
 
 #include "err.h"
 
-/* Supplies credentials for an HTTPS URL just in time; returns 0 and malloc'd strings, or -1. */
-typedef int (*gitops_credential_fn)(void *arg, const char *url, char **username, char **password,
+/* Supplies credentials just in time for origin ("https://host:port", url.h); returns 0 and malloc'd strings, or -1.
+ * gitops_clone calls it only when the server asking is the clone URL's own https origin — the host and port
+ * libgit2 is really connected to, after any redirect — and, once it gave one, refuses to connect to any other
+ * origin (E_AUTH_FAILED, naming both). */
+typedef int (*gitops_credential_fn)(void *arg, const char *origin, char **username, char **password,
 				     struct err *e);
 
 struct gitops_clone {
@@ -46,6 +49,10 @@ const char *gitops_ca_bundle(void);
 /* What kind of URL this is: "https", "http", "ssh", "git", "file", "local" (absolute path), or NULL
  * when it is none of them. scp-like user@host:path counts as "ssh". */
 const char *gitops_url_kind(const char *url);
+/* Refuses a clone URL agor does not take: none of the kinds above, plain http://, a network URL the strict
+ * parser refuses (url.h), or user information in one that could carry a daemon credential (all but ssh://).
+ * -1 with e set to E_INVALID_PAYLOAD, details {"path":"params.url","reason":…}, message "params.url: …". */
+int gitops_check_clone_url(const char *url, struct err *e);
 /* The default repository location under repos/: "<provider>/<org>/<repo>.git" (provider = host, or
  * "local" for paths and file://). NULL with e set when the URL has no usable org/repo. */
 char *gitops_default_repo_subpath(const char *url, struct err *e);

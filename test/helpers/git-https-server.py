@@ -2,6 +2,10 @@
 # git-https-server.py — a real HTTPS git server for tests: serves `git http-backend` (smart HTTP) over TLS
 # with a given certificate; optional basic auth. Never listens beyond 127.0.0.1.
 #   git-https-server.py --root DIR --cert CERT --key KEY --port-file FILE [--user U --password P]
+#     [--auth-log FILE] [--redirect-to BASE_URL [--challenge-on-redirect]]
+# --auth-log appends each request's Authorization header ("-" when none); --redirect-to answers every
+# (authorized) request with 302 to BASE_URL + the request's path, --challenge-on-redirect with a
+# WWW-Authenticate header on that 302 too.
 import argparse, base64, os, ssl, subprocess, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -24,6 +28,9 @@ class GitHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def authorized(self):
+        if self.server.auth_log:
+            with open(self.server.auth_log, "a") as f:
+                f.write(f"{self.command} {self.path} {self.headers.get('Authorization') or '-'}\n")
         if not self.server.credentials:
             return True
         want = "Basic " + base64.b64encode(self.server.credentials.encode()).decode()
@@ -35,9 +42,19 @@ class GitHandler(BaseHTTPRequestHandler):
         self.end_headers()
         return False
 
+    def redirect(self):
+        self.send_response(302)
+        self.send_header("Location", self.server.redirect_to + self.path)
+        if self.server.challenge_on_redirect:
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def run_backend(self, method):
         if not self.authorized():
             return
+        if self.server.redirect_to:
+            return self.redirect()
         path, _, query = self.path.partition("?")
         body = read_body(self) if method == "POST" else b""
         env = {
@@ -83,10 +100,14 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--user")
     ap.add_argument("--password")
+    ap.add_argument("--auth-log")
+    ap.add_argument("--redirect-to")
+    ap.add_argument("--challenge-on-redirect", action="store_true")
     a = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), GitHandler)
     server.root = a.root
     server.credentials = f"{a.user}:{a.password}" if a.user else None
+    server.auth_log, server.redirect_to, server.challenge_on_redirect = a.auth_log, a.redirect_to, a.challenge_on_redirect
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)

@@ -21,13 +21,14 @@ test_case "no config file: every setting is a default" '
   expect_exit 0 "$AGOR" config show
   expect_empty err
   expect_contains out "# config file: $HOME/.agor/config.yaml (not found"
-  [ "$(grep -vc "^#" out)" -eq 47 ] || fail "expected 47 settings"
+  [ "$(grep -vc "^#" out)" -eq 48 ] || fail "expected 48 settings"
   ! grep -v "^#" out | grep -v "(default)$" || fail "a setting that is not a default"
   expect_setting daemon.port 3030 default
   expect_setting daemon.host 127.0.0.1 default
   expect_setting paths.agor_home "$HOME/.agor" default
   expect_setting paths.data_home "$HOME/.agor" default
   expect_setting paths.repos_dir "$HOME/.agor/repos" default
+  expect_setting execution.exec_env_allow "LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES" default
   expect_setting daemon.socket_path "$HOME/.agor/run/agor.sock" default
   expect_setting execution.unix_user_mode simple default
   expect_setting execution.executor_command_template null default
@@ -191,7 +192,8 @@ doc = json.load(sys.stdin)
 assert doc["configFile"] == sys.argv[1], doc["configFile"]
 assert doc["configFileFound"] is True
 s = {x["key"]: x for x in doc["settings"]}
-assert len(s) == 47, len(s)
+assert len(s) == 48, len(s)
+assert s["execution.exec_env_allow"]["value"] == "LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES", s["execution.exec_env_allow"]
 assert s["daemon.port"]["value"] == 4000 and s["daemon.port"]["source"] == "file"
 assert s["daemon.port"]["file"] == sys.argv[1] and s["daemon.port"]["line"] == 1
 assert s["daemon.host"]["value"] == "::1" and s["daemon.host"]["source"] == "env"

@@ -55,4 +55,19 @@ test_case "a server that asks for credentials gets none from the payload: AUTH_F
   expect_contains out "just in time from the daemon"
 '
 
+test_case "attack: user information in the URL is refused naming params.url, never taken for the host" "$SERVE"'
+  serve
+  for url in "https://github.com@localhost:$port/acme/widget.git" "https://user:pw@localhost:$port/acme/widget.git" \
+             "https://localhost%2e:$port/acme/widget.git" "https://[::1/acme/widget.git"; do
+    rc=0; printf "%s" "{\"command\":\"git.clone\",\"params\":{\"url\":\"$url\",\"outputPath\":\"x.git\"}}" |
+      SSL_CERT_FILE=$PWD/ca/ca.crt "$AGOR" executor --stdin > out 2> err || rc=$?
+    expect_error INVALID_PAYLOAD 2
+    expect_json out error.details.path params.url
+    expect_contains out "params.url: "
+    [ ! -e "$AGOR_HOME/repos/x.git" ] || fail "$url was cloned"
+  done
+  expect_contains out "IPv6"
+  ! grep -q "GET " server.log || { cat server.log; fail "the server was reached"; }
+'
+
 test_done

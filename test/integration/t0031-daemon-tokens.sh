@@ -309,10 +309,10 @@ test_case "git credentials just in time: the executor asks the daemon (get_crede
   }
   clone no-key.git "$token"
   expect_error NOT_FOUND 1
-  rpc api_keys.set "{\"service\":\"git:localhost\",\"value\":\"wrong-pass\"}" > /dev/null
+  rpc api_keys.set "{\"service\":\"git:localhost:$(cat port)\",\"value\":\"wrong-pass\"}" > /dev/null
   clone wrong.git "$token"
   expect_error AUTH_FAILED 1
-  rpc api_keys.set "{\"service\":\"git:localhost\",\"value\":\"s3cret-pass\"}" > /dev/null
+  rpc api_keys.set "{\"service\":\"git:localhost:$(cat port)\",\"value\":\"s3cret-pass\"}" > /dev/null
   clone ok.git "$token"
   expect_success
   [ -d "$AGOR_HOME/repos/ok.git" ]
@@ -322,6 +322,142 @@ test_case "git credentials just in time: the executor asks the daemon (get_crede
   clone forged.git "x.y.z"
   expect_error AUTH_FAILED 1
   kill $server; wait $server 2>/dev/null || true # before stop_daemon clears the EXIT trap that kills it
+  stop_daemon
+'
+
+# A second scene for git credentials: a throwaway CA, a bare repository to serve, bob (a member) with a session of
+# his own, and helpers to start HTTPS servers, ask get_credential directly and clone through an executor.
+GIT_SCENE="$SCENE"'
+  command -v openssl > /dev/null || exit 0
+  "$TEST_TOP/test/helpers/make-test-ca.sh" ca
+  mkdir -p srv/acme && make_source_repo src && git clone -q --bare src srv/acme/widget.git
+  SERVERS=""
+  trap "kill \$SERVERS $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+  serve() { # serve NAME ARGS… — an HTTPS git server; its port in NAME.port, its Authorization log in NAME.auth
+    python3 "$TEST_TOP/test/helpers/git-https-server.py" --root "$PWD/srv" --cert ca/server.crt --key ca/server.key \
+      --port-file "$1.port" --auth-log "$1.auth" "${@:2}" 2>> "$1.log" &
+    SERVERS="$SERVERS $!"
+    for i in $(seq 1 100); do [ -s "$1.port" ] && break; sleep 0.05; done
+    touch "$1.auth"
+  }
+  stop_servers() { kill $SERVERS 2>/dev/null || true; for p in $SERVERS; do wait $p 2>/dev/null || true; done; SERVERS=""; }
+  cred() { rpc get_credential "{\"session_token\":\"$token\",\"url\":\"$1\"}" > cred; }
+  clone() { # clone URL OUT — git.clone through an executor with the task token
+    python3 -c "import json,sys; print(json.dumps({\"command\":\"git.clone\",\"params\":{\"url\":sys.argv[1],\"outputPath\":sys.argv[2]},\"daemonUrl\":\"unix:\"+sys.argv[3],\"sessionToken\":sys.argv[4]}))" \
+      "$1" "$2" "$AGOR_HOME/run/agor.sock" "$token" > clone.json
+    rc=0; SSL_CERT_FILE=$PWD/ca/ca.crt "$AGOR" executor --stdin < clone.json > out 2> err || rc=$?
+  }
+  "$AGOR" user create bob > /dev/null
+  bob=$(rpc users.list | python3 -c "import json,sys; print([u[\"id\"] for u in json.load(sys.stdin)[\"result\"] if u[\"name\"] == \"bob\"][0])")
+  python3 - "$AGOR_HOME/agor.db" "$bob" <<PY
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("INSERT INTO sessions (id, worktree_id, tool, created_by, created_at) VALUES (\"bob-session\", \"w1\", \"claude-code\", ?, 0)", (sys.argv[2],))
+db.commit()
+PY
+'
+
+test_case "attack: a credential goes only to the exact origin it is stored for (scheme, host and port); userinfo is refused" "$GIT_SCENE"'
+  prompt_task
+  serve s --user x-access-token --password admins-github-token
+  port=$(cat s.port)
+  rpc api_keys.set "{\"service\":\"git:github.com\",\"value\":\"admins-github-token\"}" > /dev/null
+  rpc api_keys.set "{\"service\":\"git:localhost\",\"value\":\"localhost-443-token\"}" > /dev/null
+  # the issue: github.com@HOST:PORT named the github.com secret and libgit2 sent it to HOST
+  clone "https://github.com@localhost:$port/acme/widget.git" stolen.git
+  expect_error INVALID_PAYLOAD 2
+  expect_json out error.details.path params.url
+  ! grep -q Basic s.auth || { cat s.auth; fail "the credential reached the server"; }
+  for url in "https://github.com@localhost:$port/x" "https://x:y@github.com/x" "https://github.com%2e:$port/" \
+             "https://localhost:$port.evil/x" "http://github.com/x" "ssh://github.com/x"; do
+    cred "$url"; expect_json cred error.data.code INVALID_PAYLOAD; expect_contains cred "params.url"
+    ! grep -q token cred || { cat cred; fail "$url got a credential"; }
+  done
+  cred "https://localhost:$port/acme/widget.git"            # git:localhost is https://localhost:443
+  expect_json cred error.data.code NOT_FOUND
+  expect_contains cred "git:localhost:$port"
+  cred "https://LOCALHOST:443/x"; expect_json cred result.password localhost-443-token
+  cred "https://github.com/acme/x.git"; expect_json cred result.password admins-github-token
+  cred "https://github.com:8443/acme/x.git"; expect_json cred error.data.code NOT_FOUND
+  # a key naming a port, given in any case and with the default port spelled out, is stored canonically
+  rpc api_keys.set "{\"service\":\"git:LocalHost:$port\",\"value\":\"admins-github-token\"}" > set
+  expect_json set result.service "git:localhost:$port"
+  rpc api_keys.set "{\"service\":\"git:github.com:443\",\"value\":\"admins-github-token\"}" > set
+  expect_json set result.service "git:github.com"
+  rpc api_keys.set "{\"service\":\"git:x@github.com\",\"value\":\"v\"}" > set
+  expect_json set error.data.code INVALID_PAYLOAD
+  cred "https://localhost:$port/acme/widget.git"; expect_json cred result.password admins-github-token
+  clone "https://localhost:$port/acme/widget.git" ok.git
+  expect_success
+  rpc audit.list > audit
+  python3 - "$port" <<PY
+import json, sys
+rows = [r for r in json.load(open("audit"))["result"] if r["action"] == "get_credential"]
+details = [json.loads(r["details"] or "{}") for r in rows]
+assert any(d.get("origin") == "https://localhost:%s" % sys.argv[1] and r["outcome"] == "ok" for r, d in zip(rows, details)), rows
+assert any(r["outcome"] != "ok" for r in rows), rows
+assert not any("admins-github-token" in json.dumps(r) for r in rows)
+PY
+  stop_servers; stop_daemon
+'
+
+test_case "attack: a redirect to another origin gets no credential (the second server logs no Authorization)" "$GIT_SCENE"'
+  prompt_task
+  serve b --user x-access-token --password s3cret-pass
+  serve a --redirect-to "https://localhost:$(cat b.port)"
+  for key in git:localhost "git:localhost:$(cat a.port)"; do
+    rpc api_keys.set "{\"service\":\"$key\",\"value\":\"s3cret-pass\"}" > /dev/null
+  done
+  clone "https://localhost:$(cat a.port)/acme/widget.git" redirected.git
+  expect_error AUTH_FAILED 1
+  expect_contains out "https://localhost:$(cat b.port)"
+  grep -q " - *$" b.auth || { cat b.auth a.log b.log; fail "the redirect was not followed"; }
+  ! grep -q Basic b.auth || { cat b.auth; fail "the credential followed the redirect"; }
+  [ ! -e "$AGOR_HOME/repos/redirected.git" ] || fail "the clone went through"
+  # the first server takes the credential, then redirects with a challenge: libgit2 would replay it unasked
+  serve c --user x-access-token --password s3cret-pass --redirect-to "https://localhost:$(cat b.port)" --challenge-on-redirect
+  rpc api_keys.set "{\"service\":\"git:localhost:$(cat c.port)\",\"value\":\"s3cret-pass\"}" > /dev/null
+  : > b.auth
+  clone "https://localhost:$(cat c.port)/acme/widget.git" replayed.git
+  expect_error AUTH_FAILED 1
+  grep -q Basic c.auth || { cat c.auth; fail "the first server never got its credential"; }
+  ! grep -q Basic b.auth || { cat b.auth; fail "the credential was replayed to the other origin"; }
+  stop_servers; stop_daemon
+'
+
+test_case "who may use a stored credential: scope owner | admins | members, stored with it, checked and audited" "$GIT_SCENE"'
+  prompt_task; owner_token=$token
+  rm -f payload.json
+  rpc sessions.prompt "{\"session_id\":\"bob-session\",\"prompt\":\"hello\"}" > /dev/null
+  for i in $(seq 1 100); do [ -s payload.json ] && break; sleep 0.05; done
+  bob_token=$(json_get payload.json sessionToken)
+  url="https://localhost:4443/x.git"
+  rpc api_keys.set "{\"service\":\"git:localhost:4443\",\"value\":\"v1\"}" > set
+  expect_json set result.scope members
+  token=$bob_token; cred "$url"; expect_json cred result.password v1
+  echo v1 | "$AGOR" api-key set git:LOCALHOST:4443 --scope admins --json > set
+  expect_json set service git:localhost:4443
+  expect_json set scope admins
+  token=$bob_token; cred "$url"; expect_json cred error.data.code PERMISSION_DENIED; expect_contains cred "admins"
+  token=$owner_token; cred "$url"; expect_json cred result.password v1
+  rpc api_keys.set "{\"service\":\"git:localhost:4443\",\"value\":\"v1\",\"scope\":\"owner\"}" > /dev/null
+  token=$bob_token; cred "$url"; expect_json cred error.data.code PERMISSION_DENIED; expect_contains cred "owner"
+  token=$owner_token; cred "$url"; expect_json cred result.password v1
+  rpc api_keys.set "{\"service\":\"git:localhost:4443\",\"value\":\"v1\",\"scope\":\"everyone\"}" > set
+  expect_json set error.data.code INVALID_PAYLOAD; expect_contains set "params.scope"
+  rpc api_keys.list > list
+  python3 - "$owner" <<PY
+import json, sys
+row = [r for r in json.load(open("list"))["result"] if r["service"] == "git:localhost:4443"][0]
+assert row["scope"] == "owner" and row["set_by"] == sys.argv[1], row
+PY
+  rpc audit.list > audit
+  python3 - "$bob" <<PY
+import json, sys
+rows = [r for r in json.load(open("audit"))["result"] if r["action"] == "get_credential" and r["actor"] == sys.argv[1]]
+assert [r["outcome"] for r in rows] == ["ok", "refused", "refused"], rows
+assert all(json.loads(r["details"])["scope"] for r in rows), rows
+PY
   stop_daemon
 '
 

@@ -170,10 +170,12 @@ test_case "a node decides under its own policy: its deny beats the gateway askin
   expect_contains task "denied by node strict"
   rpc messages.list "{\"task_id\":\"$task\"}" > msgs
   expect_contains msgs "exec.denied"
-  # attack: point the node at a permissive policy file through the environment
+  # attack: point the node at a permissive policy file through the environment (refused by the gateway; t0062
+  # sends it to a node from a forged gateway, which ignores it)
   mkdir -p -m 700 "$T/evil"; AGOR_HOME="$T/evil" "$AGOR" approvals set --security full --ask off
   exec_on strict "$HOME_ARGV" "\"security\":\"full\",\"env\":{\"AGOR_HOME\":\"$T/evil\",\"AGOR_CONFIG_PATH\":\"/dev/null\"}"
-  expect_json reply result.denied true
+  expect_json reply error.data.code INVALID_PAYLOAD
+  expect_contains reply "params.env.AGOR_HOME: not allowed"
   # loader variables are refused by the gateway, naming the field
   exec_on open "$HOME_ARGV" "\"security\":\"full\",\"env\":{\"LD_PRELOAD\":\"/x.so\"}"
   expect_contains reply "params.env.LD_PRELOAD: not allowed"
@@ -191,9 +193,13 @@ test_case "a node decides under its own policy: its deny beats the gateway askin
   exec_on strict "[\"whoami\"]" "\"security\":\"full\""
   expect_json reply result.denied true
   expect_json reply result.reason allowlist-miss
-  exec_on open "[\"/bin/sh\",\"-c\",\"printf %s \\\"\$GREETING\\\"\"]" "\"security\":\"full\",\"env\":{\"GREETING\":\"hello\"}"
-  expect_json reply result.output hello
+  # env passes names on execution.exec_env_allow (LANG:LC_*:TZ:… by default), nothing else
+  exec_on open "[\"/bin/sh\",\"-c\",\"printf %s \\\"\$TZ\\\"\"]" "\"security\":\"full\",\"env\":{\"TZ\":\"UTC0\"}"
+  expect_json reply result.output UTC0
   expect_json reply result.success true
+  exec_on open "[\"/bin/sh\",\"-c\",\"printf %s \\\"\$GREETING\\\"\"]" "\"security\":\"full\",\"env\":{\"GREETING\":\"hello\"}"
+  expect_contains reply "params.env.GREETING: not allowed"
+  expect_contains reply "execution.exec_env_allow"
   stop_daemon
 '
 

@@ -87,7 +87,9 @@ PY
   expect_json reply error.data.details.reason allowlist-miss
   # params the gateway never takes
   gw "[\"echo\"]" "\"security\":\"full\",\"env\":{\"A\":\"b\"}"
-  expect_contains reply "params.env: not for host"
+  expect_contains reply "params.env.A: not allowed"
+  gw "[\"echo\"]" "\"security\":\"full\",\"cwd\":\"/\""
+  expect_contains reply "params.cwd: not for host"
   stop_daemon
 '
 
