@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "addrcount.h"
 #include "fdpass.h"
 #include "http.h"
 #include "log.h"
@@ -26,6 +27,7 @@
 #define DEFAULT_HIGH_WATER (4u << 20)
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
 #define DEFAULT_MAX_CONNECTIONS 4096
+#define DEFAULT_MAX_UNIX_CONNECTIONS 1024
 #define DEFAULT_BACKLOG 128
 #define LINGER_MS 2000          /* flushing + waiting for the peer's EOF after we closed our side */
 #define READ_CHUNK 65536
@@ -33,6 +35,7 @@
 #define ACCEPT_BUDGET 64
 #define ACCEPT_RETRY_MS 100    /* after EMFILE and friends */
 #define KEEP_BUFFER (256u << 10) /* idle input/output buffers larger than this are freed */
+#define REMOTE_LEN (INET6_ADDRSTRLEN + 10) /* "[v6]:port" */
 
 enum conn_state { ST_HANDSHAKE, ST_OPEN, ST_FLUSHING, ST_LINGER, ST_DEAD };
 enum io_result { IO_AGAIN = -2, IO_WANT_WRITE = -3, IO_WANT_READ = -4, IO_ERROR = -1 };
@@ -81,7 +84,12 @@ struct net_conn {
 	int passed_fds[FDPASS_MAX_FDS]; /* Unix: descriptors received with SCM_RIGHTS, oldest first */
 	size_t npassed;
 	int terminal_path; /* WS upgraded at /terminal */
-	char remote[INET6_ADDRSTRLEN + 10];
+	int authenticated; /* Unix: always; TCP: once net_conn_set_authenticated() */
+	uint64_t last_message; /* TCP: when it opened or last completed a request or WS message (auth_timeout_ms) */
+	int has_addr;
+	struct addr_key addr; /* TCP: the client's address, as max_per_ip counts it */
+	char remote[REMOTE_LEN];
+	char ip[INET6_ADDRSTRLEN]; /* remote without its port; "unix" */
 	void *data;
 };
 
@@ -99,6 +107,8 @@ struct net_server {
 	struct loop_timer *drain_timer;
 	struct tls_config *tls;
 	struct net_conn *conns;
+	unsigned tcp_open, unix_open, unauthenticated;
+	struct addr_counts *per_addr; /* open TCP connections per client address */
 	struct net_conn *work;
 	int work_scheduled;
 	int free_requested;
@@ -183,6 +193,7 @@ static void destroy_server(struct net_server *srv)
 	loop_timer_cancel(srv->loop, srv->accept_timer);
 	loop_timer_cancel(srv->loop, srv->drain_timer);
 	tls_config_free(srv->tls);
+	addr_counts_free(srv->per_addr);
 	free(srv->unix_path);
 	free(srv);
 }
@@ -267,6 +278,21 @@ static void drain_later(struct net_conn *c)
 
 /* --- closing ----------------------------------------------------------------------------- */
 
+/* The connection no longer counts against the caps (net.h "Caps"). */
+static void forget_counted(struct net_conn *c)
+{
+	struct net_server *srv = c->srv;
+	if (c->kind == NET_CONN_UNIX) {
+		srv->unix_open--;
+		return;
+	}
+	srv->tcp_open--;
+	if (!c->authenticated)
+		srv->unauthenticated--;
+	if (c->has_addr)
+		addr_counts_remove(srv->per_addr, &c->addr);
+}
+
 /* Immediate close: the descriptor goes now, the memory (and on_close) at the end of the iteration. */
 static void kill_conn(struct net_conn *c, const char *why)
 {
@@ -284,6 +310,7 @@ static void kill_conn(struct net_conn *c, const char *why)
 		c->timer = NULL;
 	}
 	c->srv->stats.connections_open--;
+	forget_counted(c);
 	queue_work(c);
 }
 
@@ -346,9 +373,18 @@ static uint64_t idle_deadline(const struct net_conn *c)
 	return c->last_activity + idle;
 }
 
+/* An unauthenticated TCP connection must complete a request or a message every auth_timeout_ms. */
+static uint64_t auth_deadline(const struct net_conn *c)
+{
+	unsigned limit = c->srv->cfg.auth_timeout_ms;
+	if (!limit || c->authenticated || c->state != ST_OPEN || c->awaiting_reply)
+		return 0;
+	return c->last_message + limit;
+}
+
 static uint64_t conn_deadline(const struct net_conn *c)
 {
-	uint64_t d = idle_deadline(c);
+	uint64_t d = min_deadline(idle_deadline(c), auth_deadline(c));
 	if (c->state == ST_FLUSHING || c->state == ST_LINGER)
 		return c->close_deadline;
 	return min_deadline(d, c->request_deadline);
@@ -396,6 +432,16 @@ static void idle_timed_out(struct net_conn *c)
 	begin_close(c);
 }
 
+static void auth_timed_out(struct net_conn *c)
+{
+	c->srv->stats.auth_timeouts++;
+	log_debug("net: %s connection %llu (%s) completed nothing unauthenticated for %u ms: closing",
+		  kind_name(c->kind), (unsigned long long)c->id, c->remote, c->srv->cfg.auth_timeout_ms);
+	if (c->kind == NET_CONN_WS)
+		queue_ws_close(c, WS_CLOSE_POLICY, "authentication timeout");
+	begin_close(c);
+}
+
 static void on_conn_timer(struct loop *l, void *arg)
 {
 	(void)l;
@@ -407,6 +453,8 @@ static void on_conn_timer(struct loop *l, void *arg)
 			kill_conn(c, "close timeout");
 	} else if (c->request_deadline && now >= c->request_deadline) {
 		request_timed_out(c);
+	} else if (auth_deadline(c) && now >= auth_deadline(c)) {
+		auth_timed_out(c);
 	} else if (idle_deadline(c) && now >= idle_deadline(c)) {
 		idle_timed_out(c);
 	}
@@ -742,6 +790,7 @@ static void handle_request(struct net_conn *c)
 {
 	struct http_message *m = &c->http->msg;
 	c->request_deadline = 0;
+	c->last_message = loop_now_ms();
 	if (m->http_major != 1) {
 		respond_bad_request(c, 505, "HTTP version not supported");
 		return;
@@ -790,6 +839,7 @@ static void deliver_message(struct net_conn *c, const char *data, size_t len)
 {
 	struct net_server *srv = c->srv;
 	srv->stats.messages_in++;
+	c->last_message = loop_now_ms();
 	if (srv->cb.on_message)
 		srv->cb.on_message(c, data, len, srv->cb.arg);
 }
@@ -835,6 +885,7 @@ static void handle_ws_event(struct net_conn *c, const struct ws_event *ev)
 			deliver_message(c, ev->data, ev->len);
 		} else if (srv->cb.on_binary) {
 			srv->stats.messages_in++;
+			c->last_message = loop_now_ms();
 			srv->cb.on_binary(c, ev->data, ev->len, srv->cb.arg);
 		} else {
 			ws_fail(c, WS_CLOSE_UNSUPPORTED, "binary messages are not accepted");
@@ -1018,7 +1069,18 @@ static void on_conn_io(struct loop *l, int fd, unsigned events, void *arg)
 
 /* --- accepting --------------------------------------------------------------------------- */
 
-static void format_remote(struct net_conn *c, const struct sockaddr_storage *ss)
+/* "127.0.0.1", "::1", or "unix". */
+static void format_ip(char out[INET6_ADDRSTRLEN], const struct sockaddr_storage *ss)
+{
+	const void *addr = ss->ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+						    : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+	if ((ss->ss_family != AF_INET && ss->ss_family != AF_INET6) ||
+	    !inet_ntop(ss->ss_family, addr, out, INET6_ADDRSTRLEN))
+		snprintf(out, INET6_ADDRSTRLEN, "unix");
+}
+
+/* "127.0.0.1:50412", "[::1]:50412", or "unix". */
+static void format_remote(char out[REMOTE_LEN], const struct sockaddr_storage *ss)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	unsigned port = 0;
@@ -1026,14 +1088,14 @@ static void format_remote(struct net_conn *c, const struct sockaddr_storage *ss)
 		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
 		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
 		port = ntohs(sin->sin_port);
-		snprintf(c->remote, sizeof(c->remote), "%s:%u", host, port);
+		snprintf(out, REMOTE_LEN, "%s:%u", host, port);
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
 		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
 		port = ntohs(sin6->sin6_port);
-		snprintf(c->remote, sizeof(c->remote), "[%s]:%u", host, port);
+		snprintf(out, REMOTE_LEN, "[%s]:%u", host, port);
 	} else {
-		snprintf(c->remote, sizeof(c->remote), "unix");
+		snprintf(out, REMOTE_LEN, "unix");
 	}
 }
 
@@ -1049,6 +1111,20 @@ static void take_peer_cred(struct net_conn *c)
 	}
 }
 
+/* The connection counts against the caps (net.h "Caps") until forget_counted(). */
+static void count_open(struct net_conn *c)
+{
+	struct net_server *srv = c->srv;
+	if (c->kind == NET_CONN_UNIX) {
+		srv->unix_open++;
+		return;
+	}
+	srv->tcp_open++;
+	srv->unauthenticated++;
+	if (c->has_addr)
+		addr_counts_add(srv->per_addr, &c->addr);
+}
+
 static void conn_new(struct net_server *srv, const struct listener *lst, int fd, const struct sockaddr_storage *ss)
 {
 	struct err e = ERR_INIT;
@@ -1059,10 +1135,12 @@ static void conn_new(struct net_server *srv, const struct listener *lst, int fd,
 	c->state = ST_OPEN;
 	strbuf_init(&c->in, 0);
 	strbuf_init(&c->out, 0);
-	c->last_activity = loop_now_ms();
-	format_remote(c, ss);
+	c->last_activity = c->last_message = loop_now_ms();
+	format_remote(c->remote, ss);
+	format_ip(c->ip, ss);
 	if (lst->is_unix) {
 		c->kind = NET_CONN_UNIX;
+		c->authenticated = 1;
 		take_peer_cred(c);
 		c->nd = xmalloc(sizeof(*c->nd));
 		ndjson_init(c->nd, srv->cfg.max_message);
@@ -1070,6 +1148,7 @@ static void conn_new(struct net_server *srv, const struct listener *lst, int fd,
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->kind = NET_CONN_HTTP;
+		c->has_addr = addr_key_from(ss, &c->addr) == 0;
 		c->http = xmalloc(sizeof(*c->http));
 		http_reader_init(c->http, HTTP_REQUEST, srv->cfg.max_header, srv->cfg.max_message);
 		c->request_deadline = c->last_activity + srv->cfg.header_timeout_ms;
@@ -1091,6 +1170,7 @@ static void conn_new(struct net_server *srv, const struct listener *lst, int fd,
 	srv->conns = c;
 	srv->stats.connections_open++;
 	srv->stats.connections_total++;
+	count_open(c);
 	arm_timer(c);
 	c->opened = 1;
 	if (srv->cb.on_open)
@@ -1123,6 +1203,49 @@ static void pause_accepting(struct net_server *srv, int errnum)
 		srv->accept_timer = loop_timer_add(srv->loop, ACCEPT_RETRY_MS, resume_accepting, srv);
 }
 
+/* Why a new connection must be closed at once (net.h "Caps"), counted by reason; NULL when it may stay. */
+static const char *refusal(struct net_server *srv, const struct listener *lst, int cfd, const struct sockaddr_storage *ss)
+{
+	const struct net_server_config *cfg = &srv->cfg;
+	struct addr_key k;
+	if (lst->is_unix) {
+		if (srv->unix_open < cfg->max_unix_connections)
+			return NULL;
+		srv->stats.refused++;
+		return "the Unix connections are at their cap";
+	}
+	if (srv->tcp_open >= cfg->max_connections) {
+		srv->stats.refused++;
+		return "the TCP connections are at their cap";
+	}
+	if (cfg->tcp_fd_ceiling > 0 && cfd >= cfg->tcp_fd_ceiling) {
+		srv->stats.refused_reserve++;
+		return "the descriptors left are kept for the Unix socket and the rest of the process";
+	}
+	if (cfg->max_per_ip && addr_key_from(ss, &k) == 0 && addr_counts_get(srv->per_addr, &k) >= cfg->max_per_ip) {
+		srv->stats.refused_per_ip++;
+		return "the connections from this address are at their cap";
+	}
+	if (cfg->max_unauthenticated && srv->unauthenticated >= cfg->max_unauthenticated) {
+		srv->stats.refused_unauthenticated++;
+		return "the connections not authenticated yet are at their cap";
+	}
+	return NULL;
+}
+
+/* At most once a second: a flood must not flood the log. */
+static void log_refusal(struct net_server *srv, const struct sockaddr_storage *ss, const char *why)
+{
+	uint64_t now = loop_now_ms();
+	if (now - srv->refusal_logged_at < 1000)
+		return;
+	srv->refusal_logged_at = now;
+	char remote[REMOTE_LEN];
+	format_remote(remote, ss);
+	log_warn("net: refusing new connections (%s, for one): %s (%u TCP, %u of them unauthenticated, %u Unix open)",
+		 remote, why, srv->tcp_open, srv->unauthenticated, srv->unix_open);
+}
+
 static void on_listener(struct loop *l, int fd, unsigned events, void *arg)
 {
 	(void)l;
@@ -1143,13 +1266,9 @@ static void on_listener(struct loop *l, int fd, unsigned events, void *arg)
 				log_warn("net: accept: %s", strerror(errno));
 			return;
 		}
-		if (srv->stats.connections_open >= srv->cfg.max_connections) {
-			srv->stats.refused++;
-			uint64_t now = loop_now_ms();
-			if (now - srv->refusal_logged_at >= 1000) { /* at most once a second: a flood must not flood the log */
-				srv->refusal_logged_at = now;
-				log_warn("net: %u connections open: refusing new ones", srv->cfg.max_connections);
-			}
+		const char *why = refusal(srv, lst, cfd, &ss);
+		if (why) {
+			log_refusal(srv, &ss, why);
 			close(cfd);
 			continue;
 		}
@@ -1299,6 +1418,8 @@ static void apply_defaults(struct net_server_config *cfg)
 		cfg->header_timeout_ms = DEFAULT_HEADER_TIMEOUT_MS;
 	if (!cfg->max_connections)
 		cfg->max_connections = DEFAULT_MAX_CONNECTIONS;
+	if (!cfg->max_unix_connections)
+		cfg->max_unix_connections = DEFAULT_MAX_UNIX_CONNECTIONS;
 	if (cfg->backlog <= 0)
 		cfg->backlog = DEFAULT_BACKLOG;
 }
@@ -1328,6 +1449,7 @@ struct net_server *net_server_start(struct loop *l, const struct net_server_conf
 {
 	struct net_server *srv = xcalloc(1, sizeof(*srv));
 	srv->loop = l;
+	srv->per_addr = addr_counts_new();
 	srv->cfg = *cfg;
 	apply_defaults(&srv->cfg);
 	srv->cb = *cb;
@@ -1416,6 +1538,8 @@ void net_server_free(struct net_server *s)
 void net_server_stats(const struct net_server *s, struct net_stats *out)
 {
 	*out = s->stats;
+	out->tcp_open = s->tcp_open;
+	out->unauthenticated_open = s->unauthenticated;
 }
 
 void net_server_foreach(struct net_server *s, void (*fn)(struct net_conn *c, void *arg), void *arg)
@@ -1476,6 +1600,14 @@ int net_conn_take_fd(struct net_conn *c)
 	return fd;
 }
 
+void net_conn_set_authenticated(struct net_conn *c)
+{
+	if (c->authenticated || c->state == ST_DEAD)
+		return;
+	c->authenticated = 1;
+	c->srv->unauthenticated--;
+}
+
 int net_conn_is_terminal(const struct net_conn *c)
 {
 	return c->terminal_path;
@@ -1532,6 +1664,11 @@ int net_conn_peer_cred(const struct net_conn *c, uid_t *uid, gid_t *gid, pid_t *
 const char *net_conn_remote_addr(const struct net_conn *c)
 {
 	return c->remote;
+}
+
+const char *net_conn_remote_ip(const struct net_conn *c)
+{
+	return c->ip;
 }
 
 int net_conn_is_tls(const struct net_conn *c)

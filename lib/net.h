@@ -37,7 +37,17 @@
  *   connection that has neither read nor written for that long (WS: close 1000 "idle timeout"; never while a
  *   POST /rpc awaits its answer). Per-message refusals and protocol errors are counted, and logged at debug
  *   level only (a flood must not flood the log); slow-reader drops are logged as warnings.
- *   max_connections (default 4096) bounds open connections; beyond it new ones are closed at once.
+ *
+ * Caps. A new connection over a cap is closed at once, counted by reason, and logged at most once a second.
+ *   max_connections (default 4096) bounds open TCP connections and max_unix_connections (default 1024) Unix ones:
+ *   a TCP flood never keeps a Unix peer out. tcp_fd_ceiling (0 = none) refuses a TCP connection whose descriptor
+ *   is at or above it, so the descriptors above stay for the Unix socket and whatever else the process opens.
+ *   max_per_ip (0 = none) bounds TCP connections from one address (addrcount.h: an IPv6 /64 is one address).
+ *   max_unauthenticated (0 = none) bounds TCP connections the application has not yet marked with
+ *   net_conn_set_authenticated() (Unix peers are known by SO_PEERCRED and always count as authenticated).
+ *   auth_timeout_ms (0 = none): such a TCP connection that completes no request and no WebSocket message for that
+ *   long is closed (WS: close 1008 "authentication timeout"; never while a POST /rpc awaits its answer), so bytes
+ *   dripped into a message that never completes do not keep it open.
  *
  * Output. net_send() queues one message: a line + '\n' on Unix (a message containing '\n' is refused), a text
  *   frame on WS, the response to the pending POST /rpc on HTTP (refused when none is pending). net_send_binary()
@@ -88,7 +98,12 @@ struct net_server_config {
 	size_t out_high_water; /* 0 = 4 MiB */
 	unsigned header_timeout_ms; /* 0 = 10000 */
 	unsigned idle_timeout_ms;   /* 0 = none */
-	unsigned max_connections;   /* 0 = 4096 */
+	unsigned max_connections;   /* 0 = 4096: open TCP connections */
+	unsigned max_unix_connections; /* 0 = 1024 */
+	int tcp_fd_ceiling;         /* 0 = none: TCP connections on descriptors >= this are refused */
+	unsigned max_per_ip;        /* 0 = none: TCP connections from one address */
+	unsigned max_unauthenticated; /* 0 = none: TCP connections not yet authenticated */
+	unsigned auth_timeout_ms;   /* 0 = none */
 	int backlog;                /* 0 = 128 */
 };
 
@@ -122,7 +137,13 @@ struct net_stats {
 	uint64_t protocol_errors;   /* malformed HTTP, WebSocket violations */
 	uint64_t tls_failures;      /* failed TLS handshakes */
 	uint64_t timeouts;          /* header or idle timeouts */
-	uint64_t refused;           /* over max_connections */
+	uint64_t refused;           /* over max_connections or max_unix_connections */
+	uint64_t refused_reserve;   /* TCP on a descriptor at or above tcp_fd_ceiling */
+	uint64_t refused_per_ip;    /* over max_per_ip */
+	uint64_t refused_unauthenticated; /* over max_unauthenticated */
+	uint64_t auth_timeouts;     /* closed after auth_timeout_ms */
+	uint64_t tcp_open;          /* now: open TCP connections */
+	uint64_t unauthenticated_open; /* now: of which not authenticated */
 };
 
 struct net_server *net_server_start(struct loop *l, const struct net_server_config *cfg,
@@ -141,6 +162,9 @@ int net_send_binary(struct net_conn *c, const void *data, size_t len);
 /* The oldest descriptor a Unix peer attached (SCM_RIGHTS) and nobody took yet, now the caller's; -1: none.
  * Descriptors arrive with the bytes they were sent with: take it while handling that message. */
 int net_conn_take_fd(struct net_conn *c);
+/* This TCP connection presented a credential the application accepted: it leaves max_unauthenticated and
+ * auth_timeout_ms behind for good. A no-op on Unix connections. */
+void net_conn_set_authenticated(struct net_conn *c);
 /* 1 when the WebSocket was opened at GET /terminal (a terminal relay) rather than /ws. */
 int net_conn_is_terminal(const struct net_conn *c);
 void net_conn_close(struct net_conn *c);
@@ -152,6 +176,8 @@ enum net_conn_kind net_conn_kind(const struct net_conn *c);
 int net_conn_peer_cred(const struct net_conn *c, uid_t *uid, gid_t *gid, pid_t *pid);
 /* "127.0.0.1:50412", "[::1]:50412", or "unix". */
 const char *net_conn_remote_addr(const struct net_conn *c);
+/* The same without the port: "127.0.0.1", "::1", or "unix". */
+const char *net_conn_remote_ip(const struct net_conn *c);
 int net_conn_is_tls(const struct net_conn *c);
 /* A number unique within the server, for logs. */
 uint64_t net_conn_id(const struct net_conn *c);

@@ -357,6 +357,9 @@ static void handle_rpc(struct net_conn *c, json_t *req)
 		reply(c, id, "result", json_pack("{s:i,s:i,s:i,s:i,s:s,s:s}", "ok", r, "uid", (int)uid, "gid", (int)gid, "pid",
 						 (int)pid, "kind", net_conn_kind(c) == NET_CONN_UNIX ? "unix" : "tcp",
 						 "remote", net_conn_remote_addr(c)));
+	} else if (!strcmp(method, "login")) {
+		net_conn_set_authenticated(c);
+		reply(c, id, "result", json_true());
 	} else if (!strcmp(method, "silent")) {
 		net_send(c, "", 0);
 	} else if (!strcmp(method, "bye")) {
@@ -1354,17 +1357,72 @@ TEST(rpc_client_rejects_bad_urls_and_maps_errors)
 	err_clear(&e);
 }
 
-TEST(net_connections_over_max_connections_are_closed_at_once)
+/* 1 when the server closed fd (nothing more to read) within timeout_ms. */
+static int closed_by_server(int fd, int timeout_ms)
 {
-	struct net_server_config cfg = { .max_connections = 2 };
+	struct strbuf sb = STRBUF_INIT;
+	int eof = raw_read(fd, &sb, NULL, 1, timeout_ms);
+	strbuf_release(&sb);
+	return eof;
+}
+
+/* A WebSocket at /ws from the loopback address 127.0.0.SOURCE; -1 when the upgrade did not happen. */
+static int ws_open_from(int source)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | (unsigned)source) };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)S.port) };
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct strbuf sb = STRBUF_INIT;
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		unit_fail(__FILE__, __LINE__, "connect from 127.0.0.%d: %s", source, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	raw_send(fd, WS_HANDSHAKE, sizeof(WS_HANDSHAKE) - 1);
+	raw_read(fd, &sb, "\r\n\r\n", 1, 2000);
+	int upgraded = strstr(sb.buf, " 101 ") != NULL;
+	strbuf_release(&sb);
+	if (!upgraded) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Sends one JSON-RPC call as a masked text frame and waits for its answer (1: it came). */
+static int ws_call(int fd, const char *method)
+{
+	static const uint8_t mask[4] = { 4, 3, 2, 1 };
+	struct strbuf req = STRBUF_INIT, sb = STRBUF_INIT;
+	strbuf_addf(&req, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\"}", method);
+	struct strbuf frame = STRBUF_INIT;
+	ws_encode_frame(&frame, WS_OP_TEXT, 1, req.buf, req.len, mask);
+	raw_send(fd, frame.buf, frame.len);
+	raw_read(fd, &sb, "\"id\":7", 1, 2000);
+	int answered = strstr(sb.buf, "\"id\":7") != NULL;
+	strbuf_release(&req);
+	strbuf_release(&frame);
+	strbuf_release(&sb);
+	return answered;
+}
+
+TEST(net_tcp_cap_never_keeps_a_unix_peer_out)
+{
+	struct net_server_config cfg = { .max_connections = 1, .max_unix_connections = 2 };
 	if (server_start_with(&cfg, NULL) < 0)
 		return;
 	struct rpc_client *a = client(url_of("unix"), NULL);
 	struct rpc_client *b = client(url_of("ws://127.0.0.1:%d/ws"), NULL);
 	expect_raw_echo(a, "{}");
 	expect_raw_echo(b, "{}");
+	int fd = tcp_connect(S.port); /* over max_connections: closed at once */
+	CHECK_INT(closed_by_server(fd, 2000), 1);
+	close(fd);
+	struct rpc_client *u = client(url_of("unix"), NULL); /* TCP is full, the Unix socket is not */
+	expect_raw_echo(u, "{\"a\":\"still served\"}");
 	struct err e = ERR_INIT;
-	struct rpc_client *c = rpc_client_connect(url_of("unix"), NULL, &e);
+	struct rpc_client *c = rpc_client_connect(url_of("unix"), NULL, &e); /* over max_unix_connections */
 	struct strbuf sb = STRBUF_INIT;
 	if (c) {
 		CHECK_INT(rpc_client_recv(c, &sb, 2000, &e), -1);
@@ -1372,10 +1430,85 @@ TEST(net_connections_over_max_connections_are_closed_at_once)
 	}
 	err_clear(&e);
 	rpc_client_close(c);
+	rpc_client_close(u);
 	rpc_client_close(b);
 	expect_raw_echo(a, "{\"a\":\"still served\"}");
 	strbuf_release(&sb);
 	rpc_client_close(a);
 	server_stop();
-	CHECK_INT(S.stats.refused, 1);
+	CHECK_INT(S.stats.refused, 2);
+}
+
+TEST(net_per_address_cap_counts_each_client_address)
+{
+	struct net_server_config cfg = { .max_per_ip = 2 };
+	if (server_start_with(&cfg, NULL) < 0)
+		return;
+	int a = ws_open_from(1), b = ws_open_from(1), c = ws_open_from(1), d = ws_open_from(2);
+	CHECK(a >= 0 && b >= 0 && d >= 0);
+	CHECK_INT(c, -1);
+	close(b); /* one of 127.0.0.1's goes: it may have another */
+	for (int i = 0; i < 100 && (b = ws_open_from(1)) < 0; i++)
+		usleep(10000);
+	CHECK(b >= 0);
+	CHECK(ws_call(a, "echo") && ws_call(d, "echo"));
+	close(a);
+	close(b);
+	close(d);
+	server_stop();
+	CHECK(S.stats.refused_per_ip >= 1);
+}
+
+TEST(net_unauthenticated_cap_and_auth_timeout)
+{
+	struct net_server_config cfg = { .max_unauthenticated = 2, .auth_timeout_ms = 400 };
+	if (server_start_with(&cfg, NULL) < 0)
+		return;
+	int a = ws_open_from(1), b = ws_open_from(1);
+	CHECK(a >= 0 && b >= 0);
+	CHECK_INT(ws_open_from(1), -1); /* two not authenticated yet: no third */
+	CHECK(ws_call(a, "login"));
+	int c = ws_open_from(1); /* a left the count */
+	CHECK(c >= 0);
+	/* b and c complete nothing more: closed after auth_timeout_ms with 1008; a, authenticated, stays */
+	uint64_t t0 = loop_now_ms();
+	struct strbuf sb = STRBUF_INIT;
+	CHECK_INT(raw_read(b, &sb, NULL, 1, 3000), 1);
+	CHECK(sb.len >= 4 && !memcmp(sb.buf, "\x88", 1) && (((unsigned char)sb.buf[2] << 8) | (unsigned char)sb.buf[3]) == 1008);
+	CHECK(loop_now_ms() - t0 >= 250);
+	CHECK_INT(closed_by_server(c, 3000), 1);
+	CHECK_INT(closed_by_server(a, 500), 0);
+	CHECK(ws_call(a, "echo"));
+	close(b); /* closed connections stop counting once the peer's side is gone too */
+	close(c);
+	/* a message resets the clock: a client calling every 200 ms stays although it never authenticates */
+	int d = -1;
+	for (int i = 0; i < 100 && (d = ws_open_from(1)) < 0; i++)
+		usleep(10000);
+	CHECK(d >= 0);
+	for (int i = 0; i < 5 && d >= 0; i++) {
+		usleep(200000);
+		CHECK(ws_call(d, "echo"));
+	}
+	close(a);
+	close(d);
+	strbuf_release(&sb);
+	server_stop();
+	CHECK(S.stats.refused_unauthenticated >= 1);
+	CHECK_INT(S.stats.auth_timeouts, 2);
+}
+
+TEST(net_tcp_descriptor_ceiling_keeps_the_rest_for_unix)
+{
+	struct net_server_config cfg = { .tcp_fd_ceiling = 3 }; /* every descriptor a TCP connection could get */
+	if (server_start_with(&cfg, NULL) < 0)
+		return;
+	int fd = tcp_connect(S.port);
+	CHECK_INT(closed_by_server(fd, 2000), 1);
+	close(fd);
+	struct rpc_client *u = client(url_of("unix"), NULL);
+	expect_raw_echo(u, "{}");
+	rpc_client_close(u);
+	server_stop();
+	CHECK_INT(S.stats.refused_reserve, 1);
 }
