@@ -150,6 +150,12 @@ struct config {
 		const char *socket_path;
 		const char *tls_cert; /* PEM certificate (chain) for HTTPS/WSS on the TCP listener; NULL: plain */
 		const char *tls_key;  /* its private key; both or neither */
+		/* Limits (docs/security.md section 9): what a port scan, a slowloris or a hostile page can take. */
+		long long max_connections;	   /* open TCP connections */
+		long long max_connections_per_ip;  /* TCP connections from one address (IPv6: one /64); 0: no cap */
+		long long max_unauthenticated;	   /* TCP connections that presented no credential yet; 0: no cap */
+		long long auth_timeout_ms;	   /* such a connection completing no request for this long is closed */
+		long long fd_reserve;		   /* descriptors TCP connections never take (Unix socket, executors) */
 	} daemon;
 	struct {
 		enum config_user_mode unix_user_mode;

@@ -21,6 +21,7 @@ struct net_server;
 struct net_conn;
 struct task_run;
 struct node_state;
+struct net_server_config;
 
 struct daemon {
 	struct config *cfg;
@@ -109,6 +110,13 @@ void daemon_nodes_release(struct daemon *d);
  * stolen, so `daemon_audit(…, json_pack(…))` reads well. */
 void daemon_audit(struct daemon *d, const char *actor, const char *action, const char *target, const char *outcome,
 		  json_t *details);
+
+/*
+ * Limits (daemon_limits.c; docs/security.md section 9).
+ * daemon_plan_descriptors: raises RLIMIT_NOFILE for daemon.max_connections + daemon.fd_reserve (fdlimit.h) and fills
+ *   the TCP caps of the listener's config; when the hard limit is too low, serves fewer TCP connections and logs it.
+ */
+int daemon_plan_descriptors(struct daemon *d, struct net_server_config *sc, struct err *e);
 
 /*
  * Tasks: every executor run is a task row (queued → running → completed|failed|cancelled).

@@ -1,6 +1,6 @@
 /* daemon_serve.c — the daemon's transports (lib/net) glued to its JSON-RPC methods: caller identity from
- * SO_PEERCRED, deferred replies, event subscribers, /healthz, /metrics and the web terminal's files, signals and
- * graceful shutdown.
+ * SO_PEERCRED, deferred replies, event subscribers, /healthz, /metrics and the web terminal's files, the caps of
+ * daemon_limits.c, signals and graceful shutdown.
  * Never trusts what a caller claims about itself; never lets one slow subscriber stall the loop. */
 #include <grp.h>
 #include <signal.h>
@@ -75,6 +75,14 @@ static void on_close(struct net_conn *c, void *arg)
 	net_conn_set_data(c, NULL);
 }
 
+/* A connection that became someone (a user token, a paired node, a terminal's token) leaves the caps on
+ * unauthenticated ones. */
+static void note_authenticated(struct net_conn *c, const struct daemon_peer *p)
+{
+	if (p->user_id || p->node_id || p->terminal)
+		net_conn_set_authenticated(c);
+}
+
 static void on_message(struct net_conn *c, const char *data, size_t len, void *arg)
 {
 	struct daemon *d = arg;
@@ -82,6 +90,7 @@ static void on_message(struct net_conn *c, const char *data, size_t len, void *a
 	if (daemon_node_take_answer(d, p, data, len))
 		return;
 	char *reply = daemon_handle_message(d, p, data, len);
+	note_authenticated(c, p);
 	if (reply) {
 		daemon_commit_write_batch(d);
 		net_send(c, reply, strlen(reply));
@@ -257,6 +266,24 @@ static void add_metric(struct strbuf *b, const char *name, const char *type, con
 	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
 }
 
+/* What daemon_limits.c watches: connections refused by cap, slowloris closes. */
+static void add_limit_metrics(struct strbuf *b, const struct net_stats *s)
+{
+	add_metric(b, "agor_connections_tcp_open", "gauge", "Open TCP connections.", s->tcp_open);
+	add_metric(b, "agor_connections_unauthenticated_open", "gauge", "Open TCP connections not authenticated yet.",
+		   s->unauthenticated_open);
+	add_metric(b, "agor_connections_refused_total", "counter", "Connections refused at the TCP or Unix-socket cap.",
+		   s->refused);
+	add_metric(b, "agor_connections_refused_reserve_total", "counter",
+		   "TCP connections refused to keep the descriptor reserve.", s->refused_reserve);
+	add_metric(b, "agor_connections_refused_per_ip_total", "counter",
+		   "TCP connections refused at daemon.max_connections_per_ip.", s->refused_per_ip);
+	add_metric(b, "agor_connections_refused_unauthenticated_total", "counter",
+		   "TCP connections refused at daemon.max_unauthenticated.", s->refused_unauthenticated);
+	add_metric(b, "agor_auth_timeouts_total", "counter", "Unauthenticated connections closed at daemon.auth_timeout_ms.",
+		   s->auth_timeouts);
+}
+
 /* The web terminal's files (lib/web): the page at /terminal, xterm.js and the rest under /assets/. */
 static int serve_web_asset(const char *path, struct strbuf *body, const char **content_type, struct strbuf *headers)
 {
@@ -292,6 +319,7 @@ static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body
 	add_metric(body, "agor_oversize_messages_total", "counter", "Messages refused for size.", s.oversize_refusals);
 	add_metric(body, "agor_events_total", "counter", "Events broadcast.", d->events_sent);
 	add_metric(body, "agor_tasks_running", "gauge", "Executors in flight.", (unsigned long long)d->nrunning);
+	add_limit_metrics(body, &s);
 	return 200;
 }
 
@@ -368,6 +396,8 @@ int daemon_run(struct daemon *d, struct err *e)
 	};
 	if (!sc.tls_cert != !sc.tls_key)
 		return err_set(e, E_CONFIG, "daemon.tls_cert and daemon.tls_key go together: set both for TLS, or neither");
+	if (daemon_plan_descriptors(d, &sc, e) < 0)
+		return -1;
 	sc.unix_gid_set = socket_group(d, &sc.unix_gid);
 	struct net_callbacks cb = { .arg = d, .on_open = on_open, .on_close = on_close, .on_message = on_message,
 				    .on_binary = on_binary, .on_oversize = on_oversize, .on_http_get = on_http_get };

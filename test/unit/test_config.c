@@ -522,11 +522,14 @@ TEST(config_worktree_rbac_follows_strict_mode)
 
 /* ---- error forms ----------------------------------------------------------------------- */
 
+/* The daemon's limits (docs/security.md section 9), after tls_key in the table. */
+#define DAEMON_LIMIT_KEYS ", max_connections, max_connections_per_ip, max_unauthenticated, auth_timeout_ms, fd_reserve"
+
 TEST(config_unknown_keys_name_the_known_ones)
 {
 	CHECK_LOAD_ERROR(
 		"daemon:\n  port: 1\n  prot: 2\n",
-		"F:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key)");
+		"F:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS ")");
 	CHECK_LOAD_ERROR("demon:\n  port: 1\n",
 			 "F:1: demon: unknown key (known: paths, daemon, execution, agents)");
 	CHECK_LOAD_ERROR("execution:\n  executor_pool:\n    max: 1\n",
@@ -540,15 +543,16 @@ TEST(config_unknown_keys_name_the_known_ones)
 	CHECK_LOAD_ERROR("daemon.port: 1\n",
 			 "F:1: daemon.port: unknown key (known: paths, daemon, execution, agents)");
 	CHECK_LOAD_ERROR("daemon:\n  <<: {port: 1}\n",
-			 "F:2: daemon.<<: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key)");
+			 "F:2: daemon.<<: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key"
+			 DAEMON_LIMIT_KEYS ")");
 }
 
 TEST(config_wrong_shapes_are_errors)
 {
 	CHECK_LOAD_ERROR("daemon: 3030\n", "F:1: daemon: expected a mapping (keys: host, port, "
-					   "unix_user, socket_path, tls_cert, tls_key), got a scalar");
+					   "unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS "), got a scalar");
 	CHECK_LOAD_ERROR("daemon:\n  - port\n", "F:2: daemon: expected a mapping (keys: host, "
-						"port, unix_user, socket_path, tls_cert, tls_key), got a list");
+						"port, unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS "), got a list");
 	CHECK_LOAD_ERROR("daemon:\n  port:\n    x: 1\n",
 			 "F:3: daemon.port: expected an integer 0..65535, got a mapping");
 	CHECK_LOAD_ERROR("daemon:\n  host: [a, b]\n",

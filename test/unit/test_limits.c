@@ -1,9 +1,10 @@
-/* test_limits.c — unit tests of the daemon's limits: per-address connection counts (addrcount.h).
- * Never opens a socket. */
+/* test_limits.c — unit tests of the daemon's limits: per-address connection counts (addrcount.h) and the
+ * descriptor budget (fdlimit.h). Never opens a socket. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include "addrcount.h"
+#include "fdlimit.h"
 #include "unit.h"
 #include "banned.h"
 
@@ -49,4 +50,30 @@ TEST(addrcount_counts_ipv4_and_ipv6_slash_64)
 	struct sockaddr_storage unix_peer = { .ss_family = AF_UNIX };
 	struct addr_key k;
 	CHECK_INT(addr_key_from(&unix_peer, &k), -1);
+}
+
+/* === descriptor budget ====================================================================== */
+
+TEST(fdlimit_raises_the_soft_limit_or_shares_what_there_is)
+{
+	struct fd_budget b;
+	fd_budget_plan(1024, 524288, 12, 4096, 1024, &b); /* systemd's default soft limit: raised */
+	CHECK_INT(b.soft, 12 + 4096 + 1024);
+	CHECK(b.raised && !b.lowered);
+	CHECK_INT(b.max_tcp, 4096);
+	CHECK_INT(b.reserve, 1024);
+	CHECK_INT(b.tcp_fd_ceiling, 12 + 4096);
+	fd_budget_plan(65536, 65536, 12, 4096, 1024, &b); /* already enough: left alone */
+	CHECK_INT(b.soft, 65536);
+	CHECK(!b.raised && !b.lowered);
+	fd_budget_plan(1024, 4096, 12, 4096, 1024, &b); /* the hard limit is short: TCP gives way */
+	CHECK_INT(b.soft, 4096);
+	CHECK(b.raised && b.lowered);
+	CHECK_INT(b.reserve, 1024);
+	CHECK_INT(b.max_tcp, 4096 - 12 - 1024);
+	fd_budget_plan(1024, 1024, 12, 4096, 1024, &b); /* so short the reserve would leave nothing: halved */
+	CHECK(!b.raised && b.lowered);
+	CHECK_INT(b.max_tcp, (1024 - 12) / 2);
+	CHECK_INT(b.max_tcp + b.reserve, 1024 - 12);
+	CHECK_INT(b.tcp_fd_ceiling, 12 + b.max_tcp);
 }
