@@ -156,6 +156,10 @@ struct config {
 		long long max_unauthenticated;	   /* TCP connections that presented no credential yet; 0: no cap */
 		long long auth_timeout_ms;	   /* such a connection completing no request for this long is closed */
 		long long fd_reserve;		   /* descriptors TCP connections never take (Unix socket, executors) */
+		long long audit_refusals_window_ms; /* a refused call's repeats in this window become one counted row */
+		long long audit_refusals_max;	   /* kinds of refusal audited one row each per window; the rest counted */
+		long long wal_max_mb;		   /* past this the WAL is checkpointed and truncated */
+		long long db_size_alarm_mb;	   /* past this the database size is logged and flagged; 0: never */
 	} daemon;
 	struct {
 		enum config_user_mode unix_user_mode;

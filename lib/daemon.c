@@ -238,7 +238,8 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	_cleanup_free_ char *master = xasprintf("%s/master.key", d->paths.home);
 	if (load_secret(jwt, d->jwt_secret, e) < 0 || load_secret(master, d->master_key, e) < 0)
 		return -1;
-	if (db_open(d->paths.db, &d->db, e) < 0 || db_checkpoint_in_background(d->db, e) < 0)
+	unsigned long long wal_max = (unsigned long long)cfg->daemon.wal_max_mb << 20;
+	if (db_open(d->paths.db, &d->db, e) < 0 || db_checkpoint_in_background(d->db, wal_max, e) < 0)
 		return -1;
 	daemon_watch_auth_state(d);
 	if (ensure_owner(d, e) < 0 || daemon_recover_tasks(d, e) < 0)
@@ -249,6 +250,11 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 
 void daemon_release(struct daemon *d)
 {
+	if (d->db) {
+		daemon_commit_write_batch(d); /* a batch the stopped loop never got to commit */
+		daemon_flush_refusals(d);     /* the counted rows of the last window */
+	}
+	daemon_limits_release(d);
 	explicit_bzero(d->jwt_secret, sizeof(d->jwt_secret));
 	explicit_bzero(d->master_key, sizeof(d->master_key));
 	daemon_nodes_release(d);

@@ -21,6 +21,7 @@ struct net_server;
 struct net_conn;
 struct task_run;
 struct node_state;
+struct refusals;
 struct net_server_config;
 
 struct daemon {
@@ -57,6 +58,15 @@ struct daemon {
 	struct net_conn **subscribers;
 	size_t nsubscribers, subscribers_alloc;
 	uint64_t events_sent;
+
+	/* limits (daemon_limits.c) */
+	char caller[64]; /* who sent the message being handled: an IP address or "unix uid N"; "" between messages */
+	struct refusals *refusals;	   /* refused calls of the current audit window */
+	struct loop_timer *refusal_window; /* ends that window; NULL while none is open */
+	struct loop_timer *size_watch;
+	unsigned long long db_bytes, wal_bytes; /* the database's files, as last measured */
+	int db_size_alarm;			/* db_bytes is past daemon.db_size_alarm_mb */
+	uint64_t db_alarm_logged_at;
 };
 
 /* Everything up to the listeners: home, secrets, database, crash recovery. */
@@ -113,10 +123,24 @@ void daemon_audit(struct daemon *d, const char *actor, const char *action, const
 
 /*
  * Limits (daemon_limits.c; docs/security.md section 9).
+ * daemon_audit_refusal: the audit row of a refused call (outcome "refused"), through the refusal window of
+ *   refusals.h so that a flood costs a few rows: the first refusal of a kind — the same caller (d->caller), actor,
+ *   action, target and details — in daemon.audit_refusals_window_ms is written at once with details.peer = the
+ *   caller; its repeats become one row with details.repeated = their number when the window ends; past
+ *   daemon.audit_refusals_max kinds in a window, refusals are only counted, into one audit.refusals_suppressed row
+ *   {count, by_action}. details (may be NULL) is stolen.
+ * daemon_flush_refusals: writes the counted rows now and ends the window (before the audit is read, at shutdown).
  * daemon_plan_descriptors: raises RLIMIT_NOFILE for daemon.max_connections + daemon.fd_reserve (fdlimit.h) and fills
  *   the TCP caps of the listener's config; when the hard limit is too low, serves fewer TCP connections and logs it.
+ * daemon_watch_db_size: measures the database and its WAL now and every few seconds; past daemon.db_size_alarm_mb
+ *   the alarm is set and logged (again at most once an hour while it lasts).
  */
+void daemon_audit_refusal(struct daemon *d, const char *actor, const char *action, const char *target, json_t *details);
+void daemon_flush_refusals(struct daemon *d);
 int daemon_plan_descriptors(struct daemon *d, struct net_server_config *sc, struct err *e);
+void daemon_watch_db_size(struct daemon *d);
+/* Frees what the limits hold (daemon_release, after daemon_flush_refusals). */
+void daemon_limits_release(struct daemon *d);
 
 /*
  * Tasks: every executor run is a task row (queued → running → completed|failed|cancelled).

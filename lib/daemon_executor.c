@@ -31,7 +31,7 @@ static void auth_release(struct token_auth *a)
 
 static int refuse(struct daemon *d, const char *method, const char *task, const char *why, struct err *e)
 {
-	daemon_audit(d, "executor", method, task, "refused", json_pack("{s:s}", "reason", why));
+	daemon_audit_refusal(d, "executor", method, task, json_pack("{s:s}", "reason", why));
 	return err_set(e, E_AUTH_FAILED, "session token refused: %s", why);
 }
 
@@ -324,6 +324,16 @@ static const char *outcome_of(int rv, const struct err *e)
 	return rv == 0 ? "ok" : !strcmp(e->code, E_PERMISSION_DENIED) ? "refused" : "failed";
 }
 
+/* A key handed out or not: a refusal goes through the refusal window (daemon_audit_refusal), the rest is written. */
+static void audit_key_use(struct daemon *d, const char *actor, const char *action, const char *target,
+			  const char *outcome, json_t *details)
+{
+	if (!strcmp(outcome, "refused"))
+		daemon_audit_refusal(d, actor, action, target, details);
+	else
+		daemon_audit(d, actor, action, target, outcome, details);
+}
+
 /* The sealed value of service, opened with the master key (aad = the service name), when its scope admits
  * user (the task's); *scope (may be NULL) gets the key's scope (malloc'd) when the key exists. */
 int daemon_open_api_key(struct daemon *d, const char *service, const char *user, struct strbuf *out, char **scope,
@@ -438,15 +448,15 @@ static int get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, s
 	int rv = authenticate(d, "get_credential", params, &a, e);
 	if (rv == 0 && credential_url(json_get_str(params, "url"), &u, e) < 0) {
 		rv = -1;
-		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, "refused", json_pack("{s:s}", "reason", e->message));
+		daemon_audit_refusal(d, a.claims.sub, "get_credential", a.claims.tid, json_pack("{s:s}", "reason", e->message));
 	}
 	if (rv == 0) {
 		_cleanup_free_ char *origin = url_origin(&u), *service = git_service_for(&u), *scope = NULL;
 		struct strbuf secret = STRBUF_INIT;
 		rv = daemon_open_api_key(d, service, a.claims.sub, &secret, &scope, e);
-		daemon_audit(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv, e),
-			     json_pack("{s:s,s:s,s:s?,s:s?}", "origin", origin, "service", service, "scope", scope, "reason",
-				       rv == 0 ? NULL : e->message));
+		audit_key_use(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv, e),
+			      json_pack("{s:s,s:s,s:s?,s:s?}", "origin", origin, "service", service, "scope", scope, "reason",
+					rv == 0 ? NULL : e->message));
 		if (rv == 0)
 			*result = json_pack("{s:s,s:s%}", "username", "x-access-token", "password", secret.buf, secret.len);
 		crypto_strbuf_wipe(&secret);

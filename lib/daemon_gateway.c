@@ -449,7 +449,7 @@ static int gateway_grant(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	while (r && strcmp(r->run_id, task_id))
 		r = r->next;
 	if (!r) {
-		daemon_audit(D(rc), "executor", "exec.gateway_grant", task_id, "refused", NULL);
+		daemon_audit_refusal(D(rc), "executor", "exec.gateway_grant", task_id, NULL);
 		return err_set(e, E_PERMISSION_DENIED, "task %s is not a gateway run the daemon approved", task_id);
 	}
 	*result = json_pack("{s:O,s:s,s:O?}", "argv", r->exec_argv, "cwd", r->cwd, "env", r->env);

@@ -988,8 +988,8 @@ static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
 	if (need_worktree_access(rc, wt_id, WT_OWNER, "worktree", id, "change its access", e) < 0) {
-		daemon_audit(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id, "refused",
-			     json_pack("{s:s}", "reason", "not an owner"));
+		daemon_audit_refusal(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id,
+				     json_pack("{s:s}", "reason", "not an owner"));
 		return -1;
 	}
 	if (fs && !worktree_rbac_on(D(rc)))
@@ -1393,6 +1393,7 @@ static int audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 {
 	if (need_admin(rc, e) < 0)
 		return -1;
+	daemon_flush_refusals(D(rc)); /* the refusals counted so far are part of what is read */
 	json_int_t after = json_integer_value(json_object_get(params, "after"));
 	*result = db_query_json(D(rc)->db, e, "SELECT * FROM audit_log WHERE id > ? ORDER BY id LIMIT 1000", "i", (long long)after);
 	return *result ? 0 : -1;

@@ -225,7 +225,7 @@ static int node_hello(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 		row = NULL;
 	}
 	if (!row) {
-		daemon_audit(D(rc), net_conn_remote_addr(P(rc)->conn), "node.hello", id, "refused", NULL);
+		daemon_audit_refusal(D(rc), net_conn_remote_ip(P(rc)->conn), "node.hello", id, NULL);
 		return -1;
 	}
 	if (!strcmp(status, "approved"))

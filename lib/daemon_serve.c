@@ -75,6 +75,16 @@ static void on_close(struct net_conn *c, void *arg)
 	net_conn_set_data(c, NULL);
 }
 
+/* d->caller for the message being handled: the caller's IP address, or its uid on the Unix socket. */
+static void note_caller(struct daemon *d, struct net_conn *c)
+{
+	uid_t uid;
+	if (net_conn_peer_cred(c, &uid, NULL, NULL) == 0)
+		snprintf(d->caller, sizeof(d->caller), "unix uid %u", (unsigned)uid);
+	else
+		snprintf(d->caller, sizeof(d->caller), "%s", net_conn_remote_ip(c));
+}
+
 /* A connection that became someone (a user token, a paired node, a terminal's token) leaves the caps on
  * unauthenticated ones. */
 static void note_authenticated(struct net_conn *c, const struct daemon_peer *p)
@@ -89,7 +99,9 @@ static void on_message(struct net_conn *c, const char *data, size_t len, void *a
 	struct daemon_peer *p = net_conn_get_data(c);
 	if (daemon_node_take_answer(d, p, data, len))
 		return;
+	note_caller(d, c);
 	char *reply = daemon_handle_message(d, p, data, len);
+	d->caller[0] = '\0';
 	note_authenticated(c, p);
 	if (reply) {
 		daemon_commit_write_batch(d);
@@ -266,8 +278,8 @@ static void add_metric(struct strbuf *b, const char *name, const char *type, con
 	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
 }
 
-/* What daemon_limits.c watches: connections refused by cap, slowloris closes. */
-static void add_limit_metrics(struct strbuf *b, const struct net_stats *s)
+/* What daemon_limits.c watches: connections refused by cap, slowloris closes, the database. */
+static void add_limit_metrics(struct strbuf *b, const struct daemon *d, const struct net_stats *s)
 {
 	add_metric(b, "agor_connections_tcp_open", "gauge", "Open TCP connections.", s->tcp_open);
 	add_metric(b, "agor_connections_unauthenticated_open", "gauge", "Open TCP connections not authenticated yet.",
@@ -282,6 +294,10 @@ static void add_limit_metrics(struct strbuf *b, const struct net_stats *s)
 		   "TCP connections refused at daemon.max_unauthenticated.", s->refused_unauthenticated);
 	add_metric(b, "agor_auth_timeouts_total", "counter", "Unauthenticated connections closed at daemon.auth_timeout_ms.",
 		   s->auth_timeouts);
+	add_metric(b, "agor_db_bytes", "gauge", "Size of the database file.", d->db_bytes);
+	add_metric(b, "agor_db_wal_bytes", "gauge", "Size of the database's write-ahead log.", d->wal_bytes);
+	add_metric(b, "agor_db_size_alarm", "gauge", "1 while the database is past daemon.db_size_alarm_mb.",
+		   (unsigned long long)d->db_size_alarm);
 }
 
 /* The web terminal's files (lib/web): the page at /terminal, xterm.js and the rest under /assets/. */
@@ -319,7 +335,7 @@ static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body
 	add_metric(body, "agor_oversize_messages_total", "counter", "Messages refused for size.", s.oversize_refusals);
 	add_metric(body, "agor_events_total", "counter", "Events broadcast.", d->events_sent);
 	add_metric(body, "agor_tasks_running", "gauge", "Executors in flight.", (unsigned long long)d->nrunning);
-	add_limit_metrics(body, &s);
+	add_limit_metrics(body, d, &s);
 	return 200;
 }
 
@@ -408,6 +424,7 @@ int daemon_run(struct daemon *d, struct err *e)
 	d->server = net_server_start(d->loop, &sc, &cb, e);
 	if (!d->server)
 		return -1;
+	daemon_watch_db_size(d);
 	log_info("serving on %s and %s://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tls_cert ? "https" : "http", sc.tcp_host,
 		 net_server_tcp_port(d->server),
 		 (int)getpid(), config_user_mode_name(d->cfg->execution.unix_user_mode));

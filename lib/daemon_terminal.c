@@ -668,11 +668,11 @@ static int terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	struct daemon_peer *p = P(rc);
 	struct terminal *t = find_terminal(D(rc), id);
 	if (!t || t->fd < 0 || !token_matches(t, token)) {
-		daemon_audit(D(rc), p->user_id ? p->user_id : "anonymous", "terminal.attach", id, "refused", NULL);
+		daemon_audit_refusal(D(rc), p->user_id ? p->user_id : "anonymous", "terminal.attach", id, NULL);
 		return err_set(e, E_AUTH_FAILED, "terminal %s: no such terminal, or the token is not this terminal's", id);
 	}
 	if (p->user_id && !p->is_admin && strcmp(p->user_id, t->user_id)) {
-		daemon_audit(D(rc), p->user_id, "terminal.attach", id, "refused", json_pack("{s:s}", "reason", "another user's terminal"));
+		daemon_audit_refusal(D(rc), p->user_id, "terminal.attach", id, json_pack("{s:s}", "reason", "another user's terminal"));
 		return err_set(e, E_PERMISSION_DENIED, "terminal %s belongs to another user", id);
 	}
 	if (p->terminal)

@@ -114,7 +114,7 @@ static int auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	struct err why = ERR_INIT;
 	if (!jwt || token_verify_for(TOKEN_AUD_CLIENT, D(rc)->jwt_secret, sizeof(D(rc)->jwt_secret), jwt, TOKEN_NOW, &c,
 				     &why) < 0) {
-		daemon_audit(D(rc), "tcp", "auth.token", NULL, "refused", NULL);
+		daemon_audit_refusal(D(rc), "tcp", "auth.token", NULL, NULL);
 		err_set(e, E_AUTH_FAILED, "auth.token: %s", jwt ? why.message : "params.token is required");
 		err_clear(&why);
 		return -1;
@@ -130,7 +130,7 @@ static int auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 		*result = json_pack("{s:s,s:b}", "user_id", p->user_id, "is_admin", p->is_admin);
 		json_decref(row);
 	} else {
-		daemon_audit(D(rc), "tcp", "auth.token", c.jti, "refused", NULL);
+		daemon_audit_refusal(D(rc), "tcp", "auth.token", c.jti, NULL);
 	}
 	token_claims_release(&c);
 	return row ? 0 : -1;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "log.h"
 #include "paths.h"
 #include "banned.h"
 
@@ -183,7 +184,37 @@ struct db_checkpointer {
 	pthread_cond_t wake;
 	int stop;
 	sqlite3 *sql; /* its own connection: SQLite connections are not shared between threads here */
+	char *wal_path;
+	unsigned long long wal_max; /* 0: never truncate */
 };
+
+static unsigned long long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (unsigned long long)st.st_size : 0;
+}
+
+void db_file_sizes(const struct db *db, unsigned long long *db_bytes, unsigned long long *wal_bytes)
+{
+	_cleanup_free_ char *wal = xasprintf("%s-wal", db->path);
+	*db_bytes = file_size(db->path);
+	*wal_bytes = file_size(wal);
+}
+
+/* Past wal_max the WAL is emptied: passive checkpoints alone never shrink it, nor stop it growing under writers
+ * that never pause. */
+static void truncate_if_large(struct db_checkpointer *c)
+{
+	unsigned long long size = file_size(c->wal_path);
+	if (!c->wal_max || size <= c->wal_max)
+		return;
+	int rc = sqlite3_wal_checkpoint_v2(c->sql, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	if (rc == SQLITE_OK)
+		log_info("database: the WAL had grown to %llu bytes, past %llu: checkpointed and truncated", size, c->wal_max);
+	else
+		log_warn("database: the WAL is %llu bytes, past %llu, and could not be truncated yet: %s", size, c->wal_max,
+			 sqlite3_errmsg(c->sql));
+}
 
 static void deadline_after_ms(struct timespec *ts, long ms)
 {
@@ -210,6 +241,7 @@ static void *checkpoint_loop(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		/* passive: copies what no reader still needs, never waits for a lock nor blocks a writer */
 		sqlite3_wal_checkpoint_v2(c->sql, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		truncate_if_large(c);
 		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -219,6 +251,7 @@ static void *checkpoint_loop(void *arg)
 static void checkpointer_free(struct db_checkpointer *c)
 {
 	sqlite3_close_v2(c->sql);
+	free(c->wal_path);
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -244,7 +277,7 @@ static int init_wake(struct db_checkpointer *c)
 	return rc;
 }
 
-int db_checkpoint_in_background(struct db *db, struct err *e)
+int db_checkpoint_in_background(struct db *db, unsigned long long wal_max, struct err *e)
 {
 	struct db_checkpointer *c = xcalloc(1, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
@@ -253,6 +286,8 @@ int db_checkpoint_in_background(struct db *db, struct err *e)
 		free(c);
 		return err_set(e, E_INTERNAL, "checkpoints: cannot make a condition variable");
 	}
+	c->wal_path = xasprintf("%s-wal", db->path);
+	c->wal_max = wal_max;
 	int rc = sqlite3_open_v2(db->path, &c->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		err_set(e, E_INTERNAL, "checkpoints: cannot open %s: %s", db->path, sqlite3_errstr(rc));
@@ -266,6 +301,7 @@ int db_checkpoint_in_background(struct db *db, struct err *e)
 		checkpointer_free(c);
 		return -1;
 	}
+	sqlite3_busy_timeout(c->sql, DB_TRUNCATE_WAIT_MS);
 	/* the thread takes no signal: they belong to the thread that waits for them (the daemon's signalfd) */
 	sigset_t all, old;
 	sigfillset(&all);

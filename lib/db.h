@@ -33,9 +33,16 @@ int db_open(const char *path, struct db **out, struct err *e);
 void db_close(struct db *db);
 /* Moves WAL checkpoints off the caller's thread: a thread with its own connection runs a passive
  * checkpoint every DB_CHECKPOINT_INTERVAL_MS, and db's connection no longer checkpoints on commit (which
- * stalled the daemon's event loop for milliseconds every 1,000 pages). db_close stops it. */
+ * stalled the daemon's event loop for milliseconds every 1,000 pages). db_close stops it.
+ * A passive checkpoint never catches up with writers that never pause, and the WAL then only grows: once it is
+ * larger than wal_max bytes the thread runs a TRUNCATE checkpoint instead (it waits up to
+ * DB_TRUNCATE_WAIT_MS for the writer in progress, blocks writers while it copies what is left, and empties the
+ * file), logged with the size it had. wal_max 0: never. */
 #define DB_CHECKPOINT_INTERVAL_MS 200
-int db_checkpoint_in_background(struct db *db, struct err *e);
+#define DB_TRUNCATE_WAIT_MS 2000
+int db_checkpoint_in_background(struct db *db, unsigned long long wal_max, struct err *e);
+/* The sizes of the database file and its WAL now (0 for a file that does not exist). */
+void db_file_sizes(const struct db *db, unsigned long long *db_bytes, unsigned long long *wal_bytes);
 /* The schema version this binary migrates to. */
 int db_schema_version(void);
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # t0036-daemon-limits — a daemon that a port scan cannot stall: the open-file limit raised at start (or the TCP
 # cap lowered and said), descriptors kept for the Unix socket and executors, per-address and unauthenticated caps,
-# unauthenticated connections that complete nothing closed. Every flood comes from a local helper to 127.0.0.0/8
-# only.
+# unauthenticated connections that complete nothing closed, refused calls audited in counted rows, the WAL and the
+# database bounded. Every flood comes from a local helper to 127.0.0.0/8 only.
 . "$(dirname "$0")/../lib.sh"
 
 SCENE='
@@ -150,6 +150,53 @@ print("unauthenticated WebSockets closed after %.1f s (idle) and %.1f s (drippin
       % (idle_closed, drip_closed))
 PY
   measured "$(cat slowloris.out)"
+  stop_daemon
+'
+
+test_case "a flood of 20,000 refused heartbeats and 2,000 distinct refusals: the database grows < 1 MB, the audit counts them, the WAL stays small" "$SCENE"'
+  start_daemon ""
+  rpc ping > /dev/null
+  sleep 0.5; before=$(stat -c %s "$AGOR_HOME/agor.db")
+  python3 "$TEST_TOP/test/helpers/rpc-flood.py" "$port" 20000 "{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"heartbeat\",\"params\":{\"session_token\":\"x.y.z\"}}" > flood1
+  cat flood1; expect_json flood1 errors.AUTH_FAILED 20000
+  python3 "$TEST_TOP/test/helpers/rpc-flood.py" "$port" 2000 "{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"node.hello\",\"params\":{\"nodeId\":\"n{i}\",\"token\":\"t\"}}" > flood2
+  cat flood2; expect_json flood2 errors.AUTH_FAILED 2000
+  sleep 1 # checkpoints run every 200 ms: the rows are in agor.db now
+  after=$(stat -c %s "$AGOR_HOME/agor.db"); wal=$(stat -c %s "$AGOR_HOME/agor.db-wal" 2>/dev/null || echo 0)
+  measured "agor.db grew by $((after - before)) bytes for 22,000 refused calls; the WAL is $wal bytes"
+  [ $((after - before)) -lt 1048576 ] || fail "the database grew by $((after - before)) bytes"
+  [ "$wal" -lt 4194304 ] || fail "the WAL is $wal bytes"
+  rpc audit.list > audit
+  python3 - audit > rows.out <<"PY"
+import json, sys
+rows = json.load(open(sys.argv[1]))["result"]
+rows = rows if isinstance(rows, list) else rows.get("entries", rows.get("items", []))
+beats = [r for r in rows if r["action"] == "heartbeat" and r["outcome"] == "refused"]
+assert 1 <= len(beats) <= 3, beats
+counted = sum(json.loads(r["details"]).get("repeated", 0) for r in beats)
+assert counted + 1 == 20000, (counted, beats)
+hellos = [r for r in rows if r["action"] == "node.hello" and r["outcome"] == "refused"]
+suppressed = [r for r in rows if r["action"] == "audit.refusals_suppressed"]
+assert len(hellos) <= 200, len(hellos)
+assert suppressed and sum(json.loads(r["details"])["count"] for r in suppressed) + len(hellos) >= 2000, (len(hellos), suppressed)
+print("%d audit rows for 22,000 refusals" % (len(beats) + len(hellos) + len(suppressed)))
+PY
+  measured "$(cat rows.out)"
+  expect_exit 0 "$AGOR" audit verify
+  stop_daemon
+'
+
+test_case "past daemon.db_size_alarm_mb the log says so and /metrics shows the alarm and the sizes" "$SCENE"'
+  start_daemon ""
+  stop_daemon
+  python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"CREATE TABLE pad (x BLOB)\"); db.execute(\"INSERT INTO pad VALUES (zeroblob(3000000))\"); db.commit()" "$AGOR_HOME/agor.db"
+  start_daemon "" --set daemon.db_size_alarm_mb=1
+  for i in $(seq 1 100); do grep -q "db_size_alarm_mb" daemon.log && break; sleep 0.1; done
+  grep "db_size_alarm_mb" daemon.log || { cat daemon.log; fail "no size alarm in the log"; }
+  curl -sS "http://127.0.0.1:$port/metrics" > m
+  grep -q "^agor_db_size_alarm 1$" m || { cat m; fail "no alarm on /metrics"; }
+  awk "/^agor_db_bytes / { exit !(\$2 >= 3000000) }" m || { cat m; fail "agor_db_bytes"; }
+  grep -q "^agor_db_wal_bytes [0-9]" m || { cat m; fail "agor_db_wal_bytes"; }
   stop_daemon
 '
 

@@ -1,10 +1,17 @@
-/* test_limits.c — unit tests of the daemon's limits: per-address connection counts (addrcount.h) and the
- * descriptor budget (fdlimit.h). Never opens a socket. */
+/* test_limits.c — unit tests of the daemon's limits: per-address counts (addrcount.h), the descriptor budget
+ * (fdlimit.h), refusal windows (refusals.h) and the WAL truncated past its cap (db.h). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "addrcount.h"
+#include "db.h"
 #include "fdlimit.h"
+#include "json.h"
+#include "log.h"
+#include "loop.h"
+#include "refusals.h"
 #include "unit.h"
 #include "banned.h"
 
@@ -76,4 +83,112 @@ TEST(fdlimit_raises_the_soft_limit_or_shares_what_there_is)
 	CHECK_INT(b.max_tcp, (1024 - 12) / 2);
 	CHECK_INT(b.max_tcp + b.reserve, 1024 - 12);
 	CHECK_INT(b.tcp_fd_ceiling, 12 + b.max_tcp);
+}
+
+/* === refusal windows ======================================================================== */
+
+struct flushed {
+	int repeated_calls;
+	unsigned long long repeats, suppressed;
+	json_t *by_action;
+	char last_action[64];
+};
+
+static void on_repeated(const struct refusal_kind *k, unsigned long long repeats, void *arg)
+{
+	struct flushed *f = arg;
+	f->repeated_calls++;
+	f->repeats += repeats;
+	snprintf(f->last_action, sizeof(f->last_action), "%s", k->action);
+}
+
+static void on_suppressed(const json_t *by_action, unsigned long long total, void *arg)
+{
+	struct flushed *f = arg;
+	f->suppressed = total;
+	f->by_action = json_deep_copy(by_action);
+}
+
+TEST(refusals_count_repeats_and_cap_kinds)
+{
+	struct refusals *r = refusals_new(3);
+	json_t *why = json_pack("{s:s}", "reason", "malformed");
+	CHECK_INT(refusals_note(r, "10.0.0.1", "executor", "heartbeat", NULL, why), 1);
+	for (int i = 0; i < 19999; i++)
+		CHECK_INT(refusals_note(r, "10.0.0.1", "executor", "heartbeat", NULL, why), 0);
+	CHECK_INT(refusals_note(r, "10.0.0.2", "executor", "heartbeat", NULL, why), 1); /* another peer */
+	CHECK_INT(refusals_note(r, "10.0.0.1", "executor", "heartbeat", "t", why), 1);	/* another target */
+	for (int i = 0; i < 500; i++) {
+		char target[16];
+		snprintf(target, sizeof(target), "n%d", i);
+		CHECK_INT(refusals_note(r, "10.0.0.1", "10.0.0.1", "node.hello", target, NULL), 0); /* over the cap */
+	}
+	CHECK(refusals_pending(r));
+	struct flushed f = { 0 };
+	refusals_flush(r, on_repeated, on_suppressed, &f);
+	CHECK_INT(f.repeated_calls, 1);
+	CHECK_INT(f.repeats, 19999);
+	CHECK_STR(f.last_action, "heartbeat");
+	CHECK_INT(f.suppressed, 500);
+	CHECK_INT(json_integer_value(json_object_get(f.by_action, "node.hello")), 500);
+	json_decref(f.by_action);
+	CHECK(!refusals_pending(r));
+	/* a new window: the same kind is written again */
+	CHECK_INT(refusals_note(r, "10.0.0.1", "executor", "heartbeat", NULL, why), 1);
+	json_decref(why);
+	refusals_free(r);
+}
+
+TEST(refusals_summary_names_at_most_its_action_cap)
+{
+	struct refusals *r = refusals_new(1);
+	CHECK_INT(refusals_note(r, NULL, "a", "first", NULL, NULL), 1);
+	for (int i = 0; i < 200; i++) {
+		char action[16];
+		snprintf(action, sizeof(action), "m%d", i);
+		refusals_note(r, NULL, "a", action, NULL, NULL);
+	}
+	struct flushed f = { 0 };
+	refusals_flush(r, on_repeated, on_suppressed, &f);
+	CHECK_INT(f.suppressed, 200);
+	CHECK_INT(json_object_size(f.by_action), REFUSALS_ACTIONS);
+	CHECK_INT(json_integer_value(json_object_get(f.by_action, "other")), 200 - (REFUSALS_ACTIONS - 1));
+	json_decref(f.by_action);
+	refusals_free(r);
+}
+
+/* === the WAL past its cap ================================================================== */
+
+TEST(db_wal_past_its_cap_is_truncated)
+{
+	struct err e = ERR_INIT;
+	struct db *db = NULL;
+	char path[300], wal[310];
+	snprintf(path, sizeof(path), "%s/t.db", unit_tmpdir());
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	log_set_level(LOG_ERROR);
+	CHECK_INT(db_open(path, &db, &e), 0);
+	CHECK_INT(db_checkpoint_in_background(db, 256 << 10, &e), 0);
+	CHECK_INT(db_exec(db, "CREATE TABLE t (x BLOB)", &e), 0);
+	/* commits that never pause for a second: passive checkpoints alone never catch up, and the file never shrinks */
+	unsigned long long biggest = 0, db_bytes = 0, wal_bytes = 0;
+	uint64_t until = loop_now_ms() + 1000;
+	for (int i = 0; loop_now_ms() < until; i++) {
+		CHECK_INT(db_run(db, &e, "INSERT INTO t VALUES (zeroblob(2000))", ""), 1);
+		if (i % 100 == 0) {
+			db_file_sizes(db, &db_bytes, &wal_bytes);
+			biggest = wal_bytes > biggest ? wal_bytes : biggest;
+		}
+	}
+	for (int i = 0; i < 50; i++) { /* the thread's next look */
+		db_file_sizes(db, &db_bytes, &wal_bytes);
+		if (wal_bytes <= 256 << 10)
+			break;
+		usleep(50000);
+	}
+	CHECK(biggest > 256 << 10); /* it did grow past the cap */
+	CHECK(wal_bytes <= 256 << 10);
+	CHECK(db_bytes > (1u << 20)); /* and the rows are in the database */
+	db_close(db);
+	err_clear(&e);
 }
