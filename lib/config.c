@@ -14,6 +14,7 @@
 #include "config.h"
 #include "exec_env.h"
 #include "json.h"
+#include "origin.h"
 #include "banned.h"
 
 #define CONFIG_FILE_MAX (1u << 20) /* config.yaml larger than 1 MiB is refused */
@@ -85,6 +86,8 @@ static const struct config_key keys[] = {
 	  FIELD(daemon.socket_path) },
 	{ .key = "daemon.tls_cert", .type = CONFIG_NULLABLE_STRING, FIELD(daemon.tls_cert) },
 	{ .key = "daemon.tls_key", .type = CONFIG_NULLABLE_STRING, FIELD(daemon.tls_key) },
+	{ .key = "daemon.allowed_origins", .type = CONFIG_NULLABLE_STRING, .check = origin_list_check,
+	  FIELD(daemon.allowed_origins) },
 	{ .key = "daemon.max_connections", .type = CONFIG_INT, .def = "4096",
 	  .min = 1, .max = 1048576, FIELD(daemon.max_connections) },
 	{ .key = "daemon.max_connections_per_ip", .type = CONFIG_INT, .def = "256",
@@ -103,6 +106,10 @@ static const struct config_key keys[] = {
 	  .min = 1, .max = 1048576, FIELD(daemon.wal_max_mb) },
 	{ .key = "daemon.db_size_alarm_mb", .type = CONFIG_INT, .def = "1024",
 	  .min = 0, .max = 1048576 * 16, FIELD(daemon.db_size_alarm_mb) },
+	{ .key = "daemon.node_pair_per_minute", .type = CONFIG_INT, .def = "10",
+	  .min = 1, .max = 100000, FIELD(daemon.node_pair_per_minute) },
+	{ .key = "daemon.node_pair_pending_per_ip", .type = CONFIG_INT, .def = "4",
+	  .min = 1, .max = 64, FIELD(daemon.node_pair_pending_per_ip) },
 	{ .key = "execution.unix_user_mode", .type = CONFIG_ENUM, .def = "simple",
 	  .choices = user_modes, FIELD(execution.unix_user_mode) },
 	{ .key = "execution.executor_unix_user", .type = CONFIG_STRING, .def = "agor_executor",

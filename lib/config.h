@@ -151,6 +151,7 @@ struct config {
 		const char *tls_cert; /* PEM certificate (chain) for HTTPS/WSS on the TCP listener; NULL: plain */
 		const char *tls_key;  /* its private key; both or neither */
 		/* Limits (docs/security.md section 9): what a port scan, a slowloris or a hostile page can take. */
+		const char *allowed_origins; /* browser origins served besides the daemon's own (origin.h); NULL: none */
 		long long max_connections;	   /* open TCP connections */
 		long long max_connections_per_ip;  /* TCP connections from one address (IPv6: one /64); 0: no cap */
 		long long max_unauthenticated;	   /* TCP connections that presented no credential yet; 0: no cap */
@@ -160,6 +161,8 @@ struct config {
 		long long audit_refusals_max;	   /* kinds of refusal audited one row each per window; the rest counted */
 		long long wal_max_mb;		   /* past this the WAL is checkpointed and truncated */
 		long long db_size_alarm_mb;	   /* past this the database size is logged and flagged; 0: never */
+		long long node_pair_per_minute;	   /* node.pair calls per address and minute */
+		long long node_pair_pending_per_ip; /* pending pairing requests per address */
 	} daemon;
 	struct {
 		enum config_user_mode unix_user_mode;

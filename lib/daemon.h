@@ -22,6 +22,7 @@ struct net_conn;
 struct task_run;
 struct node_state;
 struct refusals;
+struct origin_set;
 struct net_server_config;
 
 struct daemon {
@@ -63,6 +64,7 @@ struct daemon {
 	char caller[64]; /* who sent the message being handled: an IP address or "unix uid N"; "" between messages */
 	struct refusals *refusals;	   /* refused calls of the current audit window */
 	struct loop_timer *refusal_window; /* ends that window; NULL while none is open */
+	struct origin_set *origins;	   /* the browser origins served (origin.h) */
 	struct loop_timer *size_watch;
 	unsigned long long db_bytes, wal_bytes; /* the database's files, as last measured */
 	int db_size_alarm;			/* db_bytes is past daemon.db_size_alarm_mb */
@@ -139,6 +141,9 @@ void daemon_audit_refusal(struct daemon *d, const char *actor, const char *actio
 void daemon_flush_refusals(struct daemon *d);
 int daemon_plan_descriptors(struct daemon *d, struct net_server_config *sc, struct err *e);
 void daemon_watch_db_size(struct daemon *d);
+/* The browser origins (origin.h) once the TCP port is known; 1 when the Origin header value may call. */
+void daemon_set_origins(struct daemon *d, int tcp_port);
+int daemon_origin_allowed(const struct daemon *d, const char *origin);
 /* Frees what the limits hold (daemon_release, after daemon_flush_refusals). */
 void daemon_limits_release(struct daemon *d);
 

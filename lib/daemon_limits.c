@@ -1,5 +1,5 @@
 /* daemon_limits.c — what keeps a flood from stalling the daemon or filling its disk (daemon.h "Limits"): the descriptor
- * budget, refused calls audited in counted windows, the database size watch.
+ * budget, refused calls audited in counted windows, the browser origins, the database size watch.
  * Never writes an audit row per refusal of a flood; never lets TCP connections take the Unix socket's descriptors. */
 #include <string.h>
 
@@ -7,6 +7,7 @@
 #include "fdlimit.h"
 #include "log.h"
 #include "net.h"
+#include "origin.h"
 #include "refusals.h"
 #include "banned.h"
 
@@ -119,6 +120,22 @@ void daemon_audit_refusal(struct daemon *d, const char *actor, const char *actio
 		json_decref(details);
 }
 
+/* --- browser origins ---------------------------------------------------------------------- */
+
+void daemon_set_origins(struct daemon *d, int tcp_port)
+{
+	const struct config *cfg = d->cfg;
+	origin_set_free(d->origins);
+	d->origins = origin_set_new(cfg->daemon.tls_cert != NULL, cfg->daemon.host, tcp_port, cfg->daemon.allowed_origins);
+	_cleanup_free_ char *text = origin_set_text(d->origins);
+	log_info("browser origins served: %s (more with daemon.allowed_origins)", text);
+}
+
+int daemon_origin_allowed(const struct daemon *d, const char *origin)
+{
+	return d->origins && origin_allowed(d->origins, origin);
+}
+
 /* --- database size ------------------------------------------------------------------------ */
 
 static void check_db_size(struct daemon *d)
@@ -161,4 +178,6 @@ void daemon_limits_release(struct daemon *d)
 	d->size_watch = NULL;
 	refusals_free(d->refusals);
 	d->refusals = NULL;
+	origin_set_free(d->origins);
+	d->origins = NULL;
 }

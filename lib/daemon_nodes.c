@@ -16,6 +16,8 @@
 
 #define MAX_PENDING_NODES 64
 #define DISPLAY_NAME_MAX 64
+#define PAIR_RATE_WINDOW_MS 60000
+#define PAIR_RATE_ADDRESSES 256 /* addresses whose node.pair calls are counted at once */
 
 struct node_link { /* a connected, approved node */
 	struct node_link *next;
@@ -46,9 +48,16 @@ struct node_ask_reply { /* a node.ask waiting for a person */
 	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
 };
 
+struct pair_rate { /* node.pair calls from one address in its current minute */
+	char ip[64];
+	uint64_t window_start;
+	unsigned calls;
+};
+
 struct node_state {
 	struct node_link *links;
 	struct node_run *runs;
+	struct pair_rate pair_rates[PAIR_RATE_ADDRESSES];
 };
 
 static struct node_state *state(struct daemon *d)
@@ -83,21 +92,6 @@ static void unlink_node(struct daemon *d, struct node_link *gone)
 		}
 }
 
-/* "10.0.0.2:5123" → "10.0.0.2", "[::1]:5123" → "::1". */
-static void ip_of(const char *remote, char *out, size_t size)
-{
-	const char *start = remote, *end = strrchr(remote, ':');
-	if (remote[0] == '[') {
-		start = remote + 1;
-		end = strchr(start, ']');
-	}
-	size_t n = end && end > start ? (size_t)(end - start) : strlen(start);
-	if (n >= size)
-		n = size - 1;
-	memcpy(out, start, n);
-	out[n] = '\0';
-}
-
 static int need_node_admin(struct rpc_ctx *rc, struct err *e)
 {
 	if (daemon_peer_token_live(D(rc), P(rc), e) < 0)
@@ -130,16 +124,78 @@ static int valid_sha256_hex(const char *s)
 	return 1;
 }
 
-static int too_many_pending(struct daemon *d, struct err *e)
+/* Pending pairing requests: all of them, or those from one address. -1 on a database error. */
+static long long pending_count(struct daemon *d, const char *from, struct err *e)
 {
-	json_t *row = db_query_one(d->db, e, "SELECT count(*) AS n FROM nodes WHERE status = 'pending'", "");
+	json_t *row = from ? db_query_one(d->db, e, "SELECT count(*) AS n FROM nodes WHERE status = 'pending' AND "
+						    "requested_from = ?", "s", from)
+			   : db_query_one(d->db, e, "SELECT count(*) AS n FROM nodes WHERE status = 'pending'", "");
 	if (!row)
 		return -1;
 	long long n = json_integer_value(json_object_get(row, "n"));
 	json_decref(row);
+	return n;
+}
+
+static int too_many_pending(struct daemon *d, const char *from, struct err *e)
+{
+	long long per_ip = d->cfg->daemon.node_pair_pending_per_ip, n = pending_count(d, from, e);
+	if (n < 0)
+		return -1;
+	if (n >= per_ip)
+		return err_set(e, E_PERMISSION_DENIED, "%lld pending pairing requests from %s already "
+						       "(daemon.node_pair_pending_per_ip): an admin approves or revokes them "
+						       "first (agor nodes list)", n, from);
+	if ((n = pending_count(d, NULL, e)) < 0)
+		return -1;
 	if (n >= MAX_PENDING_NODES)
 		return err_set(e, E_PERMISSION_DENIED, "too many pending pairing requests (%d): an admin must approve or "
 						       "revoke some first (agor nodes list)", MAX_PENDING_NODES);
+	return 0;
+}
+
+/* The count of node.pair calls from ip in its current minute, with this one; 0 when no slot is free (every slot
+ * counts another address whose minute is not over). */
+static unsigned count_pair_call(struct daemon *d, const char *ip)
+{
+	struct pair_rate *free_slot = NULL;
+	uint64_t now = loop_now_ms();
+	for (size_t i = 0; i < PAIR_RATE_ADDRESSES; i++) {
+		struct pair_rate *r = &state(d)->pair_rates[i];
+		int expired = !r->ip[0] || now - r->window_start >= PAIR_RATE_WINDOW_MS;
+		if (r->ip[0] && !strcmp(r->ip, ip)) {
+			if (expired) {
+				r->window_start = now;
+				r->calls = 0;
+			}
+			return ++r->calls;
+		}
+		if (expired && !free_slot)
+			free_slot = r;
+	}
+	if (!free_slot)
+		return 0;
+	snprintf(free_slot->ip, sizeof(free_slot->ip), "%s", ip);
+	free_slot->window_start = now;
+	free_slot->calls = 1;
+	return 1;
+}
+
+/* Who may file a pairing request, and how often: not a page in a browser without a user token, at most
+ * daemon.node_pair_per_minute calls per address. */
+static int pairing_allowed(struct rpc_ctx *rc, const char *from, struct err *e)
+{
+	long long per_minute = D(rc)->cfg->daemon.node_pair_per_minute;
+	if (net_conn_from_browser(P(rc)->conn) && !P(rc)->user_id)
+		return err_set(e, E_PERMISSION_DENIED, "node.pair from a browser needs a user token (auth.token first): "
+						       "a web page may not file pairing requests; a node pairs with `agor "
+						       "node pair`");
+	unsigned calls = count_pair_call(D(rc), from);
+	if (!calls)
+		return err_set(e, E_PERMISSION_DENIED, "too many addresses are pairing right now: try again in a minute");
+	if (calls > per_minute)
+		return err_set(e, E_PERMISSION_DENIED, "more than %lld node.pair calls per minute from %s "
+						       "(daemon.node_pair_per_minute): try again in a minute", per_minute, from);
 	return 0;
 }
 
@@ -153,11 +209,13 @@ static int node_pair(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 	if (!valid_sha256_hex(hash))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "tokenSha256"),
 				"params.tokenSha256: required, 64 lowercase hex digits (the SHA-256 of the node's token)");
-	if (too_many_pending(D(rc), e) < 0)
+	const char *from = net_conn_remote_ip(P(rc)->conn);
+	if (pairing_allowed(rc, from, e) < 0 || too_many_pending(D(rc), from, e) < 0) {
+		if (!strcmp(e->code, E_PERMISSION_DENIED))
+			daemon_audit_refusal(D(rc), from, "node.pair", NULL, json_pack("{s:s}", "reason", e->message));
 		return -1;
+	}
 	_cleanup_free_ char *id = daemon_new_id();
-	char from[64];
-	ip_of(net_conn_remote_addr(P(rc)->conn), from, sizeof(from));
 	if (db_run(D(rc)->db, e, "INSERT INTO nodes (id, display_name, token_sha256, status, requested_from, created_at) "
 				 "VALUES (?, ?, ?, 'pending', ?, ?)", "ssssi", id, name, hash, from, daemon_now()) < 0)
 		return -1;
@@ -197,7 +255,7 @@ static void become_node(struct daemon *d, struct daemon_peer *p, const json_t *r
 	struct node_link *l = xcalloc(1, sizeof(*l));
 	l->node_id = xstrdup(id);
 	l->display_name = xstrdup(json_get_str(row, "display_name"));
-	ip_of(net_conn_remote_addr(p->conn), l->ip, sizeof(l->ip));
+	snprintf(l->ip, sizeof(l->ip), "%s", net_conn_remote_ip(p->conn));
 	l->peer = p;
 	l->next = state(d)->links;
 	state(d)->links = l;

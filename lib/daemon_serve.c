@@ -1,6 +1,6 @@
 /* daemon_serve.c — the daemon's transports (lib/net) glued to its JSON-RPC methods: caller identity from
- * SO_PEERCRED, deferred replies, event subscribers, /healthz, /metrics and the web terminal's files, the caps of
- * daemon_limits.c, signals and graceful shutdown.
+ * SO_PEERCRED, deferred replies, event subscribers, /healthz, /metrics and the web terminal's files, the caps and
+ * origins of daemon_limits.c, signals and graceful shutdown.
  * Never trusts what a caller claims about itself; never lets one slow subscriber stall the loop. */
 #include <grp.h>
 #include <signal.h>
@@ -118,6 +118,12 @@ static void on_binary(struct net_conn *c, const void *data, size_t len, void *ar
 	struct daemon_peer *p = net_conn_get_data(c);
 	if (p)
 		daemon_terminal_on_binary(p, data, len);
+}
+
+static int on_origin(struct net_conn *c, const char *origin, void *arg)
+{
+	(void)c;
+	return daemon_origin_allowed(arg, origin);
 }
 
 static void on_oversize(struct net_conn *c, void *arg)
@@ -278,7 +284,7 @@ static void add_metric(struct strbuf *b, const char *name, const char *type, con
 	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
 }
 
-/* What daemon_limits.c watches: connections refused by cap, slowloris closes, the database. */
+/* What daemon_limits.c watches: connections refused by cap, slowloris closes, foreign origins, the database. */
 static void add_limit_metrics(struct strbuf *b, const struct daemon *d, const struct net_stats *s)
 {
 	add_metric(b, "agor_connections_tcp_open", "gauge", "Open TCP connections.", s->tcp_open);
@@ -294,6 +300,8 @@ static void add_limit_metrics(struct strbuf *b, const struct daemon *d, const st
 		   "TCP connections refused at daemon.max_unauthenticated.", s->refused_unauthenticated);
 	add_metric(b, "agor_auth_timeouts_total", "counter", "Unauthenticated connections closed at daemon.auth_timeout_ms.",
 		   s->auth_timeouts);
+	add_metric(b, "agor_origin_refusals_total", "counter", "Browser requests refused for their Origin (403).",
+		   s->origin_refusals);
 	add_metric(b, "agor_db_bytes", "gauge", "Size of the database file.", d->db_bytes);
 	add_metric(b, "agor_db_wal_bytes", "gauge", "Size of the database's write-ahead log.", d->wal_bytes);
 	add_metric(b, "agor_db_size_alarm", "gauge", "1 while the database is past daemon.db_size_alarm_mb.",
@@ -416,7 +424,8 @@ int daemon_run(struct daemon *d, struct err *e)
 		return -1;
 	sc.unix_gid_set = socket_group(d, &sc.unix_gid);
 	struct net_callbacks cb = { .arg = d, .on_open = on_open, .on_close = on_close, .on_message = on_message,
-				    .on_binary = on_binary, .on_oversize = on_oversize, .on_http_get = on_http_get };
+				    .on_binary = on_binary, .on_oversize = on_oversize, .on_http_get = on_http_get,
+				    .on_origin = on_origin };
 	if (loop_add_signal(d->loop, SIGTERM, on_stop_signal, d, e) < 0 ||
 	    loop_add_signal(d->loop, SIGINT, on_stop_signal, d, e) < 0 ||
 	    loop_add_signal(d->loop, SIGHUP, on_hup, d, e) < 0 || loop_set_wake(d->loop, on_wake, d, e) < 0)
@@ -424,6 +433,7 @@ int daemon_run(struct daemon *d, struct err *e)
 	d->server = net_server_start(d->loop, &sc, &cb, e);
 	if (!d->server)
 		return -1;
+	daemon_set_origins(d, net_server_tcp_port(d->server));
 	daemon_watch_db_size(d);
 	log_info("serving on %s and %s://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tls_cert ? "https" : "http", sc.tcp_host,
 		 net_server_tcp_port(d->server),

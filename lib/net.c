@@ -84,6 +84,7 @@ struct net_conn {
 	int passed_fds[FDPASS_MAX_FDS]; /* Unix: descriptors received with SCM_RIGHTS, oldest first */
 	size_t npassed;
 	int terminal_path; /* WS upgraded at /terminal */
+	int from_browser;  /* the request being answered, or the WS upgrade, carried an Origin header */
 	int authenticated; /* Unix: always; TCP: once net_conn_set_authenticated() */
 	uint64_t last_message; /* TCP: when it opened or last completed a request or WS message (auth_timeout_ms) */
 	int has_addr;
@@ -780,6 +781,22 @@ static void handle_rpc_post(struct net_conn *c, const struct http_message *m, in
 	end_request_callback(c);
 }
 
+/* A browser's request (it carries Origin) that acts — a WebSocket upgrade or POST /rpc — needs an origin on_origin
+ * serves; 0 when it was answered 403 instead. */
+static int origin_served(struct net_conn *c, const struct http_message *m)
+{
+	struct net_server *srv = c->srv;
+	const struct strbuf *origin = &m->headers[HTTP_H_ORIGIN];
+	c->from_browser = origin->len > 0;
+	if (!origin->len || !srv->cb.on_origin || srv->cb.on_origin(c, origin->buf, srv->cb.arg))
+		return 1;
+	srv->stats.origin_refusals++;
+	log_debug("net: http connection %llu (%s): Origin %.100s refused", (unsigned long long)c->id, c->remote,
+		  origin->buf);
+	respond_status(c, 403, NULL, 0);
+	return 0;
+}
+
 /* GET /terminal is a WebSocket when the request asks for one, else a page (on_http_get). */
 static int asks_upgrade(const struct http_message *m)
 {
@@ -805,10 +822,12 @@ static void handle_request(struct net_conn *c)
 	const char *path = m->target.buf;
 	if (!strcmp(path, "/ws") || (!strcmp(path, "/terminal") && asks_upgrade(m))) {
 		c->terminal_path = !strcmp(path, "/terminal");
-		handle_ws_upgrade(c, m, keep_alive);
-	} else if (!strcmp(path, "/rpc"))
-		handle_rpc_post(c, m, keep_alive);
-	else if (m->method == HTTP_GET || m->method == HTTP_HEAD)
+		if (origin_served(c, m))
+			handle_ws_upgrade(c, m, keep_alive);
+	} else if (!strcmp(path, "/rpc")) {
+		if (origin_served(c, m))
+			handle_rpc_post(c, m, keep_alive);
+	} else if (m->method == HTTP_GET || m->method == HTTP_HEAD)
 		serve_get(c, path, m->method == HTTP_HEAD, keep_alive);
 	else
 		respond_status(c, 405, "Allow: GET, HEAD\r\n", keep_alive);
@@ -1606,6 +1625,11 @@ void net_conn_set_authenticated(struct net_conn *c)
 		return;
 	c->authenticated = 1;
 	c->srv->unauthenticated--;
+}
+
+int net_conn_from_browser(const struct net_conn *c)
+{
+	return c->from_browser;
 }
 
 int net_conn_is_terminal(const struct net_conn *c)

@@ -49,6 +49,11 @@
  *   long is closed (WS: close 1008 "authentication timeout"; never while a POST /rpc awaits its answer), so bytes
  *   dripped into a message that never completes do not keep it open.
  *
+ * Origins. When a WebSocket upgrade (/ws, /terminal) or a POST /rpc carries an Origin header — a browser sent it —
+ *   on_origin(conn, origin) decides: 0 answers 403 and closes (counted in origin_refusals). Without on_origin every
+ *   Origin is accepted. net_conn_from_browser() says whether the request being answered (POST /rpc) or the
+ *   WebSocket's upgrade carried one.
+ *
  * Output. net_send() queues one message: a line + '\n' on Unix (a message containing '\n' is refused), a text
  *   frame on WS, the response to the pending POST /rpc on HTTP (refused when none is pending). net_send_binary()
  *   queues a binary frame (WS only). Writes go out at the end of this connection's own on_message when the
@@ -122,6 +127,8 @@ struct net_callbacks {
 	int (*on_http_get)(struct net_conn *c, const char *path, struct strbuf *body, const char **content_type,
 			   struct strbuf *headers, void *arg);
 	void (*on_close)(struct net_conn *c, void *arg);
+	/* A browser's Origin header on a WebSocket upgrade or POST /rpc: 1 serves it, 0 answers 403. NULL: all served. */
+	int (*on_origin)(struct net_conn *c, const char *origin, void *arg);
 	void *arg;
 };
 
@@ -142,6 +149,7 @@ struct net_stats {
 	uint64_t refused_per_ip;    /* over max_per_ip */
 	uint64_t refused_unauthenticated; /* over max_unauthenticated */
 	uint64_t auth_timeouts;     /* closed after auth_timeout_ms */
+	uint64_t origin_refusals;   /* 403 for an Origin on_origin refused */
 	uint64_t tcp_open;          /* now: open TCP connections */
 	uint64_t unauthenticated_open; /* now: of which not authenticated */
 };
@@ -165,6 +173,8 @@ int net_conn_take_fd(struct net_conn *c);
 /* This TCP connection presented a credential the application accepted: it leaves max_unauthenticated and
  * auth_timeout_ms behind for good. A no-op on Unix connections. */
 void net_conn_set_authenticated(struct net_conn *c);
+/* 1 when the request being answered (POST /rpc) or the WebSocket's upgrade carried an Origin header. */
+int net_conn_from_browser(const struct net_conn *c);
 /* 1 when the WebSocket was opened at GET /terminal (a terminal relay) rather than /ws. */
 int net_conn_is_terminal(const struct net_conn *c);
 void net_conn_close(struct net_conn *c);

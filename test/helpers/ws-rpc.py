@@ -1,13 +1,26 @@
 #!/usr/bin/env python3
 # ws-rpc.py — JSON-RPC requests over one raw WebSocket to the agor daemon (RFC 6455 by hand: no npm needed).
-# Never sends anything but the messages given; prints each reply line.   usage: ws-rpc.py HOST PORT MSG_JSON…
+# Never sends anything but the messages given; prints each reply line.
+#   usage: ws-rpc.py [--origin ORIGIN] [--path /ws|/terminal] [--source ADDR] HOST PORT MSG_JSON…
+# --origin sends that Origin header, as a browser would; --source connects from that local address (127.0.0.N);
+# a refused upgrade exits 1 with "no upgrade: STATUS LINE".
 import base64, os, socket, struct, sys
 
-host, port = sys.argv[1], int(sys.argv[2])
-sock = socket.create_connection((host, port), timeout=20)
+args, origin, path, source = sys.argv[1:], None, "/ws", None
+while args and args[0].startswith("--"):
+    if args[0] == "--origin":
+        origin = args[1]
+    elif args[0] == "--path":
+        path = args[1]
+    elif args[0] == "--source":
+        source = (args[1], 0)
+    args = args[2:]
+host, port = args[0], int(args[1])
+sock = socket.create_connection((host, port), timeout=20, source_address=source)
 key = base64.b64encode(os.urandom(16)).decode()
-sock.sendall((f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+extra = f"Origin: {origin}\r\n" if origin else ""
+sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n").encode())
 buf = b""
 while b"\r\n\r\n" not in buf:
     chunk = sock.recv(4096)
@@ -16,7 +29,7 @@ while b"\r\n\r\n" not in buf:
     buf += chunk
 head, buf = buf.split(b"\r\n\r\n", 1)
 if b" 101 " not in head.split(b"\r\n")[0]:
-    sys.exit("no upgrade: " + head.decode(errors="replace"))
+    sys.exit("no upgrade: " + head.split(b"\r\n")[0].decode(errors="replace"))
 
 
 def need(k):
@@ -52,7 +65,7 @@ def recv():
     return op, payload
 
 
-for msg in sys.argv[3:]:
+for msg in args[2:]:
     send(msg)
     while True:
         op, payload = recv()

@@ -21,7 +21,7 @@ test_case "no config file: every setting is a default" '
   expect_exit 0 "$AGOR" config show
   expect_empty err
   expect_contains out "# config file: $HOME/.agor/config.yaml (not found"
-  [ "$(grep -vc "^#" out)" -eq 57 ] || fail "expected 57 settings"
+  [ "$(grep -vc "^#" out)" -eq 60 ] || fail "expected 60 settings"
   ! grep -v "^#" out | grep -v "(default)$" || fail "a setting that is not a default"
   expect_setting daemon.port 3030 default
   expect_setting daemon.host 127.0.0.1 default
@@ -116,7 +116,7 @@ test_case "an unknown key is an error naming the line and the known keys" '
   expect_config_error "daemon:
   port: 1
   prot: 2
-" "config.yaml:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key, max_connections, max_connections_per_ip, max_unauthenticated, auth_timeout_ms, fd_reserve, audit_refusals_window_ms, audit_refusals_max, wal_max_mb, db_size_alarm_mb)"
+" "config.yaml:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key, allowed_origins, max_connections, max_connections_per_ip, max_unauthenticated, auth_timeout_ms, fd_reserve, audit_refusals_window_ms, audit_refusals_max, wal_max_mb, db_size_alarm_mb, node_pair_per_minute, node_pair_pending_per_ip)"
   expect_config_error "demon: {}
 " "config.yaml:1: demon: unknown key (known: paths, daemon, execution, agents)"
 '
@@ -192,7 +192,7 @@ doc = json.load(sys.stdin)
 assert doc["configFile"] == sys.argv[1], doc["configFile"]
 assert doc["configFileFound"] is True
 s = {x["key"]: x for x in doc["settings"]}
-assert len(s) == 57, len(s)
+assert len(s) == 60, len(s)
 assert s["execution.exec_env_allow"]["value"] == "LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES", s["execution.exec_env_allow"]
 assert s["daemon.port"]["value"] == 4000 and s["daemon.port"]["source"] == "file"
 assert s["daemon.port"]["file"] == sys.argv[1] and s["daemon.port"]["line"] == 1

@@ -522,10 +522,11 @@ TEST(config_worktree_rbac_follows_strict_mode)
 
 /* ---- error forms ----------------------------------------------------------------------- */
 
-/* The daemon's limits (docs/security.md section 9), after tls_key in the table. */
+/* The daemon's limits and origins (docs/security.md section 9), after tls_key in the table. */
 #define DAEMON_LIMIT_KEYS                                                                                          \
-	", max_connections, max_connections_per_ip, max_unauthenticated, auth_timeout_ms, fd_reserve, "            \
-	"audit_refusals_window_ms, audit_refusals_max, wal_max_mb, db_size_alarm_mb"
+	", allowed_origins, max_connections, max_connections_per_ip, max_unauthenticated, auth_timeout_ms, "        \
+	"fd_reserve, audit_refusals_window_ms, audit_refusals_max, wal_max_mb, db_size_alarm_mb, "                 \
+	"node_pair_per_minute, node_pair_pending_per_ip"
 
 TEST(config_unknown_keys_name_the_known_ones)
 {

@@ -1,5 +1,5 @@
-/* test_limits.c — unit tests of the daemon's limits: per-address counts (addrcount.h), the descriptor budget
- * (fdlimit.h), refusal windows (refusals.h) and the WAL truncated past its cap (db.h). */
+/* test_limits.c — unit tests of the daemon's limits: browser origins (origin.h), per-address counts (addrcount.h),
+ * the descriptor budget (fdlimit.h), refusal windows (refusals.h) and the WAL truncated past its cap (db.h). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
@@ -11,9 +11,64 @@
 #include "json.h"
 #include "log.h"
 #include "loop.h"
+#include "origin.h"
 #include "refusals.h"
 #include "unit.h"
 #include "banned.h"
+
+/* === origins ================================================================================ */
+
+TEST(origin_own_names_for_loopback_wildcard_and_named_hosts)
+{
+	struct origin_set *s = origin_set_new(0, "127.0.0.1", 3030, NULL);
+	char *text = origin_set_text(s);
+	CHECK_STR(text, "http://127.0.0.1:3030 http://localhost:3030 http://[::1]:3030");
+	free(text);
+	CHECK(origin_allowed(s, "http://127.0.0.1:3030"));
+	CHECK(origin_allowed(s, "http://LocalHost:3030"));
+	CHECK(origin_allowed(s, "http://[0:0::1]:3030"));
+	CHECK(!origin_allowed(s, "https://127.0.0.1:3030")); /* another scheme */
+	CHECK(!origin_allowed(s, "http://127.0.0.1:3031"));  /* another port */
+	CHECK(!origin_allowed(s, "http://127.0.0.1"));       /* port 80 */
+	CHECK(!origin_allowed(s, "http://evil.example:3030"));
+	CHECK(!origin_allowed(s, "http://127.0.0.1.evil.example:3030"));
+	CHECK(!origin_allowed(s, "null"));
+	CHECK(!origin_allowed(s, ""));
+	CHECK(!origin_allowed(s, "http://127.0.0.1:3030/"));
+	CHECK(!origin_allowed(s, "http://x@127.0.0.1:3030"));
+	CHECK(!origin_allowed(s, "http://127.0.0.1:3030, http://evil.example")); /* two Origin headers joined */
+	origin_set_free(s);
+
+	s = origin_set_new(1, "0.0.0.0", 443, "https://Agor.Example.com, http://10.0.0.5:8080  https://[2001:db8::1]:9");
+	CHECK(origin_allowed(s, "https://localhost"));
+	CHECK(origin_allowed(s, "https://agor.example.com:443"));
+	CHECK(origin_allowed(s, "http://10.0.0.5:8080"));
+	CHECK(origin_allowed(s, "https://[2001:db8:0::1]:9"));
+	CHECK(!origin_allowed(s, "https://0.0.0.0"));
+	CHECK(!origin_allowed(s, "http://localhost:443"));
+	origin_set_free(s);
+
+	s = origin_set_new(0, "gw.example", 3030, NULL);
+	CHECK(origin_allowed(s, "http://GW.example:3030"));
+	CHECK(!origin_allowed(s, "http://localhost:3030")); /* a named host is its own name only */
+	origin_set_free(s);
+}
+
+TEST(origin_list_check_names_the_bad_entry)
+{
+	size_t at = 0;
+	struct err e = ERR_INIT;
+	CHECK_INT(origin_list_check("https://a.example, http://b.example:8080", &at, &e), 0);
+	CHECK_INT(origin_list_check("https://a.example https://b.example/x", &at, &e), -1);
+	CHECK_INT(at, 18);
+	CHECK_STR(e.code, E_CONFIG);
+	CHECK(strstr(e.message, "\"https://b.example/x\"") != NULL);
+	err_clear(&e);
+	CHECK_INT(origin_list_check("ftp://a.example", &at, &e), -1);
+	err_clear(&e);
+	CHECK_INT(origin_list_check("a.example", &at, &e), -1);
+	err_clear(&e);
+}
 
 /* === per-address counts ===================================================================== */
 

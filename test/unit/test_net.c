@@ -360,6 +360,8 @@ static void handle_rpc(struct net_conn *c, json_t *req)
 	} else if (!strcmp(method, "login")) {
 		net_conn_set_authenticated(c);
 		reply(c, id, "result", json_true());
+	} else if (!strcmp(method, "browser")) {
+		reply(c, id, "result", json_boolean(net_conn_from_browser(c)));
 	} else if (!strcmp(method, "silent")) {
 		net_send(c, "", 0);
 	} else if (!strcmp(method, "bye")) {
@@ -439,7 +441,15 @@ static void srv_on_close(struct net_conn *c, void *arg)
 			S.subs[i] = NULL;
 }
 
+static int srv_on_origin(struct net_conn *c, const char *origin, void *arg)
+{
+	(void)c;
+	(void)arg;
+	return !strcmp(origin, "http://good.example");
+}
+
 static const struct net_callbacks CALLBACKS = {
+	.on_origin = srv_on_origin,
 	.on_open = srv_on_open,
 	.on_message = srv_on_message,
 	.on_oversize = srv_on_oversize,
@@ -1511,4 +1521,29 @@ TEST(net_tcp_descriptor_ceiling_keeps_the_rest_for_unix)
 	rpc_client_close(u);
 	server_stop();
 	CHECK_INT(S.stats.refused_reserve, 1);
+}
+
+TEST(net_origin_decides_upgrades_and_posts_from_browsers)
+{
+	if (server_start() < 0)
+		return;
+	static const char post[] = "POST /rpc HTTP/1.1\r\nHost: a\r\n%sContent-Length: 43\r\n\r\n"
+				   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"browser\"}";
+	static const char upgrade[] = "GET %s HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n%s"
+				      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+	char req[600];
+	snprintf(req, sizeof(req), post, "Origin: http://evil.example\r\n");
+	http_exchange(req, "HTTP/1.1 403 Forbidden", 1);
+	snprintf(req, sizeof(req), upgrade, "/ws", "Origin: http://evil.example\r\n");
+	http_exchange(req, "HTTP/1.1 403 Forbidden", 1);
+	snprintf(req, sizeof(req), upgrade, "/terminal", "Origin: null\r\n");
+	http_exchange(req, "HTTP/1.1 403 Forbidden", 1);
+	snprintf(req, sizeof(req), post, "Origin: http://good.example\r\n");
+	http_exchange(req, "\"result\":true", 0);
+	snprintf(req, sizeof(req), post, "");
+	http_exchange(req, "\"result\":false", 0);
+	snprintf(req, sizeof(req), upgrade, "/ws", "Origin: http://good.example\r\n");
+	http_exchange(req, "HTTP/1.1 101 Switching Protocols", 0);
+	server_stop();
+	CHECK_INT(S.stats.origin_refusals, 3);
 }
