@@ -414,7 +414,7 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .origin = origin_of(o->url) };
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
-	opts.local = GIT_CLONE_LOCAL_NO_LINKS; /* copies: a run may rewrite its objects, never the source's */
+	opts.local = GIT_CLONE_NO_LOCAL; /* through the transport: a copy (a run may rewrite its objects, never the source's) with progress */
 	opts.checkout_opts.disable_filters = 1; /* SPEC §3.4: no filters ever run */
 	opts.checkout_branch = o->branch;
 	opts.fetch_opts.callbacks.transfer_progress = on_transfer_progress;
