@@ -1530,7 +1530,8 @@ static int api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	if (need_admin(rc, e) < 0 || need_str(params, "service", &given, e) < 0 || need_str(params, "value", &value, e) < 0 ||
 	    daemon_canonical_service(given, &service, e) < 0)
 		return -1;
-	if (json_object_get(params, "scope") && (!scope || !daemon_api_key_scope_valid(scope)))
+	json_t *given_scope = json_object_get(params, "scope"); /* null: as absent (keep, or members when new) */
+	if (given_scope && !json_is_null(given_scope) && (!scope || !daemon_api_key_scope_valid(scope)))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
 				"params.scope: expected owner, admins or members (whose tasks may use the key)");
 	struct strbuf sealed = STRBUF_INIT;

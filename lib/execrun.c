@@ -75,15 +75,12 @@ static int valid_home_name(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(s);
 }
 
-static int lies_under(const char *path, const char *dir)
+char *execrun_home_inside(const struct config *cfg, const char *passwd_home)
 {
-	size_t n = strlen(dir);
-	return n > 1 && !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
-}
-
-const char *execrun_home_inside(const struct config *cfg, const char *passwd_home)
-{
-	return lies_under(cfg->paths.data_home, passwd_home) ? EXECRUN_SHARED_HOME : passwd_home;
+	_cleanup_free_ char *home = fs_canonical(passwd_home), *data = fs_canonical(cfg->paths.data_home);
+	size_t n = strlen(home);
+	int holds_data = n > 1 && !strncmp(data, home, n) && (data[n] == '/' || !data[n]);
+	return holds_data ? xstrdup(EXECRUN_SHARED_HOME) : fs_tidy_path(passwd_home);
 }
 
 /* The caller's account (one passwd lookup), then its home inside: the private one of execrun_home_inside, or a
@@ -95,7 +92,7 @@ static int resolve_home(const struct config *cfg, const char *home, int plan_onl
 	int usable = pw && pw->pw_dir && pw->pw_dir[0] == '/' && pw->pw_dir[1];
 	pr->user = xstrdup(pw ? pw->pw_name : "agor");
 	if (!home) {
-		pr->home = xstrdup(execrun_home_inside(cfg, usable ? pw->pw_dir : "/home/agor"));
+		pr->home = execrun_home_inside(cfg, usable ? pw->pw_dir : "/home/agor");
 		return 0;
 	}
 	if (!valid_home_name(home))

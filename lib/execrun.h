@@ -64,9 +64,9 @@ struct execrun_request {
 };
 
 int execrun(const struct execrun_request *req, json_t **data, struct err *e);
-/* $HOME inside for a caller whose passwd home is passwd_home (when no kept home is used): passwd_home, or
- * EXECRUN_SHARED_HOME when the data home lies in it. */
-const char *execrun_home_inside(const struct config *cfg, const char *passwd_home);
+/* $HOME inside (malloc'd) for a caller whose passwd home is passwd_home (when no kept home is used): passwd_home
+ * tidied, or EXECRUN_SHARED_HOME when the data home lies in it (compared canonically: "/home/u/" holds ~/.agor). */
+char *execrun_home_inside(const struct config *cfg, const char *passwd_home);
 
 /*
  * The same confinement for other programs the executor starts in a worktree (the agent CLI of

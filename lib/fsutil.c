@@ -110,6 +110,24 @@ int fs_dir_is_empty(const char *path)
 	return empty;
 }
 
+char *fs_tidy_path(const char *path)
+{
+	char *t = xstrdup(path), *w = t;
+	for (const char *p = path; *p; p++)
+		if (*p != '/' || w == t || w[-1] != '/')
+			*w++ = *p;
+	if (w > t + 1 && w[-1] == '/')
+		w--;
+	*w = 0;
+	return t;
+}
+
+char *fs_canonical(const char *path)
+{
+	_cleanup_free_ char *real = realpath(path, NULL);
+	return fs_tidy_path(real ? real : path);
+}
+
 int fs_exists(const char *path)
 {
 	struct stat st;

@@ -21,6 +21,11 @@ int fs_write_all(int fd, const void *buf, size_t len);
 /* Replaces path with len bytes of data, mode `mode`, atomically (a temporary file in the same directory,
  * fsync'd, renamed over path): readers see the old file or the new one, never a part. */
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
+/* path with repeated and trailing slashes dropped ("/x//y/" → "/x/y"; "/" stays), malloc'd. */
+char *fs_tidy_path(const char *path);
+/* The canonical form of path (realpath, then tidied: musl keeps a leading "//"), malloc'd; or, when it does not
+ * resolve (missing), fs_tidy_path's. */
+char *fs_canonical(const char *path);
 /* 1 when something (anything, even a dangling symlink) exists at path. */
 int fs_exists(const char *path);
 

@@ -29,6 +29,7 @@
 #define SYS_renameat2 316
 #endif
 #define CONFIG_MAX (1 << 20)
+#define INDEX_MAX (128 << 20) /* larger than any real worktree's index; a bigger one is rebuilt, not read */
 #define MAX_DEPTH 64 /* directories below a store (refs/heads/a/b/… is deep, not this deep) */
 
 /* The part of path below root ("." for root itself), or NULL when path is not lexically under root. */
@@ -186,13 +187,20 @@ static int check_admin(int afd, const char *admin, const char *common, const cha
 		return tampered(e, commondir, "does not name this worktree's repository (it would send git to another one)");
 	if (exists_at(afd, "config.worktree"))
 		return tampered(e, wconfig, "exists (agor writes no per-worktree config)");
-	static const char *const files[] = { "HEAD", "index" }; /* read by trusted code: a fifo there would hang it */
+	/* read by trusted code: a fifo there would hang it, a sparse giant fill its memory */
+	static const struct {
+		const char *name;
+		off_t max_size;
+	} files[] = { { "HEAD", SMALL_FILE_MAX }, { "index", INDEX_MAX } };
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
 		struct stat st;
-		if (fstatat(afd, files[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-			_cleanup_free_ char *path = xasprintf("%s/%s", admin, files[i]);
+		_cleanup_free_ char *path = xasprintf("%s/%s", admin, files[i].name);
+		if (fstatat(afd, files[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISREG(st.st_mode))
 			return tampered(e, path, "is not a regular file");
-		}
+		if (st.st_size > files[i].max_size)
+			return tampered(e, path, "is larger than git ever makes it");
 	}
 	return 0;
 }
@@ -301,6 +309,11 @@ void git_layout_snapshot(const struct config *cfg, struct git_layout *l)
 	}
 	strbuf_release(&config);
 	l->hooks = list_entries(cfd, "hooks");
+	_cleanup_close_ int afd = confine_openat(cfd, l->admin + strlen(l->common) + 1, O_PATH | O_DIRECTORY);
+	struct strbuf head = STRBUF_INIT;
+	if (afd >= 0 && read_small(afd, "HEAD", SMALL_FILE_MAX, &head) == 0 && !memchr(head.buf, 0, head.len))
+		l->head = strbuf_detach(&head, NULL);
+	strbuf_release(&head);
 }
 
 struct repair {
@@ -344,10 +357,16 @@ static char *flat_name(const struct repair *r, const char *path)
 	return flat;
 }
 
+/* A name from the run's files may be any bytes: kept, escaped where it is not UTF-8, never dropped. */
+static json_t *lossy(const char *s)
+{
+	return s ? json_string_lossy(s, strlen(s)) : json_null();
+}
+
 static void note(struct repair *r, const char *path, const char *found, const char *action, const char *to)
 {
-	json_array_append_new(r->repaired, json_pack("{s:s,s:s,s:s,s:s*}", "path", path, "found", found, "action", action,
-						     "to", to));
+	json_array_append_new(r->repaired, json_pack("{s:o,s:o,s:s,s:o}", "path", lossy(path), "found", lossy(found),
+						     "action", action, "to", lossy(to)));
 	log_warn("git metadata: %s %s: %s%s%s", path, found, action, to ? " to " : "", to ? to : "");
 }
 
@@ -491,7 +510,8 @@ static unsigned char type_of(int dirfd, const struct dirent *de)
 /* Anything below dirfd/name that is neither a regular file nor a directory (a symlink, fifo, socket, device): git
  * makes none in a repository's stores or a worktree's admin entry, and one would lead a later reader (host git,
  * agor's libgit2) elsewhere or make it hang. A directory nested deeper than MAX_DEPTH is moved away whole. */
-static void quarantine_specials(struct repair *r, int parent, const char *name, const char *path, int depth)
+static void quarantine_specials(struct repair *r, int parent, const char *name, const char *path, int depth,
+				off_t max_size)
 {
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -506,12 +526,15 @@ static void quarantine_specials(struct repair *r, int parent, const char *name, 
 			continue;
 		_cleanup_free_ char *sub = xasprintf("%s/%s", path, de->d_name);
 		unsigned char type = type_of(dirfd(d), de);
+		struct stat st;
 		if (type == DT_DIR && depth > 0)
-			quarantine_specials(r, dirfd(d), de->d_name, sub, depth - 1);
+			quarantine_specials(r, dirfd(d), de->d_name, sub, depth - 1, max_size);
 		else if (type == DT_DIR)
 			quarantine(r, dirfd(d), de->d_name, sub, "directories nested too deep");
 		else if (type != DT_REG)
 			quarantine(r, dirfd(d), de->d_name, sub, special_kind(type));
+		else if (max_size && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > max_size)
+			quarantine(r, dirfd(d), de->d_name, sub, "an oversized file (a ref is 41 bytes)");
 	}
 	closedir(d);
 }
@@ -532,10 +555,13 @@ static void repair_repository(struct repair *r, const struct git_layout *l)
 		expect_absent(r, ifd, info, "alternates", "planted alternates");
 		expect_absent(r, ifd, info, "http-alternates", "planted alternates");
 	}
-	static const char *const stores[] = { "refs", "logs", "objects" };
+	static const struct {
+		const char *name;
+		off_t max_size; /* a regular file larger than this is moved away too (0: any size) */
+	} stores[] = { { "refs", SMALL_FILE_MAX }, { "logs", 0 }, { "objects", 0 } };
 	for (size_t i = 0; i < ARRAY_SIZE(stores); i++) {
-		_cleanup_free_ char *path = xasprintf("%s/%s", l->common, stores[i]);
-		quarantine_specials(r, cfd, stores[i], path, MAX_DEPTH);
+		_cleanup_free_ char *path = xasprintf("%s/%s", l->common, stores[i].name);
+		quarantine_specials(r, cfd, stores[i].name, path, MAX_DEPTH, stores[i].max_size);
 	}
 }
 
@@ -584,72 +610,111 @@ static void quarantine_nested_repositories(struct repair *r, const struct git_la
 	}
 }
 
-/* The admin entry's index, written by the run: an entry git would check out outside the worktree (or into a .git)
- * makes it quarantined and rebuilt from HEAD; gitlinks lose the nested repository they lead to. */
+/* Moves the index away and rebuilds it from HEAD (reported as found); the scan then holds the rebuilt one's gitlinks. */
+static void replace_index(struct repair *r, const struct git_layout *l, int afd, const char *found,
+			  struct index_scan *scan)
+{
+	_cleanup_free_ char *path = xasprintf("%s/index", l->admin);
+	const char *action;
+	_cleanup_free_ char *to = move_away(r, afd, "index", path, &action);
+	struct err e = ERR_INIT;
+	int rebuilt = gitops_index_from_head(l->worktree, &e) == 0;
+	_cleanup_free_ char *what = xasprintf("%s, %s", action, rebuilt ? "rebuilt from HEAD" : "not rebuilt");
+	note(r, path, found, what, to);
+	err_clear(&e);
+	strvec_clear(&scan->links);
+	if (rebuilt && gitops_index_rewrite(l->worktree, scan_index_entry, scan, &e) != 0)
+		strvec_clear(&scan->links); /* HEAD's own tree names a path outside: nothing of it is entered */
+	err_clear(&e);
+}
+
+/* The admin entry's index, written by the run. libgit2 reads it; when every entry is safe it is written back as
+ * read (what threaded git would read beyond libgit2's view, in an offset table, is gone); otherwise — refused,
+ * over INDEX_MAX, or an entry git would write outside the worktree or into a .git — it is moved away and rebuilt
+ * from HEAD. Then the gitlinks of the index that stays lose the nested repository they lead to. */
 static void repair_index(struct repair *r, const struct git_layout *l, int afd)
 {
-	_cleanup_close_ int fd = openat(afd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (fstatat(afd, "index", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 		return; /* missing, or already moved away as a special file */
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	struct index_scan scan = { .links = STRVEC_INIT };
 	struct err e = ERR_INIT;
-	int unreadable = gitops_index_each(proc, scan_index_entry, &scan, &e) < 0;
-	if (unreadable || scan.bad) {
-		_cleanup_free_ char *path = xasprintf("%s/index", l->admin);
-		_cleanup_free_ char *found = unreadable ? xasprintf("an index libgit2 refuses (%s)", e.message)
-							: xasprintf("an index entry outside the worktree (%s)", scan.bad);
-		const char *action;
-		_cleanup_free_ char *to = move_away(r, afd, "index", path, &action);
-		err_clear(&e);
-		int rebuilt = gitops_index_from_head(l->worktree, &e) == 0;
-		_cleanup_free_ char *what = xasprintf("%s, %s", action, rebuilt ? "rebuilt from HEAD" : "not rebuilt");
-		note(r, path, found, what, to);
-	} else {
-		quarantine_nested_repositories(r, l, &scan.links);
+	int rc = st.st_size > INDEX_MAX ? -1 : gitops_index_rewrite(l->worktree, scan_index_entry, &scan, &e);
+	if (rc != 0) {
+		_cleanup_free_ char *found = st.st_size > INDEX_MAX ? xasprintf("an index of %lld bytes", (long long)st.st_size)
+					     : rc < 0 ? xasprintf("an index libgit2 refuses (%s)", e.message)
+						      : xasprintf("an index entry outside the worktree (%s)", scan.bad);
+		replace_index(r, l, afd, found, &scan);
 	}
+	quarantine_nested_repositories(r, l, &scan.links);
 	err_clear(&e);
 	free((char *)scan.bad);
 	strvec_clear(&scan.links);
 }
 
-static void repair_worktree(struct repair *r, const struct git_layout *l)
+/* State git keeps per worktree that a later git command acts on as instructions: submodule repositories (host
+ * `git submodule update` runs their hooks and config), rebase and sequencer todo lists (`exec` lines run on
+ * `--continue`). agor makes none of them; a run that left one is not trusted to. */
+static const char *const admin_instructions[] = { "modules", "rebase-merge", "rebase-apply", "sequencer" };
+
+/* HEAD as it was before the run when it is no longer a small regular file (a sparse 2 GiB HEAD made libgit2 read
+ * it whole). */
+static void repair_head(struct repair *r, const struct git_layout *l, int afd)
+{
+	struct stat st;
+	if (!l->head || (fstatat(afd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+			 st.st_size <= SMALL_FILE_MAX))
+		return;
+	_cleanup_free_ char *path = xasprintf("%s/HEAD", l->admin);
+	put_back(r, afd, "HEAD", path, l->head, strlen(l->head));
+}
+
+static void repair_admin_entry(struct repair *r, const struct git_layout *l, int cfd, int afd)
+{
+	_cleanup_free_ char *entry = xstrdup(l->admin + strlen(l->common) + 1);
+	_cleanup_close_ int wtrees = confine_openat(cfd, "worktrees", O_PATH | O_DIRECTORY);
+	if (wtrees >= 0) /* the admin entry holds regular files and directories only */
+		quarantine_specials(r, wtrees, strrchr(entry, '/') + 1, l->admin, MAX_DEPTH, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(admin_instructions); i++)
+		expect_absent(r, afd, l->admin, admin_instructions[i], "state a later git command would act on");
+	repair_head(r, l, afd);
+	repair_index(r, l, afd);
+}
+
+/* The worktree's side: its .git file and the admin entry's gitdir, commondir and config.worktree. */
+static void repair_worktree(struct repair *r, const struct git_layout *l, int afd)
 {
 	_cleanup_close_ int wfd = confine_open(r->cfg->paths.worktrees_dir, below(r->cfg->paths.worktrees_dir, l->worktree),
 					       O_PATH | O_DIRECTORY);
-	_cleanup_close_ int cfd = open_common(r->cfg, l);
-	_cleanup_close_ int afd = cfd < 0 ? -1 : confine_openat(cfd, l->admin + strlen(l->common) + 1, O_PATH | O_DIRECTORY);
 	_cleanup_free_ char *gitfile = xasprintf("gitdir: %s", l->admin);
 	_cleanup_free_ char *slashed = xasprintf("gitdir: %s/", l->admin);
 	_cleanup_free_ char *back = xasprintf("%s/.git", l->worktree);
 	if (wfd >= 0)
 		expect_line(r, wfd, l->worktree, ".git", (const char *const[]){ gitfile, slashed, NULL });
-	if (afd < 0) {
-		note(r, l->admin, "unreachable without a symlink", "left alone (fix it by hand)", NULL);
-		return;
-	}
 	char *forms[4];
 	commondir_forms(l->common, forms);
 	expect_line(r, afd, l->admin, "gitdir", (const char *const[]){ back, NULL });
 	expect_line(r, afd, l->admin, "commondir", (const char *const *)forms);
 	free_forms(forms);
 	expect_absent(r, afd, l->admin, "config.worktree", "a planted per-worktree config");
-	_cleanup_free_ char *entry = xstrdup(l->admin + strlen(l->common) + 1);
-	_cleanup_close_ int wtrees = confine_openat(cfd, "worktrees", O_PATH | O_DIRECTORY);
-	if (wtrees >= 0) /* the admin entry holds regular files and directories only */
-		quarantine_specials(r, wtrees, strrchr(entry, '/') + 1, l->admin, MAX_DEPTH);
-	repair_index(r, l, afd);
 }
 
+/* In an order that never has libgit2 read what was not checked yet: the plain files first, the stores' special
+ * and oversized files next, then the admin entry, its HEAD and last its index (rebuilding it reads HEAD and refs). */
 json_t *git_layout_repair(const struct config *cfg, const struct git_layout *l, const char *run)
 {
 	if (!l->common)
 		return NULL;
 	struct repair r = { .cfg = cfg, .run = run, .qfd = -1, .repaired = json_array() };
-	repair_worktree(&r, l);
-	repair_repository(&r, l);
+	_cleanup_close_ int cfd = open_common(cfg, l);
+	_cleanup_close_ int afd = cfd < 0 ? -1 : confine_openat(cfd, l->admin + strlen(l->common) + 1, O_PATH | O_DIRECTORY);
+	if (afd < 0) {
+		note(&r, l->admin, "unreachable without a symlink", "left alone (fix it by hand)", NULL);
+	} else {
+		repair_worktree(&r, l, afd);
+		repair_repository(&r, l);
+		repair_admin_entry(&r, l, cfd, afd);
+	}
 	if (r.qfd >= 0)
 		close(r.qfd);
 	free(r.qpath);
@@ -662,6 +727,7 @@ void git_layout_release(struct git_layout *l)
 	free(l->common);
 	free(l->admin);
 	free(l->config);
+	free(l->head);
 	json_decref(l->hooks);
 	memset(l, 0, sizeof(*l));
 }

@@ -41,6 +41,7 @@ struct git_layout {
 	char *config;	/* snapshot: C/config's bytes (NULL: none taken) */
 	size_t config_len;
 	json_t *hooks; /* snapshot: C/hooks entries {name: "mode size mtime"} */
+	char *head;    /* snapshot: the admin entry's HEAD (put back when it is no longer a small regular file) */
 };
 
 int git_layout_find(const struct config *cfg, const char *worktree, const char *expected_repo, int create,

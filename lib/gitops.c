@@ -414,6 +414,7 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .origin = origin_of(o->url) };
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
+	opts.local = GIT_CLONE_NO_LOCAL; /* through the transport: a copy (a run may rewrite its objects, never the source's) with progress */
 	opts.checkout_opts.disable_filters = 1; /* SPEC §3.4: no filters ever run */
 	opts.checkout_branch = o->branch;
 	opts.fetch_opts.callbacks.transfer_progress = on_transfer_progress;
@@ -451,21 +452,31 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 
 /* --- the index ------------------------------------------------------------------------------ */
 
-int gitops_index_each(const char *index_path, gitops_index_entry_fn fn, void *arg, struct err *e)
+int gitops_index_rewrite(const char *worktree_path, gitops_index_entry_fn fn, void *arg, struct err *e)
 {
 	if (gitops_init(e) < 0)
 		return -1;
+	git_repository *repo = NULL;
 	git_index *index = NULL;
-	if (git_index_open(&index, index_path) < 0)
-		return git_fail(e, "reading the index");
+	int rc = -1;
+	if (git_repository_open_ext(&repo, worktree_path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
+	    git_repository_index(&index, repo) < 0 || git_index_read(index, 1) < 0) {
+		git_fail(e, "reading the index");
+		goto out;
+	}
 	size_t n = git_index_entrycount(index);
-	for (size_t i = 0; i < n; i++) {
+	rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
 		const git_index_entry *entry = git_index_get_byindex(index, i);
 		if (entry && fn(entry->path, entry->mode, arg))
-			break;
+			rc = 1;
 	}
+	if (rc == 0 && git_index_write(index) < 0)
+		rc = git_fail(e, "writing the index back");
+out:
 	git_index_free(index);
-	return 0;
+	git_repository_free(repo);
+	return rc;
 }
 
 int gitops_index_from_head(const char *worktree_path, struct err *e)
@@ -749,7 +760,9 @@ int gitops_worktree_remove(const char *worktree_path, int force, json_t **result
 			 "%s is not a linked worktree (refusing to remove a main repository)", worktree_path);
 		goto out;
 	}
-	if (list_changes(wt, &paths, &count, e) < 0)
+	/* forced, nothing is counted: a status walk reads what runs left in the worktree (a fifo .gitignore would
+	 * hang it, 100 nested directories fail it) and would only say what is discarded anyway */
+	if (!force && list_changes(wt, &paths, &count, e) < 0)
 		goto out;
 	if (count && !force) {
 		refuse_dirty(worktree_path, paths, count, e);
@@ -757,8 +770,8 @@ int gitops_worktree_remove(const char *worktree_path, int force, json_t **result
 	}
 	if (remove_and_prune(wt, worktree_path, &name, e) < 0)
 		goto out;
-	*result = json_pack("{s:s,s:s,s:b,s:I}", "worktreePath", worktree_path, "worktreeName", name, "removed",
-			    1, "discardedChanges", (json_int_t)count);
+	*result = json_pack("{s:s,s:s,s:b,s:o}", "worktreePath", worktree_path, "worktreeName", name, "removed", 1,
+			    "discardedChanges", force ? json_null() : json_integer((json_int_t)count));
 	rc = 0;
 out:
 	if (paths)

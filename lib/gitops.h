@@ -59,10 +59,12 @@ char *gitops_default_repo_subpath(const char *url, struct err *e);
 
 int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e);
 
-/* The entries of the index file at index_path (any version libgit2 reads): fn(path, mode, arg) for each, in
- * order; fn returns non-zero to stop. -1 with E_GIT_ERROR when the file is not an index libgit2 accepts. */
+/* The index of the (already checked) worktree at worktree_path, read by libgit2: fn(path, mode, arg) for each entry
+ * in order (non-zero stops: the index is then left as it is and 1 returned); when every entry passed, the index is
+ * written back from what libgit2 read (0) — so no reader sees an entry libgit2 did not (unknown extensions, such
+ * as the offset table threaded git reads by, are dropped). -1 with E_GIT_ERROR when libgit2 refuses the index. */
 typedef int (*gitops_index_entry_fn)(const char *path, unsigned mode, void *arg);
-int gitops_index_each(const char *index_path, gitops_index_entry_fn fn, void *arg, struct err *e);
+int gitops_index_rewrite(const char *worktree_path, gitops_index_entry_fn fn, void *arg, struct err *e);
 /* Rewrites the index of the (already checked) worktree at worktree_path from its HEAD's tree. */
 int gitops_index_from_head(const char *worktree_path, struct err *e);
 int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, struct err *e);

@@ -94,6 +94,7 @@ static uint64_t rights_of_kind(const struct landlock_plan *plan, enum landlock_k
 		return (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_READ_DIR | FS_IOCTL_DEV) & plan->handled_fs;
 	case LANDLOCK_DATA:
 		return plan->handled_fs & ~(FS_MAKE_CHAR | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM);
+	case LANDLOCK_TREE: return plan->handled_fs & ~(FS_MAKE_CHAR | FS_MAKE_FIFO | FS_MAKE_BLOCK);
 	case LANDLOCK_WRITE: break;
 	}
 	return plan->handled_fs;
@@ -159,7 +160,7 @@ static json_t *right_names(uint64_t rights)
 
 json_t *landlock_receipt(const struct landlock_plan *plan)
 {
-	static const char *const kinds[] = { "read", "write", "device", "data" };
+	static const char *const kinds[] = { "read", "write", "device", "data", "tree" };
 	json_t *rules = json_array();
 	for (size_t i = 0; i < plan->nrules; i++)
 		json_array_append_new(rules, json_pack("{s:s,s:s}", "path", plan->rules[i].path, "access",

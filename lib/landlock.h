@@ -17,7 +17,9 @@
  *   LANDLOCK_WRITE   every right (create, remove, rename across directories, truncate, …);
  *   LANDLOCK_DEVICE  read, write and truncate files, read directories, device ioctls;
  *   LANDLOCK_DATA    every right but making symlinks, devices, fifos and sockets (a git object store: files and
- *                    directories only, so nothing planted there can lead a later reader elsewhere).
+ *                    directories only, so nothing planted there can lead a later reader elsewhere);
+ *   LANDLOCK_TREE    every right but making devices and fifos (a worktree: files, directories, symlinks and
+ *                    sockets, but nothing host git would hang on when it reads a .gitignore).
  * A rule on a file (not a directory) keeps only the rights that apply to files. A path that
  * does not exist when the rule is applied is skipped (it cannot be reached either).
  * network_none: with ABI ≥ 4 every TCP bind and connect is denied. ABI ≥ 6: abstract Unix
@@ -29,7 +31,7 @@
 
 #include <jansson.h>
 
-enum landlock_kind { LANDLOCK_READ, LANDLOCK_WRITE, LANDLOCK_DEVICE, LANDLOCK_DATA };
+enum landlock_kind { LANDLOCK_READ, LANDLOCK_WRITE, LANDLOCK_DEVICE, LANDLOCK_DATA, LANDLOCK_TREE };
 
 #define LANDLOCK_MAX_RULES 64
 

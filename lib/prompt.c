@@ -287,28 +287,24 @@ static void add_bind(struct agent_sandbox *as, const char *root, const char *src
 static int make_below(int rootfd, const char *rel, const char *where, struct err *e)
 {
 	_cleanup_free_ char *copy = xstrdup(rel);
-	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0), saved = errno;
 	char *save = NULL;
 	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-		if (mkdirat(fd, c, 0700) < 0 && errno != EEXIST)
-			break;
-		int next = confine_openat(fd, c, O_PATH | O_DIRECTORY);
+		int next = mkdirat(fd, c, 0700) < 0 && errno != EEXIST ? -1 : confine_openat(fd, c, O_PATH | O_DIRECTORY);
+		saved = errno;
 		close(fd);
 		fd = next;
 	}
-	if (fd < 0 || errno == EACCES) {
-		int saved = errno;
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return err_errno(e, saved, "making %s/%s", where, rel);
-	}
 	close(fd);
 	return 0;
 }
 
-/* The directory holding this user's agent state: DATA_HOME/agent-state/USER (agor's, never the CLI's own
- * ~/.claude, so nothing the sandboxed agent writes there is read by the CLI run outside), or, where the data
- * home is not the user's to write, ~/.agor/agent-state. Owned by the user and 0700, or refused. */
+/* The directory holding this user's agent state (one subdirectory per worktree): DATA_HOME/agent-state/USER —
+ * agor's, never the CLI's own ~/.claude, so nothing the sandboxed agent writes there is read by the CLI run
+ * outside — or, where the data home is not the user's to write, ~/.agor/agent-state. Owned by the user and 0700,
+ * or refused. */
 static char *state_root(const struct prompt_run *r, const struct passwd *pw, struct err *e)
 {
 	const char *data = r->req->cfg->paths.data_home;
@@ -336,23 +332,40 @@ static char *state_root(const struct prompt_run *r, const struct passwd *pw, str
 
 /* The adapter's state directories, agor-managed per user (state_root), bound read-write where the CLI looks for
  * them in the sandbox's private home: the CLI keeps its sessions for resume, and nothing of the real home is seen. */
+/* This worktree's own part of the user's agent state ("org%repo%name"): what an agent leaves there (a hook in
+ * settings.json) reaches only later prompts in the same worktree, never another repository's. */
+static char *worktree_key(const struct prompt_run *r)
+{
+	const char *root = r->req->cfg->paths.worktrees_dir, *cwd = r->req->cwd;
+	size_t n = strlen(root);
+	char *key = xstrdup(!strncmp(cwd, root, n) && cwd[n] == '/' ? cwd + n + 1 : cwd);
+	for (char *c = key; *c; c++)
+		if (*c == '/')
+			*c = '%';
+	return key;
+}
+
 static int add_state_dirs(struct prompt_run *r, const struct passwd *pw, int plan_only, struct agent_sandbox *as,
 			  struct err *e)
 {
-	const char *root = plan_only ? keep(as, xasprintf("%s/agent-state/%s", r->req->cfg->paths.data_home, pw->pw_name))
+	_cleanup_free_ char *key = worktree_key(r);
+	const char *user = plan_only ? keep(as, xasprintf("%s/agent-state/%s", r->req->cfg->paths.data_home, pw->pw_name))
 				     : NULL;
-	if (!root) {
+	if (!user) {
 		char *made = state_root(r, pw, e);
 		if (!made)
 			return -1;
-		root = keep(as, made);
+		user = keep(as, made);
 	}
-	as->state_root = root;
-	_cleanup_close_ int rootfd = plan_only ? -1 : open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int userfd = plan_only ? -1 : open(user, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (!plan_only && make_below(userfd, key, user, e) < 0)
+		return -1;
+	const char *root = as->state_root = keep(as, xasprintf("%s/%s", user, key));
+	_cleanup_close_ int rootfd = plan_only ? -1 : confine_open(user, key, O_PATH | O_DIRECTORY);
+	_cleanup_free_ char *home = execrun_home_inside(r->req->cfg, pw->pw_dir); /* where $HOME is inside */
 	for (const char *const *d = r->adapter->state_dirs; d && *d; d++) {
 		if (!plan_only && make_below(rootfd, *d, root, e) < 0)
 			return -1;
-		const char *home = execrun_home_inside(r->req->cfg, pw->pw_dir); /* where $HOME is inside */
 		add_bind(as, root, keep(as, xasprintf("%s/%s", root, *d)), keep(as, xasprintf("%s/%s", home, *d)),
 			 SANDBOX_WRITE);
 	}

@@ -170,8 +170,8 @@ struct sandbox {
 	struct mount_op ops[MAX_OPS];
 	int nops;
 	char uid_map[48], gid_map[48];
-	const char *data_home; /* the request's: no bind below it is followed, whatever it says */
-	const char *const *protected_paths; /* the request's: no trusted bind may hold one */
+	char *data_home;	   /* the request's, canonical: no bind below it is followed, whatever it says */
+	struct strvec protected; /* the request's protected paths, canonical: no trusted bind may hold one */
 	int as_root;  /* the executor is root: no user namespace; PID 1 and the program become cfg.root_maps_to */
 	int idmap_fd; /* as_root: the user namespace of the idmapped binds (0 ↔ root_maps_to), else -1 */
 	pid_t idmap_helper; /* the process that made it, until reaped */
@@ -290,6 +290,7 @@ static enum landlock_kind landlock_kind_of(enum sandbox_access access)
 	switch (access) {
 	case SANDBOX_WRITE: return LANDLOCK_WRITE;
 	case SANDBOX_DATA: return LANDLOCK_DATA;
+	case SANDBOX_TREE: return LANDLOCK_TREE;
 	case SANDBOX_READ:
 	case SANDBOX_COVER: break;
 	}
@@ -349,33 +350,40 @@ static int refuse_data_below_writable(const struct sandbox *sb, const char *dst,
 	return 0;
 }
 
-/* 1 (e set) when the trusted bind src is, or holds, a protected path (an agent installed beside the data home). */
+/* 1 when path is dir or lies below it (both canonical). */
+static int is_or_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n] || (n == 1 && dir[0] == '/'));
+}
+
+/* 1 (e set) when the trusted bind src (canonical) is, or holds, a protected path (an agent installed beside the
+ * data home). Compared canonically: "/x/", "//x" and a symlink to /x are /x. */
 static int holds_protected(const struct sandbox *sb, const char *src, struct err *e)
 {
-	size_t n = strlen(src);
-	for (const char *const *p = sb->protected_paths; p && *p; p++)
-		if (!strncmp(*p, src, n) && ((*p)[n] == '/' || !(*p)[n] || (n == 1 && src[0] == '/')))
-			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", src, "holds", *p),
+	for (size_t i = 0; i < sb->protected.nr; i++)
+		if (is_or_below(sb->protected.v[i], src))
+			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", src, "holds", sb->protected.v[i]),
 					"sandbox: %s would be shown to the run, and it holds %s: install the program (or "
-					"choose the path) elsewhere", src, *p), 1;
+					"choose the path) elsewhere", src, sb->protected.v[i]), 1;
 	return 0;
 }
 
+enum bind_flags {
+	BIND_KEEP_LINKS = 1, /* a trusted symlink is recreated as a symlink (/bin → usr/bin) */
+	BIND_NO_RULE = 2,    /* no Landlock rule of its own (an /etc entry: /etc has one) */
+	BIND_SYSTEM = 4,     /* the fixed system view (/usr, /etc entries): not judged against the data home */
+};
+
 /* A bind of b->src (beneath b->root when set) at b->dst (or the same path). A trusted symlink is recreated as
- * a symlink when keep_links (so /bin → usr/bin stays a link). Missing sources are skipped: returns 0. */
-static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int keep_links, int landlock_rule,
-			   struct err *e)
+ * a symlink when keep_links (so /bin → usr/bin stays a link). Missing sources are skipped: returns 0. A trusted
+ * source is judged by its canonical path: one that holds a protected path is refused, one in the data home is
+ * opened beneath it like any other bind there. */
+static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, unsigned flags, struct err *e)
 {
+	int keep_links = flags & BIND_KEEP_LINKS, landlock_rule = !(flags & BIND_NO_RULE);
 	const char *dst = b->dst ? b->dst : b->src, *rel = NULL;
 	struct stat st;
-	struct sandbox_bind beneath;
-	size_t home_len = sb->data_home ? strlen(sb->data_home) : 0;
-	if (!b->root && home_len && !strncmp(b->src, sb->data_home, home_len) &&
-	    (b->src[home_len] == '/' || !b->src[home_len])) {
-		beneath = *b; /* "trusted" but in the data home (an agent installed in a worktree): followed like none */
-		beneath.root = sb->data_home;
-		b = &beneath;
-	}
 	if (!b->root && keep_links && lstat(b->src, &st) == 0 && S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
 		ssize_t n = readlink(b->src, target, sizeof(target) - 1);
@@ -388,8 +396,16 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int
 		op->data = xstrdup(target);
 		return 0;
 	}
-	if (!b->root && holds_protected(sb, b->src, e))
+	_cleanup_free_ char *canonical = b->root || (flags & BIND_SYSTEM) ? NULL : fs_canonical(b->src);
+	struct sandbox_bind beneath;
+	if (canonical && holds_protected(sb, canonical, e))
 		return -1;
+	if (canonical && sb->data_home && is_or_below(canonical, sb->data_home)) {
+		beneath = *b; /* "trusted" but in the data home (an agent installed in a worktree): followed like none */
+		beneath.root = sb->data_home;
+		beneath.src = canonical;
+		b = &beneath;
+	}
 	int kind = source_kind(b->root, b->src, &rel, e);
 	if (kind < 0)
 		return kind == -2 ? -1 : 0;
@@ -400,7 +416,7 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int
 	if (!op)
 		return too_many(e);
 	op->root = b->root ? xasprintf(OLDROOT "%s", b->root) : NULL;
-	op->src = b->root ? xstrdup(rel) : xasprintf(OLDROOT "%s", b->src);
+	op->src = b->root ? xstrdup(rel) : xasprintf(OLDROOT "%s", canonical ? canonical : b->src);
 	op->is_dir = kind;
 	op->dst_in_bind = in_bind;
 	op->attrs = attrs_of(b->access);
@@ -411,10 +427,10 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, int
 	return 0;
 }
 
-static int plan_bind(struct sandbox *sb, const char *path, int writable, int keep_links, struct err *e)
+static int plan_bind(struct sandbox *sb, const char *path, int writable, unsigned flags, struct err *e)
 {
 	const struct sandbox_bind b = { .src = path, .access = writable ? SANDBOX_WRITE : SANDBOX_READ };
-	return plan_bind_ruled(sb, &b, keep_links, 1, e);
+	return plan_bind_ruled(sb, &b, flags, e);
 }
 
 static int plan_private(struct sandbox *sb, enum op_kind kind, const char *dst, const char *data,
@@ -453,7 +469,7 @@ static int plan_etc(struct sandbox *sb, struct err *e)
 	for (size_t i = 0; i < ARRAY_SIZE(etc_entries); i++) {
 		_cleanup_free_ char *path = xasprintf("/etc/%s", etc_entries[i]);
 		const struct sandbox_bind b = { .src = path, .access = SANDBOX_READ };
-		if (plan_bind_ruled(sb, &b, 0, 0, e) < 0)
+		if (plan_bind_ruled(sb, &b, BIND_NO_RULE | BIND_SYSTEM, e) < 0)
 			return -1;
 		if (sb->nops && sb->ops[sb->nops - 1].kind == OP_BIND)
 			sb->ops[sb->nops - 1].attrs = 0; /* read-only with /etc's recursive seal */
@@ -468,7 +484,7 @@ static int plan_etc(struct sandbox *sb, struct err *e)
 static int plan_system(struct sandbox *sb, struct err *e)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(system_dirs); i++)
-		if (plan_bind(sb, system_dirs[i], 0, 1, e) < 0)
+		if (plan_bind(sb, system_dirs[i], 0, BIND_KEEP_LINKS | BIND_SYSTEM, e) < 0)
 			return -1;
 	return plan_etc(sb, e);
 }
@@ -583,7 +599,7 @@ static int plan_request_binds(struct sandbox *sb, const struct sandbox_request *
 			if (plan_private(sb, OP_TMPFS, dst, "mode=0755,size=16k", LANDLOCK_READ, e) < 0)
 				return -1;
 			strvec_push(seal, dst);
-		} else if (plan_bind_ruled(sb, b, 0, 1, e) < 0) {
+		} else if (plan_bind_ruled(sb, b, 0, e) < 0) {
 			return -1;
 		}
 	}
@@ -630,8 +646,8 @@ static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, st
 	    plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
 		return -1;
 	const struct sandbox_bind home = { .root = req->home_root, .src = req->home, .access = SANDBOX_WRITE };
-	const struct sandbox_bind worktree = { .root = req->worktree_root, .src = req->worktree, .access = SANDBOX_WRITE };
-	if ((req->home_is_kept && plan_bind_ruled(sb, &home, 0, 1, e) < 0) || plan_bind_ruled(sb, &worktree, 0, 1, e) < 0 ||
+	const struct sandbox_bind worktree = { .root = req->worktree_root, .src = req->worktree, .access = SANDBOX_TREE };
+	if ((req->home_is_kept && plan_bind_ruled(sb, &home, 0, e) < 0) || plan_bind_ruled(sb, &worktree, 0, e) < 0 ||
 	    plan_request_binds(sb, req, 0, &shields, e) < 0)
 		return -1;
 	return seal_shields(sb, &shields, e);
@@ -787,8 +803,10 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 	STAMP(sb, 0);
 	sb->cfg = *cfg;
 	sb->idmap_fd = -1;
-	sb->data_home = req->data_home;
-	sb->protected_paths = req->protected_paths;
+	sb->data_home = req->data_home ? fs_canonical(req->data_home) : NULL;
+	strvec_init(&sb->protected);
+	for (const char *const *p = req->protected_paths; p && *p; p++)
+		strvec_push_nodup(&sb->protected, fs_canonical(*p));
 	if (req->network_host)
 		sb->cfg.network_none = 0;
 	sb->diag[0] = sb->diag[1] = -1;
@@ -817,7 +835,6 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 		return NULL;
 	}
 	int planned = probe_layers(sb, e) == 0 && (STAMP(sb, 1), plan_mounts(sb, req, e) == 0);
-	sb->protected_paths = NULL; /* the request's, borrowed for planning only */
 	if (!planned ||
 	    (STAMP(sb, 2), prepare_cgroup(sb, req, e) < 0) ||
 	    (pipe2(sb->diag, O_CLOEXEC | O_NONBLOCK) < 0 && err_errno(e, errno, "sandbox: pipe") < 0)) {
@@ -1486,6 +1503,8 @@ void sandbox_free(struct sandbox *sb)
 	strvec_clear(&sb->rw_paths);
 	strvec_clear(&sb->private_paths);
 	strvec_clear(&sb->open_to_write);
+	strvec_clear(&sb->protected);
+	free(sb->data_home);
 	json_decref(sb->warnings);
 	json_decref(sb->cgroup_receipt);
 	json_decref(sb->events);

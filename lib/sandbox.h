@@ -101,6 +101,7 @@ enum sandbox_access {
 	SANDBOX_READ,  /* read-only */
 	SANDBOX_WRITE, /* read-write */
 	SANDBOX_DATA,  /* read-write, but no symlink, device, fifo or socket can be made there (a git object store) */
+	SANDBOX_TREE,  /* read-write, but no device or fifo can be made there (the worktree) */
 	SANDBOX_COVER, /* an empty read-only tmpfs hides what is at dst (src unused) */
 };
 

@@ -358,7 +358,7 @@ test_case "containment: a symlink planted where the sandbox binds (logs/, object
   config "    read_only_paths: $W/tools"
   sandbox "ls $W/tools/"
   expect_error PATH_OUTSIDE_DATA_HOME 1
-  expect_contains out "$W/tools"
+  expect_contains out "would be shown to the run, and it holds $AGOR_HOME"
 '
 
 test_case "containment: inside, the gitfile, gitdir, commondir, config, hooks and the repository top are read-only and refs/objects take no symlink; host git runs nothing planted" "$SETUP"'
@@ -517,6 +517,90 @@ PY
   ran
   expect_json out data.outcome disk-limit
   [ "$(json_get out data.events.diskWrittenBytes)" -gt 20000000 ] || { cat out; fail "a killed run reported no writes"; }
+'
+
+test_case "containment: a local clone copies its objects (no hard link to the source a run could rewrite)" "$SETUP"'
+  [ -z "$(find "$R/objects" -type f -links +1)" ] || fail "the clone shares object files with its source"
+  sandbox "C=\$(git rev-parse --git-common-dir); F=\$(find \$C/objects -type f -name \"[0-9a-f]*\" | head -1); chmod u+w \$F && echo tampered > \$F && echo rewrote"
+  ran
+  git -C "$PWD/src" fsck --no-dangling > /dev/null 2>&1 || fail "the source repository outside the data home changed"
+'
+
+test_case "containment: state a later git command acts on (modules/, rebase-merge/) and a gitlink behind a rebuilt index are removed; host git runs nothing" "$SETUP"'
+  cat > "$W/plant.sh" <<SH
+set -e
+G=\$(git rev-parse --git-dir)
+git init -q /tmp/s && git -C /tmp/s commit -q --allow-empty -m sub
+S=\$(git -C /tmp/s rev-parse HEAD)
+mkdir -p \$G/modules && cp -r /tmp/s/.git \$G/modules/sub
+printf "#!/bin/sh\ntouch $T/pwned-hook\n" > \$G/modules/sub/hooks/post-checkout; chmod 755 \$G/modules/sub/hooks/post-checkout
+git -C \$G/modules/sub config core.fsmonitor "touch $T/pwned-fsmonitor; false"
+printf "[submodule \"sub\"]\n\tpath = sub\n\turl = https://example.invalid/sub.git\n" > .gitmodules
+git add .gitmodules && git update-index --add --cacheinfo 160000,\$S,sub && git commit -q -m submodule
+mkdir \$G/rebase-merge && echo "exec touch $T/pwned-rebase" > \$G/rebase-merge/git-rebase-todo
+git init -q nested && git -C nested commit -q --allow-empty -m n
+git -C nested config core.fsmonitor "touch $T/pwned-nested; false"
+git add nested && git commit -q -m gitlink
+echo garbage > \$G/index
+echo planted
+SH
+  sandbox "sh plant.sh"
+  ran
+  expect_contains stdout planted
+  json_get out data.gitMetadata.repaired > repaired
+  expect_contains repaired "$R/worktrees/w1/modules"
+  expect_contains repaired "$R/worktrees/w1/rebase-merge"
+  expect_contains repaired "rebuilt from HEAD"
+  expect_contains repaired "$W/nested/.git"
+  (cd "$W" && timeout 20 git status --short > /dev/null; timeout 20 git submodule update --init > /dev/null 2>&1 || true)
+  ls "$T" | grep -q pwned && fail "host git ran something planted: $(ls $T | grep pwned)" || true
+'
+
+test_case "containment: an index entry only threaded git would read is gone after the run (the index is written back as libgit2 read it)" "$SETUP"'
+  cp "$TEST_TOP/test/helpers/craft-hidden-index.py" "$W/.craft.py"
+  sandbox "B=\$(printf \"#!/bin/sh\\ntouch $T/pwned\\n\" | git hash-object -w --stdin); python3 .craft.py \$(git rev-parse --git-dir)/index \$B ../../repos/r.git/hooks/post-checkout && rm .craft.py && git -c index.threads=3 ls-files"
+  ran
+  expect_contains stdout "../../repos/r.git/hooks/post-checkout"
+  (cd "$W" && git -c index.threads=3 ls-files > "$T/listed"; git -c index.threads=3 checkout -- . 2> /dev/null || true)
+  expect_not_contains "$T/listed" post-checkout
+  [ ! -e "$R/hooks/post-checkout" ] || fail "threaded git wrote a hook from a hidden index entry"
+'
+
+test_case "containment: no fifo in the worktree; a forced remove reads nothing there; the repair never reads a fifo ref; a sparse HEAD is put back" "$SETUP"'
+  refused "mkfifo .gitignore"
+  sandbox "truncate -s 2G \$(git rev-parse --git-dir)/HEAD && echo sparse"
+  ran
+  expect_contains stdout sparse
+  expect_contains out "\"$R/worktrees/w1/HEAD\""
+  [ "$(stat -c %s "$R/worktrees/w1/HEAD")" -lt 100 ] || fail "the sparse HEAD stayed"
+  config "    enabled: false"
+  timeout 30 "$AGOR" executor --stdin > out 2> err <<JSON || fail "the run (or its repair) hung on a fifo ref"
+{"command":"exec.run","params":{"cwd":"$W","argv":["/bin/sh","-c","rm \$(git rev-parse --git-common-dir)/refs/heads/w1 && mkfifo \$(git rev-parse --git-common-dir)/refs/heads/w1 && echo junk > \$(git rev-parse --git-dir)/index && mkfifo sub.gitignore && mkfifo .gitattributes"],"timeoutMs":20000}}
+JSON
+  expect_contains out "a fifo"
+  rm -f "$AGOR_HOME/config.yaml"
+  timeout 30 "$AGOR" executor --stdin > out 2> err <<JSON || fail "a forced remove hung on a fifo in the worktree"
+{"command":"git.worktree.remove","params":{"worktreePath":"$W","force":true}}
+JSON
+  expect_json out success true
+'
+
+test_case "containment: read_only_paths holding the data home are refused however they are spelled (slash, //, a symlink)" "$SETUP"'
+  ln -s "$AGOR_HOME" "$T/home-link"
+  for p in "$AGOR_HOME/" "/$AGOR_HOME" "$T/home-link" "$(dirname "$AGOR_HOME")"; do
+    config "    read_only_paths: $p"
+    sandbox "ls $AGOR_HOME"
+    expect_error PATH_OUTSIDE_DATA_HOME 1
+    expect_contains out "holds"
+  done
+'
+
+test_case "containment: a quarantined name that is not UTF-8 is still reported" "$SETUP"'
+  config "    enabled: false"
+  sandbox "ln -s /etc \"\$(git rev-parse --git-common-dir)/refs/heads/\$(printf \"\\377\")\" && echo planted"
+  ran
+  expect_contains stdout planted
+  [ "$(json_get out data.gitMetadata.repaired | python3 -c "import json,sys; print(len(json.load(sys.stdin)))")" -ge 1 ] || fail "the quarantine of a non-UTF-8 name was not reported"
 '
 
 test_case "containment: a root executor's run is uid 65534, /proc/sys is read-only even without Landlock, no setuid bit can be set, and its files are root's on disk" "$SETUP"'

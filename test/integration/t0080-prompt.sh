@@ -265,7 +265,7 @@ PY
     rpc sessions.prompt "{\"session_id\":\"$session\",\"prompt\":\"please RUN: echo x > unanswered.txt\"}" > reply
     task=$(json_get reply result.task_id)
     for i in $(seq 1 300); do grep -q "\"id\": *2" mallory-events && break; sleep 0.1; done
-    grep "\"id\": *2" mallory-events | grep -q PERMISSION_DENIED || { cat mallory-events; fail "another user answered the permission request"; }
+    grep "\"id\": *2" mallory-events | grep -q NOT_FOUND || { cat mallory-events; fail "another user answered the permission request (it must look like an unknown id)"; }
     wait_status "$task" completed
     kill $watcher $spy 2>/dev/null || true
     [ ! -e "$wt_path/unanswered.txt" ] || fail "an unanswered request ran the command"
@@ -328,7 +328,7 @@ SANDBOXED='
     [ ! -e "$T/escape.txt" ] && [ -e "$wt_path/in-worktree.txt" ] || fail "writes were not kept to the worktree"
     grep -q "^WROTE-STATE\$" "$wt_path/probe.txt" || fail "the agent could not write its own state"
     [ ! -e /home/agor_executor/.claude/settings.json ] || fail "the agent wrote the real ~/.claude (read by the CLI outside)"
-    ls "$T"/data/agent-state/agor_executor/.claude/settings.json /home/agor_executor/.agor/agent-state/.claude/settings.json 2> /dev/null | grep -q . || fail "the agent state is not agor'"'"'s"
+    ls "$T"/data/agent-state/agor_executor/*/.claude/settings.json /home/agor_executor/.agor/agent-state/*/.claude/settings.json 2> /dev/null | grep -q . || fail "the agent state is not agor'"'"'s (one per worktree)"
     a task get "$(task_of err)" --json > task.json
     python3 - task.json <<PY
 import json, sys

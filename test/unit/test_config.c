@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "execrun.h"
 #include "json.h"
 #include "paths.h"
 #include "strbuf.h"
@@ -1196,4 +1197,26 @@ TEST(paths_create_private_file_is_exclusive_and_0600)
 	CHECK_INT(paths_create_private_file(link, &e), -1); /* a dangling symlink is not followed */
 	CHECK(access(target, F_OK) < 0);
 	err_clear(&e);
+}
+
+/* The run's $HOME moves aside when the passwd home holds the data home, however the passwd entry spells it. */
+TEST(execrun_home_moves_aside_when_the_passwd_home_holds_the_data_home)
+{
+	struct config *cfg = config_new();
+	struct err e = ERR_INIT;
+	CHECK_INT(config_set_flag(cfg, "paths.data_home", "/nonexistent-u2/.agor", &e), 0);
+	CHECK_INT(load(cfg, NULL, &e), 0);
+	static const struct {
+		const char *passwd_home, *inside;
+	} cases[] = {
+		{ "/nonexistent-u2", EXECRUN_SHARED_HOME },  { "/nonexistent-u2/", EXECRUN_SHARED_HOME },
+		{ "//nonexistent-u2//", EXECRUN_SHARED_HOME }, { "/nonexistent-u3/", "/nonexistent-u3" },
+		{ "/nonexistent-u2x", "/nonexistent-u2x" },   { "/", "/" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *inside = execrun_home_inside(cfg, cases[i].passwd_home);
+		CHECK_STR(inside, cases[i].inside);
+		free(inside);
+	}
+	config_free(cfg);
 }
