@@ -143,6 +143,11 @@ build/bench/sandbox_rtt: build/musl/test/bench/sandbox_rtt.o $(MUSL_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -static -L$(DEPS_MUSL)/lib -o $@ $^ $(LIBS)
 
+# The executor's floor: a static no-op speaking the executor's protocol (no libc start-up beyond musl's).
+build/bench/noop_executor: test/bench/noop_executor.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -static -O2 -s -o $@ $<
+
 # The kernel's floor under it: the same namespaces and a minimal root, none of lib/sandbox's controls.
 build/bench/sandbox_floor: build/musl/test/bench/sandbox_floor.o
 	@mkdir -p $(dir $@)

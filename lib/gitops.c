@@ -15,7 +15,6 @@
 #include "banned.h"
 
 static int initialized;
-static char *ca_bundle_file;
 
 static const char *const error_classes[] = {
 	"NONE",	     "NOMEMORY",  "OS",	      "INVALID",   "REFERENCE",	 "ZLIB",       "REPOSITORY",
@@ -49,9 +48,14 @@ static int is_readable_dir(const char *path)
 	return path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(path, R_OK | X_OK) == 0;
 }
 
-/* SSL_CERT_FILE, SSL_CERT_DIR, then the usual distribution bundles (BUILD-NOTES). */
+/* SSL_CERT_FILE, SSL_CERT_DIR, then the usual distribution bundles (BUILD-NOTES); once, before the first
+ * network operation. */
 static void configure_ca_locations(void)
 {
+	static int configured;
+	if (configured)
+		return;
+	configured = 1;
 	static const char *const bundles[] = {
 		"/etc/ssl/certs/ca-certificates.crt",
 		"/etc/pki/tls/certs/ca-bundle.crt",
@@ -70,7 +74,6 @@ static void configure_ca_locations(void)
 		log_debug("no CA bundle found: HTTPS certificate checks will fail");
 		return;
 	}
-	ca_bundle_file = file ? xstrdup(file) : NULL;
 	if (git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, file, dir) < 0)
 		log_warn("cannot load CA certificates from %s: %s", file ? file : dir,
 			 git_error_last() ? git_error_last()->message : "?");
@@ -87,14 +90,8 @@ int gitops_init(struct err *e)
 	for (size_t i = 0; i < ARRAY_SIZE(levels); i++)
 		git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "");
 	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
-	configure_ca_locations();
 	initialized = 1;
 	return 0;
-}
-
-const char *gitops_ca_bundle(void)
-{
-	return ca_bundle_file;
 }
 
 /* scp-like: user@host:path (no "://", a ':' before any '/'). */
@@ -406,6 +403,7 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 		return err_set(e, E_INVALID_PAYLOAD, "unsupported URL: %s", o->url);
 	if (check_clone_target(o->path, e) < 0 || gitops_init(e) < 0)
 		return -1;
+	configure_ca_locations();
 	if (!strcmp(kind, "ssh") && !(git_libgit2_features() & GIT_FEATURE_SSH))
 		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "class", "SSH", "message", "built without SSH"),
 				"cannot clone %s: this agor build has no SSH transport (libgit2 without libssh2); use an https:// URL",

@@ -40,11 +40,10 @@ struct gitops_worktree_add {
 	int create_branch;
 };
 
-/* Initialises libgit2 once: CA bundle discovery (SSL_CERT_FILE, SSL_CERT_DIR, then distribution
- * paths), empty config search paths, owner validation off (paths are confined by the caller). */
+/* Initialises libgit2 once: empty config search paths, owner validation off (paths are confined by the
+ * caller). The CA bundle (SSL_CERT_FILE, SSL_CERT_DIR, then distribution paths) is loaded only before a
+ * network operation: parsing it costs milliseconds that local operations (a run's repair) never need. */
 int gitops_init(struct err *e);
-/* The CA bundle file gitops uses, or NULL when none was found. */
-const char *gitops_ca_bundle(void);
 
 /* What kind of URL this is: "https", "http", "ssh", "git", "file", "local" (absolute path), or NULL
  * when it is none of them. scp-like user@host:path counts as "ssh". */

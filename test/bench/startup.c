@@ -23,7 +23,8 @@ static int compare_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* usage: startup N CMD ARGS… → prints "median_wall_us p90_wall_us mean_cpu_us" */
+/* usage: [STARTUP_STDIN=FILE] startup N CMD ARGS… → prints "median_wall_us p90_wall_us mean_cpu_us"
+ * STARTUP_STDIN: each round's standard input is FILE (an executor payload), else it is /dev/null. */
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -34,10 +35,14 @@ int main(int argc, char **argv)
 	double *wall = calloc((size_t)n, sizeof(double));
 	double cpu_total = 0;
 	int devnull = open("/dev/null", O_WRONLY);
+	const char *input = getenv("STARTUP_STDIN");
 	for (int i = 0; i < n; i++) {
 		double t0 = now_us();
 		pid_t pid = fork();
 		if (pid == 0) {
+			int in = open(input ? input : "/dev/null", O_RDONLY);
+			if (in < 0 || dup2(in, 0) < 0)
+				_exit(126);
 			dup2(devnull, 1);
 			dup2(devnull, 2);
 			execv(argv[2], argv + 2);
