@@ -692,6 +692,36 @@ static void worktree_group_deleted(struct daemon *d, const char *task_id, const 
 	free(arg);
 }
 
+/* The worktree's row and everything that names it, in one step (a savepoint: all or nothing, inside or outside
+ * the write batch): its sessions, their tasks, the tasks' messages and tokens, the sessions' exec approvals.
+ * worktrees.remove refused beforehand when sessions were there and force was not given. */
+static int delete_worktree_rows(struct daemon *d, const char *worktree_id, struct err *e)
+{
+	static const char *const steps[] = {
+#define SESSIONS_OF_WT "(SELECT id FROM sessions WHERE worktree_id = ?1)"
+#define TASKS_OF_WT "(SELECT id FROM tasks WHERE session_id IN " SESSIONS_OF_WT ")"
+		"DELETE FROM messages WHERE task_id IN " TASKS_OF_WT,
+		"DELETE FROM tokens WHERE task_id IN " TASKS_OF_WT,
+		"DELETE FROM exec_approvals WHERE session_id IN " SESSIONS_OF_WT,
+		"DELETE FROM tasks WHERE session_id IN " SESSIONS_OF_WT,
+		"DELETE FROM sessions WHERE worktree_id = ?1",
+		"DELETE FROM worktrees WHERE id = ?1",
+#undef TASKS_OF_WT
+#undef SESSIONS_OF_WT
+	};
+	if (db_exec(d->db, "SAVEPOINT worktree_remove", e) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(steps); i++)
+		if (db_run(d->db, e, steps[i], "s", worktree_id) < 0) {
+			struct err ignored = ERR_INIT;
+			db_exec(d->db, "ROLLBACK TO worktree_remove", &ignored);
+			db_exec(d->db, "RELEASE worktree_remove", &ignored);
+			err_clear(&ignored);
+			return -1;
+		}
+	return db_exec(d->db, "RELEASE worktree_remove", e);
+}
+
 static void worktree_removed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
 {
 	(void)data;
@@ -699,7 +729,7 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	struct err e = ERR_INIT;
 	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
 	int everyone = error ? 0 : worktree_audience(d, pr->row_id, &owners); /* before its owners go with it */
-	if (!error && db_run(d->db, &e, "DELETE FROM worktrees WHERE id = ?", "s", pr->row_id) >= 0) {
+	if (!error && delete_worktree_rows(d, pr->row_id, &e) >= 0) {
 		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
 		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
 		struct err ge = ERR_INIT;
@@ -774,6 +804,33 @@ static int need_worktree_access(struct rpc_ctx *rc, const char *worktree_id, enu
 	"(?2 OR w.others_can <> 'none' OR EXISTS (SELECT 1 FROM worktree_owners o WHERE o.worktree_id = w.id AND "       \
 	"o.user_id = ?1))"
 
+/* Before anything is deleted: a worktree with a queued or running task is refused (cancel it first); one with
+ * sessions is refused unless force, naming them. IN_USE, with the ids in details. */
+static int check_worktree_free(struct daemon *d, const char *worktree_id, int force, struct err *e)
+{
+	_cleanup_json_ json_t *busy = db_query_json(d->db, e,
+		"SELECT t.id FROM tasks t JOIN sessions s ON s.id = t.session_id WHERE s.worktree_id = ? "
+		"AND t.status IN ('queued','running') ORDER BY t.created_at", "s", worktree_id);
+	if (!busy)
+		return -1;
+	if (json_array_size(busy))
+		return err_setd(e, E_IN_USE, json_pack("{s:O}", "tasks", busy),
+				"worktree %s has %zu task(s) queued or running, first %s: cancel them (agor task cancel ID) "
+				"or wait, then remove it", worktree_id, json_array_size(busy),
+				json_get_str(json_array_get(busy, 0), "id"));
+	_cleanup_json_ json_t *sessions = db_query_json(d->db, e,
+		"SELECT id FROM sessions WHERE worktree_id = ? ORDER BY created_at", "s", worktree_id);
+	if (!sessions)
+		return -1;
+	if (!json_array_size(sessions) || force)
+		return 0;
+	return err_setd(e, E_IN_USE, json_pack("{s:O}", "sessions", sessions),
+			"worktree %s has %zu session(s), first %s: nothing was removed; remove the worktree with its "
+			"sessions, their tasks and messages by `agor worktree remove %s --force` (force also discards "
+			"uncommitted changes)", worktree_id, json_array_size(sessions),
+			json_get_str(json_array_get(sessions, 0), "id"), worktree_id);
+}
+
 static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
@@ -784,8 +841,11 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 			     "SELECT w.*, r.url AS repo_url FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id WHERE w.id = ?", id);
 	if (!wt)
 		return -1;
+	int force = opt_bool(params, "force", 0);
 	int rv = need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e);
-	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", opt_bool(params, "force", 0));
+	if (rv == 0)
+		rv = check_worktree_free(D(rc), id, force, e);
+	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", force);
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.remove",
 					       json_pack("{s:s?}", "repo_url", json_get_str(wt, "repo_url")));
 	pr->row_id = xstrdup(id);

@@ -97,7 +97,7 @@ const char *err_code_intern(const char *code)
 		E_GIT_ERROR,	    E_AUTH_FAILED,	    E_IMPERSONATION_FAILED, E_ISOLATION_UNAVAILABLE,
 		E_PERMISSION_DENIED, E_TIMEOUT,		    E_CANCELLED,	 E_NOT_BUILT,
 		E_INTERNAL,	    E_CONFIG,		    E_USAGE,		 E_SYSTEM,
-		E_EXECUTOR_RESULT_MISSING, E_EXEC_FAILED,
+		E_EXECUTOR_RESULT_MISSING, E_EXEC_FAILED, E_IN_USE,
 	};
 	for (size_t i = 0; code && i < ARRAY_SIZE(known); i++)
 		if (!strcmp(code, known[i]))

@@ -29,6 +29,7 @@
 #define E_USAGE "USAGE"
 #define E_SYSTEM "SYSTEM_ERROR"
 #define E_EXECUTOR_RESULT_MISSING "EXECUTOR_RESULT_MISSING"
+#define E_IN_USE "IN_USE" /* refused before anything changed: something still depends on it (named in details) */
 #define E_EXEC_FAILED "EXEC_FAILED" /* a task whose program ran and ended badly (exit, timeout, limits) */
 
 struct err {

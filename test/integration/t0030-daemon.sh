@@ -97,6 +97,45 @@ test_case "sessions and worktree owners through the CLI: create/list/get, add/re
   stop_daemon
 '
 
+test_case "a worktree with sessions is refused before anything is removed, naming them; --force removes it with its sessions, tasks and messages" "$DAEMON"'
+  make_source_repo src
+  start_daemon
+  expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
+  expect_exit 0 "$AGOR" worktree add "$(json_get out repo.id)" feature --json
+  wt=$(json_get out worktree.id) path=$(json_get out worktree.path)
+  expect_exit 0 "$AGOR" session create feature --tool codex --json
+  session=$(json_get out id)
+  sql() { python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); r = c.execute(sys.argv[2]).fetchall(); c.commit(); print(r[0][0] if r else \"\")" "$AGOR_HOME/agor.db" "$1"; }
+  # a finished task of the session, with a message and a token: what the cascade must take along
+  sql "INSERT INTO tasks (id, session_id, command, status, created_at) VALUES (\"t-done\", \"$session\", \"prompt\", \"completed\", 1)"
+  sql "INSERT INTO messages (task_id, session_id, message_type, data, created_at) VALUES (\"t-done\", \"$session\", \"assistant\", \"{}\", 1)"
+  sql "INSERT INTO tokens (jti, task_id, session_id, issued_at, expires_at) VALUES (\"j1\", \"t-done\", \"$session\", 1, 2)"
+  expect_exit 1 "$AGOR" worktree remove "$wt"
+  expect_contains err "$session"
+  expect_contains err "--force"
+  [ -d "$path" ] || fail "the worktree directory went although the removal was refused"
+  [ "$(sql "SELECT count(*) FROM sessions WHERE id = \"$session\"")" = 1 ] || fail "the session went"
+  rpc worktrees.remove "{\"id\":\"$wt\"}" > reply
+  expect_json reply error.data.code IN_USE
+  expect_json reply error.data.details.sessions.0.id "$session"
+  # a task still queued or running refuses even --force: nothing half-done under a live run
+  sql "INSERT INTO tasks (id, session_id, command, status, created_at) VALUES (\"t-live\", \"$session\", \"prompt\", \"queued\", 2)"
+  expect_exit 1 "$AGOR" worktree remove "$wt" --force
+  expect_contains err t-live
+  expect_contains err "agor task cancel"
+  [ -d "$path" ] || fail "the worktree directory went under a queued task"
+  sql "UPDATE tasks SET status = \"cancelled\" WHERE id = \"t-live\""
+  expect_exit 0 "$AGOR" worktree remove "$wt" --force
+  [ ! -e "$path" ] || fail "the worktree directory stayed"
+  for q in "sessions WHERE worktree_id = \"$wt\"" "tasks WHERE session_id = \"$session\"" "messages WHERE session_id = \"$session\"" \
+           "tokens WHERE task_id = \"t-done\"" "worktrees WHERE id = \"$wt\""; do
+    [ "$(sql "SELECT count(*) FROM $q")" = 0 ] || fail "rows left: $q"
+  done
+  expect_exit 1 "$AGOR" session get "$session"
+  expect_exit 0 "$AGOR" audit verify
+  stop_daemon
+'
+
 test_case "repo clone on a terminal shows git progress as one updating line; --json and a pipe stay clean" "$DAEMON"'
   git init -q -b main big
   for i in $(seq 1 3000); do echo "file $i" > big/f$i; done
