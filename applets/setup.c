@@ -276,12 +276,42 @@ static int render_sudoers(struct setup *s, struct strbuf *out)
 	return unix_mode_sudoers(&spec, out, &s->e);
 }
 
+/* The rules name --bin as what sudo runs as root: it must be root's and beyond everyone else's reach, like
+ * check_bin. Not installed yet is allowed (the rules are printed ahead of the install), but then the nearest
+ * existing directory on its path must already be root's alone, so nobody else can put a binary there first. */
+static int check_bin(struct setup *s);
+
+static int check_printed_bin(struct setup *s)
+{
+	struct stat st;
+	if (lstat(s->bin, &st) == 0 || errno != ENOENT)
+		return check_bin(s);
+	_cleanup_free_ char *dir = xstrdup(s->bin);
+	for (char *slash = strrchr(dir, '/'); slash; slash = strrchr(dir, '/')) {
+		*(slash == dir ? slash + 1 : slash) = '\0';
+		if (lstat(dir, &st) < 0 && errno == ENOENT && slash != dir)
+			continue;
+		int fd = adminconf_open_trusted_dir(dir, &s->e);
+		if (fd < 0)
+			return err_prefix(&s->e, "--bin %s is not installed and %s could be written by others, who could put "
+					  "their own program there for sudo to run as root (fix: install agor as root in a "
+					  "root-owned directory, mode 0755, first)", s->bin, dir), -1;
+		close(fd);
+		break;
+	}
+	fprintf(stderr, "agor setup sudoers: note: %s is not installed yet; install it root-owned, mode 0755, before "
+			"these rules are used\n", s->bin);
+	return 0;
+}
+
 static int cmd_sudoers(struct setup *s)
 {
 	if (!s->mode_set)
 		return err_set(&s->e, E_USAGE, "--mode simple|insulated|strict|sandbox is required");
 	struct strbuf out = STRBUF_INIT;
-	int rc = render_sudoers(s, &out);
+	int rc = render_sudoers(s, &out); /* first: a --bin that is no clean path is a usage error (exit 2) */
+	if (rc == 0)
+		rc = check_printed_bin(s);
 	if (rc == 0)
 		fputs(out.buf, stdout);
 	strbuf_release(&out);

@@ -32,6 +32,21 @@ custom_names() {
 }
 test_case "setup sudoers uses --daemon-user, --executor-user and --bin" custom_names
 
+printed_bin_checked() {
+  mkdir -p open && chmod 1777 open && cp "$AGOR" open/agor
+  expect_exit 1 "$AGOR" setup sudoers --mode insulated --bin "$PWD/open/agor"
+  expect_empty out
+  expect_contains err "sudo runs it as root"
+  expect_contains err "fix:"
+  expect_exit 1 "$AGOR" setup sudoers --mode strict --bin "$PWD/open/later/agor"
+  expect_empty out
+  expect_contains err "is not installed and"
+  expect_exit 0 "$AGOR" setup sudoers --mode simple --bin /opt/agor-not-yet/bin/agor
+  expect_contains err "not installed yet"
+  expect_contains out "/opt/agor-not-yet/bin/agor admin"
+}
+test_case "setup sudoers refuses a --bin others could replace or plant, and notes one not installed yet" printed_bin_checked
+
 bad_inputs() {
   local bad
   expect_exit 2 "$AGOR" setup sudoers
