@@ -1,5 +1,5 @@
-/* user.c — `agor user`: create and list agor users (admins only create), and their TCP access tokens.
- * Never maps a user to a Unix account the daemon has not checked. */
+/* user.c — `agor user`: create, list, update, link and remove agor users (admins change them), and their TCP
+ * access tokens. Never maps a user to a Unix account the daemon has not checked; never touches a Unix user. */
 #include <stdio.h>
 
 #include "applet.h"
@@ -11,6 +11,22 @@ static int print_user(const json_t *u)
 {
 	printf("user %s\n  name  %s\n  unix  %s\n  role  %s\n", json_get_str(u, "id") ?: "?", json_get_str(u, "name") ?: "?",
 	       json_get_str(u, "unix_username") ?: "-", json_get_str(u, "role") ?: "?");
+	if (json_get_str(u, "email"))
+		printf("  email %s\n", json_get_str(u, "email"));
+	return 0;
+}
+
+/* What went with the user and who took the rest over; the Unix user stays as it was. */
+static int print_user_removed(const json_t *r)
+{
+	const json_t *refs = json_object_get(r, "references");
+	printf("removed (its Unix user, if any, is untouched)\n");
+	if (json_get_str(r, "reassigned_to"))
+		printf("  reassigned to %s: repos %lld, worktrees %lld, sessions %lld, tasks %lld, worktree ownerships %lld\n",
+		       json_get_str(r, "reassigned_to"), json_integer_value(json_object_get(refs, "repos")),
+		       json_integer_value(json_object_get(refs, "worktrees")), json_integer_value(json_object_get(refs, "sessions")),
+		       json_integer_value(json_object_get(refs, "tasks")),
+		       json_integer_value(json_object_get(refs, "owned_worktrees")));
 	return 0;
 }
 
@@ -46,6 +62,17 @@ static int print_revoked(const json_t *r)
 
 static const char *const name_arg[] = { "name", NULL }, *const id_arg[] = { "id", NULL };
 static const char *const jti_arg[] = { "jti", NULL };
+static const char *const link_args[] = { "id", "unix_username", NULL };
+static const struct client_flag update_flags[] = {
+	{ "--unix-user", "unix_username", CLIENT_FLAG_STRING },
+	{ "--role", "role", CLIENT_FLAG_STRING },
+	{ "--email", "email", CLIENT_FLAG_STRING },
+	{ NULL },
+};
+static const struct client_flag remove_flags[] = {
+	{ "--reassign-to", "reassign_to", CLIENT_FLAG_STRING },
+	{ NULL },
+};
 static const struct client_flag token_flags[] = {
 	{ "--label", "label", CLIENT_FLAG_STRING },
 	{ "--for", "user_id", CLIENT_FLAG_STRING },
@@ -61,6 +88,10 @@ static const struct client_command commands[] = {
 	{ "create", "users.create", name_arg, create_flags, "NAME [--unix-user LOGIN] [--role admin|member]", print_user },
 	{ "list", "users.list", NULL, NULL, "", print_users },
 	{ "get", "users.get", id_arg, NULL, "ID|NAME", print_user },
+	{ "update", "users.update", id_arg, update_flags, "ID|NAME [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]",
+	  print_user },
+	{ "link", "users.update", link_args, NULL, "ID|NAME LOGIN   (maps the agor user to Unix user LOGIN)", print_user },
+	{ "remove", "users.remove", id_arg, remove_flags, "ID|NAME [--reassign-to USER]", print_user_removed },
 	{ "token", "tokens.create", NULL, token_flags, "[--label L] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token },
 	{ "tokens", "tokens.list", NULL, NULL, "", print_tokens },
 	{ "revoke-token", "tokens.revoke", jti_arg, NULL, "JTI", print_revoked },
@@ -73,8 +104,10 @@ static int user_main(int argc, char **argv)
 
 const struct applet applet_user = {
 	.name = "user",
-	.summary = "create and list agor users (through the daemon)",
+	.summary = "create, list, update, link and remove agor users (through the daemon)",
 	.usage = "Usage: agor user create NAME [--unix-user LOGIN] [--role admin|member] | list | get ID\n"
+		 "       agor user update ID [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]\n"
+		 "       agor user link ID LOGIN | remove ID [--reassign-to USER]\n"
 		 "       agor user token [--label L] [--for USER] | tokens | revoke-token JTI   [--json] [--url URL] [--token T]\n",
 	.main = user_main,
 	.flags = APPLET_CLIENT,

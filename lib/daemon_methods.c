@@ -225,6 +225,196 @@ static int users_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 	return get_row(rc, params, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", result, e);
 }
 
+static int worktree_rbac_on(const struct daemon *d);
+
+/* The users row named by params[key] (id or name), or NULL with NOT_FOUND. */
+static json_t *user_row(struct daemon *d, json_t *params, const char *key, struct err *e)
+{
+	const char *id;
+	if (need_str(params, key, &id, e) < 0)
+		return NULL;
+	return one_row(d, e, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", id);
+}
+
+/* The daemon's own user stays an admin and stays: identify() maps its uid (and root) to it whatever the row says. */
+static int refuse_owner(struct daemon *d, const json_t *user, const char *change, struct err *e)
+{
+	if (strcmp(json_get_str(user, "id"), d->owner_id))
+		return 0;
+	return err_set(e, E_PERMISSION_DENIED, "user %s is the daemon's own user (it runs the daemon): its %s cannot change",
+		       json_get_str(user, "name"), change);
+}
+
+static int valid_email(const char *s)
+{
+	const char *at = strchr(s, '@');
+	if (!at || at == s || !at[1] || strchr(at + 1, '@') || strlen(s) > 254)
+		return 0;
+	for (const char *c = s; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f || strchr("<>()[],;:\\\"", *c))
+			return 0;
+	return 1;
+}
+
+/* params.unix_username ("" unlinks), params.role, params.email ("" clears) into the users row; each checked. */
+static int apply_user_changes(struct daemon *d, const json_t *user, json_t *params, json_t *changes, struct err *e)
+{
+	const char *id = json_get_str(user, "id");
+	const char *unix_user = opt_str(params, "unix_username"), *role = opt_str(params, "role");
+	const char *email = opt_str(params, "email");
+	if (!unix_user && !role && !email)
+		return err_set(e, E_INVALID_PAYLOAD, "nothing to change: give params.unix_username, params.role or params.email");
+	if (unix_user && *unix_user && !payload_valid_user_name(unix_user))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "unix_username"),
+				"params.unix_username: not a valid Unix user name (^[a-z_][a-z0-9_-]{0,31}$; \"\" unlinks)");
+	if (role && strcmp(role, "admin") && strcmp(role, "member"))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "role"), "params.role: expected admin or member");
+	if (email && *email && !valid_email(email))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "email"),
+				"params.email: expected one address like name@example.org (\"\" clears it)");
+	if ((unix_user || (role && strcmp(role, "admin"))) && refuse_owner(d, user, "Unix user and role", e) < 0)
+		return -1;
+	if (unix_user) {
+		struct passwd *pw = *unix_user ? getpwnam(unix_user) : NULL;
+		char uid[16];
+		snprintf(uid, sizeof(uid), "%u", pw ? (unsigned)pw->pw_uid : 0);
+		if (db_run(d->db, e, "UPDATE users SET unix_username = ?, unix_uid = ? WHERE id = ?", "sss",
+			   *unix_user ? unix_user : NULL, pw ? uid : NULL, id) < 0)
+			return strstr(e->message, "UNIQUE") ? err_set(e, E_ALREADY_EXISTS, "another agor user is already "
+				      "linked to Unix user %s: unlink it first (agor user update ID --unix-user \"\")", unix_user) : -1;
+		json_object_set_new(changes, "unix_username", json_pack("{s:O,s:s?}", "from", json_object_get(user, "unix_username"),
+									 "to", *unix_user ? unix_user : NULL));
+	}
+	if (role && db_run(d->db, e, "UPDATE users SET role = ? WHERE id = ?", "ss", role, id) >= 0)
+		json_object_set_new(changes, "role", json_pack("{s:O,s:s}", "from", json_object_get(user, "role"), "to", role));
+	if (email && !err_is_set(e) && db_run(d->db, e, "UPDATE users SET email = ? WHERE id = ?", "ss", *email ? email : NULL, id) >= 0)
+		json_object_set_new(changes, "email", json_pack("{s:O,s:s?}", "from", json_object_get(user, "email"),
+								"to", *email ? email : NULL));
+	return err_is_set(e) ? -1 : 0;
+}
+
+/* users.update {id, unix_username?, role?, email?} (admins): all or nothing, audited with what changed from
+ * what; connections of that user are identified again at their next call. */
+static int users_update(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	if (need_admin(rc, e) < 0)
+		return -1;
+	_cleanup_json_ json_t *user = user_row(D(rc), params, "id", e);
+	if (!user || db_exec(D(rc)->db, "SAVEPOINT users_update", e) < 0)
+		return -1;
+	_cleanup_json_ json_t *changes = json_object();
+	struct err ignored = ERR_INIT;
+	if (apply_user_changes(D(rc), user, params, changes, e) < 0) {
+		db_exec(D(rc)->db, "ROLLBACK TO users_update", &ignored);
+		db_exec(D(rc)->db, "RELEASE users_update", &ignored);
+		err_clear(&ignored);
+		return -1;
+	}
+	if (db_exec(D(rc)->db, "RELEASE users_update", e) < 0)
+		return -1;
+	D(rc)->users_generation++;
+	daemon_audit(D(rc), P(rc)->user_id, "users.update", json_get_str(user, "id"), "ok", json_incref(changes));
+	*result = one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ?", json_get_str(user, "id"));
+	return *result ? 0 : -1;
+}
+
+/* What still names the user: {repos, worktrees, sessions, tasks, owned_worktrees} counts. */
+static json_t *user_references(struct daemon *d, const char *id, struct err *e)
+{
+	return db_query_one(d->db, e,
+			    "SELECT (SELECT count(*) FROM repos WHERE created_by = ?1) AS repos,"
+			    " (SELECT count(*) FROM worktrees WHERE created_by = ?1) AS worktrees,"
+			    " (SELECT count(*) FROM sessions WHERE created_by = ?1) AS sessions,"
+			    " (SELECT count(*) FROM tasks WHERE created_by = ?1) AS tasks,"
+			    " (SELECT count(*) FROM worktree_owners WHERE user_id = ?1) AS owned_worktrees", "s", id);
+}
+
+static int references_any(const json_t *refs)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)refs, k, v)
+		if (json_integer_value(v))
+			return 1;
+	return 0;
+}
+
+/* Moves everything of `from` to `to` and deletes `from` with its client tokens and exec approvals, in one
+ * savepoint. Worktree ownership is added to `to` where `from` had it. */
+static int reassign_and_delete_user(struct daemon *d, const char *from, const char *to, struct err *e)
+{
+	static const struct { const char *sql, *types; } steps[] = { /* ?1 from, ?2 to */
+		{ "UPDATE repos SET created_by = ?2 WHERE created_by = ?1", "ss" },
+		{ "UPDATE worktrees SET created_by = ?2 WHERE created_by = ?1", "ss" },
+		{ "UPDATE sessions SET created_by = ?2 WHERE created_by = ?1", "ss" },
+		{ "UPDATE tasks SET created_by = ?2 WHERE created_by = ?1", "ss" },
+		{ "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) "
+		  "SELECT worktree_id, ?2 FROM worktree_owners WHERE user_id = ?1", "ss" },
+		{ "UPDATE api_keys SET set_by = ?2 WHERE set_by = ?1", "ss" },
+		{ "DELETE FROM worktree_owners WHERE user_id = ?1", "s" },
+		{ "DELETE FROM client_tokens WHERE user_id = ?1", "s" },
+		{ "DELETE FROM exec_approvals WHERE user_id = ?1", "s" },
+		{ "DELETE FROM users WHERE id = ?1", "s" },
+	};
+	if (db_exec(d->db, "SAVEPOINT users_remove", e) < 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
+		if (!to && steps[i].types[1]) /* nothing to move: the refusal above made sure */
+			continue;
+		if (db_run(d->db, e, steps[i].sql, steps[i].types, from, to) < 0) {
+			struct err ignored = ERR_INIT;
+			db_exec(d->db, "ROLLBACK TO users_remove", &ignored);
+			db_exec(d->db, "RELEASE users_remove", &ignored);
+			err_clear(&ignored);
+			return -1;
+		}
+	}
+	return db_exec(d->db, "RELEASE users_remove", e);
+}
+
+/* users.remove {id, reassign_to?} (admins). A user that still created or owns something is refused (IN_USE,
+ * with the counts) unless reassign_to names who takes it all over; in strict mode with worktree_rbac owners
+ * are Unix group members, so their worktrees move first with worktrees.owners.add/remove. The Unix user is
+ * never touched; the user's client tokens die with it and its connections lose their identity. */
+static int users_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	if (need_admin(rc, e) < 0)
+		return -1;
+	_cleanup_json_ json_t *user = user_row(D(rc), params, "id", e);
+	_cleanup_json_ json_t *heir = user && opt_str(params, "reassign_to") ? user_row(D(rc), params, "reassign_to", e) : NULL;
+	if (!user || err_is_set(e) || refuse_owner(D(rc), user, "existence", e) < 0)
+		return -1;
+	const char *id = json_get_str(user, "id"), *heir_id = heir ? json_get_str(heir, "id") : NULL;
+	if (heir_id && !strcmp(heir_id, id))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "reassign_to"),
+				"params.reassign_to: another user than the one removed");
+	_cleanup_json_ json_t *refs = user_references(D(rc), id, e);
+	if (!refs)
+		return -1;
+	if (references_any(refs) && !heir_id)
+		return err_setd(e, E_IN_USE, json_pack("{s:O}", "references", refs),
+				"user %s still created or owns repos %lld, worktrees %lld (owns %lld), sessions %lld, tasks %lld: "
+				"nothing was removed; give them to someone with `agor user remove %s --reassign-to USER`",
+				json_get_str(user, "name"), json_integer_value(json_object_get(refs, "repos")),
+				json_integer_value(json_object_get(refs, "worktrees")),
+				json_integer_value(json_object_get(refs, "owned_worktrees")),
+				json_integer_value(json_object_get(refs, "sessions")),
+				json_integer_value(json_object_get(refs, "tasks")), json_get_str(user, "name"));
+	if (json_integer_value(json_object_get(refs, "owned_worktrees")) && worktree_rbac_on(D(rc)))
+		return err_setd(e, E_IN_USE, json_pack("{s:O}", "references", refs),
+				"user %s owns worktrees whose Unix groups have their Unix user as a member: move each first "
+				"(agor worktree add-owner W USER; agor worktree remove-owner W %s), then remove the user",
+				json_get_str(user, "name"), json_get_str(user, "name"));
+	if (reassign_and_delete_user(D(rc), id, heir_id, e) < 0)
+		return -1;
+	D(rc)->users_generation++;
+	daemon_audit(D(rc), P(rc)->user_id, "users.remove", id, "ok",
+		     json_pack("{s:O,s:O?,s:s?,s:O}", "name", json_object_get(user, "name"),
+			       "unix_username", json_object_get(user, "unix_username"), "reassigned_to", heir_id, "references", refs));
+	*result = json_pack("{s:b,s:s?,s:O}", "removed", 1, "reassigned_to", heir_id, "references", refs);
+	return 0;
+}
+
 /* --- execution user --------------------------------------------------------------------- */
 
 static int execution_user_for(struct daemon *d, const char *creator_id, const char **user, struct err *e)
@@ -1672,6 +1862,8 @@ static const struct rpc_method client_methods[] = {
 	{ "users.create", users_create },
 	{ "users.get", users_get },
 	{ "users.list", users_list },
+	{ "users.remove", users_remove },
+	{ "users.update", users_update },
 	{ "worktrees.add", worktrees_add },
 	{ "worktrees.get", worktrees_get },
 	{ "worktrees.list", worktrees_list },

@@ -17,6 +17,7 @@ struct daemon_peer {
 	pid_t pid;
 	char *user_id;	/* the agor user this connection acts as, or NULL */
 	int is_admin;
+	unsigned users_generation; /* d->users_generation when user_id/is_admin were read */
 	int subscribed;
 	char *node_id;	 /* a paired node authenticated with node.hello (never also a user) */
 	char *token_jti; /* over TCP: the client token this connection authenticated with (auth.token) */
@@ -25,13 +26,18 @@ struct daemon_peer {
 	size_t npending, pending_alloc;
 };
 
+/* Who a Unix-socket peer is (SO_PEERCRED uid → agor user and role), read again: at connect, and whenever
+ * d->users_generation moved since (users.update, users.remove). */
+void daemon_peer_identify(struct daemon *d, struct daemon_peer *p);
+
 /* The executor methods (SPEC §4.3), authenticated by session tokens (daemon_executor.c). */
 extern const struct rpc_method daemon_executor_methods[];
 /* User access tokens for TCP clients (daemon_tokens.c): auth.token, tokens.create|list|revoke. */
 extern const struct rpc_method daemon_token_methods[];
 extern const size_t daemon_token_nmethods;
-/* A connection authenticated by a client token: 0 while that token is live; else -1 (and the
- * connection loses its identity). Connections known by SO_PEERCRED: always 0. */
+/* A connection authenticated by a client token: 0 while that token is live (its role read again); else -1
+ * (and the connection loses its identity). Connections known by SO_PEERCRED: always 0, identified again
+ * when the users changed since. */
 int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *e);
 extern const size_t daemon_executor_nmethods;
 /* Opens the sealed API key of service into out when its scope (owner | admins | members) admits the agor user

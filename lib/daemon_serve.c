@@ -20,8 +20,12 @@
 
 /* --- peers ---------------------------------------------------------------------------------- */
 
-static void identify(struct daemon *d, struct daemon_peer *p)
+void daemon_peer_identify(struct daemon *d, struct daemon_peer *p)
 {
+	free(p->user_id);
+	p->user_id = NULL;
+	p->is_admin = 0;
+	p->users_generation = d->users_generation;
 	if (p->uid == 0 || p->uid == d->uid) { /* root and the daemon's own user act as the owner */
 		p->user_id = xstrdup(d->owner_id);
 		p->is_admin = 1;
@@ -51,7 +55,7 @@ static void on_open(struct net_conn *c, void *arg)
 	if (net_conn_peer_cred(c, &uid, &gid, &pid) == 0) {
 		p->uid = uid;
 		p->pid = pid;
-		identify(d, p);
+		daemon_peer_identify(d, p);
 	}
 	net_conn_set_data(c, p);
 }

@@ -138,8 +138,11 @@ static int auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 
 int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *e)
 {
-	if (!p->token_jti)
+	if (!p->token_jti) {
+		if (p->uid != (uid_t)-1 && p->users_generation != d->users_generation)
+			daemon_peer_identify(d, p);
 		return 0;
+	}
 	json_t *row = live_token(d, p->token_jti, e);
 	if (!row) {
 		free(p->user_id);
@@ -147,6 +150,7 @@ int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *
 		p->is_admin = 0;
 		return -1;
 	}
+	p->is_admin = !strcmp(json_get_str(row, "role") ?: "", "admin"); /* a role changed since auth.token counts now */
 	json_decref(row);
 	return 0;
 }

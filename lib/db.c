@@ -77,6 +77,8 @@ static const char *const migrations[] = {
 	/* 5: who may use a stored key (issue 20): its scope, and who stored its value (scope owner means them) */
 	"ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'members' CHECK (scope IN ('owner','admins','members'));"
 	"ALTER TABLE api_keys ADD COLUMN set_by TEXT;",
+	/* 6: users.update (issue 22): an e-mail address to reach the user by */
+	"ALTER TABLE users ADD COLUMN email TEXT;",
 };
 
 int db_schema_version(void)
