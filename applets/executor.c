@@ -20,6 +20,7 @@
 #include "mcp_permission.h"
 #include "payload.h"
 #include "prompt.h"
+#include "terminal.h"
 #include "banned.h"
 
 extern const struct applet applet_executor;
@@ -223,14 +224,14 @@ static int run_mcp_permission(int argc, char **argv)
 	return mcp_permission_serve(0, 1, argv[3]);
 }
 
-/* The user's shell for the sandboxed pane: $SHELL when it is an absolute path, else the passwd entry's. */
-static const char *pane_shell(void)
+/* The user's shell for the sandboxed pane, as terminal_shell() picks it with the policy's execution.terminal_shell:
+ * never $SHELL, which a tmux server started earlier fixed from its own default-shell. */
+static const char *pane_shell(const struct config *cfg)
 {
-	const char *shell = getenv("SHELL");
-	if (shell && shell[0] == '/')
-		return shell;
 	struct passwd *pw = getpwuid(geteuid());
-	return pw && pw->pw_shell && pw->pw_shell[0] == '/' ? pw->pw_shell : "/bin/sh";
+	if (!pw)
+		return cfg->execution.terminal_shell ? cfg->execution.terminal_shell : "/bin/sh";
+	return terminal_shell(pw, cfg->execution.terminal_shell);
 }
 
 /* This user's config for the pane, with --policy (NULL: none) applied over it. */
@@ -257,7 +258,7 @@ static int sandboxed_shell(const char *data_home, const char *cwd, const char *p
 	if (rc == 0)
 		rc = confine_path(cfg->paths.worktrees_dir, cwd, 1, &path, e);
 	if (rc == 0)
-		rc = execrun_interactive(cfg, path, (const char *const[]){ pane_shell(), NULL }, exit_code, e);
+		rc = execrun_interactive(cfg, path, (const char *const[]){ pane_shell(cfg), NULL }, exit_code, e);
 	config_free(cfg);
 	return rc;
 }

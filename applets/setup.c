@@ -451,6 +451,16 @@ static int ensure_users_group(struct setup *s, struct isolation_plan *p)
 					   UNIXPERM_USERS_GROUP);
 }
 
+/* In the isolating modes the daemon hands its socket to agor_users (other users' executors reach it so), which
+ * chown allows only to a member: without this the daemon does not start. */
+static int ensure_daemon_in_group(struct setup *s, struct isolation_plan *p)
+{
+	if (unixperm_user_in_group(&p->daemon, UNIXPERM_USERS_GROUP))
+		return 0;
+	act(s, "gpasswd -a %s %s  # the daemon gives its socket to that group", s->daemon_user, UNIXPERM_USERS_GROUP);
+	return s->dry_run ? 0 : unixperm_group_add_member(UNIXPERM_USERS_GROUP, s->daemon_user, &s->e);
+}
+
 static int ensure_executor_user(struct setup *s)
 {
 	if (s->mode != UNIX_MODE_INSULATED)
@@ -571,6 +581,8 @@ static int cmd_isolation(struct setup *s)
 	int rc = plan_isolation(s, &p);
 	if (rc == 0)
 		rc = ensure_users_group(s, &p);
+	if (rc == 0)
+		rc = ensure_daemon_in_group(s, &p);
 	if (rc == 0)
 		rc = ensure_executor_user(s);
 	if (rc == 0)
@@ -821,6 +833,8 @@ static void validate_isolation(struct setup *s, const struct unixperm_user *daem
 			       const struct daemon_view *v)
 {
 	check_group_exists(s);
+	check(s, unixperm_user_in_group(daemon, UNIXPERM_USERS_GROUP), "sudo agor setup isolation",
+	      "daemon user %s is in %s (it gives the daemon socket to that group)", daemon->name, UNIXPERM_USERS_GROUP);
 	if (s->mode == UNIX_MODE_INSULATED)
 		check_executor(s);
 	check_bin_trusted(s);

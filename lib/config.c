@@ -45,6 +45,7 @@ struct config_key {
 
 static int check_user_name(const char *value, size_t *at, struct err *e);
 static int check_path_list(const char *value, size_t *at, struct err *e);
+static int check_one_path(const char *value, size_t *at, struct err *e);
 static int check_cgroup_name(const char *value, size_t *at, struct err *e);
 static int check_host(const char *value, size_t *at, struct err *e);
 static int check_template(const char *value, size_t *at, struct err *e);
@@ -127,6 +128,8 @@ static const struct config_key keys[] = {
 	{ .key = "execution.session_tokens.expiration_ms", .type = CONFIG_INT, .def = "86400000",
 	  .min = 60000, .max = 2592000000LL /* 30 days */,
 	  FIELD(execution.session_tokens.expiration_ms) },
+	{ .key = "execution.terminal_shell", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_one_path, FIELD(execution.terminal_shell) },
 	{ .key = "execution.timeout_ms", .type = CONFIG_INT, .def = "300000",
 	  .min = 1000, .max = 604800000LL /* 7 days */, FIELD(execution.timeout_ms) },
 	{ .key = "execution.permission_timeout_ms", .type = CONFIG_INT, .def = "120000",
@@ -498,6 +501,15 @@ static int check_path_list(const char *value, size_t *at, struct err *e)
 			p++;
 	}
 	return 0;
+}
+
+/* One absolute path (no ':' list, no ".."). */
+static int check_one_path(const char *value, size_t *at, struct err *e)
+{
+	if (strchr(value, ':'))
+		return (*at = (size_t)(strchr(value, ':') - value)),
+		       err_set(e, E_CONFIG, "expected one absolute path, like /bin/bash (no ':')");
+	return check_path_list(value, at, e);
 }
 
 /* A cgroup directory name: letters, digits, '-', '_', '.', not starting with '.'. */
@@ -1343,14 +1355,14 @@ const char *config_user_mode_name(enum config_user_mode mode)
 
 #define SANDBOX_PREFIX "execution.sandbox."
 #define POLICY_KEYS_TEXT                                                                           \
-	"a policy holds execution.sandbox.*, execution.fallback_to_unified and "                   \
-	"execution.timeout_ms"
+	"a policy holds execution.sandbox.*, execution.fallback_to_unified, "                      \
+	"execution.terminal_shell and execution.timeout_ms"
 
 static bool is_policy_key(const char *key)
 {
 	return !strncmp(key, SANDBOX_PREFIX, strlen(SANDBOX_PREFIX)) ||
 	       !strcmp(key, "execution.fallback_to_unified") ||
-	       !strcmp(key, "execution.timeout_ms") ||
+	       !strcmp(key, "execution.timeout_ms") || !strcmp(key, "execution.terminal_shell") ||
 	       /* the roots every payload path is confined to, and the git layout checked against */
 	       !strcmp(key, "paths.repos_dir") || !strcmp(key, "paths.worktrees_dir");
 }

@@ -79,7 +79,7 @@
  * ----------------
  * How an executor confines what it runs is the daemon's to decide, never the execution user's:
  * the policy keys are every key under execution.sandbox. (one added to the table later is one
- * too) plus execution.fallback_to_unified, execution.timeout_ms and the roots payload paths are
+ * too) plus execution.fallback_to_unified, execution.timeout_ms, execution.terminal_shell and the roots payload paths are
  * confined to, paths.repos_dir and paths.worktrees_dir (config_is_policy_key). The
  * daemon puts its own values in every payload it writes (config_execution_policy), and the
  * executor applies them over the config it loaded as whichever user it runs as
@@ -170,6 +170,7 @@ struct config {
 		const char *executor_command_template;
 		bool worktree_rbac;
 		bool fallback_to_unified;
+		const char *terminal_shell; /* NULL: the passwd shell when it is a login shell, else bash, else sh */
 		struct {
 			int max_executors;
 			long long idle_timeout_ms;

@@ -416,6 +416,7 @@ static int terminal_request_for(const struct payload *p, const struct executor_c
 		return invalid_param(e, "daemonUrl", "a terminal is handed over on the daemon's Unix socket: unix:PATH");
 	*r = (struct terminal_request){
 		.pw = pw,
+		.shell = terminal_shell(pw, ctx->cfg->execution.terminal_shell),
 		.session = payload_str(p, "sessionName"),
 		.cwd = *cwd,
 		.create = payload_bool(p, "create", 1),
@@ -446,6 +447,7 @@ static int run_tmux_attach(const struct payload *p, const struct executor_contex
 	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
 		return -1;
 	r.window = payload_str(p, "windowName");
+	r.shell_command = r.shell; /* explicit: a tmux server started earlier keeps its own default-shell */
 	_cleanup_free_ char *self = impersonate_self_path();
 	_cleanup_strbuf_ struct strbuf shell = STRBUF_INIT;
 	if (ctx->cfg->execution.sandbox.enabled) { /* each pane's shell starts inside the worktree's sandbox */

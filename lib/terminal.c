@@ -28,12 +28,31 @@ char *terminal_tmux_server_name(const char *user)
 	return xasprintf("agor-%s", user);
 }
 
-void terminal_user_env(const struct passwd *pw, json_t *extra, struct strvec *env)
+static int is_login_shell(const char *path)
+{
+	int listed = 0;
+	setusershell();
+	for (const char *s; !listed && (s = getusershell());)
+		listed = !strcmp(s, path);
+	endusershell();
+	return listed && access(path, X_OK) == 0;
+}
+
+const char *terminal_shell(const struct passwd *pw, const char *configured)
+{
+	if (configured && *configured)
+		return configured;
+	if (pw->pw_shell && pw->pw_shell[0] == '/' && is_login_shell(pw->pw_shell))
+		return pw->pw_shell;
+	return access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+}
+
+void terminal_user_env(const struct passwd *pw, const char *shell, json_t *extra, struct strvec *env)
 {
 	strvec_pushf(env, "HOME=%s", pw->pw_dir);
 	strvec_pushf(env, "USER=%s", pw->pw_name);
 	strvec_pushf(env, "LOGNAME=%s", pw->pw_name);
-	strvec_pushf(env, "SHELL=%s", pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh");
+	strvec_pushf(env, "SHELL=%s", shell ? shell : terminal_shell(pw, NULL));
 	strvec_push(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	const char *lang = getenv("LANG");
 	strvec_pushf(env, "LANG=%s", lang && *lang ? lang : "C.UTF-8");
@@ -69,7 +88,7 @@ static int run_tmux(const struct terminal_request *r, const char *const *args, s
 	_cleanup_child_ struct child c;
 	child_init(&c);
 	terminal_tmux_argv(r->pw->pw_name, &c.args, args);
-	terminal_user_env(r->pw, r->env, &c.env);
+	terminal_user_env(r->pw, r->shell, r->env, &c.env);
 	c.cwd = r->cwd;
 	c.stdin_io = CHILD_IO_NULL;
 	c.new_process_group = 1;
@@ -205,7 +224,7 @@ static int start_control_client(const struct terminal_request *r, const char *wi
 	_cleanup_child_ struct child c;
 	child_init(&c);
 	terminal_tmux_argv(r->pw->pw_name, &c.args, attach);
-	terminal_user_env(r->pw, r->env, &c.env);
+	terminal_user_env(r->pw, r->shell, r->env, &c.env);
 	c.cwd = r->cwd;
 	c.stdin_io = c.stdout_io = CHILD_IO_FD;
 	c.stdin_fd = c.stdout_fd = fd;
@@ -376,7 +395,7 @@ static int start_zellij(const struct terminal_request *r, const char *config, in
 	_cleanup_child_ struct child c;
 	child_init(&c);
 	zellij_attach_argv(config, r->session, &c.args);
-	terminal_user_env(r->pw, r->env, &c.env);
+	terminal_user_env(r->pw, r->shell, r->env, &c.env);
 	c.cwd = r->cwd;
 	c.stdin_io = c.stdout_io = c.stderr_io = CHILD_IO_FD;
 	c.stdin_fd = c.stdout_fd = c.stderr_fd = slave;
@@ -399,7 +418,7 @@ static int select_tab(const struct terminal_request *r, struct err *e)
 	_cleanup_child_ struct child c;
 	child_init(&c);
 	zellij_tab_argv(r->session, r->window, &c.args);
-	terminal_user_env(r->pw, r->env, &c.env);
+	terminal_user_env(r->pw, r->shell, r->env, &c.env);
 	c.cwd = r->cwd;
 	c.stdin_io = CHILD_IO_NULL;
 	c.new_process_group = 1;
@@ -417,7 +436,7 @@ static void plan_zellij(const struct terminal_request *r, const char *config)
 {
 	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
 	zellij_attach_argv(config, r->session, &argv);
-	terminal_user_env(r->pw, r->env, &env);
+	terminal_user_env(r->pw, r->shell, r->env, &env);
 	json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "zellij.install-config", "path", config));
 	json_array_append_new(r->plan, json_pack("{s:s,s:o,s:o,s:s}", "step", "zellij.attach (on a new pseudo-terminal)",
 						  "argv", argv_json(&argv), "env", argv_json(&env), "cwd", r->cwd));

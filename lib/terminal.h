@@ -7,7 +7,10 @@
  *   One tmux server per Unix user (`tmux -L agor-<user>`), one session per user (params.sessionName), one
  *   window per worktree (params.windowName, default: the last component of cwd), created on demand when
  *   params.create is not false (else a missing session or window is NOT_FOUND).
- *   terminal_user_env(): exactly HOME, USER, LOGNAME, SHELL (from the passwd database), PATH, LANG,
+ *   terminal_shell(): the shell a pane runs — execution.terminal_shell when set; else the passwd shell when it
+ *   is a login shell (listed in /etc/shells and executable); else /bin/bash, else /bin/sh. An account whose
+ *   shell is nologin or false (the executor user made by `agor setup isolation`) still gets a working pane.
+ *   terminal_user_env(): exactly HOME, USER, LOGNAME, SHELL (terminal_shell's), PATH, LANG,
  *   TERM=xterm-256color, plus the payload's (already filtered) env — nothing of the caller's.
  *   terminal_tmux_attach(): ensures session and window, starts `tmux -L S -C attach-session -t =SESS:@W`
  *   on one end of a socket pair and sends the other end with SCM_RIGHTS to the daemon (daemonUrl must be
@@ -34,15 +37,18 @@ struct terminal_request {
 	const char *daemon_url;	   /* unix:PATH */
 	const char *session_token; /* a secret: never in argv, never logged */
 	const char *zellij_dir;	   /* zellij: paths.zellij_dir (config.kdl, sessions/) */
-	const char *shell_command; /* tmux: what a new window runs (the sandboxed shell), or NULL: the user's shell */
+	const char *shell;	   /* terminal_shell(): the user's interactive shell (SHELL), NULL: worked out */
+	const char *shell_command; /* tmux: what a new window runs (the sandboxed shell, or the shell itself) */
 	int dry_run;
 	json_t *plan; /* dry run: steps are appended here */
 };
 
 /* "agor-<user>": the tmux server (-L) of user. */
 char *terminal_tmux_server_name(const char *user);
-/* The environment every tmux command and the user's shell get. */
-void terminal_user_env(const struct passwd *pw, json_t *extra, struct strvec *env);
+/* The shell panes of pw run (configured: execution.terminal_shell, may be NULL); see the contract above. */
+const char *terminal_shell(const struct passwd *pw, const char *configured);
+/* The environment every tmux command and the user's shell get (shell NULL: terminal_shell(pw, NULL)). */
+void terminal_user_env(const struct passwd *pw, const char *shell, json_t *extra, struct strvec *env);
 /* argv of `tmux -L agor-<user> ARGS…` (NULL-terminated list of extra arguments). */
 void terminal_tmux_argv(const char *user, struct strvec *argv, const char *const *args);
 

@@ -109,6 +109,7 @@ dry_run() {
   local before; before=$(getent group; getent passwd; ls -A /etc/sudoers.d /run; cat /home/agor/.agor/config.yaml)
   expect_exit 0 "$AGOR" setup isolation --dry-run
   expect_contains out "groupadd --system agor_users"
+  expect_contains out "gpasswd -a agor agor_users"
   expect_contains out "useradd --system --create-home --home-dir /home/agor_executor --shell /usr/sbin/nologin --user-group agor_executor"
   expect_contains out "install /etc/sudoers.d/agor (mode 0440, checked with visudo -cf first)"
   expect_contains out "install -d -m 0750 -o agor -g agor_users /run/agor"
@@ -125,6 +126,7 @@ isolation() {
   getent group agor_users
   [ "$(getent passwd agor_executor | cut -d: -f7)" = /usr/sbin/nologin ] || fail "executor has a login shell"
   id -nG agor_executor | grep -qw agor_users || fail "executor not in agor_users"
+  id -nG agor | grep -qw agor_users || fail "the daemon user is not in agor_users: its socket cannot be given to the group"
   [ "$(stat -c '%a %U %G' /etc/sudoers.d/agor)" = "440 root root" ] || fail "sudoers mode/owner"
   "$AGOR" setup sudoers --mode insulated | cmp - /etc/sudoers.d/agor
   [ "$(stat -c '%a %U %G' /run/agor)" = "750 agor agor_users" ] || fail "/run/agor"
@@ -151,6 +153,15 @@ validate_ok() {
   [ "$(grep -c '^ok ' out)" -ge 15 ] || fail "too few checks"
   expect_exit 0 as_daemon "$BIN" setup validate
   expect_not_contains out "FAIL"
+  expect_contains out "ok daemon user agor is in agor_users"
+  # what the checks promise: the daemon starts as its user on the host setup made and gives its socket to the group
+  setpriv --reuid=agor --regid=agor --init-groups -- env -i PATH=/usr/bin:/bin HOME=/home/agor \
+    "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself
+  local pid=$!
+  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  grep -q serving daemon.log || { kill $pid 2> /dev/null; cat daemon.log; fail "the daemon did not start on the host setup made"; }
+  [ "$(stat -c '%G %a' /run/agor/agor.sock)" = "agor_users 660" ] || { kill $pid; fail "socket: $(stat -c '%G %a' /run/agor/agor.sock)"; }
+  kill -TERM $pid && wait $pid || fail "the daemon did not stop cleanly"
 }
 test_case "setup validate: one ok line per check, as root and as the daemon user" validate_ok
 

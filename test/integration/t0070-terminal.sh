@@ -221,6 +221,27 @@ test_case "insulated mode: the execution user's own config cannot unsandbox the 
 '"'"'
 '
 
+test_case "insulated mode: an execution user with a nologin shell (as agor setup isolation makes it) gets bash; the daemon setting execution.terminal_shell wins" '
+  in_scratch_system "$ISO_SCENE"'"'"'
+  usermod -s /usr/sbin/nologin alice
+  as_agord "$BIN" repo clone "$T/src" --json > clone.json 2> clone.err || { cat clone.err daemon.log; false; }
+  repo=$(json_get clone.json repo.id)
+  as_agord "$BIN" worktree add "$repo" feature --json > wt.json
+  as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt.json worktree.id)" "expect:@agor-sandbox:" \
+    "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/bash>" > out || { cat out daemon.log; false; }
+  kill $daemon_pid && wait $daemon_pid 2> /dev/null || true
+  printf "  terminal_shell: /bin/sh\n" >> config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
+  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
+    "$BIN" daemon --foreground --port 0 2> daemon2.log &
+  daemon_pid=$!
+  trap "kill $daemon_pid 2> /dev/null || true; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true; sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
+  for i in $(seq 1 200); do grep -q serving daemon2.log && break; sleep 0.05; done
+  as_agord "$BIN" worktree add "$repo" second --json > wt2.json
+  as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt2.json worktree.id)" "expect:[$] " \
+    "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/sh>" > out2 || { cat out2 daemon2.log; false; }
+'"'"'
+'
+
 if ! ws_reason=$(npm_package "$WS_DIR" ws@8); then
   test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
   test_done; exit

@@ -86,7 +86,7 @@ TEST(terminal_user_env_is_the_users_not_the_callers)
 	struct passwd pw = { .pw_name = "alice", .pw_dir = "/home/alice", .pw_shell = "/bin/zsh" };
 	json_t *extra = json_pack("{s:s}", "EDITOR", "vi");
 	struct strvec env = STRVEC_INIT;
-	terminal_user_env(&pw, extra, &env);
+	terminal_user_env(&pw, "/bin/zsh", extra, &env);
 	CHECK(env_has(&env, "HOME=/home/alice"));
 	CHECK(env_has(&env, "USER=alice"));
 	CHECK(env_has(&env, "LOGNAME=alice"));
@@ -101,12 +101,20 @@ TEST(terminal_user_env_is_the_users_not_the_callers)
 	unsetenv("AGOR_SECRET_OF_THE_CALLER");
 }
 
-TEST(terminal_user_env_defaults_an_empty_shell_to_sh)
+/* An account without a login shell (empty, nologin, false, not in /etc/shells) still gets one a pane can run. */
+TEST(terminal_shell_replaces_a_shell_that_cannot_log_in)
 {
-	struct passwd pw = { .pw_name = "bob", .pw_dir = "/", .pw_shell = "" };
+	const char *fallback = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+	static char *const unusable[] = { "", "/usr/sbin/nologin", "/bin/false", "relative/sh", "/nonexistent/zsh" };
+	for (size_t i = 0; i < sizeof(unusable) / sizeof(unusable[0]); i++) {
+		struct passwd pw = { .pw_name = "bob", .pw_dir = "/", .pw_shell = unusable[i] };
+		CHECK_STR(terminal_shell(&pw, NULL), fallback);
+	}
+	struct passwd pw = { .pw_name = "bob", .pw_dir = "/", .pw_shell = "/usr/sbin/nologin" };
+	CHECK_STR(terminal_shell(&pw, "/bin/sh"), "/bin/sh"); /* execution.terminal_shell wins */
 	struct strvec env = STRVEC_INIT;
-	terminal_user_env(&pw, NULL, &env);
-	CHECK(env_has(&env, "SHELL=/bin/sh"));
+	terminal_user_env(&pw, NULL, NULL, &env);
+	CHECK(env_has(&env, fallback[5] == 'b' ? "SHELL=/bin/bash" : "SHELL=/bin/sh"));
 	strvec_clear(&env);
 }
 
