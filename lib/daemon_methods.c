@@ -921,6 +921,8 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	int everyone = error ? 0 : worktree_audience(d, pr->row_id, &owners); /* before its owners go with it */
 	if (!error && delete_worktree_rows(d, pr->row_id, &e) >= 0) {
 		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
+		daemon_terminals_worktree_removed(d, pr->row_id, json_get_str(pr->extra, "name"),
+						  json_get_str(pr->extra, "created_by"));
 		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
 		struct err ge = ERR_INIT;
 		const char *url = owners_via_admin(d) ? json_get_str(pr->extra, "repo_url") : NULL;
@@ -1037,7 +1039,8 @@ static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 		rv = check_worktree_free(D(rc), id, force, e);
 	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", force);
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.remove",
-					       json_pack("{s:s?}", "repo_url", json_get_str(wt, "repo_url")));
+					       json_pack("{s:s?,s:s,s:s?}", "repo_url", json_get_str(wt, "repo_url"), "name",
+							 json_get_str(wt, "name"), "created_by", json_get_str(wt, "created_by")));
 	pr->row_id = xstrdup(id);
 	if (rv == 0)
 		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);

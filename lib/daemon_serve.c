@@ -442,6 +442,7 @@ int daemon_run(struct daemon *d, struct err *e)
 	log_info("serving on %s and %s://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tls_cert ? "https" : "http", sc.tcp_host,
 		 net_server_tcp_port(d->server),
 		 (int)getpid(), config_user_mode_name(d->cfg->execution.unix_user_mode));
+	daemon_terminals_sweep(d);
 	if (d->ready_fd >= 0) {
 		(void)!write(d->ready_fd, "R", 1);
 		close(d->ready_fd);

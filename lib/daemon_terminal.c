@@ -509,6 +509,12 @@ static json_t *worktree_for_caller(struct rpc_ctx *rc, json_t *params, struct er
 	return wt;
 }
 
+/* The tmux window (zellij tab) of a worktree in its execution user's session: NAME-<first 8 hex of its id>. */
+static char *worktree_window_name(const char *name, const char *worktree_id)
+{
+	return xasprintf("%s-%.8s", name, worktree_id);
+}
+
 /* Submits the tmux.attach task whose executor will hand the terminal over (terminal.handover). */
 static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, struct err *e)
 {
@@ -516,7 +522,7 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 	const char *wt_id = json_get_str(wt, "id");
 	if (daemon_execution_user_for(D(rc), json_get_str(wt, "created_by"), &user, e) < 0)
 		return -1;
-	_cleanup_free_ char *window = xasprintf("%s-%.8s", json_get_str(wt, "name"), wt_id);
+	_cleanup_free_ char *window = worktree_window_name(json_get_str(wt, "name"), wt_id);
 	int zellij = !strcmp(t->multiplexer, "zellij");
 	json_t *params = json_pack("{s:s,s:s,s:s,s:b}", "sessionName", "agor", "cwd", json_get_str(wt, "path"),
 				   zellij ? "tabName" : "windowName", window, "create", 1);
@@ -790,6 +796,80 @@ static int terminal_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		if (t->fd >= 0 && (P(rc)->is_admin || !strcmp(t->user_id, P(rc)->user_id)))
 			json_array_append_new(*result, terminal_json(t, 0));
 	return 0;
+}
+
+/* --- windows of worktrees that are gone ---------------------------------------------------- */
+
+static void tmux_closed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+{
+	(void)d, (void)task_id;
+	if (error)
+		log_warn("tmux windows of %s stay open: %s", (char *)arg, error->message);
+	else if (json_array_size(json_object_get(data, "closed")))
+		log_info("closed the tmux windows of removed worktrees (%s): %zu", (char *)arg,
+			 json_array_size(json_object_get(data, "closed")));
+	free(arg);
+}
+
+/* A tmux.close task as execution_user with params (borrowed); the outcome is only logged. */
+static void submit_tmux_close(struct daemon *d, const char *execution_user, json_t *params, const char *what)
+{
+	struct err e = ERR_INIT;
+	char *label = xstrdup(what);
+	struct task_spec spec = { .command = "tmux.close", .params = params, .created_by = d->owner_id,
+				  .execution_user = execution_user, .on_done = tmux_closed, .arg = label };
+	_cleanup_free_ char *task_id = NULL;
+	if (daemon_task_submit(d, &spec, &task_id, &e) < 0) {
+		log_warn("tmux windows of %s stay open: %s", what, e.message);
+		free(label);
+	}
+	err_clear(&e);
+}
+
+void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name, const char *creator_id)
+{
+	for (struct terminal *t = d->terminals, *next; t; t = next) {
+		next = t->next;
+		if (!strcmp(t->worktree_id, worktree_id) && t->fd >= 0)
+			terminal_end(t, "the worktree was removed");
+	}
+	_cleanup_free_ char *user = NULL, *window = worktree_window_name(name, worktree_id);
+	struct err e = ERR_INIT;
+	if (daemon_execution_user_for(d, creator_id, &user, &e) < 0) {
+		log_warn("worktree %s: its tmux window stays: %s", worktree_id, e.message);
+		err_clear(&e);
+		return;
+	}
+	_cleanup_json_ json_t *params = json_pack("{s:s,s:s}", "sessionName", "agor", "windowName", window);
+	submit_tmux_close(d, user, params, window);
+}
+
+void daemon_terminals_sweep(struct daemon *d)
+{
+	struct err e = ERR_INIT;
+	_cleanup_json_ json_t *rows = db_query_json(d->db, &e, "SELECT id, name, created_by FROM worktrees ORDER BY created_by", "");
+	_cleanup_json_ json_t *keep = json_object(); /* execution user → [window names of its worktrees] */
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		_cleanup_free_ char *user = NULL;
+		if (daemon_execution_user_for(d, json_get_str(row, "created_by"), &user, &e) < 0) {
+			err_clear(&e); /* a creator without an execution user has no windows to keep: none of theirs open */
+			continue;
+		}
+		json_t *names = json_object_get(keep, user ? user : "");
+		if (!names)
+			json_object_set_new(keep, user ? user : "", names = json_array());
+		_cleanup_free_ char *window = worktree_window_name(json_get_str(row, "name"), json_get_str(row, "id"));
+		json_array_append_new(names, json_string(window));
+	}
+	err_clear(&e);
+	const char *user;
+	json_t *names;
+	json_object_foreach(keep, user, names) {
+		_cleanup_json_ json_t *params = json_pack("{s:s,s:O}", "sessionName", "agor", "keepWindows", names);
+		submit_tmux_close(d, *user ? user : NULL, params, "worktrees removed while the daemon was down");
+	}
 }
 
 const struct rpc_method daemon_terminal_methods[] = {

@@ -466,6 +466,29 @@ static int run_tmux_attach(const struct payload *p, const struct executor_contex
 	return terminal_tmux_attach(&r, data, e);
 }
 
+/* tmux.close: the windows of removed worktrees (windowName), or all but keepWindows (the daemon's sweep at start).
+ * Nothing is sandboxed here: it only talks to this user's own tmux server. */
+static int run_tmux_close(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			  struct err *e)
+{
+	struct passwd *pw = getpwuid(geteuid());
+	if (!pw)
+		return err_set(e, E_IMPERSONATION_FAILED, "uid %u has no passwd entry", (unsigned)geteuid());
+	struct terminal_request r = {
+		.pw = pw,
+		.shell = terminal_shell(pw, ctx->cfg->execution.terminal_shell),
+		.session = payload_str(p, "sessionName"),
+		.window = payload_str(p, "windowName"),
+		.cwd = "/",
+		.dry_run = ctx->dry_run,
+		.plan = plan,
+	};
+	const json_t *keep = json_object_get(p->params, "keepWindows");
+	if (!r.window && !keep)
+		return invalid_param(e, "params.windowName", "give windowName (one window) or keepWindows (the sweep)");
+	return terminal_tmux_close(&r, keep, data, e);
+}
+
 static int run_zellij_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 			     struct err *e)
 {
@@ -492,6 +515,7 @@ static command_fn command_handler(enum payload_command cmd)
 	case CMD_EXEC_RUN: return run_exec;
 	case CMD_PROMPT: return run_prompt;
 	case CMD_TMUX_ATTACH: return run_tmux_attach;
+	case CMD_TMUX_CLOSE: return run_tmux_close;
 	case CMD_ZELLIJ_ATTACH: return run_zellij_attach;
 	}
 	return NULL; /* payload_parse admits only the commands above */

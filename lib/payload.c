@@ -8,7 +8,7 @@
 #include "unixperm.h"
 #include "banned.h"
 
-enum field_type { F_STRING, F_BOOL, F_ENUM, F_STRMAP, F_OBJECT, F_ARGV, F_TIMEOUT_MS, F_POLICY };
+enum field_type { F_STRING, F_BOOL, F_ENUM, F_STRMAP, F_OBJECT, F_ARGV, F_NAMES, F_TIMEOUT_MS, F_POLICY };
 enum field_flags { REQUIRED = 1, NONEMPTY = 2, USER_NAME = 4, NO_NUL = 8 };
 
 struct field_spec {
@@ -86,6 +86,13 @@ static const struct field_spec tmux_params[] = {
 	{ NULL },
 };
 
+static const struct field_spec tmux_close_params[] = {
+	{ "sessionName", F_STRING, REQ_STR },
+	{ "windowName", F_STRING, OPT_STR },  /* close this window */
+	{ "keepWindows", F_NAMES, 0 },	      /* or: close agor's windows of the session not named here */
+	{ NULL },
+};
+
 static const struct field_spec exec_run_params[] = {
 	{ "argv", F_ARGV, REQUIRED },
 	{ "cwd", F_STRING, REQ_STR },
@@ -103,6 +110,7 @@ static const struct command_spec commands[] = {
 	{ "git.worktree.remove", CMD_GIT_WORKTREE_REMOVE, worktree_remove_params, 0 },
 	{ "prompt", CMD_PROMPT, prompt_params, 1 },
 	{ "tmux.attach", CMD_TMUX_ATTACH, tmux_params, 0 },
+	{ "tmux.close", CMD_TMUX_CLOSE, tmux_close_params, 0 },
 	{ "zellij.attach", CMD_ZELLIJ_ATTACH, zellij_params, 0 },
 };
 
@@ -233,6 +241,25 @@ static int check_argv(json_t *v, const char *path, struct err *e)
 	return 0;
 }
 
+/* A list of names (possibly empty): strings without NUL or control characters. */
+static int check_names(json_t *v, const char *path, struct err *e)
+{
+	if (!json_is_array(v))
+		return invalid(e, path, "expected an array of names");
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item) {
+		_cleanup_free_ char *at = xasprintf("%s[%zu]", path, i);
+		const char *s = json_string_value(item);
+		if (!s || strlen(s) != json_string_length(item) || !*s)
+			return invalid(e, at, "expected a non-empty string without NUL bytes");
+		for (; *s; s++)
+			if ((unsigned char)*s < 0x20 || *s == 0x7f)
+				return invalid(e, at, "must not contain control characters");
+	}
+	return 0;
+}
+
 #define TIMEOUT_MS_MAX 604800000LL /* 7 days, as execution.timeout_ms */
 
 static int check_timeout_ms(json_t *v, const char *path, struct err *e)
@@ -247,6 +274,7 @@ static int check_field(const struct field_spec *f, json_t *v, const char *path, 
 	char reason[96];
 	switch (f->type) {
 	case F_ARGV: return check_argv(v, path, e);
+	case F_NAMES: return check_names(v, path, e);
 	case F_TIMEOUT_MS: return check_timeout_ms(v, path, e);
 	case F_POLICY: return config_policy_check(v, e); /* names policy.KEY itself */
 	case F_BOOL:

@@ -333,6 +333,69 @@ static int attach_and_hand_over(const struct terminal_request *r, json_t *info, 
 	return rc;
 }
 
+/* agor names a worktree's window NAME-XXXXXXXX (the worktree id's first 8 hex digits): a sweep closes only those,
+ * never a window the user made by hand in the session. */
+static int is_agor_window_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 10 || name[n - 9] != '-')
+		return 0;
+	for (const char *c = name + n - 8; *c; c++)
+		if (!strchr("0123456789abcdef", *c))
+			return 0;
+	return 1;
+}
+
+static int in_names(const json_t *names, const char *name)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach((json_t *)names, i, v)
+		if (!strcmp(json_string_value(v), name))
+			return 1;
+	return 0;
+}
+
+static int window_to_close(const struct terminal_request *r, const json_t *keep, const char *name)
+{
+	if (r->window)
+		return !strcmp(name, r->window);
+	return keep && is_agor_window_name(name) && !in_names(keep, name);
+}
+
+int terminal_tmux_close(const struct terminal_request *r, const json_t *keep, json_t **data, struct err *e)
+{
+	_cleanup_free_ char *target = xasprintf("=%s", r->session);
+	const char *list[] = { "list-windows", "-t", target, "-F", "#{window_id} #{window_name}", NULL };
+	*data = json_pack("{s:[]}", "closed");
+	if (r->dry_run) {
+		plan_tmux(r, "tmux.list-windows", list);
+		plan_tmux(r, "tmux.kill-window (each window to close)", (const char *const[]){ "kill-window", "-t", "@N", NULL });
+		return 0;
+	}
+	struct strbuf out = STRBUF_INIT;
+	int rc = run_tmux(r, list, &out, e);
+	if (rc != 0) { /* no server or no session: nothing is open */
+		strbuf_release(&out);
+		return rc < 0 ? -1 : 0;
+	}
+	for (char *line = out.buf, *nl; rc == 0 && line && *line; line = nl ? nl + 1 : NULL) {
+		if ((nl = strchr(line, '\n')))
+			*nl = '\0';
+		char *space = strchr(line, ' ');
+		if (!space || !window_to_close(r, keep, space + 1))
+			continue;
+		*space = '\0';
+		const char *kill[] = { "kill-window", "-t", line, NULL };
+		if (run_tmux(r, kill, NULL, e) < 0)
+			rc = -1;
+		else
+			json_array_append_new(json_object_get(*data, "closed"), json_string(space + 1));
+	}
+	strbuf_release(&out);
+	return rc;
+}
+
 int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct err *e)
 {
 	_cleanup_free_ char *server = terminal_tmux_server_name(r->pw->pw_name);

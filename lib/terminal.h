@@ -53,6 +53,10 @@ void terminal_user_env(const struct passwd *pw, const char *shell, json_t *extra
 void terminal_tmux_argv(const char *user, struct strvec *argv, const char *const *args);
 
 int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct err *e);
+/* tmux.close: in r->session of r->pw's server, kills the window named r->window, or (r->window NULL) every window
+ * agor named for a worktree (NAME-<8 hex>) that keep does not list. No server or session: nothing to close, 0.
+ * data {closed: [names]}. */
+int terminal_tmux_close(const struct terminal_request *r, const json_t *keep, json_t **data, struct err *e);
 /* zellij.attach: installs config.kdl if needed, runs `zellij --config … attach SESSION --create` as a session
  * leader on a new PTY (the slave its controlling terminal), selects params.tabName when given, and hands the
  * PTY master over (terminal.handover with kind "pty"). zellij missing from PATH is NOT_FOUND. */

@@ -20,7 +20,7 @@ test_case "a payload that is not an object is INVALID_PAYLOAD at \$" '
 test_case "unknown command lists the supported ones (exit 2)" '
   executor "{\"command\":\"git.push\",\"params\":{}}"
   expect_error UNKNOWN_COMMAND 2
-  expect_json out error.details.supportedCommands "[\"exec.run\", \"git.clone\", \"git.worktree.add\", \"git.worktree.remove\", \"prompt\", \"tmux.attach\", \"zellij.attach\"]"
+  expect_json out error.details.supportedCommands "[\"exec.run\", \"git.clone\", \"git.worktree.add\", \"git.worktree.remove\", \"prompt\", \"tmux.attach\", \"tmux.close\", \"zellij.attach\"]"
 '
 
 test_case "missing command and missing params name the field" '

@@ -71,6 +71,37 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen an
 BODY
 '
 
+test_case "removing a worktree closes its tmux window; a daemon start closes windows of worktrees gone meanwhile, never one the user made" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    open_terminal $wt
+    server="agor-$(id -un)"
+    window=$(tmux -L $server list-windows -t =agor -F "#{window_name}" | grep -- "-${wt:0:8}$")
+    [ -n "$window" ] || fail "no tmux window for the worktree"
+    "$AGOR" worktree remove "$wt" > /dev/null || { cat daemon.log; fail "remove failed"; }
+    for i in $(seq 1 100); do tmux -L $server list-windows -t =agor -F "#{window_name}" 2> /dev/null | grep -qx -- "$window" || break; sleep 0.05; done
+    ! tmux -L $server list-windows -t =agor -F "#{window_name}" 2> /dev/null | grep -qx -- "$window" || fail "the window of the removed worktree stays"
+    # the sweep: a worktree row removed behind the back of the daemon while it was down, and a window the user made
+    "$AGOR" worktree add "$(json_get clone.json repo.id)" second --json > wt2.json
+    wt2=$(json_get wt2.json worktree.id)
+    "$AGOR" worktree add "$(json_get clone.json repo.id)" third --json > wt3.json
+    wt3=$(json_get wt3.json worktree.id)
+    open_terminal $wt2
+    open_terminal $wt3
+    tmux -L $server new-window -d -t =agor: -n mine
+    stop_daemon
+    python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(\"DELETE FROM worktree_owners WHERE worktree_id = ?\", (sys.argv[2],)); c.execute(\"DELETE FROM worktrees WHERE id = ?\", (sys.argv[2],)); c.commit()" "$AGOR_HOME/agor.db" "$wt2"
+    start_daemon
+    for i in $(seq 1 100); do tmux -L $server list-windows -t =agor -F "#{window_name}" | grep -q -- "-${wt2:0:8}$" || break; sleep 0.05; done
+    tmux -L $server list-windows -t =agor -F "#{window_name}" > windows
+    ! grep -q -- "-${wt2:0:8}$" windows || { cat windows daemon.log; fail "the sweep left the window of a worktree that is gone"; }
+    grep -q -- "-${wt3:0:8}$" windows || { cat windows; fail "the sweep closed a live worktree window"; }
+    grep -qx mine windows || { cat windows; fail "the sweep closed the user window"; }
+    stop_daemon
+BODY
+'
+
 test_case "attack: the pane shell is sandboxed to its worktree (no AGOR_HOME, no tmux server, no writes outside)" '
   in_private_tmp <<"BODY"
     start_daemon
@@ -237,7 +268,7 @@ test_case "insulated mode: an execution user with a nologin shell (as agor setup
   trap "kill $daemon_pid 2> /dev/null || true; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true; sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
   for i in $(seq 1 200); do grep -q serving daemon2.log && break; sleep 0.05; done
   as_agord "$BIN" worktree add "$repo" second --json > wt2.json
-  as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt2.json worktree.id)" "expect:[$] " \
+  as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt2.json worktree.id)" "expect:[$]" \
     "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/sh>" > out2 || { cat out2 daemon2.log; false; }
 '"'"'
 '
