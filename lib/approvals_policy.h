@@ -21,36 +21,69 @@
  *   characters, and more than APPR_PATTERN_MAX bytes.
  *
  * Resolution (appr_resolve_executable): a word with '/' is taken relative to cwd; a bare name is
- *   looked up in PATH (empty and relative entries skipped, default /usr/local/bin:/usr/bin:/bin);
- *   the first regular, executable file wins and its realpath() is returned — that canonical path
- *   is what is matched and what appr exec runs.
+ *   looked up in PATH (default APPR_DEFAULT_PATH); an empty or relative PATH entry anywhere refuses
+ *   the lookup (a shell would search the current directory there) — it is never skipped. The first
+ *   regular, executable file wins and its realpath() is returned: that canonical path is what is
+ *   matched.
+ *
+ * Pinning: a path is pinned (appr_path_pinned) when the caller cannot change what it names: it and
+ *   every directory above it are neither group- nor world-writable, and each is owned by root or by
+ *   another uid that is not the caller's and that the caller cannot write to. appr_pinned_path is
+ *   the PATH a run gets: the canonical, existing, pinned directories of PATH in order (the others
+ *   dropped), or NULL when PATH has an empty or relative entry or keeps no directory.
+ *   The identity of an executable (appr_identity) is its device, inode, size, mtime, owner, mode and
+ *   SHA-256, read from an open descriptor.
  *
  * Analysis (appr_analyze) reduces an argv to the inner commands that would run, each with its
  *   canonical path, or fails with a reason (then the command is "not allowlistable"):
- *   - sh|bash|dash|zsh with exactly `-c` or `-lc` and a payload: the payload is shell text, split
- *     at top-level `&&` `||` `;` `|` (quote-aware) and each segment analysed again, to a depth of
+ *   - argv[0] is resolved and opened at once (top_fd, top_id): `approvals exec` runs that very
+ *     descriptor. Every other executable the run starts (a wrapped command, a shell's commands) is
+ *     started by its path, so it must be pinned; its identity is recorded (exes) to be checked again
+ *     just before the run.
+ *   - sh|bash|dash with exactly `-c` and a payload: the payload is shell text, split at top-level
+ *     `&&` `||` `;` `|` (quote-aware) and each segment analysed again, to a depth of
  *     APPR_SHELL_DEPTH. Redirections, `$…` expansions, backticks, subshells and groups, `&`,
- *     newlines, comments, heredocs, assignments, reserved words, globs or `~` in a command word
- *     make shell text not allowlistable. A shell run any other way (a script, stdin, other
- *     options) is not allowlistable.
+ *     newlines, comments, heredocs, assignments, reserved words, globs or `~` in a command word (or
+ *     in a wrapper's options, a shell's -c or its payload) make shell text not allowlistable; so do
+ *     the builtins that change how later commands are found or run (alias, hash, enable, declare,
+ *     export, read, set, cd, source, eval, exec, command, … and printf -v). `time` is a command
+ *     (dash has no such keyword), never skipped. Login shells (-l, -lc), zsh (it reads ~/.zshenv)
+ *     and a shell run any other way (a script, stdin, other options) are not allowlistable.
+ *   - The shell text that runs is rewritten (exec_argv): every command word is replaced by its
+ *     canonical path (a word with '/' is never a builtin, function or alias, and is not looked up in
+ *     PATH again), and a nested payload by its own rewritten text, single-quoted.
  *   - nice, nohup, timeout, stdbuf, time and plain `env CMD` are unwrapped; only the option
  *     spellings listed in approvals_policy.c are recognised — any other option (abbreviations
  *     such as `--adj`, bundles, unknown flags) fails closed.
  *   - env with an assignment or any option (-S, -i, -u, --split-string, …), sudo, doas, setsid,
  *     su, chroot, xargs, busybox and the other launchers in the fail-closed list fail closed.
  *   - A wrapper is recognised by the basename of the word *and* of its canonical path; when the
- *     two disagree (a symlink named `nice` to env) the analysis fails.
- *   exec_argv is argv with the command words the analysis resolved (argv[0] and each command a
- *   wrapper runs, not those inside shell text) replaced by their canonical paths, so what runs is
- *   what was matched — not whatever a later PATH lookup would find.
+ *     two disagree (a symlink named `nice` to env) the analysis fails. A shell or wrapper is taken
+ *     for one only when its canonical path is a pinned file directly in /usr/bin, /bin, /usr/sbin
+ *     or /sbin: a file named `nice` or `sh` anywhere else is refused, never unwrapped.
+ *   - Each inner command's code (approvals_programs.h): why its argv runs code beyond the
+ *     executable (git -c, find -exec, make, python -c, …), and whether the shell expands its
+ *     arguments.
+ *   exec_argv is argv with argv[0], each command a wrapper runs and each shell payload replaced as
+ *   above, so what runs is what was matched — not whatever a later PATH lookup would find.
  *   The inner commands are never shells or wrappers, so allow-always (appr_allow_always_patterns)
- *   can only ever record the inner executables.
+ *   can only ever record the inner executables, and never one whose argv runs code.
+ *
+ * Matching (appr_decide): an allowlist entry without a space matches the canonical path of a
+ *   command whose code is NULL; an argv pattern (approvals_programs.h) matches the command's words
+ *   unless the shell expands them, and with a trailing `*` only when the command's code is NULL or
+ *   it always runs code (make, interpreters: naming it in a pattern is the point).
  */
 
 #include <stddef.h>
 
+#include <sys/types.h>
+
+#include "crypto.h"
 #include "err.h"
 #include "strvec.h"
+
+#define APPR_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 enum appr_security { APPR_SECURITY_DENY = 0, APPR_SECURITY_ALLOWLIST = 1, APPR_SECURITY_FULL = 2 };
 enum appr_ask { APPR_ASK_OFF = 0, APPR_ASK_ON_MISS = 1, APPR_ASK_ALWAYS = 2 };
@@ -94,8 +127,36 @@ int appr_pattern_check(const char *pattern, struct err *e);
 char *appr_pattern_for_path(const char *path);
 
 /* The canonical path of the executable word would run (see the contract); caller frees. NULL with
- * E_NOT_FOUND (not found / not executable) or E_SYSTEM. cwd NULL means the current directory. */
+ * E_NOT_FOUND (not found / not executable), E_PERMISSION_DENIED (PATH refused) or E_SYSTEM. cwd NULL
+ * means the current directory. */
 char *appr_resolve_executable(const char *word, const char *cwd, const char *path_env, struct err *e);
+/* 0 when every PATH entry is absolute and non-empty; -1 naming the first that is not. */
+int appr_path_entries_check(const char *path_env, struct err *e);
+/* 0 when the caller cannot change what canonical names (see the contract); -1 saying why. */
+int appr_path_pinned(const char *canonical, struct err *e);
+/* The PATH a run gets (see the contract); caller frees. */
+char *appr_pinned_path(const char *path_env, struct err *e);
+
+struct appr_identity {
+	int valid;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	long long mtime_ns;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	char sha256[CRYPTO_SHA256_HEX_LEN + 1];
+};
+/* Reads fd's identity (a regular file; the whole content is hashed). */
+int appr_identity_of_fd(int fd, const char *name, struct appr_identity *id, struct err *e);
+/* Opens canonical (O_RDONLY|O_CLOEXEC|O_NOFOLLOW) and reads its identity; the descriptor or -1. */
+int appr_open_executable(const char *canonical, struct appr_identity *id, struct err *e);
+/* 0 when got is want (device, inode, size, mtime, SHA-256); -1 naming what changed. */
+int appr_identity_same(const struct appr_identity *want, const struct appr_identity *got, const char *name,
+		       struct err *e);
+/* appr_identity_same against what canonical is now. */
+int appr_identity_recheck_path(const char *canonical, const struct appr_identity *want, struct err *e);
 
 /* Shell text split at top-level && || ; | into segments (words with quotes removed); -1 with a
  * reason (E_PERMISSION_DENIED, message says why) when the text is not allowlistable. */
@@ -103,14 +164,31 @@ int appr_shell_split(const char *text, struct strvec **segments, size_t *nr, str
 void appr_segments_free(struct strvec *segments, size_t nr);
 
 struct appr_command {
-	struct strvec argv; /* the inner command's words */
-	char *resolved;	    /* its canonical executable */
+	struct strvec argv;	 /* the inner command's words (quotes removed, not expanded) */
+	char *resolved;		 /* its canonical executable */
+	struct appr_identity id; /* of resolved, at check time */
+	int direct;		 /* it is argv[0] itself: run by descriptor */
+	int expands;		 /* the shell expands some argument (glob, brace, ~): argv is not what runs */
+	char *code;		 /* why argv runs code beyond the executable (approvals_programs.h), or NULL */
+	int code_always;	 /* the program runs code whatever its options */
+};
+
+/* An executable the run starts (argv[0], wrappers, shells, inner commands), with its identity. */
+struct appr_executable {
+	char *path;
+	struct appr_identity id;
+	int direct; /* argv[0]: run by descriptor; else started by path (and pinned) */
 };
 
 struct appr_analysis {
 	int ok;			    /* every command found, unwrapped and resolved */
 	char *reason;		    /* why not, when !ok */
 	char *top_resolved;	    /* canonical path of argv[0] itself (what exec runs); may be NULL */
+	int top_fd;		    /* argv[0]'s executable opened at check time (-1 when not) */
+	struct appr_identity top_id;
+	char *path_env;		    /* the PATH the run gets (appr_pinned_path); NULL when PATH was refused */
+	struct appr_executable *exes; /* every executable the run starts, argv[0] first */
+	size_t nexes;
 	struct strvec exec_argv;    /* the argv exec runs: argv with every command word outside shell
 				     * text (argv[0], each wrapped command) replaced by its canonical path */
 	struct appr_command *cmds;  /* the inner commands (also filled partially when !ok) */
