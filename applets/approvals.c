@@ -385,6 +385,15 @@ static int evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev)
 	return 0;
 }
 
+/* Why an executable-only allowlist entry did not cover a command (it runs code of its own), or NULL. */
+static const char *code_detail(const struct evaluation *ev)
+{
+	for (size_t i = 0; i < ev->analysis.nr; i++)
+		if (ev->analysis.cmds[i].code)
+			return ev->analysis.cmds[i].code;
+	return NULL;
+}
+
 static void evaluation_release(struct evaluation *ev)
 {
 	appr_analysis_release(&ev->analysis);
@@ -610,7 +619,7 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 	if (!ev.analysis.path_env) { /* an empty or relative PATH entry: never run, whatever the policy */
 		rc = deny(events, "path-refused", ev.analysis.reason);
 	} else if (d == APPR_DENY) {
-		rc = deny(events, reason, detail ? detail : ev.analysis.reason);
+		rc = deny(events, reason, detail ? detail : ev.analysis.reason ? ev.analysis.reason : code_detail(&ev));
 	} else if (ev.analysis.top_resolved && appr_exec_checked(&ev.analysis, &changed) < 0) {
 		rc = deny(events, "changed-since-check", changed.message);
 	} else if (!ev.analysis.top_resolved) {
