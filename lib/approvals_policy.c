@@ -312,6 +312,9 @@ int appr_identity_of_fd(int fd, const char *name, struct appr_identity *id, stru
 		return err_errno(e, errno, "stat %s", name);
 	if (!S_ISREG(st.st_mode))
 		return err_set(e, E_NOT_FOUND, "%s is not a regular file", name);
+	if (st.st_size > APPR_EXECUTABLE_MAX)
+		return err_set(e, E_PAYLOAD_TOO_LARGE, "%s is larger than %d MiB: too large to hash and pin", name,
+			       APPR_EXECUTABLE_MAX >> 20);
 	struct crypto_sha256 h;
 	crypto_sha256_init(&h);
 	char buf[65536];
@@ -723,6 +726,33 @@ static const struct {
 	{"source", KIND_FAIL_CLOSED},
 	{".", KIND_FAIL_CLOSED},
 	{"agor", KIND_FAIL_CLOSED},
+	/* more programs whose arguments are a program to run */
+	{"valgrind", KIND_FAIL_CLOSED},
+	{"perf", KIND_FAIL_CLOSED},
+	{"unbuffer", KIND_FAIL_CLOSED},
+	{"sg", KIND_FAIL_CLOSED},
+	{"newgrp", KIND_FAIL_CLOSED},
+	{"ssh-agent", KIND_FAIL_CLOSED},
+	{"dbus-run-session", KIND_FAIL_CLOSED},
+	{"xvfb-run", KIND_FAIL_CLOSED},
+	{"catchsegv", KIND_FAIL_CLOSED},
+	{"proxychains", KIND_FAIL_CLOSED},
+	{"proxychains4", KIND_FAIL_CLOSED},
+	{"torsocks", KIND_FAIL_CLOSED},
+	{"setarch", KIND_FAIL_CLOSED},
+	{"linux32", KIND_FAIL_CLOSED},
+	{"linux64", KIND_FAIL_CLOSED},
+	{"prlimit", KIND_FAIL_CLOSED},
+	{"faketime", KIND_FAIL_CLOSED},
+	{"eatmydata", KIND_FAIL_CLOSED},
+	{"fakechroot", KIND_FAIL_CLOSED},
+	{"chpst", KIND_FAIL_CLOSED},
+	{"tmux", KIND_FAIL_CLOSED},
+	{"screen", KIND_FAIL_CLOSED},
+	{"sshpass", KIND_FAIL_CLOSED},
+	{"entr", KIND_FAIL_CLOSED},
+	{"rlwrap", KIND_FAIL_CLOSED},
+	{"ld.so", KIND_FAIL_CLOSED},
 };
 
 static const char *base_name(const char *path)
@@ -736,8 +766,8 @@ static enum wrapper_kind wrapper_kind(const char *name)
 	for (size_t i = 0; i < ARRAY_SIZE(wrapper_names); i++)
 		if (!strcmp(name, wrapper_names[i].name))
 			return wrapper_names[i].kind;
-	if (!strncmp(name, "agor-", 5))
-		return KIND_FAIL_CLOSED;
+	if (!strncmp(name, "agor-", 5) || !strncmp(name, "ld-linux", 8) || !strncmp(name, "ld-musl", 7))
+		return KIND_FAIL_CLOSED; /* the dynamic loader runs any program it is given */
 	return KIND_PLAIN;
 }
 

@@ -32,7 +32,7 @@
  *   the PATH a run gets: the canonical, existing, pinned directories of PATH in order (the others
  *   dropped), or NULL when PATH has an empty or relative entry or keeps no directory.
  *   The identity of an executable (appr_identity) is its device, inode, size, mtime, owner, mode and
- *   SHA-256, read from an open descriptor.
+ *   SHA-256, read from an open descriptor; a file over APPR_EXECUTABLE_MAX is refused.
  *
  * Analysis (appr_analyze) reduces an argv to the inner commands that would run, each with its
  *   canonical path, or fails with a reason (then the command is "not allowlistable"):
@@ -92,6 +92,7 @@ enum appr_decision { APPR_ALLOW = 0, APPR_DENY = 1, APPR_ASK = 3 }; /* also `che
 #define APPR_SHELL_DEPTH 3
 #define APPR_WRAPPER_DEPTH 8
 #define APPR_PATTERN_MAX 1024
+#define APPR_EXECUTABLE_MAX (512 << 20) /* larger executables are not hashed: not pinnable, refused */
 
 /* Parsers return the level or -1; names return NULL for an out-of-range value. */
 int appr_security_parse(const char *s);

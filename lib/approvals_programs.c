@@ -48,6 +48,7 @@ static const char *const man_longs[] = {"pager", "html", NULL};
 static const char *const zip_longs[] = {"unzip-command", NULL};
 static const char *const zip_words[] = {"-TT", NULL};
 static const char *const gpg_longs[] = {"photo-viewer", "exec-path", NULL};
+static const char *const openssl_words[] = {"-engine", "-provider", "-provider-path", "-keygen_engine", NULL};
 static const char *const none[] = {NULL};
 
 static const struct program programs[] = {
@@ -62,7 +63,10 @@ static const struct program programs[] = {
 	{"sed gsed", KIND_SED, NULL, none, none, 0},
 	{"tar gtar bsdtar", KIND_OPTIONS, "IF", tar_longs, none, 1},
 	{"rsync", KIND_OPTIONS, "e", rsync_longs, none, 0},
-	{"ssh", KIND_OPTIONS, "oF", none, none, 0},
+	{"ssh", KIND_OPTIONS, "oFI", none, none, 0},    /* -I: a PKCS#11 library */
+	{"ssh-keygen", KIND_OPTIONS, "D", none, none, 0},
+	{"ssh-add", KIND_OPTIONS, "sS", none, none, 0},
+	{"openssl", KIND_OPTIONS, "", none, openssl_words, 0},
 	{"scp", KIND_OPTIONS, "oFS", none, none, 0},
 	{"sftp", KIND_OPTIONS, "oFSD", none, none, 0},
 	{"find", KIND_OPTIONS, "", none, find_words, 0},

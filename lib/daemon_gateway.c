@@ -227,6 +227,9 @@ static int decide(struct daemon *d, struct gateway_run *r, const struct appr_lev
 		r->exec_argv = strvec_json(&a.exec_argv);
 	if (!a.ok && a.reason)
 		r->detail = xstrdup(a.reason);
+	for (size_t i = 0; !r->detail && i < a.nr; i++) /* an executable-only entry did not cover it: why */
+		if (a.cmds[i].code)
+			r->detail = xstrdup(a.cmds[i].code);
 	appr_verdict_release(&v);
 	appr_analysis_release(&a);
 	strvec_clear(&patterns);

@@ -256,6 +256,9 @@ TEST(approvals_wrapper_table)
 		{ARGV("nohup", "--", "--", "ls"), "not found"},
 		{ARGV("sudo", "ls"), "cannot be allowlisted"},
 		{ARGV("setsid", "ls"), "cannot be allowlisted"},
+		{ARGV("valgrind", "ls"), "cannot be allowlisted"},
+		{ARGV("setarch", "x86_64", "ls"), "cannot be allowlisted"},
+		{ARGV("/lib64/ld-linux-x86-64.so.2", "/usr/bin/id"), "cannot be allowlisted"},
 		{ARGV("nice", "sudo", "ls"), "cannot be allowlisted"},
 		{ARGV("nice"), "options not recognised"},
 		{ARGV("no-such-command-xyz"), "not found"},
@@ -477,6 +480,8 @@ TEST(approvals_programs_that_run_programs_table)
 		{ARGV("sed", "a foo; e id"), "-"}, /* a's text runs to the end of the line */
 		{ARGV("sed", "a foo\ne id"), "runs a command"},
 		{ARGV("ls", "-la"), "-"},
+		{ARGV("openssl", "req", "-engine", "x"), "openssl -engine"},
+		{ARGV("ssh", "-I", "/tmp/p11.so", "h"), "(-I)"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *got = code_summary(cases[i].argv);
