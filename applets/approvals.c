@@ -43,7 +43,13 @@ extern const struct applet applet_approvals;
 	"\n"                                                                                       \
 	"Patterns match the resolved, canonical executable: ** any characters, * and ? never\n"   \
 	"cross '/', ~/ is the account's home (from passwd, not $HOME), anchored, case-sensitive;\n" \
-	"they must start with / or ~/. exec runs the resolved paths, not a new PATH lookup.\n"    \
+	"they must start with / or ~/. A pattern with a space is an argv pattern: the path glob,\n" \
+	"then one glob per argument ('\\ ' a space), a final * any further arguments\n"          \
+	"(`/usr/bin/git status *`). Programs that run code (git -c/--upload-pack, find -exec,\n"  \
+	"make, python -c, … see docs/approvals.md) need an argv pattern for those options.\n"     \
+	"exec runs argv[0] by the descriptor it checked, shell text with every command word\n"    \
+	"replaced by its canonical path, and PATH fixed at check time; an empty or relative\n"    \
+	"PATH entry is refused.\n"                                                                \
 	"\n"                                                                                       \
 	"check prints the decision and reason (--json: {decision,reason,resolvedPaths,matched})\n" \
 	"and exits 0 allow, 1 deny, 3 ask. exec runs ARGV under the policy (asking the UI of\n"    \
