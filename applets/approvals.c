@@ -714,6 +714,14 @@ static int always_mutator(json_t *root, void *arg, struct err *e)
 	return 0;
 }
 
+static void print_escaped(const char *before, const char *text)
+{
+	struct strbuf safe = STRBUF_INIT;
+	appr_display_escape(text, &safe);
+	printf("%s%s", before, safe.buf);
+	strbuf_release(&safe);
+}
+
 /* The patterns the request says allow-always records — what the client checked, never a new analysis
  * here (this process's PATH and cwd are not the requester's). */
 static int recorded_patterns(const json_t *request, struct strvec *out, struct err *e)
@@ -747,11 +755,14 @@ static void ui_answered(void *arg, const json_t *request, enum appr_answer *answ
 	    recorded_patterns(request, &edit.patterns, &e) < 0 ||
 	    appr_store_update(ui->store, NULL, always_mutator, &edit, &e) < 0) {
 		*answer = APPR_ANSWER_ALLOW_ONCE;
-		printf("-> allow-once (allow-always %s)\n", e.message);
+		struct strbuf why = STRBUF_INIT;
+		appr_display_escape(e.message, &why);
+		printf("-> allow-once (allow-always %s)\n", why.buf);
+		strbuf_release(&why);
 	} else {
 		printf("-> allow-always: recorded");
 		for (size_t i = 0; i < edit.patterns.nr; i++)
-			printf(" %s", edit.patterns.v[i]);
+			print_escaped(" ", edit.patterns.v[i]);
 		printf(" for agent %s\n", edit.agent);
 	}
 	fflush(stdout);
@@ -765,11 +776,15 @@ static void ui_ready(void *arg, const char *socket_path)
 	fflush(stdout);
 }
 
+/* A note quotes what a peer sent (an unknown field's name, …): never raw on the terminal. */
 static void ui_note(void *arg, const char *text)
 {
 	(void)arg;
-	printf("\n[%s]\n", text);
+	struct strbuf safe = STRBUF_INIT;
+	appr_display_escape(text, &safe);
+	printf("\n[%s]\n", safe.buf);
 	fflush(stdout);
+	strbuf_release(&safe);
 }
 
 static int socket_mutator(json_t *root, void *arg, struct err *e)

@@ -186,6 +186,12 @@ test_case "attack 6: the prompt shows each executable; allow-always records what
   if pane | grep -q "$(printf "\342\200\256")"; then fail "raw U+202E on the prompt"; fi
   answered d
   expect_eq "$(cat bg.rc)" 126
+  # what a peer sends before it is authenticated (an unknown field name) is shown escaped too
+  python3 -c "import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall((json.dumps({\"type\": \"request\", \"x\u001b]0;PWN\u0007\u202ey\": 1}) + \"\n\").encode()); s.recv(4096)" \
+    "$AGOR_HOME/approvals.sock"
+  wait_pane "unknown field x\\x1b]0;PWN\\x07\\u{202e}y"
 '
 else
 test_skip "attack 4: trojan dropped during the prompt" "needs tmux"
