@@ -439,8 +439,9 @@ static int cmd_check(struct appr_store *s, struct opts *o)
 			printf("  matched:  %s\n", v->matched.v[i]);
 		for (size_t i = 0; i < ev.analysis.nr; i++)
 			if (ev.analysis.cmds[i].code)
-				printf("  runs code: %s (an executable-only entry does not allow it)\n",
-				       ev.analysis.cmds[i].code);
+				printf("  runs code: %s (%s)\n", ev.analysis.cmds[i].code,
+				       ev.analysis.cmds[i].code_config ? "no allowlist entry allows it"
+								       : "an executable-only entry does not allow it");
 		if (!ev.analysis.ok && ev.analysis.reason)
 			printf("  not allowlistable: %s\n", ev.analysis.reason);
 	}

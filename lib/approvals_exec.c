@@ -52,6 +52,12 @@ static void run_environment(struct child *c, const char *path_env)
 			strvec_push_nodup(&c->env, xstrndup(*env, strcspn(*env, "="))); /* unset */
 	if (path_env)
 		strvec_pushf(&c->env, "PATH=%s", path_env);
+	/* git's editors and askpass would run what configuration the caller can write names: ":" is
+	 * git's no-op editor, an empty GIT_ASKPASS stops the fallback to core.askPass and SSH_ASKPASS */
+	strvec_push(&c->env, "GIT_EDITOR=:");
+	strvec_push(&c->env, "GIT_SEQUENCE_EDITOR=:");
+	strvec_push(&c->env, "GIT_ASKPASS=");
+	strvec_push(&c->env, "GIT_TERMINAL_PROMPT=0");
 }
 
 int appr_exec_checked(const struct appr_analysis *a, struct err *e)

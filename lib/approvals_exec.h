@@ -20,7 +20,9 @@
  * (BASH_FUNC_*), SSH_CLIENT/SSH2_CLIENT (bash -c would read ~/.bashrc), git's program, config and
  * repository variables (GIT_SSH_COMMAND, GIT_CONFIG_*, GIT_DIR, …), PAGER/EDITOR/VISUAL, LESSOPEN,
  * TAR_OPTIONS, RSYNC_RSH, PERL5OPT, PYTHONPATH, NODE_OPTIONS, MAKEFLAGS and the like (the list is in
- * approvals_exec.c) — so `bash -c ls` runs /usr/bin/ls, not a function named ls.
+ * approvals_exec.c) — so `bash -c ls` runs /usr/bin/ls, not a function named ls. It then sets
+ * GIT_EDITOR=: and GIT_SEQUENCE_EDITOR=: (git's no-op editor), GIT_ASKPASS= (no askpass program) and
+ * GIT_TERMINAL_PROMPT=0, so configuration the caller wrote cannot make git start an editor or askpass.
  * appr_event_output makes an event-sized copy: valid UTF-8 (invalid bytes become U+FFFD) and,
  * when longer than APPR_EVENT_OUTPUT_MAX characters, "... (truncated) " followed by the last
  * APPR_EVENT_OUTPUT_MAX characters.

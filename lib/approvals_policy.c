@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "approvals_gitconfig.h"
 #include "approvals_policy.h"
 #include "approvals_programs.h"
 #include "crypto.h"
@@ -1033,6 +1034,10 @@ static void add_command(struct analyzer *z, const char *const *argv, char *resol
 		c->expands |= word_expands(z, argv, k);
 	c->code = appr_code_running(base_name(argv[0]), base_name(resolved), argv, c->expands,
 				    &c->code_always);
+	if (!c->code && appr_is_git(base_name(argv[0]), base_name(resolved))) {
+		c->code = appr_git_config_code(z->cwd, argv);
+		c->code_config = c->code != NULL;
+	}
 }
 
 static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_depth);
@@ -1281,6 +1286,8 @@ void appr_analysis_release(struct appr_analysis *a)
 static const char *first_match(const struct appr_command *c, const char *const *patterns, size_t n,
 			       const char *home)
 {
+	if (c->code_config) /* code the argv does not show: no pattern can name it */
+		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (!appr_pattern_has_argv(patterns[i])) {
 			if (!c->code && appr_glob_match(patterns[i], c->resolved, home))

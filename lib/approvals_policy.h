@@ -63,14 +63,14 @@
  *     or /sbin: a file named `nice` or `sh` anywhere else is refused, never unwrapped.
  *   - Each inner command's code (approvals_programs.h): why its argv runs code beyond the
  *     executable (git -c, find -exec, make, python -c, …), and whether the shell expands its
- *     arguments.
+ *     arguments; for git also the code its configuration and hooks name (approvals_gitconfig.h).
  *   exec_argv is argv with argv[0], each command a wrapper runs and each shell payload replaced as
  *   above, so what runs is what was matched — not whatever a later PATH lookup would find.
  *   The inner commands are never shells or wrappers, so allow-always (appr_allow_always_patterns)
  *   can only ever record the inner executables, and never one whose argv runs code.
  *
- * Matching (appr_decide): an allowlist entry without a space matches the canonical path of a
- *   command whose code is NULL; an argv pattern (approvals_programs.h) matches the command's words
+ * Matching (appr_decide): no entry matches a command whose code is in configuration (code_config);
+ *   an allowlist entry without a space matches the canonical path of a command whose code is NULL; an argv pattern (approvals_programs.h) matches the command's words
  *   unless the shell expands them, and with a trailing `*` only when the command's code is NULL or
  *   it always runs code (make, interpreters: naming it in a pattern is the point).
  */
@@ -172,6 +172,7 @@ struct appr_command {
 	int expands;		 /* the shell expands some argument (glob, brace, ~): argv is not what runs */
 	char *code;		 /* why argv runs code beyond the executable (approvals_programs.h), or NULL */
 	int code_always;	 /* the program runs code whatever its options */
+	int code_config;	 /* the code is in configuration (approvals_gitconfig.h): no pattern allows it */
 };
 
 /* An executable the run starts (argv[0], wrappers, shells, inner commands), with its identity. */

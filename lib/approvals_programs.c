@@ -547,6 +547,14 @@ char *appr_code_running(const char *word_base, const char *resolved_base, const 
 	}
 }
 
+int appr_is_git(const char *word_base, const char *resolved_base)
+{
+	const struct program *p = lookup_one(resolved_base);
+	if (!p)
+		p = lookup_one(word_base);
+	return p && p->kind == KIND_GIT;
+}
+
 /* ---- argv patterns --------------------------------------------------------------------------- */
 
 int appr_pattern_has_argv(const char *pattern)

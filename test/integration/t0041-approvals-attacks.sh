@@ -81,7 +81,7 @@ test_case "attack 3: printf -v PATH (and export/read/hash/alias/enable/declare) 
   expect_contains out "x/"
 '
 
-test_case "attack 5: an allowlisted git runs no other program (-c alias, --upload-pa=, core.sshCommand, --exec-path, env)" "$COMMON"'
+test_case "attack 5: an allowlisted git runs no other program (-c alias, --upload-pa=, --exec-path, env, planted config and hooks)" "$COMMON"'
   policy --security allowlist --ask off; allow /usr/bin/git
   git init -q repo; cd repo
   mkdir -p "$T/xp"; trojan "$T/xp" git-status
@@ -101,6 +101,22 @@ test_case "attack 5: an allowlisted git runs no other program (-c alias, --uploa
   [ "$rc" != 126 ] || { cat err; fail "plain ls-remote was denied"; }
   no_pwned
   aexec "$SYS" -- git status; [ "$rc" = 0 ] || { cat err; fail "git status: exit $rc"; }
+  # configuration and hooks the caller can write are code: git is not allowed while they name any
+  git config core.fsmonitor "touch $T/PWNED-fsmonitor"
+  aexec "$SYS" -- git status;                                             denied "core.fsmonitor"
+  git config --unset core.fsmonitor
+  printf "#!/bin/sh\ntouch %s/PWNED-hook\n" "$T" > .git/hooks/pre-commit; chmod 755 .git/hooks/pre-commit
+  aexec "$SYS" -- git commit --allow-empty -m x;                          denied "has a hook"
+  rm .git/hooks/pre-commit
+  printf "[diff]\n\texternal = touch %s/PWNED-global\n" "$T" > "$HOME/.gitconfig"
+  aexec "$SYS" -- git diff;                                               denied "diff.external"
+  rm "$HOME/.gitconfig"
+  # an editor or askpass the configuration names never starts (git gets its no-op editor)
+  git config user.name t; git config user.email t@example.invalid
+  git config core.editor "touch $T/PWNED-editor"; git config core.askPass "touch $T/PWNED-askpass"
+  aexec "$SYS" -- git commit --allow-empty
+  no_pwned
+  git config --unset core.editor; git config --unset core.askPass
   # an argv pattern names exactly what is allowed
   "$AGOR" approvals allowlist rm /usr/bin/git > /dev/null
   allow "/usr/bin/git status *"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "approvals_exec.h"
+#include "approvals_gitconfig.h"
 #include "approvals_policy.h"
 #include "approvals_programs.h"
 #include "approvals_socket.h"
@@ -500,6 +501,104 @@ TEST(approvals_programs_that_run_programs_table)
 	char *why = appr_code_running("git", "git", ARGV("git", "status", "*"), 1, &always);
 	CHECK_CONTAINS(why, "expands");
 	free(why);
+}
+
+/* Writes text to dir/name (mode), creating dir. */
+static void put_file(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	mkdir(dir, 0755);
+	char *path = xasprintf("%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	CHECK(fd >= 0);
+	CHECK_INT(write(fd, text, strlen(text)), (long long)strlen(text));
+	close(fd);
+	free(path);
+}
+
+TEST(approvals_git_configuration_and_hooks_that_run_code)
+{
+	const char *dir = unit_tmpdir();
+	char *home = xasprintf("%s/home", dir), *repo = xasprintf("%s/repo", dir), *git = xasprintf("%s/.git", repo);
+	char *sub = xasprintf("%s/a/b", repo);
+	mkdir(home, 0755);
+	mkdir(repo, 0755);
+	setenv("HOME", home, 1);
+	unsetenv("XDG_CONFIG_HOME");
+	put_file(git, "HEAD", "ref: refs/heads/main\n", 0644);
+	char *objects = xasprintf("%s/objects", git), *refs = xasprintf("%s/refs", git), *hooks = xasprintf("%s/hooks", git);
+	mkdir(objects, 0755);
+	mkdir(refs, 0755);
+	char *a_dir = xasprintf("%s/a", repo);
+	mkdir(a_dir, 0755);
+	mkdir(sub, 0755);
+	free(a_dir);
+	const struct {
+		const char *config;   /* .git/config after [core] basics */
+		const char *global;   /* ~/.gitconfig */
+		const char *hook;     /* a hooks/ file name (executable) or NULL */
+		const char *expected; /* NULL or a substring of the reason */
+	} cases[] = {
+		{"", "", NULL, NULL},
+		{"\tfsmonitor = false\n\thooksPath = /dev/null\n", "[credential]\n\thelper = store --file=/x/y\n", NULL, NULL},
+		{"\tfsmonitor = touch /tmp/x\n", "", NULL, "core.fsmonitor = touch /tmp/x"},
+		{"\thooksPath = /tmp/h\n", "", NULL, "core.hookspath"},
+		{"\tsshCommand = id\n", "", NULL, "core.sshcommand"},
+		{"[filter \"lfs\"]\n\tclean = id\n", "", NULL, "filter.lfs.clean"},
+		{"[diff \"x\"]\n\ttextconv = id\n", "", NULL, "diff.x.textconv"},
+		{"[remote \"o\"]\n\tuploadpack = id\n", "", NULL, "remote.o.uploadpack"},
+		{"[protocol \"ext\"]\n\tallow = always\n", "", NULL, "protocol.ext.allow"},
+		{"[submodule \"s\"]\n\tupdate = !id\n", "", NULL, "submodule.s.update"},
+		{"", "[credential]\n\thelper = !id\n", NULL, "credential.helper = !id"},
+		{"", "[credential]\n\thelper = \"store && id\"\n", NULL, "credential.helper"},
+		{"", "[credential]\n\thelper = store; a comment\n", NULL, NULL},
+		{"", "[gpg]\n\tprogram = /tmp/gpg\n", NULL, "gpg.program"},
+		{"", "[include]\n\tpath = inc\n", NULL, "diff.external"}, /* through an include */
+		{"", "", "pre-commit", "has a hook"},
+		{"", "", "pre-commit.sample", NULL},
+	};
+	put_file(home, "inc", "[diff]\n\texternal = id\n", 0644);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *config = xasprintf("[core]\n\trepositoryformatversion = 0\n\tbare = false\n%s", cases[i].config);
+		put_file(git, "config", config, 0644);
+		put_file(home, ".gitconfig", cases[i].global, 0644);
+		if (cases[i].hook)
+			put_file(hooks, cases[i].hook, "#!/bin/sh\n", 0755);
+		char *why = appr_git_config_code(sub, ARGV("git", "status")); /* discovered from a subdirectory */
+		int ok = cases[i].expected ? why && strstr(why, cases[i].expected) : !why;
+		if (!ok)
+			unit_fail(__FILE__, __LINE__, "case %zu: %s, expected %s", i, why ? why : "(none)",
+				  cases[i].expected ? cases[i].expected : "(none)");
+		free(why);
+		if (cases[i].hook) {
+			char *h = xasprintf("%s/%s", hooks, cases[i].hook);
+			unlink(h);
+			free(h);
+		}
+		free(config);
+	}
+	/* -C names the repository from elsewhere; an argv pattern never allows configured code */
+	put_file(git, "config", "[core]\n\tfsmonitor = id\n", 0644);
+	put_file(home, ".gitconfig", "", 0644);
+	char *why = appr_git_config_code("/", ARGV("git", "-C", repo, "status"));
+	CHECK_CONTAINS(why, "core.fsmonitor");
+	free(why);
+	struct appr_analysis a;
+	appr_analyze(ARGV("git", "status"), repo, PATH_ENV, &a);
+	const char *patterns[] = {"/usr/bin/git status", "/usr/bin/git"};
+	struct appr_effective eff = {APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY};
+	struct appr_verdict v;
+	appr_decide(&eff, &a, patterns, 2, NULL, &v);
+	CHECK_INT(v.decision, APPR_DENY);
+	CHECK(a.cmds[0].code_config);
+	appr_verdict_release(&v);
+	appr_analysis_release(&a);
+	free(home);
+	free(repo);
+	free(git);
+	free(sub);
+	free(objects);
+	free(refs);
+	free(hooks);
 }
 
 TEST(approvals_argv_patterns_and_executable_only_entries)
