@@ -24,15 +24,7 @@
  *   looked up in PATH (default APPR_DEFAULT_PATH); an empty or relative PATH entry anywhere refuses
  *   the lookup (a shell would search the current directory there) — it is never skipped. The first
  *   regular, executable file wins and its realpath() is returned: that canonical path is what is
- *   matched.
- *
- * Pinning: a path is pinned (appr_path_pinned) when the caller cannot change what it names: it and
- *   every directory above it are neither group- nor world-writable, and each is owned by root or by
- *   another uid that is not the caller's and that the caller cannot write to. appr_pinned_path is
- *   the PATH a run gets: the canonical, existing, pinned directories of PATH in order (the others
- *   dropped), or NULL when PATH has an empty or relative entry or keeps no directory.
- *   The identity of an executable (appr_identity) is its device, inode, size, mtime, owner, mode and
- *   SHA-256, read from an open descriptor; a file over APPR_EXECUTABLE_MAX is refused.
+ *   matched. Pinning and identity: approvals_pin.h.
  *
  * Analysis (appr_analyze) reduces an argv to the inner commands that would run, each with its
  *   canonical path, or fails with a reason (then the command is "not allowlistable"):
@@ -77,13 +69,9 @@
 
 #include <stddef.h>
 
-#include <sys/types.h>
-
-#include "crypto.h"
+#include "approvals_pin.h"
 #include "err.h"
 #include "strvec.h"
-
-#define APPR_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 enum appr_security { APPR_SECURITY_DENY = 0, APPR_SECURITY_ALLOWLIST = 1, APPR_SECURITY_FULL = 2 };
 enum appr_ask { APPR_ASK_OFF = 0, APPR_ASK_ON_MISS = 1, APPR_ASK_ALWAYS = 2 };
@@ -92,7 +80,6 @@ enum appr_decision { APPR_ALLOW = 0, APPR_DENY = 1, APPR_ASK = 3 }; /* also `che
 #define APPR_SHELL_DEPTH 3
 #define APPR_WRAPPER_DEPTH 8
 #define APPR_PATTERN_MAX 1024
-#define APPR_EXECUTABLE_MAX (512 << 20) /* larger executables are not hashed: not pinnable, refused */
 
 /* Parsers return the level or -1; names return NULL for an out-of-range value. */
 int appr_security_parse(const char *s);
@@ -131,34 +118,6 @@ char *appr_pattern_for_path(const char *path);
  * E_NOT_FOUND (not found / not executable), E_PERMISSION_DENIED (PATH refused) or E_SYSTEM. cwd NULL
  * means the current directory. */
 char *appr_resolve_executable(const char *word, const char *cwd, const char *path_env, struct err *e);
-/* 0 when every PATH entry is absolute and non-empty; -1 naming the first that is not. */
-int appr_path_entries_check(const char *path_env, struct err *e);
-/* 0 when the caller cannot change what canonical names (see the contract); -1 saying why. */
-int appr_path_pinned(const char *canonical, struct err *e);
-/* The PATH a run gets (see the contract); caller frees. */
-char *appr_pinned_path(const char *path_env, struct err *e);
-
-struct appr_identity {
-	int valid;
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	long long mtime_ns;
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	char sha256[CRYPTO_SHA256_HEX_LEN + 1];
-};
-/* Reads fd's identity (a regular file; the whole content is hashed). */
-int appr_identity_of_fd(int fd, const char *name, struct appr_identity *id, struct err *e);
-/* Opens canonical (O_RDONLY|O_CLOEXEC|O_NOFOLLOW) and reads its identity; the descriptor or -1. */
-int appr_open_executable(const char *canonical, struct appr_identity *id, struct err *e);
-/* 0 when got is want (device, inode, size, mtime, SHA-256); -1 naming what changed. */
-int appr_identity_same(const struct appr_identity *want, const struct appr_identity *got, const char *name,
-		       struct err *e);
-/* appr_identity_same against what canonical is now. */
-int appr_identity_recheck_path(const char *canonical, const struct appr_identity *want, struct err *e);
-
 /* Shell text split at top-level && || ; | into segments (words with quotes removed); -1 with a
  * reason (E_PERMISSION_DENIED, message says why) when the text is not allowlistable. */
 int appr_shell_split(const char *text, struct strvec **segments, size_t *nr, struct err *e);
