@@ -328,25 +328,6 @@ static json_t *argv_json(char *const *argv)
 	return a;
 }
 
-/* Every executable the run starts, as checked: [{path, owner, mode, sha256}]. */
-static json_t *executables_json(const struct appr_analysis *a)
-{
-	json_t *out = json_array();
-	for (size_t i = 0; i < a->nexes; i++) {
-		const struct appr_identity *id = &a->exes[i].id;
-		struct passwd *pw = getpwuid(id->uid);
-		char owner[64], mode[8];
-		if (pw)
-			snprintf(owner, sizeof(owner), "%s", pw->pw_name);
-		else
-			snprintf(owner, sizeof(owner), "%u", (unsigned)id->uid);
-		snprintf(mode, sizeof(mode), "%04o", (unsigned)(id->mode & 07777));
-		json_array_append_new(out, json_pack("{s:o,s:s,s:s,s:s}", "path", text_json(a->exes[i].path),
-						     "owner", owner, "mode", mode, "sha256", id->sha256));
-	}
-	return out;
-}
-
 /* Why each inner command runs code of its own (approvals_programs.h), if any does. */
 static json_t *code_json(const struct appr_analysis *a)
 {
@@ -427,7 +408,7 @@ static int cmd_check(struct appr_store *s, struct opts *o)
 					ev.analysis.ok);
 		if (!ev.analysis.ok && ev.analysis.reason)
 			json_object_set_new(out, "detail", text_json(ev.analysis.reason));
-		json_object_set_new(out, "executables", executables_json(&ev.analysis));
+		json_object_set_new(out, "executables", appr_executables_json(&ev.analysis));
 		json_object_set_new(out, "codeRunning", code_json(&ev.analysis));
 		print_json(out, 1);
 		json_decref(out);
@@ -471,7 +452,7 @@ static enum appr_decision ask_ui(struct appr_store *s, struct opts *o, struct ev
 				 const char **reason, char **detail)
 {
 	const char *path = appr_store_socket_path(s->root), *token = appr_store_token(s->root);
-	_cleanup_json_ json_t *exes = executables_json(&ev->analysis), *always = json_array();
+	_cleanup_json_ json_t *exes = appr_executables_json(&ev->analysis), *always = json_array();
 	struct strvec patterns = STRVEC_INIT;
 	_cleanup_err_ struct err why_not = ERR_INIT;
 	if (appr_allow_always_patterns(&ev->analysis, &patterns, &why_not) == 0)
@@ -534,7 +515,7 @@ static enum appr_decision ask_stdin(struct opts *o, struct evaluation *ev, int e
 	appr_argv_sha256(argv, hash);
 	emit(events, json_pack("{s:s,s:o,s:s,s:s,s:s?,s:s,s:o}", "type", "exec.ask", "argv", argv, "argvSha256", hash,
 			       "cwd", ev->cwd, "resolvedPath", ev->analysis.top_resolved, "agentId", ev->agent,
-			       "executables", executables_json(&ev->analysis)));
+			       "executables", appr_executables_json(&ev->analysis)));
 	struct strbuf line = STRBUF_INIT;
 	int got = read_answer_line((o->ask_timeout_s ? o->ask_timeout_s : 120) * 1000, &line);
 	json_t *answer = got ? json_loadb(line.buf, line.len, 0, NULL) : NULL;
@@ -583,7 +564,7 @@ static int run_command(struct opts *o, struct evaluation *ev, int events)
 	emit(events, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:s}", "type", "exec.started", "argv",
 			       argv_json(o->rest), "execArgv", argv_json(ev->analysis.exec_argv.v),
 			       "resolvedPath", text_json(resolved), "cwd", text_json(ev->cwd),
-			       "agentId", ev->agent, "executables", executables_json(&ev->analysis), "path",
+			       "agentId", ev->agent, "executables", appr_executables_json(&ev->analysis), "path",
 			       ev->analysis.path_env));
 	struct appr_exec_result r;
 	_cleanup_err_ struct err e = ERR_INIT;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +108,41 @@ json_t *appr_request_envelope(const char *token, const char *id, const char *non
 	appr_request_hmac(token, nonce, ts, request, mac);
 	return json_pack("{s:s,s:s,s:s,s:I,s:s,s:o}", "type", "request", "id", id, "nonce", nonce,
 			 "ts", (json_int_t)ts, "hmac", mac, "request", request);
+}
+
+json_t *appr_executables_json(const struct appr_analysis *a)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; i < a->nexes; i++) {
+		const struct appr_identity *id = &a->exes[i].id;
+		struct passwd *pw = getpwuid(id->uid);
+		char owner[64], mode[8];
+		if (pw)
+			snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+		else
+			snprintf(owner, sizeof(owner), "%u", (unsigned)id->uid);
+		snprintf(mode, sizeof(mode), "%04o", (unsigned)(id->mode & 07777));
+		json_array_append_new(out, json_pack("{s:s%,s:s,s:s,s:s}", "path", a->exes[i].path,
+						     strlen(a->exes[i].path), "owner", owner, "mode", mode, "sha256",
+						     id->sha256));
+	}
+	return out;
+}
+
+int appr_executables_check(const json_t *exes, struct err *e)
+{
+	size_t i;
+	json_t *v;
+	if (!json_is_array(exes) || json_array_size(exes) > APPR_EXECUTABLES_MAX)
+		return err_set(e, E_INVALID_PAYLOAD, "executables must be an array of at most %d entries",
+			       APPR_EXECUTABLES_MAX);
+	json_array_foreach(exes, i, v) {
+		if (!json_is_object(v) || json_object_size(v) != 4 || !json_get_str(v, "path") ||
+		    !json_get_str(v, "owner") || !json_get_str(v, "mode") || !json_get_str(v, "sha256"))
+			return err_set(e, E_INVALID_PAYLOAD,
+				       "executables.%zu must be {path, owner, mode, sha256} strings", i);
+	}
+	return 0;
 }
 
 /* The code point of the UTF-8 sequence at s (n bytes), for the sequences display_escape looks at. */
@@ -493,14 +529,8 @@ static int check_request_extras(const json_t *r, struct err *e)
 	json_t *exes = json_object_get(r, "executables"), *always = json_object_get(r, "allowAlways"), *v;
 	json_t *refused = json_object_get(r, "allowAlwaysRefused");
 	size_t i;
-	if (exes && !json_is_array(exes))
-		return err_set(e, E_INVALID_PAYLOAD, "request.executables must be an array");
-	json_array_foreach(exes, i, v) {
-		if (!json_is_object(v) || !json_get_str(v, "path") || !json_get_str(v, "owner") ||
-		    !json_get_str(v, "mode") || !json_get_str(v, "sha256"))
-			return err_set(e, E_INVALID_PAYLOAD,
-				       "request.executables.%zu must be {path, owner, mode, sha256} strings", i);
-	}
+	if (exes && appr_executables_check(exes, e) < 0)
+		return err_prefix(e, "request"), -1;
 	if (always && !json_is_array(always))
 		return err_set(e, E_INVALID_PAYLOAD, "request.allowAlways must be an array of patterns");
 	json_array_foreach(always, i, v) {

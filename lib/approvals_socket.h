@@ -42,6 +42,7 @@
 
 #include <jansson.h>
 
+#include "approvals_policy.h"
 #include "err.h"
 #include "strbuf.h"
 
@@ -52,6 +53,7 @@
 #define APPR_RATE_WINDOW_MS 10000
 #define APPR_MAX_CONNECTIONS 64
 #define APPR_READ_TIMEOUT_MS 5000
+#define APPR_EXECUTABLES_MAX 64
 
 enum appr_answer { APPR_ANSWER_ALLOW_ONCE, APPR_ANSWER_ALLOW_ALWAYS, APPR_ANSWER_DENY };
 const char *appr_answer_name(enum appr_answer a);
@@ -85,6 +87,11 @@ int appr_ask(const char *socket_path, const char *token, const struct appr_ask_r
 /* Terminal-safe display of an argv: shell-quoted words, control characters as \xNN, C1 controls, bidi
  * embeddings/overrides/isolates (U+202A–202E, U+2066–2069), marks and invisible characters as \u{XXXX}. */
 void appr_format_argv(const json_t *argv, struct strbuf *out);
+/* Every executable an analysis starts, as shown on a prompt: [{path, owner, mode, sha256}] (owner a user
+ * name when the password database has one, mode 4 octal digits). Also the gateway's permission requests. */
+json_t *appr_executables_json(const struct appr_analysis *a);
+/* 0 when exes has that shape (at most APPR_EXECUTABLES_MAX entries); -1 naming the entry. */
+int appr_executables_check(const json_t *exes, struct err *e);
 /* The same escaping for any text (a path, a cwd). */
 void appr_display_escape(const char *text, struct strbuf *out);
 

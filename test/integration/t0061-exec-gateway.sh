@@ -193,6 +193,12 @@ test_case "issue 19 on the gateway and a node: git code options, printf -v, rewr
   run=$(json_get reply result.runId)
   rpc messages.list "{\"task_id\":\"$run\"}" > m
   expect_contains m "/usr/bin/time /usr/bin/ls -d /"   # the shell text that ran: every command pinned
+  # whoever is asked sees each executable the run starts, with its SHA-256
+  sum=$(sha256sum /usr/bin/ls | cut -d" " -f1)
+  ask "{\"host\":\"gateway\",\"worktree_id\":\"$wt\",\"argv\":[\"ls\",\"-d\",\"/\"],$sec,\"ask\":\"always\"}" deny > o
+  expect_json o asked.0.tool_input.executables.0.path /usr/bin/ls
+  expect_json o asked.0.tool_input.executables.0.sha256 "$sum"
+  expect_json o asked.0.tool_input.executables.0.mode 0755
   # a node: its own policy, the same analysis
   node_up 1 worker --security allowlist --ask off
   AGOR_HOME="$T/n1" "$AGOR" approvals allowlist add /usr/bin/git /usr/bin/ls > /dev/null
@@ -201,6 +207,9 @@ test_case "issue 19 on the gateway and a node: git code options, printf -v, rewr
   expect_json reply result.denied true
   rpc exec.run "{$base,\"argv\":[\"sh\",\"-c\",\"ls -d /\"]}" > reply
   expect_json reply result.output "/"
+  ask "{$base,\"ask\":\"always\",\"session_id\":\"$sid\",\"argv\":[\"ls\",\"-d\",\"/\"]}" deny > o
+  expect_json o asked.0.tool_input.executables.0.path /usr/bin/ls   # as the node checked it
+  expect_json o asked.0.tool_input.executables.0.sha256 "$sum"
   # a node whose PATH has an empty entry refuses every run, even under security full
   mkdir -p nodecwd; printf "#!/bin/sh\ntouch %s/PWNED-ls\n" "$T" > nodecwd/ls; chmod 755 nodecwd/ls
   cd nodecwd; PATH=":$PATH" node_up 2 emptypath --security full --ask off; cd "$T"   # its runs start here
