@@ -11,6 +11,7 @@
 #include "approvals_pin.h"
 #include "approvals_policy.h"
 #include "approvals_programs.h"
+#include "approvals_sshconfig.h"
 #include "strbuf.h"
 #include "banned.h"
 
@@ -596,6 +597,11 @@ static const struct {
 	{"entr", KIND_FAIL_CLOSED},
 	{"rlwrap", KIND_FAIL_CLOSED},
 	{"ld.so", KIND_FAIL_CLOSED},
+	{"cgexec", KIND_FAIL_CLOSED},
+	{"systemd-nspawn", KIND_FAIL_CLOSED},
+	{"runcon", KIND_FAIL_CLOSED},
+	{"run0", KIND_FAIL_CLOSED},
+	{"machinectl", KIND_FAIL_CLOSED},
 };
 
 static const char *base_name(const char *path)
@@ -878,6 +884,10 @@ static void add_command(struct analyzer *z, const char *const *argv, char *resol
 				    &c->code_always);
 	if (!c->code && appr_is_git(base_name(argv[0]), base_name(resolved))) {
 		c->code = appr_git_config_code(z->cwd, argv);
+		c->code_config = c->code != NULL;
+	}
+	if (!c->code && appr_uses_ssh(base_name(argv[0]), base_name(resolved), argv)) {
+		c->code = appr_ssh_config_code();
 		c->code_config = c->code != NULL;
 	}
 }

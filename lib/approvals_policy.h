@@ -55,7 +55,9 @@
  *     or /sbin: a file named `nice` or `sh` anywhere else is refused, never unwrapped.
  *   - Each inner command's code (approvals_programs.h): why its argv runs code beyond the
  *     executable (git -c, find -exec, make, python -c, …), and whether the shell expands its
- *     arguments; for git also the code its configuration and hooks name (approvals_gitconfig.h).
+ *     arguments; for git also the code its configuration and hooks name (approvals_gitconfig.h), and
+ *     for ssh, scp, sftp, rsync and git's remote subcommands what ~/.ssh/config names
+ *     (approvals_sshconfig.h).
  *   exec_argv is argv with argv[0], each command a wrapper runs and each shell payload replaced as
  *   above, so what runs is what was matched — not whatever a later PATH lookup would find.
  *   The inner commands are never shells or wrappers, so allow-always (appr_allow_always_patterns)

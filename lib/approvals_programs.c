@@ -49,12 +49,16 @@ static const char *const zip_longs[] = {"unzip-command", NULL};
 static const char *const zip_words[] = {"-TT", NULL};
 static const char *const gpg_longs[] = {"photo-viewer", "exec-path", NULL};
 static const char *const openssl_words[] = {"-engine", "-provider", "-provider-path", "-keygen_engine", NULL};
+static const char *const ip_words[] = {"exec", NULL};
 static const char *const none[] = {NULL};
 
 static const struct program programs[] = {
 	{"make gmake bmake ninja cmake scons meson npm npx yarn pnpm cargo go pip pipx gradle mvn ant "
 	 "bazel docker podman kubectl at batch crontab", KIND_ALWAYS, NULL, none, none, 0},
 	{"vim vi nvim view ex vimdiff rvim emacs nano pico less more most", KIND_ALWAYS, NULL, none, none, 0},
+	/* handlers chosen by configuration the caller can write (mime types, alternatives) */
+	{"xdg-open gio kde-open sensible-browser sensible-editor sensible-pager x-www-browser www-browser "
+	 "editor pager", KIND_ALWAYS, NULL, none, none, 0},
 	{"sqlite psql mysql mariadb hg svn expect", KIND_ALWAYS, NULL, none, none, 0},
 	{"python pypy perl ruby node nodejs deno bun php lua luajit tclsh wish Rscript R julia java "
 	 "jshell guile racket ocaml erl elixir swift osascript", KIND_INTERPRETER, NULL, none, none, 0},
@@ -68,7 +72,8 @@ static const struct program programs[] = {
 	{"ssh-add", KIND_OPTIONS, "sS", none, none, 0},
 	{"openssl", KIND_OPTIONS, "", none, openssl_words, 0},
 	{"scp", KIND_OPTIONS, "oFS", none, none, 0},
-	{"sftp", KIND_OPTIONS, "oFSD", none, none, 0},
+	{"sftp", KIND_OPTIONS, "oFSDb", none, none, 0}, /* -b: a batch file's !command runs locally */
+	{"ip", KIND_OPTIONS, "", none, ip_words, 0},     /* ip netns exec, ip vrf exec */
 	{"find", KIND_OPTIONS, "", none, find_words, 0},
 	{"man", KIND_OPTIONS, "PH", man_longs, none, 0},
 	{"zip", KIND_OPTIONS, "", zip_longs, zip_words, 0},

@@ -111,6 +111,9 @@ test_case "attack 5: an allowlisted git runs no other program (-c alias, --uploa
   printf "[diff]\n\texternal = touch %s/PWNED-global\n" "$T" > "$HOME/.gitconfig"
   aexec "$SYS" -- git diff;                                               denied "diff.external"
   rm "$HOME/.gitconfig"
+  mkdir -p -m 700 "$HOME/.ssh"; printf "Host *\n  ProxyCommand touch %s/PWNED-sshconfig\n" "$T" > "$HOME/.ssh/config"
+  aexec "$SYS" -- git ls-remote ssh://h/x;                                denied "proxycommand"
+  rm "$HOME/.ssh/config"
   # an editor or askpass the configuration names never starts (git gets its no-op editor)
   git config user.name t; git config user.email t@example.invalid
   git config core.editor "touch $T/PWNED-editor"; git config core.askPass "touch $T/PWNED-askpass"

@@ -10,6 +10,7 @@
 #include "approvals_policy.h"
 #include "approvals_programs.h"
 #include "approvals_socket.h"
+#include "approvals_sshconfig.h"
 #include "approvals_store.h"
 #include "json.h"
 #include "strbuf.h"
@@ -483,6 +484,10 @@ TEST(approvals_programs_that_run_programs_table)
 		{ARGV("ls", "-la"), "-"},
 		{ARGV("openssl", "req", "-engine", "x"), "openssl -engine"},
 		{ARGV("ssh", "-I", "/tmp/p11.so", "h"), "(-I)"},
+		{ARGV("sftp", "-b", "batch", "h"), "(-b)"},
+		{ARGV("ip", "netns", "exec", "n", "id"), "ip exec"},
+		{ARGV("ip", "addr"), "-"},
+		{ARGV("xdg-open", "x.desktop"), "always"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *got = code_summary(cases[i].argv);
@@ -599,6 +604,58 @@ TEST(approvals_git_configuration_and_hooks_that_run_code)
 	free(objects);
 	free(refs);
 	free(hooks);
+}
+
+TEST(approvals_ssh_configuration_that_runs_code)
+{
+	const char *dir = unit_tmpdir();
+	char *home = xasprintf("%s/home", dir), *ssh = xasprintf("%s/home/.ssh", dir), *confd = xasprintf("%s/home/.ssh/conf.d", dir);
+	mkdir(home, 0755);
+	setenv("HOME", home, 1);
+	const struct {
+		const char *config, *included; /* ~/.ssh/config, ~/.ssh/conf.d/a.conf */
+		const char *expected;	       /* NULL or a substring of the reason */
+	} cases[] = {
+		{"Host x\n  User u\n  ProxyJump bastion\n", "", NULL},
+		{"Host x\n  ProxyCommand none\n", "", NULL},
+		{"Host x\n  ProxyCommand nc %h %p\n", "", ":2: proxycommand"},
+		{"Host x\n\tproxycommand=id\n", "", ":2: proxycommand"},
+		{"Match host x exec \"id\"\n", "", "Match exec"},
+		{"Host x\n  LocalCommand id\n", "", "localcommand"},
+		{"Host *\n  KnownHostsCommand /tmp/k\n", "", "knownhostscommand"},
+		{"Host *\n  PKCS11Provider /tmp/p.so\n", "", "pkcs11provider"},
+		{"Include conf.d/*.conf\n", "Host y\n  User z\n", NULL},
+		{"Include conf.d/*.conf\n", "Host y\n  ProxyCommand id\n", "conf.d/a.conf:2"},
+		{"Include ~/.ssh/conf.d/a.conf\n", "Match all exec id\n", "Match exec"},
+	};
+	mkdir(ssh, 0700);
+	mkdir(confd, 0700);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		put_file(ssh, "config", cases[i].config, 0600);
+		put_file(confd, "a.conf", cases[i].included, 0600);
+		char *why = appr_ssh_config_code();
+		int ok = cases[i].expected ? why && strstr(why, cases[i].expected) : !why;
+		if (!ok)
+			unit_fail(__FILE__, __LINE__, "ssh case %zu: %s, expected %s", i, why ? why : "(none)",
+				  cases[i].expected ? cases[i].expected : "(none)");
+		free(why);
+	}
+	put_file(ssh, "config", "Include config\n", 0600); /* includes itself */
+	char *why = appr_ssh_config_code();
+	CHECK_CONTAINS(why, "nested deeper");
+	free(why);
+	CHECK(appr_uses_ssh("git", "git", ARGV("git", "-C", "x", "fetch")));
+	CHECK(!appr_uses_ssh("git", "git", ARGV("git", "status")));
+	CHECK(appr_uses_ssh("rsync", "rsync", ARGV("rsync", "a", "b")));
+	/* the analysis: ssh and git fetch are not allowed by any entry while the file names code */
+	put_file(ssh, "config", "Host *\n  ProxyCommand id\n", 0600);
+	struct appr_analysis a;
+	appr_analyze(ARGV("git", "fetch"), "/", PATH_ENV, &a);
+	CHECK(a.nr == 1 && a.cmds[0].code_config);
+	appr_analysis_release(&a);
+	free(home);
+	free(ssh);
+	free(confd);
 }
 
 TEST(approvals_argv_patterns_and_executable_only_entries)
