@@ -608,6 +608,8 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 		rc = deny(events, "path-refused", ev.analysis.reason);
 	} else if (d == APPR_DENY) {
 		rc = deny(events, reason, detail ? detail : ev.analysis.reason ? ev.analysis.reason : code_detail(&ev));
+	} else if (ev.analysis.top_resolved && ev.analysis.top_fd < 0) { /* unreadable, too large: not pinnable */
+		rc = deny(events, "not-pinned", ev.analysis.reason);
 	} else if (ev.analysis.top_resolved && appr_exec_checked(&ev.analysis, &changed) < 0) {
 		rc = deny(events, "changed-since-check", changed.message);
 	} else if (!ev.analysis.top_resolved) {

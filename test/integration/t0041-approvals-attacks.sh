@@ -137,6 +137,26 @@ test_case "attack 7: the socket rate limit holds per uid across forked children"
   [ "$n" -ge 5 ] || { cat r; fail "only $n of 25 forked requests limited"; }
 '
 
+if is_root && command -v setpriv >/dev/null; then
+test_case "as an unprivileged agent: its own writable bin first in PATH is never used inside shell text or wrappers" "$COMMON"'
+  mkdir -p nb/home/bin; chown -R 65534:65534 nb; chmod 755 nb
+  trojan nb/home/bin ls; trojan nb/home/bin time; chown 65534 nb/home/bin/*
+  chmod 777 "$T"   # the trojans leave their PWNED file here
+  nobody() { rc=0; setpriv --reuid=65534 --regid=65534 --clear-groups env -i HOME="$T/nb/home" \
+    AGOR_HOME="$T/nb/home/.agor" PATH="$1" "$AGOR" approvals "${@:2}" > out 2> err || rc=$?; }
+  nobody "$SYS" set --security allowlist --ask off; nobody "$SYS" allowlist add /usr/bin/ls
+  nobody "$T/nb/home/bin:$SYS" exec -- sh -c "ls -d /";  denied "writable by the caller"
+  nobody "$T/nb/home/bin:$SYS" exec -- sh -c "time ls";  denied "writable by the caller"
+  nobody "$T/nb/home/bin:$SYS" exec -- nice ls;          denied "writable by the caller"
+  nobody "$T/nb/home/bin:$SYS" exec -- ls;               denied "allowlist-miss"
+  nobody "$SYS" exec -- sh -c "ls -d /"; [ "$rc" = 0 ] || { cat err; fail "exit $rc"; }
+  grep -qx / out
+  no_pwned
+'
+else
+test_skip "as an unprivileged agent: its own writable bin in PATH" "needs root and setpriv"
+fi
+
 if command -v tmux >/dev/null; then
 TMUX_UI='
   TM="tmux -L agor-t0041-$$-$RANDOM"
