@@ -228,6 +228,54 @@ static char *scan_user_files(git_repository *repo)
 	return reason;
 }
 
+static char *scan_repository(git_repository *repo, int depth, int *budget);
+
+/* Submodules and nested repositories git enters (status, diff, checkout recurse into them): every gitlink
+ * of the index whose worktree path holds a repository. */
+static char *scan_submodules(git_repository *repo, int depth, int *budget)
+{
+	const char *workdir = git_repository_workdir(repo);
+	git_index *index = NULL;
+	if (!workdir || git_repository_index(&index, repo) < 0)
+		return NULL;
+	char *reason = NULL;
+	size_t n = git_index_entrycount(index);
+	for (size_t i = 0; i < n && !reason; i++) {
+		const git_index_entry *entry = git_index_get_byindex(index, i);
+		if (!entry || entry->mode != GIT_FILEMODE_COMMIT)
+			continue;
+		if (depth >= APPR_GIT_NESTING || --*budget < 0) {
+			reason = xasprintf("submodules nested deeper than %d or more than %d: code git would run in "
+					   "them cannot be ruled out", APPR_GIT_NESTING, APPR_GIT_SUBMODULES);
+			break;
+		}
+		_cleanup_free_ char *path = xasprintf("%s%s", workdir, entry->path);
+		git_repository *sub = NULL;
+		if (git_repository_open_ext(&sub, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0)
+			reason = scan_repository(sub, depth + 1, budget);
+		git_repository_free(sub);
+	}
+	git_index_free(index);
+	return reason;
+}
+
+/* The repository's config, config.worktree and hooks, then its submodules'. */
+static char *scan_repository(git_repository *repo, int depth, int *budget)
+{
+	const char *common = git_repository_commondir(repo), *dir = git_repository_path(repo);
+	_cleanup_free_ char *config = xasprintf("%sconfig", common);
+	_cleanup_free_ char *worktree_config = xasprintf("%sconfig.worktree", dir);
+	_cleanup_free_ char *hooks = xasprintf("%shooks", common);
+	char *reason = scan_file(config, repo);
+	if (!reason)
+		reason = scan_file(worktree_config, repo);
+	if (!reason)
+		reason = scan_hooks(hooks);
+	if (!reason)
+		reason = scan_submodules(repo, depth, budget);
+	return reason;
+}
+
 char *appr_git_config_code(const char *cwd, const char *const *argv)
 {
 	_cleanup_err_ struct err e = ERR_INIT;
@@ -236,17 +284,9 @@ char *appr_git_config_code(const char *cwd, const char *const *argv)
 				 e.message);
 	git_repository *repo = open_repository(cwd, argv);
 	char *reason = scan_user_files(repo);
-	if (repo && !reason) {
-		const char *common = git_repository_commondir(repo), *dir = git_repository_path(repo);
-		_cleanup_free_ char *config = xasprintf("%sconfig", common);
-		_cleanup_free_ char *worktree_config = xasprintf("%sconfig.worktree", dir);
-		_cleanup_free_ char *hooks = xasprintf("%shooks", common);
-		reason = scan_file(config, repo);
-		if (!reason)
-			reason = scan_file(worktree_config, repo);
-		if (!reason)
-			reason = scan_hooks(hooks);
-	}
+	int budget = APPR_GIT_SUBMODULES;
+	if (repo && !reason)
+		reason = scan_repository(repo, 0, &budget);
 	git_repository_free(repo);
 	return reason;
 }

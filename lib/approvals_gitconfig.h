@@ -18,9 +18,15 @@
  *   submodule.*.update starting with '!', protocol.ext.allow other than never, protocol.allow always;
  *   credential.helper and gpg.program unless a plain program name (from the run's pinned PATH) with
  *   plain arguments — and any hook (an executable file not named *.sample) in the hooks directory.
+ * The same holds for every submodule or nested repository git would enter (a gitlink of the index
+ * whose path holds a repository), to a depth of APPR_GIT_NESTING and at most APPR_GIT_SUBMODULES in
+ * all; more counts as code.
  * A file that cannot be parsed counts as code. Editors, pagers and askpass are not listed: the run's
  * environment sets GIT_EDITOR=: GIT_SEQUENCE_EDITOR=: GIT_ASKPASS= and its output is never a terminal.
  */
+
+#define APPR_GIT_NESTING 4
+#define APPR_GIT_SUBMODULES 64
 
 char *appr_git_config_code(const char *cwd, const char *const *argv);
 

@@ -111,6 +111,12 @@ test_case "attack 5: an allowlisted git runs no other program (-c alias, --uploa
   printf "[diff]\n\texternal = touch %s/PWNED-global\n" "$T" > "$HOME/.gitconfig"
   aexec "$SYS" -- git diff;                                               denied "diff.external"
   rm "$HOME/.gitconfig"
+  # …also in a submodule: plain git status enters it and runs its fsmonitor
+  git init -q "$T/subsrc"; git -C "$T/subsrc" -c user.name=a -c user.email=a@example.invalid commit -q --allow-empty -m s
+  git -c protocol.file.allow=always submodule add -q "$T/subsrc" sub > /dev/null 2>&1
+  git -C sub config core.fsmonitor "touch $T/PWNED-submodule"
+  aexec "$SYS" -- git status;                                             denied "modules/sub/config sets core.fsmonitor"
+  git -C sub config --unset core.fsmonitor
   mkdir -p -m 700 "$HOME/.ssh"; printf "Host *\n  ProxyCommand touch %s/PWNED-sshconfig\n" "$T" > "$HOME/.ssh/config"
   aexec "$SYS" -- git ls-remote ssh://h/x;                                denied "proxycommand"
   rm "$HOME/.ssh/config"
