@@ -112,9 +112,27 @@ struct scan {
 	char *reason;
 };
 
+/* 1 for an includeIf whose condition libgit2 does not evaluate (git may include a file this never read). */
+static int unread_include(const char *name)
+{
+	static const char *const understood[] = {"gitdir:", "gitdir/i:", "onbranch:"};
+	size_t n = strlen(name);
+	if (strncasecmp(name, "includeif.", 10) || n < 15 || strcasecmp(name + n - 5, ".path"))
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(understood); i++)
+		if (!strncasecmp(name + 10, understood[i], strlen(understood[i])))
+			return 0;
+	return 1;
+}
+
 static int scan_entry(const git_config_entry *entry, void *arg)
 {
 	struct scan *s = arg;
+	if (unread_include(entry->name)) {
+		s->reason = xasprintf("%s has %s: git may include a file not read here, so code cannot be ruled "
+				      "out", s->file, entry->name);
+		return 1;
+	}
 	if (!names_code(entry->name, entry->value))
 		return 0;
 	s->reason = xasprintf("%s sets %s = %s: code git would run (set where the caller can write it)", s->file,

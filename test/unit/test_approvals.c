@@ -558,6 +558,8 @@ TEST(approvals_git_configuration_and_hooks_that_run_code)
 		{"", "[credential]\n\thelper = store; a comment\n", NULL, NULL},
 		{"", "[gpg]\n\tprogram = /tmp/gpg\n", NULL, "gpg.program"},
 		{"", "[include]\n\tpath = inc\n", NULL, "diff.external"}, /* through an include */
+		{"", "[includeIf \"hasconfig:remote.*.url:x\"]\n\tpath = inc\n", NULL, "not read here"},
+		{"", "[includeIf \"gitdir:/nowhere/\"]\n\tpath = inc\n", NULL, NULL},
 		{"", "", "pre-commit", "has a hook"},
 		{"", "", "pre-commit.sample", NULL},
 	};
