@@ -11,6 +11,7 @@
 #include "applet.h"
 #include "approvals_exec.h"
 #include "approvals_policy.h"
+#include "approvals_programs.h"
 #include "approvals_socket.h"
 #include "approvals_store.h"
 #include "config.h"
@@ -42,7 +43,13 @@ extern const struct applet applet_approvals;
 	"\n"                                                                                       \
 	"Patterns match the resolved, canonical executable: ** any characters, * and ? never\n"   \
 	"cross '/', ~/ is the account's home (from passwd, not $HOME), anchored, case-sensitive;\n" \
-	"they must start with / or ~/. exec runs the resolved paths, not a new PATH lookup.\n"    \
+	"they must start with / or ~/. A pattern with a space is an argv pattern: the path glob,\n" \
+	"then one glob per argument ('\\ ' a space), a final * any further arguments\n"          \
+	"(`/usr/bin/git status *`). Programs that run code (git -c/--upload-pack, find -exec,\n"  \
+	"make, python -c, … see docs/approvals.md) need an argv pattern for those options.\n"     \
+	"exec runs argv[0] by the descriptor it checked, shell text with every command word\n"    \
+	"replaced by its canonical path, and PATH fixed at check time; an empty or relative\n"    \
+	"PATH entry is refused.\n"                                                                \
 	"\n"                                                                                       \
 	"check prints the decision and reason (--json: {decision,reason,resolvedPaths,matched})\n" \
 	"and exits 0 allow, 1 deny, 3 ask. exec runs ARGV under the policy (asking the UI of\n"    \
@@ -321,6 +328,16 @@ static json_t *argv_json(char *const *argv)
 	return a;
 }
 
+/* Why each inner command runs code of its own (approvals_programs.h), if any does. */
+static json_t *code_json(const struct appr_analysis *a)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; i < a->nr; i++)
+		if (a->cmds[i].code)
+			json_array_append_new(out, text_json(a->cmds[i].code));
+	return out;
+}
+
 struct evaluation {
 	struct appr_effective eff;
 	struct appr_analysis analysis;
@@ -355,6 +372,15 @@ static int evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev)
 	return 0;
 }
 
+/* Why an executable-only allowlist entry did not cover a command (it runs code of its own), or NULL. */
+static const char *code_detail(const struct evaluation *ev)
+{
+	for (size_t i = 0; i < ev->analysis.nr; i++)
+		if (ev->analysis.cmds[i].code)
+			return ev->analysis.cmds[i].code;
+	return NULL;
+}
+
 static void evaluation_release(struct evaluation *ev)
 {
 	appr_analysis_release(&ev->analysis);
@@ -382,6 +408,8 @@ static int cmd_check(struct appr_store *s, struct opts *o)
 					ev.analysis.ok);
 		if (!ev.analysis.ok && ev.analysis.reason)
 			json_object_set_new(out, "detail", text_json(ev.analysis.reason));
+		json_object_set_new(out, "executables", appr_executables_json(&ev.analysis));
+		json_object_set_new(out, "codeRunning", code_json(&ev.analysis));
 		print_json(out, 1);
 		json_decref(out);
 	} else {
@@ -390,6 +418,11 @@ static int cmd_check(struct appr_store *s, struct opts *o)
 			printf("  resolved: %s\n", v->resolved.v[i]);
 		for (size_t i = 0; i < v->matched.nr; i++)
 			printf("  matched:  %s\n", v->matched.v[i]);
+		for (size_t i = 0; i < ev.analysis.nr; i++)
+			if (ev.analysis.cmds[i].code)
+				printf("  runs code: %s (%s)\n", ev.analysis.cmds[i].code,
+				       ev.analysis.cmds[i].code_config ? "no allowlist entry allows it"
+								       : "an executable-only entry does not allow it");
 		if (!ev.analysis.ok && ev.analysis.reason)
 			printf("  not allowlistable: %s\n", ev.analysis.reason);
 	}
@@ -419,8 +452,16 @@ static enum appr_decision ask_ui(struct appr_store *s, struct opts *o, struct ev
 				 const char **reason, char **detail)
 {
 	const char *path = appr_store_socket_path(s->root), *token = appr_store_token(s->root);
+	_cleanup_json_ json_t *exes = appr_executables_json(&ev->analysis), *always = json_array();
+	struct strvec patterns = STRVEC_INIT;
+	_cleanup_err_ struct err why_not = ERR_INIT;
+	if (appr_allow_always_patterns(&ev->analysis, &patterns, &why_not) == 0)
+		for (size_t i = 0; i < patterns.nr; i++)
+			json_array_append_new(always, text_json(patterns.v[i]));
+	strvec_clear(&patterns);
 	struct appr_ask_request r = {(const char *const *)o->rest, ev->cwd, ev->agent,
-				     ev->analysis.top_resolved};
+				     ev->analysis.top_resolved, exes, always,
+				     err_is_set(&why_not) ? why_not.message : NULL};
 	enum appr_answer answer;
 	_cleanup_err_ struct err e = ERR_INIT;
 	int timeout_ms = (o->ask_timeout_s ? o->ask_timeout_s : 120) * 1000;
@@ -472,8 +513,9 @@ static enum appr_decision ask_stdin(struct opts *o, struct evaluation *ev, int e
 	json_t *argv = argv_json(o->rest);
 	char hash[CRYPTO_SHA256_HEX_LEN + 1];
 	appr_argv_sha256(argv, hash);
-	emit(events, json_pack("{s:s,s:o,s:s,s:s,s:s?,s:s}", "type", "exec.ask", "argv", argv, "argvSha256", hash,
-			       "cwd", ev->cwd, "resolvedPath", ev->analysis.top_resolved, "agentId", ev->agent));
+	emit(events, json_pack("{s:s,s:o,s:s,s:s,s:s?,s:s,s:o}", "type", "exec.ask", "argv", argv, "argvSha256", hash,
+			       "cwd", ev->cwd, "resolvedPath", ev->analysis.top_resolved, "agentId", ev->agent,
+			       "executables", appr_executables_json(&ev->analysis)));
 	struct strbuf line = STRBUF_INIT;
 	int got = read_answer_line((o->ask_timeout_s ? o->ask_timeout_s : 120) * 1000, &line);
 	json_t *answer = got ? json_loadb(line.buf, line.len, 0, NULL) : NULL;
@@ -519,14 +561,15 @@ static int touch_mutator(json_t *root, void *arg, struct err *e)
 static int run_command(struct opts *o, struct evaluation *ev, int events)
 {
 	const char *resolved = ev->analysis.top_resolved;
-	emit(events, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s}", "type", "exec.started", "argv",
+	emit(events, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:s}", "type", "exec.started", "argv",
 			       argv_json(o->rest), "execArgv", argv_json(ev->analysis.exec_argv.v),
 			       "resolvedPath", text_json(resolved), "cwd", text_json(ev->cwd),
-			       "agentId", ev->agent));
+			       "agentId", ev->agent, "executables", appr_executables_json(&ev->analysis), "path",
+			       ev->analysis.path_env));
 	struct appr_exec_result r;
 	_cleanup_err_ struct err e = ERR_INIT;
-	if (appr_exec_run(resolved, (const char *const *)ev->analysis.exec_argv.v, o->timeout_s * 1000,
-			  &r, &e) < 0) {
+	if (appr_exec_run(resolved, ev->analysis.top_fd, ev->analysis.path_env,
+			  (const char *const *)ev->analysis.exec_argv.v, o->timeout_s * 1000, &r, &e) < 0) {
 		appr_exec_result_release(&r);
 		fprintf(stderr, "agor approvals exec: %s\n", e.message);
 		return EXIT_FAILED;
@@ -557,11 +600,18 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 	const char *reason = ev.verdict.reason;
 	_cleanup_free_ char *detail = NULL;
 	enum appr_decision d = ev.verdict.decision;
-	if (d == APPR_ASK)
+	if (d == APPR_ASK && ev.analysis.path_env)
 		d = o->ask_stdin ? ask_stdin(o, &ev, events, &reason, &detail) : ask_ui(s, o, &ev, &reason, &detail);
 	int rc;
-	if (d == APPR_DENY) {
-		rc = deny(events, reason, detail ? detail : ev.analysis.reason);
+	_cleanup_err_ struct err changed = ERR_INIT;
+	if (!ev.analysis.path_env) { /* an empty or relative PATH entry: never run, whatever the policy */
+		rc = deny(events, "path-refused", ev.analysis.reason);
+	} else if (d == APPR_DENY) {
+		rc = deny(events, reason, detail ? detail : ev.analysis.reason ? ev.analysis.reason : code_detail(&ev));
+	} else if (ev.analysis.top_resolved && ev.analysis.top_fd < 0) { /* unreadable, too large: not pinnable */
+		rc = deny(events, "not-pinned", ev.analysis.reason);
+	} else if (ev.analysis.top_resolved && appr_exec_checked(&ev.analysis, &changed) < 0) {
+		rc = deny(events, "changed-since-check", changed.message);
 	} else if (!ev.analysis.top_resolved) {
 		fprintf(stderr, "agor approvals exec: %s: command not found\n", o->rest[0]);
 		rc = EXIT_NOT_FOUND;
@@ -583,20 +633,51 @@ struct serve_ui {
 	struct appr_store *store;
 };
 
+/* One line per executable the run starts: path, owner, mode and the first 16 digits of its SHA-256. */
+static void show_executables(const json_t *exes)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(exes, i, x) {
+		struct strbuf path = STRBUF_INIT, owner = STRBUF_INIT;
+		appr_display_escape(json_get_str(x, "path"), &path);
+		appr_display_escape(json_get_str(x, "owner"), &owner);
+		printf("  runs:    %s (owner %s, mode %.4s, sha256 %.16s)\n", path.buf, owner.buf,
+		       json_get_str(x, "mode"), json_get_str(x, "sha256"));
+		strbuf_release(&path);
+		strbuf_release(&owner);
+	}
+	if (!json_array_size(exes))
+		printf("  runs:    (the request names no checked executable)\n");
+}
+
+static void show_allow_always(const json_t *request)
+{
+	json_t *always = json_object_get(request, "allowAlways");
+	const char *why = json_get_str(request, "allowAlwaysRefused");
+	struct strbuf text = STRBUF_INIT;
+	if (json_array_size(always)) {
+		appr_format_argv(always, &text);
+		printf("  always:  would record %s\n", text.buf);
+	} else {
+		appr_display_escape(why ? why : "the request names nothing to record", &text);
+		printf("  always:  not offered (%s)\n", text.buf);
+	}
+	strbuf_release(&text);
+}
+
 static void ui_show(void *arg, const json_t *request, size_t waiting)
 {
 	(void)arg;
 	struct strbuf cmd = STRBUF_INIT, cwd = STRBUF_INIT, agent = STRBUF_INIT;
 	appr_format_argv(json_object_get(request, "argv"), &cmd);
-	json_t *one = json_pack("[s]", json_get_str(request, "cwd"));
-	appr_format_argv(one, &cwd);
-	json_decref(one);
-	one = json_pack("[s]", json_get_str(request, "agentId"));
-	appr_format_argv(one, &agent);
-	json_decref(one);
-	printf("\n== approval request (%zu waiting) ==\n  agent:   %s\n  cwd:     %s\n  command: %s\n"
-	       "[o] allow once  [a] allow always  [d] deny  (then Enter) > ",
+	appr_display_escape(json_get_str(request, "cwd"), &cwd);
+	appr_display_escape(json_get_str(request, "agentId"), &agent);
+	printf("\n== approval request (%zu waiting) ==\n  agent:   %s\n  cwd:     %s\n  command: %s\n",
 	       waiting, agent.buf, cwd.buf, cmd.buf);
+	show_executables(json_object_get(request, "executables"));
+	show_allow_always(request);
+	printf("[o] allow once  [a] allow always  [d] deny  (then Enter) > ");
 	fflush(stdout);
 	strbuf_release(&cmd);
 	strbuf_release(&cwd);
@@ -617,6 +698,32 @@ static int always_mutator(json_t *root, void *arg, struct err *e)
 	return 0;
 }
 
+static void print_escaped(const char *before, const char *text)
+{
+	struct strbuf safe = STRBUF_INIT;
+	appr_display_escape(text, &safe);
+	printf("%s%s", before, safe.buf);
+	strbuf_release(&safe);
+}
+
+/* The patterns the request says allow-always records — what the client checked, never a new analysis
+ * here (this process's PATH and cwd are not the requester's). */
+static int recorded_patterns(const json_t *request, struct strvec *out, struct err *e)
+{
+	json_t *always = json_object_get(request, "allowAlways"), *p;
+	const char *why = json_get_str(request, "allowAlwaysRefused");
+	size_t i;
+	if (!json_array_size(always))
+		return err_set(e, E_PERMISSION_DENIED, "not recorded: %s",
+			       why ? why : "the request names nothing to record");
+	json_array_foreach(always, i, p) {
+		if (appr_pattern_check(json_string_value(p), e) < 0 || appr_pattern_has_argv(json_string_value(p)))
+			return err_prefix(e, "not recorded"), -1;
+		strvec_push(out, json_string_value(p));
+	}
+	return 0;
+}
+
 static void ui_answered(void *arg, const json_t *request, enum appr_answer *answer)
 {
 	struct serve_ui *ui = arg;
@@ -625,31 +732,25 @@ static void ui_answered(void *arg, const json_t *request, enum appr_answer *answ
 		fflush(stdout);
 		return;
 	}
-	json_t *jargv = json_object_get(request, "argv");
-	size_t n = json_array_size(jargv);
-	const char **argv = xcalloc(n + 1, sizeof(*argv));
-	for (size_t i = 0; i < n; i++)
-		argv[i] = json_string_value(json_array_get(jargv, i));
-	struct appr_analysis a;
-	appr_analyze(argv, json_get_str(request, "cwd"), getenv("PATH"), &a);
-	free(argv);
 	struct always_edit edit = {.agent = json_get_str(request, "agentId")};
 	strvec_init(&edit.patterns);
 	_cleanup_err_ struct err e = ERR_INIT;
 	if (appr_agent_id_check(edit.agent, &e) < 0 ||
-	    appr_allow_always_patterns(&a, &edit.patterns, &e) < 0 ||
+	    recorded_patterns(request, &edit.patterns, &e) < 0 ||
 	    appr_store_update(ui->store, NULL, always_mutator, &edit, &e) < 0) {
 		*answer = APPR_ANSWER_ALLOW_ONCE;
-		printf("-> allow-once (allow-always %s)\n", e.message);
+		struct strbuf why = STRBUF_INIT;
+		appr_display_escape(e.message, &why);
+		printf("-> allow-once (allow-always %s)\n", why.buf);
+		strbuf_release(&why);
 	} else {
 		printf("-> allow-always: recorded");
 		for (size_t i = 0; i < edit.patterns.nr; i++)
-			printf(" %s", edit.patterns.v[i]);
+			print_escaped(" ", edit.patterns.v[i]);
 		printf(" for agent %s\n", edit.agent);
 	}
 	fflush(stdout);
 	strvec_clear(&edit.patterns);
-	appr_analysis_release(&a);
 }
 
 static void ui_ready(void *arg, const char *socket_path)
@@ -659,11 +760,15 @@ static void ui_ready(void *arg, const char *socket_path)
 	fflush(stdout);
 }
 
+/* A note quotes what a peer sent (an unknown field's name, …): never raw on the terminal. */
 static void ui_note(void *arg, const char *text)
 {
 	(void)arg;
-	printf("\n[%s]\n", text);
+	struct strbuf safe = STRBUF_INIT;
+	appr_display_escape(text, &safe);
+	printf("\n[%s]\n", safe.buf);
 	fflush(stdout);
+	strbuf_release(&safe);
 }
 
 static int socket_mutator(json_t *root, void *arg, struct err *e)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "applet.h"
+#include "approvals_socket.h"
 #include "approvals_store.h"
 #include "client.h"
 #include "json.h"
@@ -105,13 +106,34 @@ static void send_call(struct rpc_client *c, int id, const char *method, json_t *
 	err_clear(&e);
 }
 
+/* The request as the terminal may show it: argv and place escaped (bidi, C1, controls), then each executable the
+ * run starts with its owner, mode and SHA-256 prefix, as the deciding side checked it. */
+static void show_request(const json_t *input)
+{
+	struct strbuf argv = STRBUF_INIT, where = STRBUF_INIT;
+	appr_format_argv(json_object_get(input, "argv"), &argv);
+	appr_display_escape(json_get_str(input, "where") ? json_get_str(input, "where") : "?", &where);
+	fprintf(stderr, "\nApprove running %s on %s?\n", argv.buf, where.buf);
+	size_t i;
+	json_t *x;
+	json_array_foreach(json_object_get(input, "executables"), i, x) {
+		struct strbuf path = STRBUF_INIT, owner = STRBUF_INIT;
+		appr_display_escape(json_get_str(x, "path") ? json_get_str(x, "path") : "?", &path);
+		appr_display_escape(json_get_str(x, "owner") ? json_get_str(x, "owner") : "?", &owner);
+		fprintf(stderr, "  runs: %s (owner %s, mode %.4s, sha256 %.16s)\n", path.buf, owner.buf,
+			json_get_str(x, "mode") ? json_get_str(x, "mode") : "?",
+			json_get_str(x, "sha256") ? json_get_str(x, "sha256") : "?");
+		strbuf_release(&path);
+		strbuf_release(&owner);
+	}
+	strbuf_release(&argv);
+	strbuf_release(&where);
+}
+
 static enum exec_answer ask_on_tty(const json_t *data)
 {
-	const json_t *input = json_object_get(data, "tool_input");
-	char *argv = json_to_compact(json_object_get(input, "argv"));
-	fprintf(stderr, "\nApprove running %s on %s? [o]nce, [a]lways, [N]o: ", argv,
-		json_get_str(input, "where") ? json_get_str(input, "where") : "?");
-	free(argv);
+	show_request(json_object_get(data, "tool_input"));
+	fprintf(stderr, "[o]nce, [a]lways, [N]o: ");
 	char line[64];
 	if (!fgets(line, sizeof(line), stdin))
 		return ANSWER_DENY;

@@ -434,8 +434,9 @@ static void system_run(struct runner *r, json_t *rpc_id, json_t *params)
 /* The node's policy asks: the gateway decides (node.ask); its answer goes to approvals exec's stdin. */
 static void ask_gateway(struct runner *r, struct run *run, const json_t *ev)
 {
-	send_json(r, json_pack("{s:s,s:s+,s:s,s:{s:s,s:s?}}", "jsonrpc", "2.0", "id", "ask:", run->run_id, "method",
-			       "node.ask", "params", "runId", run->run_id, "argvSha256", json_get_str(ev, "argvSha256")));
+	send_json(r, json_pack("{s:s,s:s+,s:s,s:{s:s,s:s?,s:O?}}", "jsonrpc", "2.0", "id", "ask:", run->run_id, "method",
+			       "node.ask", "params", "runId", run->run_id, "argvSha256", json_get_str(ev, "argvSha256"),
+			       "executables", json_object_get(ev, "executables")));
 }
 
 static struct run *run_by_id(struct runner *r, const char *run_id)

@@ -7,7 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "approvals_gitconfig.h"
+#include "approvals_pin.h"
 #include "approvals_policy.h"
+#include "approvals_programs.h"
+#include "approvals_sshconfig.h"
 #include "strbuf.h"
 #include "banned.h"
 
@@ -158,7 +162,7 @@ char *appr_pattern_for_path(const char *path)
 {
 	struct strbuf sb = STRBUF_INIT;
 	for (const char *p = path; *p; p++) {
-		if (*p == '*' || *p == '?' || *p == '\\')
+		if (*p == '*' || *p == '?' || *p == '\\' || *p == ' ')
 			strbuf_addch(&sb, '\\');
 		strbuf_addch(&sb, *p);
 	}
@@ -202,14 +206,14 @@ char *appr_resolve_executable(const char *word, const char *cwd, const char *pat
 		_cleanup_free_ char *full = xasprintf("%s/%s", cwd, word);
 		return canonical_executable(full, word, e);
 	}
-	const char *dirs = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+	const char *dirs = path_env ? path_env : APPR_DEFAULT_PATH;
+	if (appr_path_entries_check(dirs, e) < 0)
+		return NULL;
 	while (*dirs) {
 		const char *end = strchrnul(dirs, ':');
-		if (end > dirs && dirs[0] == '/') {
-			_cleanup_free_ char *cand = xasprintf("%.*s/%s", (int)(end - dirs), dirs, word);
-			if (is_executable_file(cand))
-				return canonical_executable(cand, word, e);
-		}
+		_cleanup_free_ char *cand = xasprintf("%.*s/%s", (int)(end - dirs), dirs, word);
+		if (is_executable_file(cand))
+			return canonical_executable(cand, word, e);
 		dirs = *end ? end + 1 : end;
 	}
 	err_set(e, E_NOT_FOUND, "%s: command not found in PATH", word);
@@ -223,12 +227,21 @@ static const char *const reserved_words[] = {
 	"in", "function", "select", "!", "[[", "]]", "{", "}", "coproc",
 };
 
+/* Where a word of shell text is, and whether the shell expands it (unquoted glob, brace or ~). */
+struct word_meta {
+	size_t start, end; /* bytes [start, end) of the text, quotes included */
+	int expands;
+};
+
 struct splitter {
 	struct strvec *segs;
+	struct word_meta **metas; /* per segment, one per word */
 	size_t nr;
 	struct strbuf word;
 	int in_word;
 	int word_glob, word_tilde, word_assign; /* unquoted *?[, leading ~, = in the current word */
+	int word_expands;			/* any unquoted * ? [ { } ~ in the current word */
+	size_t word_start, pos;			/* where the current word began; where the scan is */
 	struct err *e;
 };
 
@@ -255,9 +268,11 @@ static int end_word(struct splitter *s)
 			if (!strcmp(s->word.buf, reserved_words[i]))
 				return refuse(s, "shell reserved word");
 	}
+	s->metas[s->nr - 1] = xrealloc(s->metas[s->nr - 1], (seg->nr + 1) * sizeof(struct word_meta));
+	s->metas[s->nr - 1][seg->nr] = (struct word_meta){s->word_start, s->pos, s->word_expands};
 	strvec_push(seg, s->word.buf);
 	strbuf_reset(&s->word);
-	s->in_word = s->word_glob = s->word_tilde = s->word_assign = 0;
+	s->in_word = s->word_glob = s->word_tilde = s->word_assign = s->word_expands = 0;
 	return 0;
 }
 
@@ -268,6 +283,8 @@ static int end_segment(struct splitter *s)
 	if (current_segment(s)->nr == 0)
 		return refuse(s, "empty command");
 	s->segs = xrealloc(s->segs, (s->nr + 1) * sizeof(*s->segs));
+	s->metas = xrealloc(s->metas, (s->nr + 1) * sizeof(*s->metas));
+	s->metas[s->nr] = NULL;
 	strvec_init(&s->segs[s->nr++]);
 	return 0;
 }
@@ -380,11 +397,12 @@ static const char *unquoted(struct splitter *s, const char *p)
 	case '*':
 	case '?':
 	case '[':
-		s->word_glob = 1;
+		s->word_glob = s->word_expands = 1;
 		break;
 	case '~':
 		if (!s->in_word)
 			s->word_tilde = 1;
+		s->word_expands = 1;
 		break;
 	case '=':
 		s->word_assign = 1;
@@ -395,7 +413,7 @@ static const char *unquoted(struct splitter *s, const char *p)
 			refuse(s, "command group");
 			return NULL;
 		}
-		s->word_glob = 1; /* brace expansion: never in a command name */
+		s->word_glob = s->word_expands = 1; /* brace expansion: never in a command name */
 		break;
 	default:
 		break;
@@ -404,15 +422,32 @@ static const char *unquoted(struct splitter *s, const char *p)
 	return p + 1;
 }
 
-int appr_shell_split(const char *text, struct strvec **segments, size_t *nr, struct err *e)
+static void metas_free(struct word_meta **metas, size_t nr)
 {
-	struct splitter s = {.segs = xcalloc(1, sizeof(struct strvec)), .nr = 1, .e = e};
+	for (size_t i = 0; metas && i < nr; i++)
+		free(metas[i]);
+	free(metas);
+}
+
+/* appr_shell_split, also returning where each word is (metas: caller frees with metas_free). */
+static int split_text(const char *text, struct strvec **segments, struct word_meta ***metas, size_t *nr,
+		      struct err *e)
+{
+	struct splitter s = {.segs = xcalloc(1, sizeof(struct strvec)),
+			     .metas = xcalloc(1, sizeof(struct word_meta *)), .nr = 1, .e = e};
 	strvec_init(&s.segs[0]);
 	strbuf_init(&s.word, 0);
 	const char *p = text;
 	int rc = 0;
-	while (p && *p)
+	while (p && *p) {
+		int was_in_word = s.in_word;
+		s.pos = (size_t)(p - text);
+		const char *at = p;
 		p = unquoted(&s, p);
+		if (p && !was_in_word && s.in_word)
+			s.word_start = (size_t)(at - text);
+	}
+	s.pos = strlen(text);
 	if (!p || end_word(&s) < 0)
 		rc = -1;
 	/* A trailing `;` leaves an empty last segment: drop it; any other empty one is an error. */
@@ -422,6 +457,8 @@ int appr_shell_split(const char *text, struct strvec **segments, size_t *nr, str
 			len--;
 		if (s.nr > 1 && len > 0 && text[len - 1] == ';') {
 			strvec_clear(&s.segs[--s.nr]);
+			free(s.metas[s.nr]);
+			s.metas[s.nr] = NULL;
 		} else {
 			rc = refuse(&s, s.nr > 1 ? "a trailing operator" : "empty command");
 		}
@@ -429,12 +466,24 @@ int appr_shell_split(const char *text, struct strvec **segments, size_t *nr, str
 	strbuf_release(&s.word);
 	if (rc < 0) {
 		appr_segments_free(s.segs, s.nr);
+		metas_free(s.metas, s.nr);
 		*segments = NULL;
+		*metas = NULL;
 		*nr = 0;
 		return -1;
 	}
 	*segments = s.segs;
+	*metas = s.metas;
 	*nr = s.nr;
+	return 0;
+}
+
+int appr_shell_split(const char *text, struct strvec **segments, size_t *nr, struct err *e)
+{
+	struct word_meta **metas;
+	if (split_text(text, segments, &metas, nr, e) < 0)
+		return -1;
+	metas_free(metas, *nr);
 	return 0;
 }
 
@@ -466,7 +515,7 @@ static const struct {
 	{"sh", KIND_SHELL},
 	{"bash", KIND_SHELL},
 	{"dash", KIND_SHELL},
-	{"zsh", KIND_SHELL},
+	{"zsh", KIND_FAIL_CLOSED}, /* reads ~/.zshenv (the caller's code) even for -c */
 	{"nice", KIND_NICE},
 	{"nohup", KIND_NOHUP},
 	{"timeout", KIND_TIMEOUT},
@@ -521,6 +570,38 @@ static const struct {
 	{"source", KIND_FAIL_CLOSED},
 	{".", KIND_FAIL_CLOSED},
 	{"agor", KIND_FAIL_CLOSED},
+	/* more programs whose arguments are a program to run */
+	{"valgrind", KIND_FAIL_CLOSED},
+	{"perf", KIND_FAIL_CLOSED},
+	{"unbuffer", KIND_FAIL_CLOSED},
+	{"sg", KIND_FAIL_CLOSED},
+	{"newgrp", KIND_FAIL_CLOSED},
+	{"ssh-agent", KIND_FAIL_CLOSED},
+	{"dbus-run-session", KIND_FAIL_CLOSED},
+	{"xvfb-run", KIND_FAIL_CLOSED},
+	{"catchsegv", KIND_FAIL_CLOSED},
+	{"proxychains", KIND_FAIL_CLOSED},
+	{"proxychains4", KIND_FAIL_CLOSED},
+	{"torsocks", KIND_FAIL_CLOSED},
+	{"setarch", KIND_FAIL_CLOSED},
+	{"linux32", KIND_FAIL_CLOSED},
+	{"linux64", KIND_FAIL_CLOSED},
+	{"prlimit", KIND_FAIL_CLOSED},
+	{"faketime", KIND_FAIL_CLOSED},
+	{"eatmydata", KIND_FAIL_CLOSED},
+	{"fakechroot", KIND_FAIL_CLOSED},
+	{"chpst", KIND_FAIL_CLOSED},
+	{"tmux", KIND_FAIL_CLOSED},
+	{"screen", KIND_FAIL_CLOSED},
+	{"sshpass", KIND_FAIL_CLOSED},
+	{"entr", KIND_FAIL_CLOSED},
+	{"rlwrap", KIND_FAIL_CLOSED},
+	{"ld.so", KIND_FAIL_CLOSED},
+	{"cgexec", KIND_FAIL_CLOSED},
+	{"systemd-nspawn", KIND_FAIL_CLOSED},
+	{"runcon", KIND_FAIL_CLOSED},
+	{"run0", KIND_FAIL_CLOSED},
+	{"machinectl", KIND_FAIL_CLOSED},
 };
 
 static const char *base_name(const char *path)
@@ -534,8 +615,8 @@ static enum wrapper_kind wrapper_kind(const char *name)
 	for (size_t i = 0; i < ARRAY_SIZE(wrapper_names); i++)
 		if (!strcmp(name, wrapper_names[i].name))
 			return wrapper_names[i].kind;
-	if (!strncmp(name, "agor-", 5))
-		return KIND_FAIL_CLOSED;
+	if (!strncmp(name, "agor-", 5) || !strncmp(name, "ld-linux", 8) || !strncmp(name, "ld-musl", 7))
+		return KIND_FAIL_CLOSED; /* the dynamic loader runs any program it is given */
 	return KIND_PLAIN;
 }
 
@@ -697,22 +778,29 @@ static long wrapped_command_index(enum wrapper_kind kind, const char *const *arg
 
 /* ---- analysis -------------------------------------------------------------------------------- */
 
+/* The shell-text segment being analysed: its words, where they are, and what replaces them. */
+struct shell_segment {
+	const char *const *words;
+	const struct word_meta *meta;
+	char **subst; /* per word: the text that replaces it in the rewritten shell text, or NULL */
+};
+
 struct analyzer {
 	const char *cwd;
 	const char *path_env;
-	const char *const *top; /* the argv given to appr_analyze */
+	const char *const *top;	    /* the argv given to appr_analyze */
+	struct shell_segment *seg;  /* inside shell text: the segment; NULL outside */
 	struct appr_analysis *out;
 };
 
-/* A command word of the top-level argv (not shell text) resolved: exec will run that path. */
-static void pin_command_word(struct analyzer *z, const char *const *argv, const char *resolved)
-{
-	size_t at = (size_t)(argv - z->top);
-	if (at < z->out->exec_argv.nr) {
-		free(z->out->exec_argv.v[at]);
-		z->out->exec_argv.v[at] = xstrdup(resolved);
-	}
-}
+/* Builtins that change how the shell finds or runs later commands, or that are no program at all. */
+static const char *const refused_builtins[] = {
+	"alias", "unalias", "enable", "hash", "declare", "typeset", "export", "readonly", "local", "read",
+	"mapfile", "readarray", "set", "shopt", "unset", "trap", "let", "getopts", "bind", "complete",
+	"compgen", "compopt", "ulimit", "umask", "fc", "history", "cd", "pushd", "popd", "source", ".",
+	"eval", "exec", "command", "builtin", "type", "wait", "jobs", "fg", "bg", "disown", "suspend",
+	"logout", "exit", "return", "break", "continue", "shift", "times", "caller", "dirs", "help",
+};
 
 static int fail(struct analyzer *z, const char *fmt, ...) PRINTF_LIKE(2, 3);
 static int fail(struct analyzer *z, const char *fmt, ...)
@@ -729,45 +817,205 @@ static int fail(struct analyzer *z, const char *fmt, ...)
 	return -1;
 }
 
-static void add_command(struct analyzer *z, const char *const *argv, char *resolved)
+/* 1 when word k of argv (inside shell text) is expanded by the shell. */
+static int word_expands(const struct analyzer *z, const char *const *argv, size_t k)
+{
+	return z->seg && z->seg->meta[(size_t)(argv - z->seg->words) + k].expands;
+}
+
+/* Word k of argv becomes text in what runs: in the rewritten shell text, or in exec_argv. */
+static void replace_word(struct analyzer *z, const char *const *argv, size_t k, const char *text)
+{
+	if (z->seg) {
+		size_t at = (size_t)(argv - z->seg->words) + k;
+		free(z->seg->subst[at]);
+		z->seg->subst[at] = xstrdup(text);
+		return;
+	}
+	size_t at = (size_t)(argv - z->top) + k;
+	if (at < z->out->exec_argv.nr) {
+		free(z->out->exec_argv.v[at]);
+		z->out->exec_argv.v[at] = xstrdup(text);
+	}
+}
+
+/* Records an executable the run starts (once); 0, or -1 when it cannot be pinned. */
+static int record_executable(struct analyzer *z, const char *path, int direct, struct appr_identity *id)
+{
+	struct appr_analysis *o = z->out;
+	for (size_t i = 0; i < o->nexes; i++)
+		if (!strcmp(o->exes[i].path, path)) {
+			*id = o->exes[i].id;
+			return 0;
+		}
+	if (direct) {
+		*id = o->top_id;
+	} else {
+		_cleanup_err_ struct err e = ERR_INIT;
+		if (appr_path_pinned(path, &e) < 0)
+			return fail(z, "%s would be started by its path, which the caller could replace before it "
+				       "runs (%s): run it as the command itself, not through a wrapper or shell "
+				       "text", path, e.message);
+		int fd = appr_open_executable(path, id, &e);
+		if (fd < 0)
+			return fail(z, "%s", e.message);
+		close(fd);
+	}
+	o->exes = xrealloc(o->exes, (o->nexes + 1) * sizeof(*o->exes));
+	o->exes[o->nexes++] = (struct appr_executable){xstrdup(path), *id, direct};
+	return 0;
+}
+
+static void add_command(struct analyzer *z, const char *const *argv, char *resolved, int direct,
+			const struct appr_identity *id)
 {
 	struct appr_analysis *o = z->out;
 	o->cmds = xrealloc(o->cmds, (o->nr + 1) * sizeof(*o->cmds));
 	struct appr_command *c = &o->cmds[o->nr++];
+	memset(c, 0, sizeof(*c));
 	strvec_init(&c->argv);
 	strvec_pushv(&c->argv, argv);
 	c->resolved = resolved;
+	c->direct = direct;
+	c->id = *id;
+	for (size_t k = 1; argv[k]; k++)
+		c->expands |= word_expands(z, argv, k);
+	c->code = appr_code_running(base_name(argv[0]), base_name(resolved), argv, c->expands,
+				    &c->code_always);
+	if (!c->code && appr_is_git(base_name(argv[0]), base_name(resolved))) {
+		c->code = appr_git_config_code(z->cwd, argv);
+		c->code_config = c->code != NULL;
+	}
+	if (!c->code && appr_uses_ssh(base_name(argv[0]), base_name(resolved), argv)) {
+		c->code = appr_ssh_config_code();
+		c->code_config = c->code != NULL;
+	}
 }
 
-static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_depth, int in_shell);
+static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_depth);
 
-static int analyze_shell_text(struct analyzer *z, const char *text, int shell_depth)
+/* The text with every replaced word of every segment substituted (shell-quoted). */
+static char *rewrite_text(const char *text, struct strvec *segs, struct word_meta **metas, char ***subst,
+			  size_t nr)
+{
+	struct strbuf out = STRBUF_INIT;
+	size_t pos = 0;
+	for (size_t i = 0; i < nr; i++)
+		for (size_t k = 0; k < segs[i].nr; k++) {
+			if (!subst[i] || !subst[i][k])
+				continue;
+			strbuf_add(&out, text + pos, metas[i][k].start - pos);
+			const char *w = subst[i][k];
+			if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._+-,") ==
+					  strlen(w))
+				strbuf_addstr(&out, w);
+			else
+				strbuf_add_shell_quoted(&out, w);
+			pos = metas[i][k].end;
+		}
+	strbuf_addstr(&out, text + pos);
+	return strbuf_detach(&out, NULL);
+}
+
+static int analyze_shell_text(struct analyzer *z, const char *text, int shell_depth, char **rewritten)
 {
 	if (shell_depth > APPR_SHELL_DEPTH)
 		return fail(z, "shell payloads nested deeper than %d", APPR_SHELL_DEPTH);
 	struct strvec *segs;
+	struct word_meta **metas;
 	size_t nr;
 	_cleanup_err_ struct err e = ERR_INIT;
-	if (appr_shell_split(text, &segs, &nr, &e) < 0)
+	if (split_text(text, &segs, &metas, &nr, &e) < 0)
 		return fail(z, "%s", e.message);
+	char ***subst = xcalloc(nr, sizeof(*subst));
+	struct shell_segment *outer = z->seg;
 	int rc = 0;
-	for (size_t i = 0; i < nr && rc == 0; i++)
-		rc = analyze_argv(z, (const char *const *)segs[i].v, shell_depth, 1);
+	for (size_t i = 0; i < nr && rc == 0; i++) {
+		struct shell_segment seg = {(const char *const *)segs[i].v, metas[i],
+					    xcalloc(segs[i].nr + 1, sizeof(char *))};
+		subst[i] = seg.subst;
+		z->seg = &seg;
+		rc = analyze_argv(z, seg.words, shell_depth);
+	}
+	z->seg = outer;
+	if (rc == 0)
+		*rewritten = rewrite_text(text, segs, metas, subst, nr);
+	for (size_t i = 0; i < nr; i++) {
+		for (size_t k = 0; subst[i] && k < segs[i].nr; k++)
+			free(subst[i][k]);
+		free(subst[i]);
+	}
+	free(subst);
+	metas_free(metas, nr);
 	appr_segments_free(segs, nr);
 	return rc;
 }
 
 static int analyze_shell(struct analyzer *z, const char *const *argv, const char *name, int shell_depth)
 {
-	if (!argv[1] || (strcmp(argv[1], "-c") && strcmp(argv[1], "-lc")))
-		return fail(z, "%s run without -c/-lc (a script, stdin or other options) is not allowlistable",
-			    name);
+	if (argv[1] && (!strcmp(argv[1], "-lc") || !strcmp(argv[1], "-l")))
+		return fail(z, "%s %s: a login shell first runs the caller's profile files", name, argv[1]);
+	if (!argv[1] || strcmp(argv[1], "-c"))
+		return fail(z, "%s run without -c (a script, stdin or other options) is not allowlistable", name);
 	if (!argv[2])
 		return fail(z, "%s %s without a command string", name, argv[1]);
-	return analyze_shell_text(z, argv[2], shell_depth + 1);
+	if (word_expands(z, argv, 1) || word_expands(z, argv, 2))
+		return fail(z, "%s: the shell would expand its -c or command string (glob, brace or ~)", name);
+	_cleanup_free_ char *rewritten = NULL;
+	if (analyze_shell_text(z, argv[2], shell_depth + 1, &rewritten) < 0)
+		return -1;
+	replace_word(z, argv, 2, rewritten);
+	return 0;
 }
 
-static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_depth, int in_shell)
+/* A shell or wrapper is taken for what its name says only when it is the system's: a pinned file in
+ * one of the system directories (a trojan named `nice` or `sh` elsewhere would be "unwrapped"). */
+static int system_program(struct analyzer *z, const char *resolved)
+{
+	static const char *const dirs[] = {"/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/"};
+	const char *base = base_name(resolved);
+	int in_system_dir = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+		if (!strncmp(resolved, dirs[i], strlen(dirs[i])) && resolved + strlen(dirs[i]) == base)
+			in_system_dir = 1;
+	_cleanup_err_ struct err e = ERR_INIT;
+	if (!in_system_dir)
+		return fail(z, "%s is named like a shell or wrapper but is not the system's (only "
+			       "/usr/bin, /bin, /usr/sbin and /sbin are): not allowlistable", resolved);
+	if (appr_path_pinned(resolved, &e) < 0)
+		return fail(z, "%s: %s", resolved, e.message);
+	return 0;
+}
+
+/* Refusals that only apply to a command word inside shell text (the shell, not a program, runs it). */
+static int shell_word_refused(struct analyzer *z, const char *const *argv)
+{
+	if (word_expands(z, argv, 0))
+		return fail(z, "shell text is not allowlistable: glob, brace or ~ in a command name");
+	for (size_t i = 0; i < ARRAY_SIZE(refused_builtins); i++)
+		if (!strcmp(argv[0], refused_builtins[i]))
+			return fail(z, "%s is a shell builtin that changes how the shell finds or runs later "
+				       "commands (or runs none): not allowlistable in shell text", argv[0]);
+	if (!strcmp(argv[0], "printf"))
+		for (size_t k = 1; argv[k]; k++)
+			if (!strncmp(argv[k], "-v", 2))
+				return fail(z, "printf -v assigns a shell variable: not allowlistable in shell text");
+	return 0;
+}
+
+/* The canonical path argv[0] runs (the top command: the one opened at check time). */
+static char *resolve_word(struct analyzer *z, const char *const *argv, int direct)
+{
+	if (direct)
+		return xstrdup(z->out->top_resolved);
+	_cleanup_err_ struct err e = ERR_INIT;
+	char *resolved = appr_resolve_executable(argv[0], z->cwd, z->path_env, &e);
+	if (!resolved)
+		fail(z, "%s", e.message);
+	return resolved;
+}
+
+static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_depth)
 {
 	for (int wrappers = 0;; wrappers++) {
 		if (!argv[0])
@@ -775,28 +1023,32 @@ static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_d
 		if (wrappers > APPR_WRAPPER_DEPTH)
 			return fail(z, "more than %d nested wrappers", APPR_WRAPPER_DEPTH);
 		const char *word = argv[0];
+		int direct = !z->seg && argv == z->top;
+		if (z->seg && shell_word_refused(z, argv) < 0)
+			return -1;
 		enum wrapper_kind given = wrapper_kind(base_name(word));
-		char *resolved = NULL;
-		enum wrapper_kind real;
-		if (in_shell && !strcmp(word, "time")) { /* the shell keyword */
-			real = KIND_TIME;
-		} else {
-			_cleanup_err_ struct err e = ERR_INIT;
-			resolved = appr_resolve_executable(word, z->cwd, z->path_env, &e);
-			if (!resolved)
-				return fail(z, "%s", e.message);
-			if (!in_shell)
-				pin_command_word(z, argv, resolved);
-			real = wrapper_kind(base_name(resolved));
-			if (given != KIND_PLAIN && given != real) {
-				fail(z, "%s resolves to %s: a wrapper name that is not the wrapper it runs",
-				     word, resolved);
-				free(resolved);
-				return -1;
-			}
+		char *resolved = resolve_word(z, argv, direct);
+		struct appr_identity id;
+		if (!resolved)
+			return -1;
+		if (record_executable(z, resolved, direct, &id) < 0) {
+			free(resolved);
+			return -1;
+		}
+		replace_word(z, argv, 0, resolved);
+		enum wrapper_kind real = wrapper_kind(base_name(resolved));
+		if (given != KIND_PLAIN && given != real) {
+			fail(z, "%s resolves to %s: a wrapper name that is not the wrapper it runs", word,
+			     resolved);
+			free(resolved);
+			return -1;
+		}
+		if (real != KIND_PLAIN && real != KIND_FAIL_CLOSED && system_program(z, resolved) < 0) {
+			free(resolved);
+			return -1;
 		}
 		if (real == KIND_PLAIN) {
-			add_command(z, argv, resolved);
+			add_command(z, argv, resolved, direct, &id);
 			return 0;
 		}
 		free(resolved);
@@ -810,8 +1062,25 @@ static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_d
 					       ? "env with options or assignments cannot be allowlisted"
 					       : "%s: options not recognised (only exact, known spellings are)",
 				    word);
+		for (long k = 1; k < idx; k++)
+			if (word_expands(z, argv, (size_t)k))
+				return fail(z, "%s: the shell would expand its options (glob, brace or ~)", word);
 		argv += idx;
 	}
+}
+
+/* argv[0] resolved, opened and hashed: the executable `approvals exec` runs by descriptor. */
+static int pin_top(struct analyzer *z, const char *const *argv)
+{
+	struct appr_analysis *o = z->out;
+	_cleanup_err_ struct err e = ERR_INIT;
+	o->top_resolved = appr_resolve_executable(argv[0], z->cwd, z->path_env, &e);
+	if (!o->top_resolved)
+		return fail(z, "%s", e.message);
+	o->top_fd = appr_open_executable(o->top_resolved, &o->top_id, &e);
+	if (o->top_fd < 0)
+		return fail(z, "%s", e.message);
+	return 0;
 }
 
 void appr_analyze(const char *const *argv, const char *cwd, const char *path_env,
@@ -819,14 +1088,23 @@ void appr_analyze(const char *const *argv, const char *cwd, const char *path_env
 {
 	memset(out, 0, sizeof(*out));
 	out->ok = 1;
+	out->top_fd = -1;
 	struct analyzer z = {.cwd = cwd, .path_env = path_env, .top = argv, .out = out};
 	strvec_init(&out->exec_argv);
 	strvec_pushv(&out->exec_argv, argv);
-	if (argv[0]) {
-		_cleanup_err_ struct err e = ERR_INIT;
-		out->top_resolved = appr_resolve_executable(argv[0], cwd, path_env, &e);
+	if (!argv[0]) {
+		fail(&z, "no command");
+		return;
 	}
-	analyze_argv(&z, argv, 0, 0);
+	_cleanup_err_ struct err e = ERR_INIT;
+	out->path_env = appr_pinned_path(path_env, &e);
+	if (!out->path_env) {
+		fail(&z, "%s", e.message);
+		return;
+	}
+	if (pin_top(&z, argv) < 0)
+		return;
+	analyze_argv(&z, argv, 0);
 	if (out->ok && out->nr == 0)
 		fail(&z, "no command");
 }
@@ -836,21 +1114,45 @@ void appr_analysis_release(struct appr_analysis *a)
 	for (size_t i = 0; i < a->nr; i++) {
 		strvec_clear(&a->cmds[i].argv);
 		free(a->cmds[i].resolved);
+		free(a->cmds[i].code);
 	}
 	free(a->cmds);
+	for (size_t i = 0; i < a->nexes; i++)
+		free(a->exes[i].path);
+	free(a->exes);
 	free(a->reason);
 	free(a->top_resolved);
+	free(a->path_env);
+	if (a->top_fd >= 0)
+		close(a->top_fd);
 	strvec_clear(&a->exec_argv);
 	memset(a, 0, sizeof(*a));
+	a->top_fd = -1;
 }
 
 /* ---- decisions ------------------------------------------------------------------------------- */
 
-static const char *first_match(const char *path, const char *const *patterns, size_t n, const char *home)
+/* The first pattern that allows c: a path pattern only when c runs no code of its own; an argv pattern
+ * when it matches the words as they will run (never words the shell expands), with a trailing `*`
+ * only when the extra words add no code-running option. */
+static const char *first_match(const struct appr_command *c, const char *const *patterns, size_t n,
+			       const char *home)
 {
-	for (size_t i = 0; i < n; i++)
-		if (appr_glob_match(patterns[i], path, home))
+	if (c->code_config) /* code the argv does not show: no pattern can name it */
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!appr_pattern_has_argv(patterns[i])) {
+			if (!c->code && appr_glob_match(patterns[i], c->resolved, home))
+				return patterns[i];
+			continue;
+		}
+		int trailing;
+		if (!c->expands &&
+		    appr_argv_pattern_match(patterns[i], c->resolved, (const char *const *)c->argv.v, home,
+					    &trailing) &&
+		    (!trailing || !c->code || c->code_always))
 			return patterns[i];
+	}
 	return NULL;
 }
 
@@ -864,7 +1166,7 @@ void appr_decide(const struct appr_effective *eff, const struct appr_analysis *a
 	int all = a->ok && a->nr > 0;
 	for (size_t i = 0; i < a->nr; i++) {
 		strvec_push(&v->resolved, a->cmds[i].resolved);
-		const char *m = first_match(a->cmds[i].resolved, patterns, npatterns, home);
+		const char *m = first_match(&a->cmds[i], patterns, npatterns, home);
 		if (m)
 			strvec_push(&v->matched, m);
 		else
@@ -922,6 +1224,9 @@ int appr_allow_always_patterns(const struct appr_analysis *a, struct strvec *out
 		if (!path || path[0] != '/' || appr_is_shell_or_wrapper(base_name(path)))
 			return err_set(e, E_PERMISSION_DENIED, "not recorded: %s is a shell or wrapper",
 				       path ? path : "(unresolved)");
+		if (a->cmds[i].code)
+			return err_set(e, E_PERMISSION_DENIED, "not recorded: %s (allowing the executable would "
+				       "allow any code it is given)", a->cmds[i].code);
 	}
 	for (size_t i = 0; i < a->nr; i++) {
 		char *p = appr_pattern_for_path(a->cmds[i].resolved);

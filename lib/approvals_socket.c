@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "approvals_socket.h"
 #include "crypto.h"
 #include "json.h"
+#include "strbuf.h"
 #include "banned.h"
 
 static const char *const answer_names[] = {"allow-once", "allow-always", "deny"};
@@ -61,8 +63,15 @@ json_t *appr_request_object(const struct appr_ask_request *r)
 		}
 		json_array_append_new(argv, word);
 	}
-	return json_pack("{s:o,s:s,s:s,s:s?}", "argv", argv, "cwd", r->cwd, "agentId", r->agent,
-			 "resolvedPath", r->resolved);
+	json_t *o = json_pack("{s:o,s:s,s:s,s:s?}", "argv", argv, "cwd", r->cwd, "agentId", r->agent,
+			      "resolvedPath", r->resolved);
+	if (o && r->executables)
+		json_object_set(o, "executables", r->executables);
+	if (o && r->allow_always)
+		json_object_set(o, "allowAlways", r->allow_always);
+	if (o && r->allow_always_refused)
+		json_object_set_new(o, "allowAlwaysRefused", json_string(r->allow_always_refused));
+	return o;
 }
 
 static void hmac_hex(const char *token, const char *msg, size_t len, char hex_out[65])
@@ -101,6 +110,85 @@ json_t *appr_request_envelope(const char *token, const char *id, const char *non
 			 "ts", (json_int_t)ts, "hmac", mac, "request", request);
 }
 
+json_t *appr_executables_json(const struct appr_analysis *a)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; i < a->nexes; i++) {
+		const struct appr_identity *id = &a->exes[i].id;
+		struct passwd *pw = getpwuid(id->uid);
+		char owner[64], mode[8];
+		if (pw)
+			snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+		else
+			snprintf(owner, sizeof(owner), "%u", (unsigned)id->uid);
+		snprintf(mode, sizeof(mode), "%04o", (unsigned)(id->mode & 07777));
+		json_array_append_new(out, json_pack("{s:s%,s:s,s:s,s:s}", "path", a->exes[i].path,
+						     strlen(a->exes[i].path), "owner", owner, "mode", mode, "sha256",
+						     id->sha256));
+	}
+	return out;
+}
+
+int appr_executables_check(const json_t *exes, struct err *e)
+{
+	size_t i;
+	json_t *v;
+	if (!json_is_array(exes) || json_array_size(exes) > APPR_EXECUTABLES_MAX)
+		return err_set(e, E_INVALID_PAYLOAD, "executables must be an array of at most %d entries",
+			       APPR_EXECUTABLES_MAX);
+	json_array_foreach(exes, i, v) {
+		if (!json_is_object(v) || json_object_size(v) != 4 || !json_get_str(v, "path") ||
+		    !json_get_str(v, "owner") || !json_get_str(v, "mode") || !json_get_str(v, "sha256"))
+			return err_set(e, E_INVALID_PAYLOAD,
+				       "executables.%zu must be {path, owner, mode, sha256} strings", i);
+	}
+	return 0;
+}
+
+/* The code point of the UTF-8 sequence at s (n bytes), for the sequences display_escape looks at. */
+static unsigned code_point(const unsigned char *s, size_t n)
+{
+	if (n == 2)
+		return ((s[0] & 0x1fu) << 6) | (s[1] & 0x3fu);
+	if (n == 3)
+		return ((s[0] & 0x0fu) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+	return 0;
+}
+
+/* Characters that would let text look like something else on a terminal: C1 controls, bidi embeddings,
+ * overrides and isolates, zero-width and invisible marks, line and paragraph separators. */
+static int deceptive(unsigned cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0xad || (cp >= 0x200b && cp <= 0x200f) ||
+	       (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+void appr_display_escape(const char *text, struct strbuf *out)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t len = strlen(text);
+	for (size_t k = 0; k < len;) {
+		unsigned char c = s[k];
+		if (c < 0x20 || c == 0x7f) {
+			strbuf_addf(out, "\\x%02x", c);
+			k++;
+			continue;
+		}
+		size_t n = c < 0x80 ? 1 : utf8_sequence_length(s + k, len - k);
+		if (n == 0) {
+			strbuf_addf(out, "\\x%02x", c);
+			k++;
+			continue;
+		}
+		unsigned cp = code_point(s + k, n);
+		if (n > 1 && deceptive(cp))
+			strbuf_addf(out, "\\u{%04x}", cp);
+		else
+			strbuf_add(out, text + k, n);
+		k += n;
+	}
+}
+
 void appr_format_argv(const json_t *argv, struct strbuf *out)
 {
 	size_t i;
@@ -115,13 +203,7 @@ void appr_format_argv(const json_t *argv, struct strbuf *out)
 			strbuf_addstr(&q, s);
 		else
 			strbuf_add_shell_quoted(&q, s ? s : "");
-		for (size_t k = 0; k < q.len; k++) {
-			unsigned char c = (unsigned char)q.buf[k];
-			if (c < 0x20 || c == 0x7f)
-				strbuf_addf(out, "\\x%02x", c);
-			else
-				strbuf_addch(out, (char)c);
-		}
+		appr_display_escape(q.buf, out);
 		strbuf_release(&q);
 	}
 }
@@ -288,7 +370,7 @@ struct conn {
 };
 
 struct rate {
-	pid_t pid;
+	uid_t uid;
 	long long window_start;
 	int count;
 };
@@ -304,8 +386,9 @@ struct server {
 	int ui_fd;
 	const struct appr_server_ops *ops;
 	struct conn *conns[APPR_MAX_CONNECTIONS];
-	struct rate *rates;
+	struct rate *rates; /* per peer uid */
 	size_t nrates;
+	struct rate total;  /* every connection, whoever it is from */
 	struct nonce_seen *nonces;
 	size_t nnonces;
 	long long seq;
@@ -368,21 +451,33 @@ static void conn_free(struct server *s, size_t i)
 	s->conns[i] = NULL;
 }
 
-/* 1 when pid may open another connection now (and counts it). */
-static int rate_allows(struct server *s, pid_t pid)
+/* Counts one connection in r's window (restarted when over); 1 while within limit. */
+static int rate_count(struct rate *r, long long now, int limit)
+{
+	if (now - r->window_start >= APPR_RATE_WINDOW_MS) {
+		r->window_start = now;
+		r->count = 0;
+	}
+	return ++r->count <= limit;
+}
+
+/* 1 when a peer of uid may open another connection now: under the per-uid limit and the total one.
+ * Keyed by uid, never by process: forked children share their parent's budget. */
+static int rate_allows(struct server *s, uid_t uid)
 {
 	long long now = now_ms(CLOCK_MONOTONIC);
+	int total_ok = rate_count(&s->total, now, APPR_RATE_TOTAL);
 	size_t live = 0;
 	for (size_t i = 0; i < s->nrates; i++) /* forget finished windows */
 		if (now - s->rates[i].window_start < APPR_RATE_WINDOW_MS)
 			s->rates[live++] = s->rates[i];
 	s->nrates = live;
 	for (size_t i = 0; i < s->nrates; i++)
-		if (s->rates[i].pid == pid)
-			return ++s->rates[i].count <= APPR_RATE_LIMIT;
+		if (s->rates[i].uid == uid)
+			return rate_count(&s->rates[i], now, APPR_RATE_LIMIT) && total_ok;
 	s->rates = xrealloc(s->rates, (s->nrates + 1) * sizeof(*s->rates));
-	s->rates[s->nrates++] = (struct rate){pid, now, 1};
-	return 1;
+	s->rates[s->nrates++] = (struct rate){uid, now, 1};
+	return total_ok;
 }
 
 static void accept_one(struct server *s)
@@ -396,15 +491,16 @@ static void accept_one(struct server *s)
 		close(fd);
 		return;
 	}
-	if (cred.uid != geteuid()) {
-		reply_error(s, fd, NULL, "UID_MISMATCH", "peer uid %u is not the server's uid %u",
-			    (unsigned)cred.uid, (unsigned)geteuid());
+	if (!rate_allows(s, cred.uid)) {
+		reply_error(s, fd, NULL, "RATE_LIMITED",
+			    "more than %d requests in %d s from uid %u (or %d from everyone)", APPR_RATE_LIMIT,
+			    APPR_RATE_WINDOW_MS / 1000, (unsigned)cred.uid, APPR_RATE_TOTAL);
 		close(fd);
 		return;
 	}
-	if (!rate_allows(s, cred.pid)) {
-		reply_error(s, fd, NULL, "RATE_LIMITED", "more than %d requests in %d s from pid %d",
-			    APPR_RATE_LIMIT, APPR_RATE_WINDOW_MS / 1000, (int)cred.pid);
+	if (cred.uid != geteuid()) {
+		reply_error(s, fd, NULL, "UID_MISMATCH", "peer uid %u is not the server's uid %u",
+			    (unsigned)cred.uid, (unsigned)geteuid());
 		close(fd);
 		return;
 	}
@@ -427,12 +523,32 @@ static void accept_one(struct server *s)
 
 static int is_hex(const char *s, size_t n) { return strlen(s) == n && strspn(s, "0123456789abcdef") == n; }
 
+/* executables [{path, owner, mode, sha256}], allowAlways [patterns], allowAlwaysRefused (all optional). */
+static int check_request_extras(const json_t *r, struct err *e)
+{
+	json_t *exes = json_object_get(r, "executables"), *always = json_object_get(r, "allowAlways"), *v;
+	json_t *refused = json_object_get(r, "allowAlwaysRefused");
+	size_t i;
+	if (exes && appr_executables_check(exes, e) < 0)
+		return err_prefix(e, "request"), -1;
+	if (always && !json_is_array(always))
+		return err_set(e, E_INVALID_PAYLOAD, "request.allowAlways must be an array of patterns");
+	json_array_foreach(always, i, v) {
+		if (!json_is_string(v))
+			return err_set(e, E_INVALID_PAYLOAD, "request.allowAlways.%zu must be a string", i);
+	}
+	if (refused && !json_is_string(refused))
+		return err_set(e, E_INVALID_PAYLOAD, "request.allowAlwaysRefused must be a string");
+	return 0;
+}
+
 /* Checks the shape of a request line; 0, or -1 with code/message in *code and e. */
 static int check_shape(const json_t *j, const char **code, struct err *e)
 {
 	*code = "INVALID_REQUEST";
 	static const char *const keys[] = {"type", "id", "nonce", "ts", "hmac", "request", NULL};
-	static const char *const rkeys[] = {"argv", "cwd", "agentId", "resolvedPath", NULL};
+	static const char *const rkeys[] = {"argv", "cwd", "agentId", "resolvedPath", "executables",
+					    "allowAlways", "allowAlwaysRefused", NULL};
 	if (!json_is_object(j))
 		return err_set(e, E_INVALID_PAYLOAD, "the request is not a JSON object");
 	const char *k;
@@ -479,7 +595,7 @@ static int check_shape(const json_t *j, const char **code, struct err *e)
 	json_t *rp = json_object_get(r, "resolvedPath");
 	if (rp && !json_is_string(rp) && !json_is_null(rp))
 		return err_set(e, E_INVALID_PAYLOAD, "request.resolvedPath must be a string or null");
-	return 0;
+	return check_request_extras(r, e);
 }
 
 /* 1 when nonce was seen (a replay); otherwise records it. Forgets nonces older than the window. */

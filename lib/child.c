@@ -476,6 +476,21 @@ static int exec_candidates(const struct exec_plan *p, char *const argv[])
 	return seen_eacces ? EACCES : last;
 }
 
+/* execveat(fd, "", AT_EMPTY_PATH), still close-on-exec so a binary does not inherit it; a script needs
+ * its interpreter to open /dev/fd/N, which fails (ENOENT) while the descriptor is close-on-exec, so
+ * then once more with the flag cleared. Returns the errno. */
+static int exec_descriptor(int fd, char *const argv[], char *const envp[])
+{
+	syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+	if (errno != ENOENT)
+		return errno;
+	int flags = fcntl(fd, F_GETFD);
+	if (flags < 0 || fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) < 0)
+		return errno;
+	syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+	return errno;
+}
+
 /* The last steps before the program: ids, directory, descriptors, exec. */
 static NORETURN void exec_program(const struct child *c, const struct exec_plan *p)
 {
@@ -485,6 +500,14 @@ static NORETURN void exec_program(const struct child *c, const struct exec_plan 
 		report_and_exit(report, stage, errno);
 	if (c->cwd && chdir(c->cwd) < 0)
 		report_and_exit(report, STAGE_CHDIR, errno);
+	if (c->exec_fd >= 0) {
+		unsigned lo = (unsigned)(report < c->exec_fd ? report : c->exec_fd);
+		unsigned hi = (unsigned)(report < c->exec_fd ? c->exec_fd : report);
+		close_range_or_loop(3, lo - 1, p->max_fd);
+		close_range_or_loop(lo + 1, hi - 1, p->max_fd);
+		close_range_or_loop(hi + 1, ~0U, p->max_fd);
+		report_and_exit(report, STAGE_EXEC, exec_descriptor(c->exec_fd, c->args.v, p->envp.v));
+	}
 	close_range_or_loop(3, (unsigned)report - 1, p->max_fd);
 	close_range_or_loop((unsigned)report + 1, ~0U, p->max_fd);
 	report_and_exit(report, STAGE_EXEC, exec_candidates(p, c->args.v));
@@ -585,6 +608,7 @@ void child_init(struct child *c)
 	strvec_init(&c->args);
 	strvec_init(&c->env);
 	c->stdin_fd = c->stdout_fd = c->stderr_fd = -1;
+	c->exec_fd = -1;
 	c->kill_grace_ms = CHILD_DEFAULT_KILL_GRACE_MS;
 	c->pidfd = c->in = c->out = c->err = -1;
 }
@@ -667,6 +691,8 @@ int child_start(struct child *c, struct err *e)
 		return err_set(e, E_INTERNAL, "child_start: %s was already started", c->args.v[0]);
 	if (!c->args.nr)
 		return err_set(e, E_INTERNAL, "child_start: no program given");
+	if (c->exec_fd >= 0 && c->exec_fd < 3)
+		return err_set(e, E_INTERNAL, "child_start: exec_fd %d is a standard descriptor", c->exec_fd);
 
 	struct exec_plan p;
 	plan_init(&p);

@@ -18,6 +18,9 @@
  *   execvpe). Empty and relative PATH entries are skipped (never the current directory); with
  *   no PATH the default is "/usr/local/bin:/usr/bin:/bin". A file that is not a valid
  *   executable fails with ENOEXEC: there is no fallback to /bin/sh.
+ *   exec_fd >= 3 (default -1): the program is that open descriptor instead (execveat with
+ *   AT_EMPTY_PATH, no lookup; args.v[0] is only the program's argv[0]); it is kept open in the
+ *   child up to the exec, and across it only for a script (its interpreter reads /dev/fd/N).
  *   inherit_env == 0: the child's environment is exactly `env` (possibly empty).
  *   inherit_env == 1: the parent's environ, with `env` entries replacing same-named ones.
  *   In both modes an `env` entry without '=' ("NAME") means "unset NAME".
@@ -90,6 +93,7 @@ struct child {
 	/* What to run. */
 	struct strvec args; /* argv; args.v[0] is the program (path or name looked up in PATH) */
 	struct strvec env;  /* "NAME=VALUE" (or "NAME" = unset); see inherit_env */
+	int exec_fd;	    /* >= 3: execute this descriptor, not args.v[0] (see the contract); -1 */
 	int inherit_env;    /* 0: exactly env; 1: the parent's environ overridden by env */
 	const char *cwd;    /* NULL: the parent's */
 

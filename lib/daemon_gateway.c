@@ -5,6 +5,7 @@
 
 #include "approvals_exec.h"
 #include "approvals_policy.h"
+#include "approvals_socket.h"
 #include "approvals_store.h"
 #include "daemon_gateway.h"
 #include "json.h"
@@ -75,7 +76,7 @@ static int store_record(struct daemon *d, const struct exec_approval_ask *a, con
 struct pending_ask { /* a copy of the ask while a person decides */
 	struct exec_approval_ask a;
 	char *host, *run_id, *session_id, *user_id, *owner, *where;
-	json_t *argv;
+	json_t *argv, *executables;
 	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
 };
 
@@ -90,8 +91,9 @@ static struct pending_ask *ask_copy(const struct exec_approval_ask *a)
 	p->where = xstrdup(a->where);
 	p->argv = json_deep_copy(a->argv);
 	snprintf(p->argv_sha256, sizeof(p->argv_sha256), "%s", a->argv_sha256);
+	p->executables = a->executables ? json_deep_copy(a->executables) : NULL;
 	p->a = (struct exec_approval_ask){ p->host, p->run_id, p->session_id, p->user_id, p->owner, p->argv,
-					   p->argv_sha256, p->where, a->done, a->arg };
+					   p->argv_sha256, p->where, p->executables, a->done, a->arg };
 	return p;
 }
 
@@ -104,6 +106,7 @@ static void ask_free(struct pending_ask *p)
 	free(p->owner);
 	free(p->where);
 	json_decref(p->argv);
+	json_decref(p->executables);
 	free(p);
 }
 
@@ -139,8 +142,8 @@ void daemon_exec_approval(struct daemon *d, const struct exec_approval_ask *a)
 		return;
 	}
 	struct pending_ask *p = ask_copy(a);
-	json_t *input = json_pack("{s:O,s:s,s:s,s:s}", "argv", a->argv, "argvSha256", a->argv_sha256, "host", a->host,
-				  "where", a->where);
+	json_t *input = json_pack("{s:O,s:s,s:s,s:s,s:O?}", "argv", a->argv, "argvSha256", a->argv_sha256, "host",
+				  a->host, "where", a->where, "executables", a->executables);
 	struct permission_ask pa = { a->owner, a->run_id, a->session_id, "exec", "exec.run", input, ask_decided, p };
 	int asked = daemon_permission_ask(d, &pa);
 	json_decref(input);
@@ -158,6 +161,7 @@ struct gateway_run {
 	struct pending_reply *pr;
 	char *run_id, *session_id, *user_id, *owner, *worktree_id, *execution_user, *cwd, *agent, *home;
 	json_t *argv, *exec_argv;
+	json_t *executables; /* what the run starts, as checked: shown to whoever is asked */
 	json_t *env;	    /* exec.run's env, every name on execution.exec_env_allow; may be NULL */
 	json_t *timeout_ms; /* may be NULL */
 	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
@@ -183,6 +187,7 @@ static void run_free(struct gateway_run *r)
 	free(r->detail);
 	json_decref(r->argv);
 	json_decref(r->exec_argv);
+	json_decref(r->executables);
 	json_decref(r->env);
 	json_decref(r->timeout_ms);
 	free(r);
@@ -225,8 +230,12 @@ static int decide(struct daemon *d, struct gateway_run *r, const struct appr_lev
 	r->fallback = appr_fallback(&r->eff, &v, &r->fallback_reason);
 	if (a.top_resolved)
 		r->exec_argv = strvec_json(&a.exec_argv);
+	r->executables = appr_executables_json(&a);
 	if (!a.ok && a.reason)
 		r->detail = xstrdup(a.reason);
+	for (size_t i = 0; !r->detail && i < a.nr; i++) /* an executable-only entry did not cover it: why */
+		if (a.cmds[i].code)
+			r->detail = xstrdup(a.cmds[i].code);
 	appr_verdict_release(&v);
 	appr_analysis_release(&a);
 	strvec_clear(&patterns);
@@ -429,7 +438,7 @@ int daemon_gateway_exec(struct rpc_ctx *rc, json_t *params, json_t **result, str
 		deny(d, r, reason, r->detail);
 	} else {
 		struct exec_approval_ask a = { "gateway", r->run_id, r->session_id, r->user_id, r->owner, r->argv,
-					       r->argv_sha256, "the gateway", asked, r };
+					       r->argv_sha256, "the gateway", r->executables, asked, r };
 		daemon_exec_approval(d, &a);
 	}
 	if (deferred)

@@ -49,6 +49,7 @@ struct exec_approval_ask {
 	const json_t *argv;	/* as requested */
 	const char *argv_sha256;
 	const char *where; /* shown to the decider, e.g. "the gateway" or "node build-box" */
+	const json_t *executables; /* may be NULL: what the run starts, as checked (appr_executables_json) */
 	exec_approval_done_fn done;
 	void *arg;
 };

@@ -2,6 +2,7 @@
  * node and its events. Never stores a node token (only its SHA-256); never runs anything itself. */
 #include <string.h>
 
+#include "approvals_socket.h"
 #include "approvals_store.h"
 #include "crypto.h"
 #include "daemon_gateway.h"
@@ -639,7 +640,8 @@ static void node_asked(struct daemon *d, int verdict, const char *why, void *arg
 	free(r);
 }
 
-/* node.ask {runId, argvSha256}: the node's own policy asks; the gateway's approval records decide. */
+/* node.ask {runId, argvSha256, executables?}: the node's own policy asks; the gateway's approval records decide.
+ * executables (what the node's approvals exec checked) is shown to whoever is asked, as the node's claim. */
 static int node_ask(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)result;
@@ -657,8 +659,12 @@ static int node_ask(struct rpc_ctx *rc, json_t *params, json_t **result, struct 
 	r->pr = daemon_reply_defer(rc);
 	snprintf(r->argv_sha256, sizeof(r->argv_sha256), "%s", run->argv_sha256);
 	_cleanup_free_ char *host = xasprintf("node:%s", run->node_id), *where = xasprintf("node %s", run->node_name);
+	json_t *exes = json_object_get(params, "executables"); /* what the node checked, shown as its claim */
+	_cleanup_err_ struct err bad = ERR_INIT;
+	if (exes && appr_executables_check(exes, &bad) < 0)
+		exes = NULL;
 	struct exec_approval_ask a = { host, run->run_id, run->session_id, run->created_by, run->owner, run->argv,
-				       run->argv_sha256, where, node_asked, r };
+				       run->argv_sha256, where, exes, node_asked, r };
 	daemon_exec_approval(D(rc), &a);
 	return RPC_DEFERRED;
 }

@@ -4,6 +4,8 @@
 #   approvals-client.py SOCKET TOKEN request [--ts-offset S] [--nonce N] [--bad-hmac] [--times K]
 #   approvals-client.py SOCKET TOKEN oversized
 #   approvals-client.py SOCKET TOKEN flood COUNT
+#   approvals-client.py SOCKET TOKEN forked-flood COUNT   (each connection from its own forked child)
+#   approvals-client.py SOCKET TOKEN request --argv-json JSON   (a valid request for that argv)
 import hashlib, hmac, json, os, secrets, socket, sys, time
 
 
@@ -57,6 +59,9 @@ def main():
                 bad = True
             elif a == "--times":
                 times = int(args.pop(0))
+            elif a == "--argv-json":
+                request["argv"] = json.loads(args.pop(0))
+                request.pop("resolvedPath")
         for _ in range(times):
             msg = signed(token, nonce, int(time.time()) + offset, request, bad)
             print(exchange(path, (json.dumps(msg) + "\n").encode()), flush=True)
@@ -65,6 +70,24 @@ def main():
     elif mode == "flood":
         for _ in range(int(args[0])):
             print(exchange(path, b"{}\n"), flush=True)
+    elif mode == "forked-flood":
+        for _ in range(int(args[0])):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                os.write(w, (exchange(path, b"{}\n") + "\n").encode())
+                os._exit(0)
+            os.close(w)
+            out = b""
+            while True:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    break
+                out += chunk
+            os.close(r)
+            os.waitpid(pid, 0)
+            print(out.decode().strip(), flush=True)
     else:
         sys.exit("unknown mode " + mode)
 

@@ -304,12 +304,15 @@ test_case "socket: 0600 in a 0700 dir; bad HMAC, expired ts, replayed nonce, ove
   [ ! -e "$AGOR_HOME/approvals.sock" ] || fail "socket left behind"
 '
 
-test_case "socket: a flood from one peer is rate limited; other peers are still served" '
+test_case "socket: rate limited per uid, not per process: 25 forked children are limited like one peer" '
   start_server
   client flood 40 > r
   grep -q "\"RATE_LIMITED\"" r || { cat r; fail "never rate limited"; }
   [ "$(grep -c INVALID_REQUEST r)" -le 20 ] || fail "more than 20 requests processed"
-  served
+  stop_server; start_server
+  client forked-flood 25 > r   # issue 19 item 7: each connection from another pid
+  grep -q "\"RATE_LIMITED\"" r || { cat r; fail "forked children were never rate limited"; }
+  [ "$(grep -c INVALID_REQUEST r)" -le 20 ] || { cat r; fail "more than 20 requests processed"; }
   stop_server
 '
 

@@ -174,6 +174,52 @@ test_case "node asks go to the gateway: approved only by a record for that argv 
   stop_daemon
 '
 
+test_case "issue 19 on the gateway and a node: git code options, printf -v, rewritten shell text, an empty PATH entry" "$SCENE"'
+  start_daemon; worktree
+  no_pwned() { if ls "$T" | grep -q PWNED; then ls "$T"; fail "a program outside the policy ran"; fi; }
+  gw_policy --security allowlist --ask off
+  "$AGOR" approvals allowlist add /usr/bin/git /usr/bin/ls /usr/bin/printf > /dev/null
+  sec="\"security\":\"allowlist\""
+  gw "[\"git\",\"-c\",\"alias.x=!touch $T/PWNED-gw\",\"x\"]" "$sec"
+  expect_json reply error.data.details.reason allowlist-miss
+  expect_contains reply "git -c"
+  gw "[\"git\",\"ls-remote\",\"--upload-pa=touch $T/PWNED-gw2\",\".\"]" "$sec"
+  expect_json reply error.data.details.reason allowlist-miss
+  expect_contains reply "upload-pack"
+  gw "[\"bash\",\"-c\",\"printf -v PATH %s $T; ls\"]" "$sec"
+  expect_contains reply "printf -v"
+  gw "[\"sh\",\"-c\",\"time ls -d /\"]" "$sec"
+  expect_contains reply "\"stdout\":\"/\\n"
+  run=$(json_get reply result.runId)
+  rpc messages.list "{\"task_id\":\"$run\"}" > m
+  expect_contains m "/usr/bin/time /usr/bin/ls -d /"   # the shell text that ran: every command pinned
+  # whoever is asked sees each executable the run starts, with its SHA-256
+  sum=$(sha256sum /usr/bin/ls | cut -d" " -f1)
+  ask "{\"host\":\"gateway\",\"worktree_id\":\"$wt\",\"argv\":[\"ls\",\"-d\",\"/\"],$sec,\"ask\":\"always\"}" deny > o
+  expect_json o asked.0.tool_input.executables.0.path /usr/bin/ls
+  expect_json o asked.0.tool_input.executables.0.sha256 "$sum"
+  expect_json o asked.0.tool_input.executables.0.mode 0755
+  # a node: its own policy, the same analysis
+  node_up 1 worker --security allowlist --ask off
+  AGOR_HOME="$T/n1" "$AGOR" approvals allowlist add /usr/bin/git /usr/bin/ls > /dev/null
+  base="\"host\":\"node\",\"node\":\"worker\",\"security\":\"allowlist\""
+  rpc exec.run "{$base,\"argv\":[\"git\",\"-c\",\"alias.x=!touch $T/PWNED-node\",\"x\"]}" > reply
+  expect_json reply result.denied true
+  rpc exec.run "{$base,\"argv\":[\"sh\",\"-c\",\"ls -d /\"]}" > reply
+  expect_json reply result.output "/"
+  ask "{$base,\"ask\":\"always\",\"session_id\":\"$sid\",\"argv\":[\"ls\",\"-d\",\"/\"]}" deny > o
+  expect_json o asked.0.tool_input.executables.0.path /usr/bin/ls   # as the node checked it
+  expect_json o asked.0.tool_input.executables.0.sha256 "$sum"
+  # a node whose PATH has an empty entry refuses every run, even under security full
+  mkdir -p nodecwd; printf "#!/bin/sh\ntouch %s/PWNED-ls\n" "$T" > nodecwd/ls; chmod 755 nodecwd/ls
+  cd nodecwd; PATH=":$PATH" node_up 2 emptypath --security full --ask off; cd "$T"   # its runs start here
+  rpc exec.run "{\"host\":\"node\",\"node\":\"emptypath\",\"security\":\"full\",\"argv\":[\"sh\",\"-c\",\"ls\"]}" > reply
+  expect_json reply result.denied true
+  expect_json reply result.reason path-refused
+  no_pwned
+  stop_daemon
+'
+
 test_case "/exec and /elevated: validated, kept on the session, capped by the gateway policy, used by exec.run" "$SCENE"'
   start_daemon; worktree
   pr() { rpc sessions.prompt "{\"session_id\":\"$sid\",\"prompt\":\"$1\"}" > reply; }

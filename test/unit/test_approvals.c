@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include "approvals_exec.h"
+#include "approvals_gitconfig.h"
 #include "approvals_policy.h"
+#include "approvals_programs.h"
 #include "approvals_socket.h"
+#include "approvals_sshconfig.h"
 #include "approvals_store.h"
 #include "json.h"
 #include "strbuf.h"
@@ -210,7 +213,21 @@ TEST(approvals_wrapper_table)
 		{ARGV("env", "ls"), "ok /usr/bin/ls"},
 		{ARGV("nice", "timeout", "5", "nohup", "env", "ls"), "ok /usr/bin/ls"},
 		{ARGV("sh", "-c", "ls | wc -l && id"), "ok /usr/bin/ls,/usr/bin/wc,/usr/bin/id"},
-		{ARGV("bash", "-lc", "time ls"), "ok /usr/bin/ls"},
+		{ARGV("bash", "-c", "time ls"), "ok /usr/bin/ls"}, /* /usr/bin/time: dash has no keyword */
+		{ARGV("bash", "-lc", "ls"), "login shell"},
+		{ARGV("bash", "-c", "printf -v PATH %s /tmp/e; ls"), "printf -v"},
+		{ARGV("bash", "-c", "export PATH=/tmp; ls"), "shell builtin"},
+		{ARGV("bash", "-c", "hash -p /tmp/x ls; ls"), "shell builtin"},
+		{ARGV("bash", "-c", "enable -n echo; echo"), "shell builtin"},
+		{ARGV("bash", "-c", "alias ls=id; ls"), "shell builtin"},
+		{ARGV("bash", "-c", "read PATH; ls"), "shell builtin"},
+		{ARGV("bash", "-c", "declare IFS=x; ls"), "shell builtin"},
+		{ARGV("sh", "-c", ". ./x; ls"), "shell builtin"},
+		{ARGV("sh", "-c", "f() { id; }; f"), "subshell or grouping"},
+		{ARGV("sh", "-c", "nice l*"), "glob, brace or ~ in a command name"},
+		{ARGV("sh", "-c", "bash -c ls\\ *"), "would expand its -c or command string"},
+		{ARGV("sh", "-c", "timeout 5* ls"), "options not recognised"},
+		{ARGV("sh", "-c", "nice -n 1* ls"), "options not recognised"},
 		{ARGV("sh", "-c", "bash -c 'dash -c ls'"), "ok /usr/bin/ls"}, /* depth 3 */
 		/* refused: the bypasses */
 		{ARGV("sh", "-c", "bash -c 'dash -c \"sh -c ls\"'"), "nested deeper than 3"},
@@ -241,6 +258,9 @@ TEST(approvals_wrapper_table)
 		{ARGV("nohup", "--", "--", "ls"), "not found"},
 		{ARGV("sudo", "ls"), "cannot be allowlisted"},
 		{ARGV("setsid", "ls"), "cannot be allowlisted"},
+		{ARGV("valgrind", "ls"), "cannot be allowlisted"},
+		{ARGV("setarch", "x86_64", "ls"), "cannot be allowlisted"},
+		{ARGV("/lib64/ld-linux-x86-64.so.2", "/usr/bin/id"), "cannot be allowlisted"},
 		{ARGV("nice", "sudo", "ls"), "cannot be allowlisted"},
 		{ARGV("nice"), "options not recognised"},
 		{ARGV("no-such-command-xyz"), "not found"},
@@ -280,7 +300,12 @@ TEST(approvals_exec_argv_pins_every_command_word_to_its_canonical_path)
 		{ARGV("ls", "-l"), "/usr/bin/ls -l"},
 		{ARGV("nice", "-n", "5", "timeout", "5", "env", "ls", "x"),
 		 "/usr/bin/nice -n 5 /usr/bin/timeout 5 /usr/bin/env /usr/bin/ls x"},
-		{ARGV("sh", "-c", "ls | wc"), "/usr/bin/dash -c ls | wc"}, /* shell text is left as is */
+		{ARGV("sh", "-c", "ls | wc"), "/usr/bin/dash -c /usr/bin/ls | /usr/bin/wc"},
+		{ARGV("sh", "-c", "time ls *.c && 'nice' -n 1 \"ls\" 'a b'"),
+		 "/usr/bin/dash -c /usr/bin/time /usr/bin/ls *.c && /usr/bin/nice -n 1 /usr/bin/ls 'a b'"},
+		{ARGV("sh", "-c", "bash -c 'ls;id'"),
+		 "/usr/bin/dash -c /usr/bin/bash -c '/usr/bin/ls;/usr/bin/id'"},
+		{ARGV("nice", "sh", "-c", "ls"), "/usr/bin/nice /usr/bin/dash -c /usr/bin/ls"},
 		{ARGV("/bin/ls", "ls"), "/usr/bin/ls ls"},		   /* arguments are never touched */
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -289,6 +314,391 @@ TEST(approvals_exec_argv_pins_every_command_word_to_its_canonical_path)
 		char *got = joined(&a.exec_argv);
 		CHECK_STR(got, cases[i].expected);
 		free(got);
+		appr_analysis_release(&a);
+	}
+}
+
+TEST(approvals_empty_or_relative_path_entries_are_refused_never_skipped)
+{
+	static const char *const refused[] = {":/usr/bin:/bin", "/usr/bin::/bin", "/usr/bin:", "", ".:/usr/bin",
+					      "bin:/usr/bin", "/usr/bin:./x"};
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		struct err e = ERR_INIT;
+		char *r = appr_resolve_executable("ls", "/", refused[i], &e);
+		if (r || !strstr(e.message ? e.message : "", "PATH entry"))
+			unit_fail(__FILE__, __LINE__, "PATH \"%s\": %s", refused[i], r ? r : e.message);
+		free(r);
+		err_clear(&e);
+		struct appr_analysis a;
+		appr_analyze(ARGV("sh", "-c", "ls"), "/", refused[i], &a);
+		CHECK(!a.ok);
+		CHECK(a.path_env == NULL);
+		CHECK_CONTAINS(a.reason, "PATH entry");
+		appr_analysis_release(&a);
+	}
+}
+
+TEST(approvals_pinned_path_keeps_only_directories_the_caller_cannot_write)
+{
+	const char *dir = unit_tmpdir();
+	char *open_dir = xasprintf("%s/open", dir), *closed = xasprintf("%s/closed", dir);
+	CHECK_INT(mkdir(open_dir, 0777), 0);
+	CHECK_INT(chmod(open_dir, 0777), 0);
+	CHECK_INT(mkdir(closed, 0755), 0);
+	char *path = xasprintf("%s:/usr/bin:/no/such/dir:%s:/bin:/usr/bin", open_dir, closed);
+	struct err e = ERR_INIT;
+	char *pinned = appr_pinned_path(path, &e);
+	/* world-writable dropped, /bin → /usr/bin once, missing dropped, and closed too when it is under a
+	 * world-writable directory such as /tmp (anyone could rename it away) */
+	struct err probe = ERR_INIT;
+	char *want = appr_path_pinned(closed, &probe) == 0 ? xasprintf("/usr/bin:%s", closed) : xstrdup("/usr/bin");
+	err_clear(&probe);
+	CHECK_STR(pinned, want);
+	CHECK_INT(appr_path_pinned(open_dir, &e), -1);
+	CHECK_CONTAINS(e.message, "writable by its group or by others");
+	err_clear(&e);
+	/* a command that runs by path (inside shell text) must live in a pinned directory */
+	char *tool = xasprintf("%s/tool", open_dir);
+	int fd = open(tool, O_WRONLY | O_CREAT, 0755);
+	CHECK(fd >= 0);
+	close(fd);
+	char *text = xasprintf("%s", tool);
+	struct appr_analysis a;
+	appr_analyze(ARGV("sh", "-c", text), "/", PATH_ENV, &a);
+	CHECK(!a.ok);
+	CHECK_CONTAINS(a.reason, "could replace before it runs");
+	appr_analysis_release(&a);
+	appr_analyze(ARGV(tool), "/", PATH_ENV, &a); /* run directly: by descriptor, so allowed */
+	CHECK(a.ok);
+	CHECK(a.top_fd >= 0);
+	CHECK_STR(a.top_id.sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	appr_analysis_release(&a);
+	free(text);
+	free(tool);
+	free(want);
+	free(pinned);
+	free(path);
+	free(open_dir);
+	free(closed);
+}
+
+TEST(approvals_identity_detects_a_changed_executable)
+{
+	const char *dir = unit_tmpdir();
+	char *tool = xasprintf("%s/tool", dir);
+	int fd = open(tool, O_WRONLY | O_CREAT, 0755);
+	CHECK_INT(write(fd, "#!/bin/sh\n", 10), 10);
+	close(fd);
+	struct appr_identity id;
+	struct err e = ERR_INIT;
+	fd = appr_open_executable(tool, &id, &e);
+	CHECK(fd >= 0);
+	CHECK_INT(appr_identity_recheck_path(tool, &id, &e), 0);
+	int w = open(tool, O_WRONLY | O_APPEND);
+	CHECK_INT(write(w, "id\n", 3), 3);
+	close(w);
+	CHECK_INT(appr_identity_recheck_path(tool, &id, &e), -1);
+	CHECK_CONTAINS(e.message, "changed since it was checked");
+	err_clear(&e);
+	close(fd);
+	free(tool);
+}
+
+/* "-" (no code), "always: …" or "code: …" for argv (no shell expansion). */
+static char *code_summary(const char *const *argv)
+{
+	int always;
+	char *why = appr_code_running(argv[0], argv[0], argv, 0, &always);
+	char *out = why ? xasprintf("%s: %s", always ? "always" : "code", why) : xstrdup("-");
+	free(why);
+	return out;
+}
+
+TEST(approvals_programs_that_run_programs_table)
+{
+	const struct {
+		const char *const *argv;
+		const char *expected; /* "-" or a substring of the summary */
+	} cases[] = {
+		{ARGV("git", "status"), "-"},
+		{ARGV("git", "-C", "/x", "--no-pager", "log", "--oneline"), "-"},
+		{ARGV("git", "config", "--get", "user.name"), "-"},
+		{ARGV("git", "add", "-u"), "-"},
+		{ARGV("git", "diff", "--no-ext-diff"), "-"},
+		{ARGV("git", "-c", "alias.x=!id", "x"), "code: git -c"},
+		{ARGV("git", "-c", "core.sshCommand=id", "fetch"), "code: git -c"},
+		{ARGV("git", "--config-env=core.pager=X", "log"), "code: git --config-env"},
+		{ARGV("git", "--exec-path=/tmp", "status"), "code: git --exec-path"},
+		{ARGV("git", "-p", "log"), "code: git -p"},
+		{ARGV("git", "ls-remote", "--upload-pa=id", "."), "--upload-pack"},
+		{ARGV("git", "ls-remote", "-u", "id", "."), "(-u)"},
+		{ARGV("git", "fetch", "--upload-pack", "id", "origin"), "--upload-pack"},
+		{ARGV("git", "clone", "-cx=y", "u", "d"), "(-c)"},
+		{ARGV("git", "clone", "--template=/tmp/t", "u", "d"), "--template"},
+		{ARGV("git", "push", "--receive-pack=id"), "--receive-pack"},
+		{ARGV("git", "push", "--ex=id"), "--exec"},
+		{ARGV("git", "rebase", "-ix", "id"), "(-x)"},
+		{ARGV("git", "grep", "-Oid", "x"), "(-O)"},
+		{ARGV("git", "log", "--ext-diff"), "--ext-diff"},
+		{ARGV("git", "x"), "not a git command known"},
+		{ARGV("git", "submodule", "foreach", "id"), "not a git command known"},
+		{ARGV("git", "config", "alias.x", "!id"), "git config that writes"},
+		{ARGV("git", "log", "--", "--exec=x"), "-"}, /* after --: a path */
+		{ARGV("ssh", "-oProxyCommand=id", "h"), "(-o)"},
+		{ARGV("ssh", "-vF", "cfg", "h"), "(-F)"},
+		{ARGV("scp", "-S", "id", "a", "b"), "(-S)"},
+		{ARGV("tar", "--to-command=id", "-xf", "t"), "--to-command"},
+		{ARGV("tar", "--use=id", "-cf", "t", "x"), "--use-compress-program"},
+		{ARGV("tar", "-I", "id", "-cf", "t", "x"), "(-I)"},
+		{ARGV("tar", "cIf", "id", "t", "x"), "old-style bundle"},
+		{ARGV("tar", "-xzf", "t.tgz"), "-"},
+		{ARGV("rsync", "-ave", "id", "a", "b"), "(-e)"},
+		{ARGV("rsync", "--rsh=id", "a", "b"), "--rsh"},
+		{ARGV("find", ".", "-name", "x"), "-"},
+		{ARGV("find", ".", "-exec", "id", ";"), "find -exec"},
+		{ARGV("find", ".", "-okdir", "id", ";"), "find -okdir"},
+		{ARGV("make"), "always: make"},
+		{ARGV("python3", "-c", "print(1)"), "always: python3 is an interpreter"},
+		{ARGV("python3.11", "script.py"), "always: python3.11 is an interpreter"},
+		{ARGV("python3", "--version"), "-"},
+		{ARGV("node", "-e", "1"), "always"},
+		{ARGV("perl5.36.0", "-e", "1"), "always"},
+		{ARGV("vim.basic", "-c", "!id"), "always"},
+		{ARGV("awk", "{print $1}"), "-"},
+		{ARGV("mawk", "BEGIN{system(\"id\")}"), "system"},
+		{ARGV("awk", "BEGIN{print | \"id\"}"), "system, |"},
+		{ARGV("gawk", "-f", "prog.awk"), "reads program code"},
+		{ARGV("gawk", "--exec=prog.awk"), "reads program code"},
+		{ARGV("mawk", "-W", "exec", "p"), "reads program code"},
+		{ARGV("sed", "s/a/b/g", "f"), "-"},
+		{ARGV("sed", "-n", "-e", "s/[/]/x/p", "-e", "/a/,/b/{p;d}", "f"), "-"},
+		{ARGV("sed", "s/a/id/e"), "runs a command"},
+		{ARGV("sed", "1e id"), "runs a command"},
+		{ARGV("sed", ":a e id"), "runs a command"},
+		{ARGV("sed", "b end e id"), "runs a command"},
+		{ARGV("sed", "y/x/e/;e id"), "runs a command"},
+		{ARGV("sed", "-f", "s.sed"), "script file"},
+		{ARGV("sed", "-ne", "p"), "option not recognised"},
+		{ARGV("sed", "a foo; e id"), "-"}, /* a's text runs to the end of the line */
+		{ARGV("sed", "a foo\ne id"), "runs a command"},
+		{ARGV("ls", "-la"), "-"},
+		{ARGV("openssl", "req", "-engine", "x"), "openssl -engine"},
+		{ARGV("ssh", "-I", "/tmp/p11.so", "h"), "(-I)"},
+		{ARGV("sftp", "-b", "batch", "h"), "(-b)"},
+		{ARGV("ip", "netns", "exec", "n", "id"), "ip exec"},
+		{ARGV("ip", "addr"), "-"},
+		{ARGV("xdg-open", "x.desktop"), "always"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *got = code_summary(cases[i].argv);
+		int ok = !strcmp(cases[i].expected, "-") ? !strcmp(got, "-") : strstr(got, cases[i].expected) != NULL;
+		if (!ok) {
+			struct strbuf sb = STRBUF_INIT;
+			for (size_t k = 0; cases[i].argv[k]; k++)
+				strbuf_addf(&sb, "[%s]", cases[i].argv[k]);
+			unit_fail(__FILE__, __LINE__, "code %s = \"%s\", expected \"%s\"", sb.buf, got,
+				  cases[i].expected);
+			strbuf_release(&sb);
+		}
+		free(got);
+	}
+	int always;
+	char *why = appr_code_running("git", "git", ARGV("git", "status", "*"), 1, &always);
+	CHECK_CONTAINS(why, "expands");
+	free(why);
+}
+
+/* Writes text to dir/name (mode), creating dir. */
+static void put_file(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	mkdir(dir, 0755);
+	char *path = xasprintf("%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	CHECK(fd >= 0);
+	CHECK_INT(write(fd, text, strlen(text)), (long long)strlen(text));
+	close(fd);
+	free(path);
+}
+
+TEST(approvals_git_configuration_and_hooks_that_run_code)
+{
+	const char *dir = unit_tmpdir();
+	char *home = xasprintf("%s/home", dir), *repo = xasprintf("%s/repo", dir), *git = xasprintf("%s/.git", repo);
+	char *sub = xasprintf("%s/a/b", repo);
+	mkdir(home, 0755);
+	mkdir(repo, 0755);
+	setenv("HOME", home, 1);
+	unsetenv("XDG_CONFIG_HOME");
+	put_file(git, "HEAD", "ref: refs/heads/main\n", 0644);
+	char *objects = xasprintf("%s/objects", git), *refs = xasprintf("%s/refs", git), *hooks = xasprintf("%s/hooks", git);
+	mkdir(objects, 0755);
+	mkdir(refs, 0755);
+	char *a_dir = xasprintf("%s/a", repo);
+	mkdir(a_dir, 0755);
+	mkdir(sub, 0755);
+	free(a_dir);
+	const struct {
+		const char *config;   /* .git/config after [core] basics */
+		const char *global;   /* ~/.gitconfig */
+		const char *hook;     /* a hooks/ file name (executable) or NULL */
+		const char *expected; /* NULL or a substring of the reason */
+	} cases[] = {
+		{"", "", NULL, NULL},
+		{"\tfsmonitor = false\n\thooksPath = /dev/null\n", "[credential]\n\thelper = store --file=/x/y\n", NULL, NULL},
+		{"\tfsmonitor = touch /tmp/x\n", "", NULL, "core.fsmonitor = touch /tmp/x"},
+		{"\thooksPath = /tmp/h\n", "", NULL, "core.hookspath"},
+		{"\tsshCommand = id\n", "", NULL, "core.sshcommand"},
+		{"[filter \"lfs\"]\n\tclean = id\n", "", NULL, "filter.lfs.clean"},
+		{"[diff \"x\"]\n\ttextconv = id\n", "", NULL, "diff.x.textconv"},
+		{"[remote \"o\"]\n\tuploadpack = id\n", "", NULL, "remote.o.uploadpack"},
+		{"[protocol \"ext\"]\n\tallow = always\n", "", NULL, "protocol.ext.allow"},
+		{"[submodule \"s\"]\n\tupdate = !id\n", "", NULL, "submodule.s.update"},
+		{"", "[credential]\n\thelper = !id\n", NULL, "credential.helper = !id"},
+		{"", "[credential]\n\thelper = \"store && id\"\n", NULL, "credential.helper"},
+		{"", "[credential]\n\thelper = store; a comment\n", NULL, NULL},
+		{"", "[gpg]\n\tprogram = /tmp/gpg\n", NULL, "gpg.program"},
+		{"", "[include]\n\tpath = inc\n", NULL, "diff.external"}, /* through an include */
+		{"", "[includeIf \"hasconfig:remote.*.url:x\"]\n\tpath = inc\n", NULL, "not read here"},
+		{"", "[includeIf \"gitdir:/nowhere/\"]\n\tpath = inc\n", NULL, NULL},
+		{"", "", "pre-commit", "has a hook"},
+		{"", "", "pre-commit.sample", NULL},
+	};
+	put_file(home, "inc", "[diff]\n\texternal = id\n", 0644);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *config = xasprintf("[core]\n\trepositoryformatversion = 0\n\tbare = false\n%s", cases[i].config);
+		put_file(git, "config", config, 0644);
+		put_file(home, ".gitconfig", cases[i].global, 0644);
+		if (cases[i].hook)
+			put_file(hooks, cases[i].hook, "#!/bin/sh\n", 0755);
+		char *why = appr_git_config_code(sub, ARGV("git", "status")); /* discovered from a subdirectory */
+		int ok = cases[i].expected ? why && strstr(why, cases[i].expected) : !why;
+		if (!ok)
+			unit_fail(__FILE__, __LINE__, "case %zu: %s, expected %s", i, why ? why : "(none)",
+				  cases[i].expected ? cases[i].expected : "(none)");
+		free(why);
+		if (cases[i].hook) {
+			char *h = xasprintf("%s/%s", hooks, cases[i].hook);
+			unlink(h);
+			free(h);
+		}
+		free(config);
+	}
+	/* -C names the repository from elsewhere; an argv pattern never allows configured code */
+	put_file(git, "config", "[core]\n\tfsmonitor = id\n", 0644);
+	put_file(home, ".gitconfig", "", 0644);
+	char *why = appr_git_config_code("/", ARGV("git", "-C", repo, "status"));
+	CHECK_CONTAINS(why, "core.fsmonitor");
+	free(why);
+	struct appr_analysis a;
+	appr_analyze(ARGV("git", "status"), repo, PATH_ENV, &a);
+	const char *patterns[] = {"/usr/bin/git status", "/usr/bin/git"};
+	struct appr_effective eff = {APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY};
+	struct appr_verdict v;
+	appr_decide(&eff, &a, patterns, 2, NULL, &v);
+	CHECK_INT(v.decision, APPR_DENY);
+	CHECK(a.cmds[0].code_config);
+	appr_verdict_release(&v);
+	appr_analysis_release(&a);
+	free(home);
+	free(repo);
+	free(git);
+	free(sub);
+	free(objects);
+	free(refs);
+	free(hooks);
+}
+
+TEST(approvals_ssh_configuration_that_runs_code)
+{
+	const char *dir = unit_tmpdir();
+	char *home = xasprintf("%s/home", dir), *ssh = xasprintf("%s/home/.ssh", dir), *confd = xasprintf("%s/home/.ssh/conf.d", dir);
+	mkdir(home, 0755);
+	setenv("HOME", home, 1);
+	const struct {
+		const char *config, *included; /* ~/.ssh/config, ~/.ssh/conf.d/a.conf */
+		const char *expected;	       /* NULL or a substring of the reason */
+	} cases[] = {
+		{"Host x\n  User u\n  ProxyJump bastion\n", "", NULL},
+		{"Host x\n  ProxyCommand none\n", "", NULL},
+		{"Host x\n  ProxyCommand nc %h %p\n", "", ":2: proxycommand"},
+		{"Host x\n\tproxycommand=id\n", "", ":2: proxycommand"},
+		{"Match host x exec \"id\"\n", "", "Match exec"},
+		{"Host x\n  LocalCommand id\n", "", "localcommand"},
+		{"Host *\n  KnownHostsCommand /tmp/k\n", "", "knownhostscommand"},
+		{"Host *\n  PKCS11Provider /tmp/p.so\n", "", "pkcs11provider"},
+		{"Include conf.d/*.conf\n", "Host y\n  User z\n", NULL},
+		{"Include conf.d/*.conf\n", "Host y\n  ProxyCommand id\n", "conf.d/a.conf:2"},
+		{"Include ~/.ssh/conf.d/a.conf\n", "Match all exec id\n", "Match exec"},
+	};
+	mkdir(ssh, 0700);
+	mkdir(confd, 0700);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		put_file(ssh, "config", cases[i].config, 0600);
+		put_file(confd, "a.conf", cases[i].included, 0600);
+		char *why = appr_ssh_config_code();
+		int ok = cases[i].expected ? why && strstr(why, cases[i].expected) : !why;
+		if (!ok)
+			unit_fail(__FILE__, __LINE__, "ssh case %zu: %s, expected %s", i, why ? why : "(none)",
+				  cases[i].expected ? cases[i].expected : "(none)");
+		free(why);
+	}
+	put_file(ssh, "config", "Include config\n", 0600); /* includes itself */
+	char *why = appr_ssh_config_code();
+	CHECK_CONTAINS(why, "nested deeper");
+	free(why);
+	CHECK(appr_uses_ssh("git", "git", ARGV("git", "-C", "x", "fetch")));
+	CHECK(!appr_uses_ssh("git", "git", ARGV("git", "status")));
+	CHECK(appr_uses_ssh("rsync", "rsync", ARGV("rsync", "a", "b")));
+	/* the analysis: ssh and git fetch are not allowed by any entry while the file names code */
+	put_file(ssh, "config", "Host *\n  ProxyCommand id\n", 0600);
+	struct appr_analysis a;
+	appr_analyze(ARGV("git", "fetch"), "/", PATH_ENV, &a);
+	CHECK(a.nr == 1 && a.cmds[0].code_config);
+	appr_analysis_release(&a);
+	free(home);
+	free(ssh);
+	free(confd);
+}
+
+TEST(approvals_argv_patterns_and_executable_only_entries)
+{
+	struct appr_effective eff = {APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY};
+	const struct {
+		const char *pattern;
+		const char *const *argv;
+		int allowed;
+	} cases[] = {
+		{"/usr/bin/git", ARGV("git", "status"), 1},
+		{"/usr/bin/git", ARGV("git", "-c", "alias.x=!id", "x"), 0},
+		{"/usr/bin/git", ARGV("git", "ls-remote", "--upload-pa=id", "."), 0},
+		{"/usr/bin/git status *", ARGV("git", "status"), 1},
+		{"/usr/bin/git status *", ARGV("git", "status", "-s", "x/y"), 1},
+		{"/usr/bin/git status *", ARGV("git", "log"), 0},
+		{"/usr/bin/git fetch *", ARGV("git", "fetch", "--upload-pack=id"), 0}, /* trailing * adds no code */
+		{"/usr/bin/git fetch --upload-pack=/usr/bin/git-upload-pack origin",
+		 ARGV("git", "fetch", "--upload-pack=/usr/bin/git-upload-pack", "origin"), 1},
+		{"/usr/bin/make", ARGV("make", "test"), 0},
+		{"/usr/bin/make test", ARGV("make", "test"), 1},
+		{"/usr/bin/make *", ARGV("make", "-j2"), 1},
+		{"/usr/bin/python3* -c print(1)", ARGV("python3", "-c", "print(1)"), 1},
+		{"/usr/bin/python3*", ARGV("python3", "-c", "print(1)"), 0},
+		{"/usr/bin/ls -l?", ARGV("ls", "-la"), 1},
+		{"/usr/bin/ls a\\ b", ARGV("ls", "a b"), 1},
+		{"/usr/bin/ls a\\ b", ARGV("ls", "a", "b"), 0},
+		{"/usr/bin/ls", ARGV("sh", "-c", "ls *"), 1},
+		{"/usr/bin/git status *", ARGV("sh", "-c", "git status *"), 0}, /* expanded words never match */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *patterns[] = {cases[i].pattern};
+		struct appr_analysis a;
+		appr_analyze(cases[i].argv, "/", PATH_ENV, &a);
+		struct appr_verdict v;
+		appr_decide(&eff, &a, patterns, 1, NULL, &v);
+		if ((v.decision == APPR_ALLOW) != cases[i].allowed)
+			unit_fail(__FILE__, __LINE__, "pattern \"%s\" on %s %s: %s (%s)", cases[i].pattern,
+				  cases[i].argv[0], cases[i].argv[1] ? cases[i].argv[1] : "",
+				  appr_decision_name(v.decision), a.ok ? "ok" : a.reason);
+		appr_verdict_release(&v);
 		appr_analysis_release(&a);
 	}
 }
@@ -310,6 +720,24 @@ TEST(approvals_symlinks_are_matched_by_their_target)
 	got = analysis_summary(ARGV(fake_nice, "-S", "rm -rf /"), dir);
 	CHECK_CONTAINS(got, "not the wrapper it runs");
 	free(got);
+	/* A file named nice or sh that is not the system's is never unwrapped (it runs by descriptor as
+	 * argv[0], so it could be anything: issue 19). */
+	char *trojan_nice = xasprintf("%s/t/nice", dir), *trojan_sh = xasprintf("%s/t/sh", dir), *tdir = xasprintf("%s/t", dir);
+	CHECK_INT(mkdir(tdir, 0755), 0);
+	for (int k = 0; k < 2; k++) {
+		int fd = open(k ? trojan_sh : trojan_nice, O_WRONLY | O_CREAT, 0755);
+		CHECK(fd >= 0);
+		close(fd);
+	}
+	got = analysis_summary(ARGV(trojan_nice, "ls"), dir);
+	CHECK_CONTAINS(got, "is not the system's");
+	free(got);
+	got = analysis_summary(ARGV(trojan_sh, "-c", "ls"), dir);
+	CHECK_CONTAINS(got, "is not the system's");
+	free(got);
+	free(trojan_nice);
+	free(trojan_sh);
+	free(tdir);
 	struct appr_analysis a;
 	appr_analyze(ARGV(fake_ls), dir, PATH_ENV, &a);
 	struct appr_effective eff = {APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY};
@@ -454,6 +882,9 @@ TEST(approvals_allow_always_records_the_inner_command_never_the_shell)
 		{ARGV("sh", "-c", "ls > x"), "REFUSED"},
 		{ARGV("env", "-S", "ls"), "REFUSED"},
 		{ARGV("sudo", "ls"), "REFUSED"},
+		{ARGV("python3", "-c", "print(1)"), "REFUSED"}, /* an interpreter given code */
+		{ARGV("sh", "-c", "git -c alias.x=!id x"), "REFUSED"},
+		{ARGV("make"), "REFUSED"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct appr_analysis a;
@@ -675,16 +1106,63 @@ TEST(approvals_exec_caps_output_at_the_head)
 {
 	struct appr_exec_result r;
 	struct err e = ERR_INIT;
-	CHECK_INT(appr_exec_run("/usr/bin/head", ARGV("head", "-c", "300000", "/dev/zero"), 0, &r, &e), 0);
+	CHECK_INT(appr_exec_run("/usr/bin/head", -1, NULL, ARGV("head", "-c", "300000", "/dev/zero"), 0, &r, &e), 0);
 	CHECK_INT(r.exit_code, 0);
 	CHECK(r.success);
 	CHECK_INT(r.output.len, APPR_OUTPUT_MAX + strlen("\n... (truncated)"));
 	CHECK_STR(r.output.buf + APPR_OUTPUT_MAX, "\n... (truncated)");
 	appr_exec_result_release(&r);
-	CHECK_INT(appr_exec_run("/usr/bin/sleep", ARGV("sleep", "5"), 200, &r, &e), 0);
+	CHECK_INT(appr_exec_run("/usr/bin/sleep", -1, NULL, ARGV("sleep", "5"), 200, &r, &e), 0);
 	CHECK(r.timed_out);
 	CHECK(!r.success);
 	appr_exec_result_release(&r);
+}
+
+TEST(approvals_exec_runs_the_descriptor_checked_not_the_path)
+{
+	const char *dir = unit_tmpdir();
+	char *tool = xasprintf("%s/tool", dir), *moved = xasprintf("%s/moved", dir);
+	int fd = open(tool, O_WRONLY | O_CREAT, 0755);
+	CHECK_INT(write(fd, "#!/bin/sh\necho checked\n", 24), 24);
+	close(fd);
+	struct appr_analysis a;
+	appr_analyze(ARGV(tool), "/", PATH_ENV, &a);
+	CHECK(a.ok);
+	/* swapped after the check: a new file at the path; the checked one still runs (by descriptor) */
+	CHECK_INT(rename(tool, moved), 0);
+	fd = open(tool, O_WRONLY | O_CREAT, 0755);
+	CHECK_INT(write(fd, "#!/bin/sh\necho TROJAN\n", 23), 23);
+	close(fd);
+	struct err e = ERR_INIT;
+	CHECK_INT(appr_exec_checked(&a, &e), 0);
+	struct appr_exec_result r;
+	CHECK_INT(appr_exec_run(a.top_resolved, a.top_fd, a.path_env, (const char *const *)a.exec_argv.v, 5000,
+				&r, &e), 0);
+	CHECK_STR(r.output.buf, "checked\n");
+	appr_exec_result_release(&r);
+	/* changed in place after the check: refused before anything runs */
+	int w = open(moved, O_WRONLY | O_APPEND);
+	CHECK_INT(write(w, "id\n", 3), 3);
+	close(w);
+	CHECK_INT(appr_exec_checked(&a, &e), -1);
+	CHECK_CONTAINS(e.message, "changed since it was checked");
+	err_clear(&e);
+	appr_analysis_release(&a);
+	free(tool);
+	free(moved);
+}
+
+TEST(approvals_display_escapes_bidi_c1_and_invisible_characters)
+{
+	struct strbuf sb = STRBUF_INIT;
+	appr_display_escape("ls \xe2\x80\xae" "fdp.exe\xc2\x9b" "1m \xe2\x81\xa6x\xe2\x81\xa9 \xe2\x80\x8b \xc3\xa9", &sb);
+	CHECK_STR(sb.buf, "ls \\u{202e}fdp.exe\\u{009b}1m \\u{2066}x\\u{2069} \\u{200b} \xc3\xa9");
+	strbuf_release(&sb);
+	json_t *argv = json_pack("[s,s]", "echo", "a\xe2\x80\xaa" "b");
+	appr_format_argv(argv, &sb);
+	CHECK_STR(sb.buf, "echo 'a\\u{202a}b'");
+	strbuf_release(&sb);
+	json_decref(argv);
 }
 
 TEST(approvals_exec_scrubs_code_injecting_environment)
@@ -697,6 +1175,10 @@ TEST(approvals_exec_scrubs_code_injecting_environment)
 		{"BASH_ENV=/x", 1},	 {"ENV=/x", 1},		   {"SHELLOPTS=xtrace", 1},
 		{"IFS=/", 1},		 {"GCONV_PATH=/x", 1},	   {"PATH=/usr/bin", 0},
 		{"HOME=/root", 0},	 {"ENVIRONMENT=x", 0},	   {"LANG=C", 0},
+		{"GIT_SSH_COMMAND=id", 1}, {"GIT_CONFIG_PARAMETERS='alias.x=!id'", 1}, {"GIT_CONFIG_KEY_0=x", 1},
+		{"GIT_DIR=/tmp/x", 1},	 {"GIT_AUTHOR_NAME=a", 0}, {"SSH_CLIENT=1 2 3", 1},
+		{"PAGER=id", 1},	 {"TAR_OPTIONS=--to-command=id", 1}, {"NODE_OPTIONS=--require=/x", 1},
+		{"PERL5OPT=-Mx", 1},	 {"CDPATH=/tmp", 1},	   {"GLOBIGNORE=*", 1},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
 		if (appr_env_is_scrubbed(cases[i].entry) != cases[i].scrubbed)
