@@ -919,10 +919,10 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	struct err e = ERR_INIT;
 	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
 	int everyone = error ? 0 : worktree_audience(d, pr->row_id, &owners); /* before its owners go with it */
+	_cleanup_json_ json_t *openers = error ? NULL : daemon_terminal_openers(d, pr->row_id);
 	if (!error && delete_worktree_rows(d, pr->row_id, &e) >= 0) {
 		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
-		daemon_terminals_worktree_removed(d, pr->row_id, json_get_str(pr->extra, "name"),
-						  json_get_str(pr->extra, "created_by"));
+		daemon_terminals_worktree_removed(d, pr->row_id, json_get_str(pr->extra, "name"), openers);
 		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
 		struct err ge = ERR_INIT;
 		const char *url = owners_via_admin(d) ? json_get_str(pr->extra, "repo_url") : NULL;
@@ -959,8 +959,9 @@ static int owns_worktree(struct daemon *d, const char *worktree_id, const char *
  *           run as the session creator's execution user (SPEC §4.4), and the prompter is audited;
  *   all     also sessions.create in it (new sessions, run as their creator's execution user).
  * Whatever others_can says, only owners and admins may run exec.run or open a terminal in a worktree (a
- * command or shell as the worktree creator's Unix user, outside any session), remove it, change its
- * access or its owners: sharing those is what worktrees.owners.add is for. */
+ * command or shell outside any session, as the caller's own execution user: in strict mode an owner's Unix
+ * user reaches the files through the worktree's group), remove it, change its access or its owners: sharing
+ * those is what worktrees.owners.add is for. */
 enum wt_access { WT_NONE, WT_VIEW, WT_PROMPT, WT_ALL, WT_OWNER }; /* WT_VIEW..WT_ALL = others_can_words[1..3] */
 
 static enum wt_access worktree_access(struct rpc_ctx *rc, const char *worktree_id, struct err *e)
@@ -1341,10 +1342,12 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 	json_t *timeout = json_object_get(params, "timeout_ms");
 	if (json_is_integer(timeout))
 		json_object_set(exec_params, "timeoutMs", timeout);
-	if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* one kept home per agor user */
-		json_object_set_new(exec_params, "home", json_string(json_get_str(wt, "created_by"))); /* creator, as §5.1 */
+	if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* one kept home per agor user: the caller's */
+		json_object_set_new(exec_params, "home", json_string(P(rc)->user_id));
 	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "exec.run", NULL);
-	int rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
+	/* a command outside a session is the caller's own act: it runs as the caller's execution user (an owner
+	 * other than the creator reaches the files through the worktree's group), never as the creator */
+	int rv = execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e);
 	struct task_spec spec = { .command = "exec.run", .params = exec_params, .created_by = P(rc)->user_id,
 				  .execution_user = user, .worktree_id = wt_id, .judge = exec_outcome, .on_done = exec_ran };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);

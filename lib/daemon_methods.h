@@ -61,11 +61,14 @@ void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_
 void daemon_terminal_on_close(struct daemon_peer *peer);
 /* Lets every terminal go (shutdown): descriptors closed, tmux clients detach, sessions stay. */
 void daemon_terminals_release(struct daemon *d);
-/* A removed worktree: its open terminals end ("the worktree was removed") and a tmux.close task, as the execution
- * user of its creator, kills its window (the shell would stay in a deleted directory). */
-void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name, const char *creator_id);
-/* At start: for each execution user of the worktrees' creators, a tmux.close task closes the windows agor made
- * for worktrees that no longer exist (removed while the daemon was down, or before this was done). */
+/* Who may have opened a terminal in the worktree (its owners and the admins: a terminal runs as its opener's
+ * execution user, in that user's tmux server): their user ids, a JSON array (never NULL). */
+json_t *daemon_terminal_openers(struct daemon *d, const char *worktree_id);
+/* A removed worktree: its open terminals end ("the worktree was removed") and a tmux.close task for each distinct
+ * execution user of openers kills its window there (the shell would stay in a deleted directory). */
+void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name, const json_t *openers);
+/* At start: for each execution user of the agor users, a tmux.close task closes the windows agor made for
+ * worktrees that no longer exist (removed while the daemon was down, or before this was done). */
 void daemon_terminals_sweep(struct daemon *d);
 
 /* Shared by the method files. daemon_need_user: the caller is an agor user (else AUTH_FAILED). */

@@ -520,7 +520,7 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 {
 	_cleanup_free_ char *user = NULL, *task_id = NULL;
 	const char *wt_id = json_get_str(wt, "id");
-	if (daemon_execution_user_for(D(rc), json_get_str(wt, "created_by"), &user, e) < 0)
+	if (daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0) /* the caller's own shell, not the creator's */
 		return -1;
 	_cleanup_free_ char *window = worktree_window_name(json_get_str(wt, "name"), wt_id);
 	int zellij = !strcmp(t->multiplexer, "zellij");
@@ -826,50 +826,76 @@ static void submit_tmux_close(struct daemon *d, const char *execution_user, json
 	err_clear(&e);
 }
 
-void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name, const char *creator_id)
+json_t *daemon_terminal_openers(struct daemon *d, const char *worktree_id)
+{
+	struct err e = ERR_INIT;
+	json_t *rows = db_query_json(d->db, &e, "SELECT user_id AS id FROM worktree_owners WHERE worktree_id = ? "
+						"UNION SELECT id FROM users WHERE role = 'admin'", "s", worktree_id);
+	if (!rows) {
+		log_warn("worktree %s: who opened its terminals is unknown: %s", worktree_id, e.message);
+		err_clear(&e);
+		rows = json_array();
+	}
+	return rows;
+}
+
+/* The distinct execution users of the agor users in rows ({id} objects); "" stands for the daemon user. */
+static json_t *execution_users_of(struct daemon *d, const json_t *rows)
+{
+	json_t *users = json_object();
+	size_t i;
+	json_t *row;
+	json_array_foreach((json_t *)rows, i, row) {
+		_cleanup_free_ char *user = NULL;
+		struct err e = ERR_INIT;
+		if (daemon_execution_user_for(d, json_get_str(row, "id"), &user, &e) == 0)
+			json_object_set_new(users, user ? user : "", json_true());
+		err_clear(&e); /* a user without an execution user has no tmux server of agor's */
+	}
+	return users;
+}
+
+void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name, const json_t *openers)
 {
 	for (struct terminal *t = d->terminals, *next; t; t = next) {
 		next = t->next;
 		if (!strcmp(t->worktree_id, worktree_id) && t->fd >= 0)
 			terminal_end(t, "the worktree was removed");
 	}
-	_cleanup_free_ char *user = NULL, *window = worktree_window_name(name, worktree_id);
-	struct err e = ERR_INIT;
-	if (daemon_execution_user_for(d, creator_id, &user, &e) < 0) {
-		log_warn("worktree %s: its tmux window stays: %s", worktree_id, e.message);
-		err_clear(&e);
-		return;
-	}
+	_cleanup_free_ char *window = worktree_window_name(name, worktree_id);
 	_cleanup_json_ json_t *params = json_pack("{s:s,s:s}", "sessionName", "agor", "windowName", window);
-	submit_tmux_close(d, user, params, window);
+	_cleanup_json_ json_t *users = execution_users_of(d, openers);
+	const char *user;
+	json_t *yes;
+	json_object_foreach(users, user, yes)
+		submit_tmux_close(d, *user ? user : NULL, params, window);
 }
 
 void daemon_terminals_sweep(struct daemon *d)
 {
 	struct err e = ERR_INIT;
-	_cleanup_json_ json_t *rows = db_query_json(d->db, &e, "SELECT id, name, created_by FROM worktrees ORDER BY created_by", "");
-	_cleanup_json_ json_t *keep = json_object(); /* execution user → [window names of its worktrees] */
+	_cleanup_json_ json_t *worktrees = db_query_json(d->db, &e, "SELECT id, name FROM worktrees", "");
+	if (worktrees && !json_array_size(worktrees))
+		return; /* nothing to sweep around: no executor at every start of a daemon without worktrees */
+	_cleanup_json_ json_t *all = worktrees ? db_query_json(d->db, &e, "SELECT id FROM users", "") : NULL;
+	if (!all) {
+		log_warn("no sweep of tmux windows: %s", e.message);
+		err_clear(&e);
+		return;
+	}
+	_cleanup_json_ json_t *keep = json_array(); /* every live worktree's window, in every server */
 	size_t i;
 	json_t *row;
-	json_array_foreach(rows, i, row) {
-		_cleanup_free_ char *user = NULL;
-		if (daemon_execution_user_for(d, json_get_str(row, "created_by"), &user, &e) < 0) {
-			err_clear(&e); /* a creator without an execution user has no windows to keep: none of theirs open */
-			continue;
-		}
-		json_t *names = json_object_get(keep, user ? user : "");
-		if (!names)
-			json_object_set_new(keep, user ? user : "", names = json_array());
+	json_array_foreach(worktrees, i, row) {
 		_cleanup_free_ char *window = worktree_window_name(json_get_str(row, "name"), json_get_str(row, "id"));
-		json_array_append_new(names, json_string(window));
+		json_array_append_new(keep, json_string(window));
 	}
-	err_clear(&e);
+	_cleanup_json_ json_t *params = json_pack("{s:s,s:O}", "sessionName", "agor", "keepWindows", keep);
+	_cleanup_json_ json_t *users = execution_users_of(d, all);
 	const char *user;
-	json_t *names;
-	json_object_foreach(keep, user, names) {
-		_cleanup_json_ json_t *params = json_pack("{s:s,s:O}", "sessionName", "agor", "keepWindows", names);
+	json_t *yes;
+	json_object_foreach(users, user, yes)
 		submit_tmux_close(d, *user ? user : NULL, params, "worktrees removed while the daemon was down");
-	}
 }
 
 const struct rpc_method daemon_terminal_methods[] = {

@@ -375,6 +375,10 @@ int terminal_tmux_close(const struct terminal_request *r, const json_t *keep, js
 	}
 	struct strbuf out = STRBUF_INIT;
 	int rc = run_tmux(r, list, &out, e);
+	if (rc < 0 && json_integer_value(json_object_get(e->details, "errno")) == ENOENT) {
+		err_clear(e); /* no tmux here: no window of agor's either */
+		rc = 1;
+	}
 	if (rc != 0) { /* no server or no session: nothing is open */
 		strbuf_release(&out);
 		return rc < 0 ? -1 : 0;

@@ -191,6 +191,28 @@ test_case "strict: the agor_rp_ group follows the worktree owners: bob, made an 
 '"'"'
 '
 
+test_case "strict: a command and a terminal outside a session run as the caller: bob, an owner of the worktree of alice, gets bob" '
+  cp "$TEST_TOP/test/helpers/term-client.py" "$T/term-client.py"
+  in_scratch_system "$SCENE"'"'"'
+  agor_as alice worktree add "$repo" shared --json > wt.json 2> wt.err || { cat wt.err daemon.log; false; }
+  id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path)
+  agor_as alice worktree add-owner "$id" bob --json > /dev/null 2> add.err || { cat add.err daemon.log; false; }
+  for u in alice bob; do "$BIN" admin cgroup-delegate $u > /dev/null; done
+  trap "kill $daemon_pid 2> /dev/null || true; for u in alice bob; do as \$u tmux -L agor-\$u kill-server 2> /dev/null || true; done" EXIT
+  exec_as() { local u=$1; shift; as "$u" AGOR_HOME="/home/$u/.agor" "$BIN" exec --url unix:/run/agor/agor.sock "$@"; }
+  exec_as bob "$id" -- sh -c "id -un > by-exec.txt; id -un" > bob.out 2> bob.err || { cat bob.out bob.err daemon.log; false; }
+  grep -qx bob bob.out || { cat bob.out; fail "the command of bob ran as someone else"; }
+  [ "$(stat -c %U "$w/by-exec.txt")" = bob ] || fail "the file bob made belongs to $(stat -c %U "$w/by-exec.txt")"
+  exec_as alice "$id" -- id -un > alice.out 2> alice.err || { cat alice.err; false; }
+  grep -qx alice alice.out || { cat alice.out; fail "the command of alice ran as someone else"; }
+  chmod 644 term-client.py
+  as bob python3 "$T/term-client.py" /run/agor/agor.sock "$id" "expect:@agor-sandbox:" "type:id -un\n" "expect:\rbob\r\n" > term.out \
+    || { cat term.out daemon.log; fail "the terminal of bob is not his"; }
+  head -1 term.out > open.json
+  expect_json open.json open.result.tmux.server agor-bob
+'"'"'
+'
+
 test_case "others_can as attacks: none hides the worktree and its sessions; view reads but prompt is refused; prompt prompts; all creates sessions" '
   in_scratch_system "RPC_PY='"'"'$TEST_TOP/test/helpers/rpc.py'"'"'
 $SCENE"'"'"'
