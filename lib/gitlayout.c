@@ -275,6 +275,11 @@ static int open_common(const struct config *cfg, const struct git_layout *l)
 	return confine_open(cfg->paths.repos_dir, below(cfg->paths.repos_dir, l->common), O_PATH | O_DIRECTORY);
 }
 
+int git_layout_open_common(const struct config *cfg, const struct git_layout *l)
+{
+	return open_common(cfg, l);
+}
+
 /* {name: "mode size mtime"} of a directory's entries (symlinks not followed); NULL when it cannot be read. */
 static json_t *list_entries(int parent, const char *name)
 {

@@ -1,11 +1,12 @@
 /* race_swap.c — test helper for t0053-executor-races: swaps a directory and a symlink in a tight loop, so a
  * parent of a payload path is, half the time, a symlink to a directory outside the data home.
  *
- *   race-swap DIR LINK CONTROL_DIR [PAUSE_US]
+ *   race-swap DIR LINK CONTROL_DIR [PAUSE_US [QUIET_US]]
  *
  * DIR is a real directory and LINK a symlink beside it (same parent); each swap is one renameat2(RENAME_EXCHANGE)
  * of the two names, atomic, so DIR is always either the directory or the symlink. PAUSE_US (default 0) sleeps
- * between swaps. Signals drive it:
+ * between swaps; one pause in 16 (at random) lasts QUIET_US instead (default: PAUSE_US), so a whole operation
+ * sometimes gets through and the race is also fought at its end. CONTROL_DIR/ready is created once the signals below are handled. Signals drive it:
  *   SIGUSR1  pause with DIR the directory again, then create CONTROL_DIR/paused
  *   SIGUSR2  remove CONTROL_DIR/paused and resume
  *   SIGTERM  stop (DIR left the directory) and print "swaps N" on stdout
@@ -75,13 +76,15 @@ static int hold_pause(const char *dir, const char *link, const char *marker, uns
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: race-swap DIR LINK CONTROL_DIR [PAUSE_US]\n");
+	if (argc < 4 || argc > 6) {
+		fprintf(stderr, "usage: race-swap DIR LINK CONTROL_DIR [PAUSE_US [QUIET_US]]\n");
 		return 2;
 	}
 	const char *dir = argv[1], *link = argv[2];
-	long pause_us = argc == 5 ? atol(argv[4]) : 0;
-	char marker[4096];
+	long pause_us = argc >= 5 ? atol(argv[4]) : 0;
+	long quiet_us = argc == 6 ? atol(argv[5]) : pause_us;
+	srand((unsigned)getpid());
+	char marker[4096], ready[4096];
 	snprintf(marker, sizeof(marker), "%s/paused", argv[3]);
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -89,6 +92,10 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	snprintf(ready, sizeof(ready), "%s/ready", argv[3]);
+	int rfd = open(ready, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (rfd >= 0)
+		close(rfd);
 	unsigned long swaps = 0;
 	while (!want_stop) {
 		if (want_pause) {
@@ -99,8 +106,9 @@ int main(int argc, char **argv)
 		if (exchange(dir, link) < 0)
 			break;
 		swaps++;
-		if (pause_us)
-			sleep_us(pause_us);
+		long us = rand() % 16 ? pause_us : quiet_us;
+		if (us)
+			sleep_us(us);
 	}
 	int failed = !want_stop;
 	if (failed)
