@@ -317,3 +317,18 @@ int confine_hold(const char *root, const char *path, int make_parents, struct co
 	held->path = xstrdup(canonical);
 	return 0;
 }
+
+int confine_open_path(const char *root, const char *path, int flags, struct err *e)
+{
+	_cleanup_free_ char *canonical_root = NULL;
+	_cleanup_close_ int rootfd = open_root(root, &canonical_root, e);
+	if (rootfd < 0)
+		return -1;
+	const char *rel = relative_part(path, root, canonical_root);
+	if (!rel)
+		return outside(e, path, root, "not under the root"), -1;
+	int fd = confine_openat(rootfd, rel, flags);
+	if (fd < 0)
+		walk_failed(e, path, root, rel, errno);
+	return fd;
+}

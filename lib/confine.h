@@ -37,6 +37,9 @@ struct confined_path {
 #define CONFINED_PATH_INIT { -1, -1, NULL, NULL }
 int confine_hold(const char *root, const char *path, int make_parents, struct confined_path *held, struct err *e);
 void confined_path_release(struct confined_path *held);
+/* path (absolute under root, or relative to it; root itself allowed) opened beneath root with confine_openat's
+ * rules and flags: no symlink anywhere. The descriptor, or -1 with e set (E_PATH_OUTSIDE_DATA_HOME, E_NOT_FOUND). */
+int confine_open_path(const char *root, const char *path, int flags, struct err *e);
 
 /* Opens rel beneath the directory rootfd with openat(2)'s flags (O_PATH, O_RDONLY, O_DIRECTORY, …), following
  * no symlink at all — none on the way, the last component included — and never leaving rootfd ("." is rootfd

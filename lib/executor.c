@@ -1,5 +1,6 @@
 /* executor.c — command dispatch for validated executor payloads (executor.h): confine, plan, run.
- * Never operates on a path that confine_path() has not resolved inside the data home. */
+ * Never operates on a path that confine_path() has not resolved inside the data home, and never resolves it twice:
+ * what a command changes is reached from a descriptor confine_hold() keeps (docs/security.md §9). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>

@@ -477,50 +477,126 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 
 /* --- the index ------------------------------------------------------------------------------ */
 
-int gitops_index_rewrite(const char *worktree_path, gitops_index_entry_fn fn, void *arg, struct err *e)
+/* Copies everything from src to dst (both open); -1 with errno. */
+static int copy_fd(int src, int dst)
 {
-	if (gitops_init(e) < 0)
-		return -1;
-	git_repository *repo = NULL;
-	git_index *index = NULL;
-	int rc = -1;
-	if (git_repository_open_ext(&repo, worktree_path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
-	    git_repository_index(&index, repo) < 0 || git_index_read(index, 1) < 0) {
-		git_fail(e, "reading the index");
-		goto out;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(src, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (int)n;
+		if (fs_write_all(dst, buf, (size_t)n) < 0)
+			return -1;
 	}
+}
+
+/* A private directory for one index job, S/index its copy; the stage's name and path are returned for cleanup. */
+struct index_stage {
+	int fd;
+	char *name, *path, *index;
+};
+
+static int stage_open(const struct gitops_index_place *at, struct index_stage *s, struct err *e)
+{
+	s->fd = fs_private_dir_at(at->stage_fd, at->stage_dir, ".agor-index-", &s->name, &s->path, e);
+	s->index = s->fd < 0 ? NULL : xasprintf("%s/index", s->path);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static void stage_close(const struct gitops_index_place *at, struct index_stage *s)
+{
+	struct err ignored = ERR_INIT;
+	if (s->fd >= 0) {
+		close(s->fd);
+		fs_remove_at(at->stage_fd, s->name, at->stage_dir, &ignored);
+	}
+	err_clear(&ignored);
+	free(s->name);
+	free(s->path);
+	free(s->index);
+}
+
+/* A/index copied into the stage (a regular file, not through a link). */
+static int stage_copy_in(const struct gitops_index_place *at, struct index_stage *s, struct err *e)
+{
+	_cleanup_close_ int in = openat(at->admin_fd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
+		return err_errno(e, in < 0 ? errno : EINVAL, "reading %s/index (a regular file)", at->admin);
+	_cleanup_close_ int out = openat(s->fd, "index", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0 || copy_fd(in, out) < 0)
+		return err_errno(e, errno, "copying %s/index into %s", at->admin, s->path);
+	return 0;
+}
+
+/* The staged index put back as A/index: A/index.lock made exclusively, filled, renamed over it. */
+static int stage_copy_out(const struct gitops_index_place *at, struct index_stage *s, struct err *e)
+{
+	_cleanup_close_ int in = openat(s->fd, "index", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return err_errno(e, errno, "reading %s", s->index);
+	int out = openat(at->admin_fd, "index.lock", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0)
+		return err_errno(e, errno, "creating %s/index.lock (is a git command running there?)", at->admin);
+	int rc = copy_fd(in, out) == 0 && fsync(out) == 0 ? 0 : -1;
+	int saved = errno;
+	close(out);
+	if (rc == 0 && renameat(at->admin_fd, "index.lock", at->admin_fd, "index") == 0)
+		return 0;
+	saved = rc == 0 ? errno : saved;
+	unlinkat(at->admin_fd, "index.lock", 0);
+	return err_errno(e, saved, "writing %s/index", at->admin);
+}
+
+/* The entries of the standalone index at path: fn for each; 1 when fn stopped. */
+static int scan_entries(git_index *index, gitops_index_entry_fn fn, void *arg)
+{
 	size_t n = git_index_entrycount(index);
-	rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const git_index_entry *entry = git_index_get_byindex(index, i);
 		if (entry && fn(entry->path, entry->mode, arg))
-			rc = 1;
+			return 1;
 	}
+	return 0;
+}
+
+int gitops_index_rewrite(const struct gitops_index_place *at, gitops_index_entry_fn fn, void *arg, struct err *e)
+{
+	struct index_stage s = { .fd = -1 };
+	git_index *index = NULL;
+	int rc = gitops_init(e) < 0 || stage_open(at, &s, e) < 0 || stage_copy_in(at, &s, e) < 0 ? -1 : 0;
+	if (rc == 0 && git_index_open(&index, s.index) < 0)
+		rc = git_fail(e, "reading the index");
+	if (rc == 0)
+		rc = scan_entries(index, fn, arg);
 	if (rc == 0 && git_index_write(index) < 0)
 		rc = git_fail(e, "writing the index back");
-out:
+	if (rc == 0)
+		rc = stage_copy_out(at, &s, e);
 	git_index_free(index);
-	git_repository_free(repo);
+	stage_close(at, &s);
 	return rc;
 }
 
-int gitops_index_from_head(const char *worktree_path, struct err *e)
+int gitops_index_from_head(const struct gitops_index_place *at, struct err *e)
 {
-	if (gitops_init(e) < 0)
-		return -1;
+	struct index_stage s = { .fd = -1 };
 	git_repository *repo = NULL;
 	git_object *tree = NULL;
 	git_index *index = NULL;
-	int rc = -1;
-	if (git_repository_open_ext(&repo, worktree_path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
-	    git_revparse_single(&tree, repo, "HEAD^{tree}") < 0 || git_repository_index(&index, repo) < 0 ||
-	    git_index_read_tree(index, (git_tree *)tree) < 0 || git_index_write(index) < 0)
-		git_fail(e, "rebuilding the index from HEAD");
-	else
-		rc = 0;
+	int rc = gitops_init(e) < 0 || stage_open(at, &s, e) < 0 ? -1 : 0;
+	if (rc == 0 && (git_repository_open_ext(&repo, at->worktree, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
+			git_revparse_single(&tree, repo, "HEAD^{tree}") < 0 || git_index_open(&index, s.index) < 0 ||
+			git_index_read_tree(index, (git_tree *)tree) < 0 || git_index_write(index) < 0))
+		rc = git_fail(e, "rebuilding the index from HEAD");
+	if (rc == 0)
+		rc = stage_copy_out(at, &s, e);
 	git_index_free(index);
 	git_object_free(tree);
 	git_repository_free(repo);
+	stage_close(at, &s);
 	return rc;
 }
 

@@ -74,14 +74,24 @@ char *gitops_default_repo_subpath(const char *url, struct err *e);
 
 int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e);
 
-/* The index of the (already checked) worktree at worktree_path, read by libgit2: fn(path, mode, arg) for each entry
- * in order (non-zero stops: the index is then left as it is and 1 returned); when every entry passed, the index is
- * written back from what libgit2 read (0) — so no reader sees an entry libgit2 did not (unknown extensions, such
- * as the offset table threaded git reads by, are dropped). -1 with E_GIT_ERROR when libgit2 refuses the index. */
+/* A worktree's index, reached by descriptor: libgit2 works on a copy in a private directory made in stage_dir
+ * (a trusted directory: the data home), and the result is put back into the admin entry held at admin_fd (as git
+ * does: index.lock made exclusively, renamed over index), so no write goes through the worktree's path. */
+struct gitops_index_place {
+	const char *worktree; /* W: libgit2 reads HEAD's tree through it (reading only) */
+	int admin_fd;	      /* A, held */
+	const char *admin;    /* A's path, for messages */
+	int stage_fd;	      /* stage_dir, held */
+	const char *stage_dir;
+};
+/* The index, read by libgit2: fn(path, mode, arg) for each entry in order (non-zero stops: the index is then left
+ * as it is and 1 returned); when every entry passed, the index is written back from what libgit2 read (0) — so no
+ * reader sees an entry libgit2 did not (unknown extensions, such as the offset table threaded git reads by, are
+ * dropped). -1 with E_GIT_ERROR when libgit2 refuses the index. */
 typedef int (*gitops_index_entry_fn)(const char *path, unsigned mode, void *arg);
-int gitops_index_rewrite(const char *worktree_path, gitops_index_entry_fn fn, void *arg, struct err *e);
-/* Rewrites the index of the (already checked) worktree at worktree_path from its HEAD's tree. */
-int gitops_index_from_head(const char *worktree_path, struct err *e);
+int gitops_index_rewrite(const struct gitops_index_place *at, gitops_index_entry_fn fn, void *arg, struct err *e);
+/* Writes the index anew from the worktree's HEAD's tree. */
+int gitops_index_from_head(const struct gitops_index_place *at, struct err *e);
 int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, struct err *e);
 /* Removes a worktree whose layout was checked (git_layout_find): unless force, libgit2 reads its status through
  * path (dirty: E_WORKTREE_DIRTY, nothing removed); then leaf in parent_fd is removed (fs_remove_at) and the admin
