@@ -455,7 +455,8 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	_cleanup_free_ char *stage_name = NULL, *stage_path = NULL;
 	_cleanup_close_ int sfd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-clone-", &stage_name, &stage_path, e);
 	if (sfd < 0)
-		return -1;
+		return err_prefix(e, "staging the clone (libgit2 works in a private directory the executing user makes in "
+				     "%s, then it is moved into place)", o->stage_dir), -1;
 	if (o->progress)
 		fprintf(stderr, "Cloning %s into %s\n", o->url, o->path);
 	_cleanup_free_ char *work = xasprintf("%s/%s", stage_path, o->name);
@@ -903,6 +904,9 @@ static int add_staged(const struct gitops_worktree_add *o, int cfd, const char *
 	struct wt_stage s = { .fd = -1, .admin_fd = -1, .tree_fd = -1 };
 	s.fd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-worktree-", &s.name, &s.path, e);
 	int rc = s.fd < 0 ? -1 : 0;
+	if (rc < 0)
+		err_prefix(e, "staging the worktree (libgit2 checks out in a private directory the executing user makes in "
+			      "%s, then it is moved into place)", o->stage_dir);
 	if (rc == 0 && ((s.admin_fd = open_made_dir(s.fd, "admin", s.path, e)) < 0 ||
 			(s.tree_fd = open_made_dir(s.fd, "tree", s.path, e)) < 0))
 		rc = -1;
@@ -936,7 +940,9 @@ int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, st
 	if ((cfd = open_common(repo, o, &common, e)) < 0 || check_worktree_target(repo, cfd, o, e) < 0 ||
 	    resolve_start(repo, o->source_branch, &start, e) < 0)
 		goto out;
-	if (o->branch ? prepare_branch(repo, cfd, o, start, &oid, &created, e) < 0 : (git_oid_cpy(&oid, git_commit_id(start)), 0))
+	if (!o->branch) /* detached: HEAD names the commit, no branch is made */
+		git_oid_cpy(&oid, git_commit_id(start));
+	else if (prepare_branch(repo, cfd, o, start, &oid, &created, e) < 0)
 		goto out;
 	if (add_staged(o, cfd, common, &oid, e) < 0) {
 		if (created)
