@@ -667,8 +667,14 @@ static int create_branch_ref(int cfd, const char *branch, const git_oid *oid, st
 	if (branch_ref_parts(branch, &dir, &leaf, e) < 0)
 		return -1;
 	_cleanup_close_ int dfd = confine_open_dirs(cfd, dir, 1);
+	if (dfd < 0 && (errno == ENOTDIR || errno == EEXIST))
+		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", branch),
+				"branch '%s' cannot be made: a branch named like one of its leading parts exists", branch);
+	if (dfd < 0 && (errno == ELOOP || errno == EXDEV))
+		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "branch", branch, "reason", "symlink in refs"),
+				"branch '%s' cannot be made: a symlink is on the way in %s (refused, never followed)", branch, dir);
 	if (dfd < 0)
-		return err_errno(e, errno, "opening %s of the repository (no symlink is followed there)", dir);
+		return err_errno(e, errno, "opening %s of the repository", dir);
 	_cleanup_free_ char *lock = xasprintf("%s.lock", leaf);
 	int fd = openat(dfd, lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
