@@ -238,6 +238,36 @@ static int apply_others_access(const struct confined_path *held, const char *lev
 	return rc;
 }
 
+/* git.worktree.add with o->repo_path and o->path held by descriptor (what gitops_worktree_add needs), then
+ * othersFsAccess applied to the new tree through its held parent. */
+static int add_held(struct gitops_worktree_add *o, const struct config *cfg, const char *others, json_t **data,
+		    struct err *e)
+{
+	struct confined_path repo_held, held;
+	if (hold_path("repoPath", cfg->paths.repos_dir, o->repo_path, 0, &repo_held, e) < 0)
+		return -1;
+	int rc = -1, repo_fd = confine_openat(repo_held.parent_fd, repo_held.name, O_PATH | O_DIRECTORY);
+	if (repo_fd < 0) {
+		err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", o->repo_path, "field", "params.repoPath"),
+			 "params.repoPath: %s cannot be opened without following a link (%s)", o->repo_path, strerror(errno));
+	} else if (hold_path("worktreePath", cfg->paths.worktrees_dir, o->path, 1, &held, e) == 0) {
+		o->repo_fd = repo_fd;
+		o->path = held.path;
+		o->parent_fd = held.parent_fd;
+		o->leaf = held.name;
+		o->stage_fd = held.root_fd;
+		o->stage_dir = cfg->paths.worktrees_dir;
+		rc = gitops_worktree_add(o, data, e);
+		if (rc == 0 && others)
+			rc = apply_others_access(&held, others, *data, e);
+		confined_path_release(&held);
+	}
+	if (repo_fd >= 0)
+		close(repo_fd);
+	confined_path_release(&repo_held);
+	return rc;
+}
+
 static int run_worktree_add(const struct payload *p, const struct executor_context *ctx, json_t *plan,
 			    json_t **data, struct err *e)
 {
@@ -269,29 +299,34 @@ static int run_worktree_add(const struct payload *p, const struct executor_conte
 					 "gid", (json_int_t)getegid()));
 	if (ctx->dry_run)
 		return 0;
-	struct confined_path repo_held, held;
-	if (git_layout_check_repository(cfg, repo, e) < 0 ||
-	    hold_path("repoPath", cfg->paths.repos_dir, repo, 0, &repo_held, e) < 0)
+	return git_layout_check_repository(cfg, repo, e) < 0 ? -1 : add_held(&o, cfg, others, data, e);
+}
+
+/* git.worktree.remove of the worktree at path (its layout checked): the worktree held by descriptor beneath
+ * worktrees/, its repository beneath repos/; gitops_worktree_remove unlinks beneath both. */
+static int remove_held(const struct config *cfg, const char *path, const struct git_layout *layout, int force,
+		       json_t **data, struct err *e)
+{
+	struct confined_path held;
+	if (hold_path("worktreePath", cfg->paths.worktrees_dir, path, 0, &held, e) < 0)
 		return -1;
-	int rc = -1, repo_fd = confine_openat(repo_held.parent_fd, repo_held.name, O_PATH | O_DIRECTORY);
-	if (repo_fd < 0) {
-		err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", repo, "field", "params.repoPath"),
-			 "params.repoPath: %s cannot be opened without following a link (%s)", repo, strerror(errno));
-	} else if (hold_path("worktreePath", cfg->paths.worktrees_dir, path, 1, &held, e) == 0) {
-		o.repo_fd = repo_fd;
-		o.path = held.path;
-		o.parent_fd = held.parent_fd;
-		o.leaf = held.name;
-		o.stage_fd = held.root_fd;
-		o.stage_dir = cfg->paths.worktrees_dir;
-		rc = gitops_worktree_add(&o, data, e);
-		if (rc == 0 && others)
-			rc = apply_others_access(&held, others, *data, e);
-		confined_path_release(&held);
+	int rc = -1, cfd = git_layout_open_common(cfg, layout);
+	if (cfd < 0) {
+		err_errno(e, errno, "opening %s (no symlink is followed there)", layout->common);
+	} else {
+		struct gitops_worktree_remove o = {
+			.path = held.path,
+			.parent_fd = held.parent_fd,
+			.leaf = held.name,
+			.common_fd = cfd,
+			.common = layout->common,
+			.admin_name = strrchr(layout->admin, '/') + 1,
+			.force = force,
+		};
+		rc = gitops_worktree_remove(&o, data, e);
+		close(cfd);
 	}
-	if (repo_fd >= 0)
-		close(repo_fd);
-	confined_path_release(&repo_held);
+	confined_path_release(&held);
 	return rc;
 }
 
@@ -309,30 +344,12 @@ static int run_worktree_remove(const struct payload *p, const struct executor_co
 	if (ctx->dry_run)
 		return 0;
 	struct git_layout layout; /* libgit2 follows the .git file: only one agor made is followed */
-	struct confined_path held = CONFINED_PATH_INIT;
-	int rc = git_layout_find(ctx->cfg, path, NULL, 0, &layout, e), cfd = -1;
+	int rc = git_layout_find(ctx->cfg, path, NULL, 0, &layout, e);
 	if (rc == 0 && !layout.common)
 		rc = err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", path),
 			      "%s is not a linked worktree (no .git file): nothing removed", path);
 	if (rc == 0)
-		rc = hold_path("worktreePath", ctx->cfg->paths.worktrees_dir, path, 0, &held, e);
-	if (rc == 0 && (cfd = git_layout_open_common(ctx->cfg, &layout)) < 0)
-		rc = err_errno(e, errno, "opening %s (no symlink is followed there)", layout.common);
-	if (rc == 0) {
-		struct gitops_worktree_remove o = {
-			.path = held.path,
-			.parent_fd = held.parent_fd,
-			.leaf = held.name,
-			.common_fd = cfd,
-			.common = layout.common,
-			.admin_name = strrchr(layout.admin, '/') + 1,
-			.force = force,
-		};
-		rc = gitops_worktree_remove(&o, data, e);
-	}
-	if (cfd >= 0)
-		close(cfd);
-	confined_path_release(&held);
+		rc = remove_held(ctx->cfg, path, &layout, force, data, e);
 	git_layout_release(&layout);
 	return rc;
 }

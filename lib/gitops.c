@@ -650,7 +650,8 @@ static int branch_ref_parts(const char *branch, char **dir, char **leaf, struct 
 	_cleanup_free_ char *refname = xasprintf("refs/heads/%s", branch);
 	int valid = 0;
 	if (git_reference_name_is_valid(&valid, refname) < 0 || !valid)
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", "params.branch", "reason", "not a valid branch name"),
+		return err_setd(e, E_INVALID_PAYLOAD,
+				json_pack("{s:s,s:s}", "path", "params.branch", "reason", "not a valid branch name"),
 				"params.branch: '%s' is not a valid branch name", branch);
 	char *slash = strrchr(refname, '/');
 	*leaf = xstrdup(slash + 1);
@@ -802,9 +803,18 @@ static int stage_metadata(const struct gitops_worktree_add *o, struct wt_stage *
 	_cleanup_free_ char *head = o->branch ? xasprintf("ref: refs/heads/%s\n", o->branch) : xasprintf("%s\n", hex);
 	_cleanup_close_ int afd = open_made_dir(s->admin_fd, o->name, s->path, e);
 	_cleanup_close_ int tfd = afd < 0 ? -1 : open_made_dir(s->tree_fd, o->leaf, s->path, e);
-	if (tfd < 0 || write_text_at(tfd, ".git", gitfile, tree, e) < 0 || write_text_at(afd, "commondir", commondir, admin, e) < 0 ||
-	    write_text_at(afd, "gitdir", back, admin, e) < 0 || write_text_at(afd, "HEAD", head, admin, e) < 0)
+	if (tfd < 0)
 		return -1;
+	const struct {
+		int fd;
+		const char *name, *text, *where;
+	} files[] = { { tfd, ".git", gitfile, tree },
+		      { afd, "commondir", commondir, admin },
+		      { afd, "gitdir", back, admin },
+		      { afd, "HEAD", head, admin } };
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+		if (write_text_at(files[i].fd, files[i].name, files[i].text, files[i].where, e) < 0)
+			return -1;
 	return 0;
 }
 
@@ -834,7 +844,9 @@ static int point_at_final_places(const struct gitops_worktree_add *o, struct wt_
 	_cleanup_close_ int tfd = openat(s->tree_fd, o->leaf, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (afd < 0 || tfd < 0)
 		return err_errno(e, errno, "reopening the staged worktree in %s", s->path);
-	return write_text_at(tfd, ".git", gitfile, o->path, e) < 0 || write_text_at(afd, "gitdir", back, common, e) < 0 ? -1 : 0;
+	if (write_text_at(tfd, ".git", gitfile, o->path, e) < 0)
+		return -1;
+	return write_text_at(afd, "gitdir", back, common, e);
 }
 
 /* Moves the entry into the held repository's worktrees/ and the worktree into its held parent. */

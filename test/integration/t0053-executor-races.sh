@@ -2,7 +2,8 @@
 # t0053-executor-races — no check-then-use in the executor (docs/security.md §9): while the real `agor executor`
 # clones, adds a worktree or removes one (forced and not), build/race-swap exchanges a parent of the payload path
 # with a symlink to a directory outside the data home, thousands of times. Nothing outside may change: the outside
-# tree's listing and hashes are compared after every try. Each case prints its tries, swaps and outcomes.
+# tree's listing (names, types, sizes, modes, inodes, times) is compared after every try. Each case prints its
+# tries, swaps and outcomes.
 # AGOR_RACE_TRIES (default 60) sets the tries per case, AGOR_RACE_PAUSE_US (default 50) the racer's pause between
 # swaps and AGOR_RACE_QUIET_US (default 1000) one pause in 16: a state held for a moment lets the confined
 # resolution succeed, and now and then a whole operation, so the race is fought at every step of the use.
@@ -39,8 +40,10 @@ make_outside() {
   done
 }
 
+# What could change outside: every name, its type, size, mode, inode and modification time (a write changes the
+# time, a replacement the inode), in one pass.
 outside_state() {
-  (cd "$OUT" && find . -printf '%p %y %s %m\n' | LC_ALL=C sort && find . -type f -exec sha256sum {} + | LC_ALL=C sort)
+  (cd "$OUT" && find . -printf '%p %y %s %m %i %T@\n' | LC_ALL=C sort)
 }
 
 # race_dir ROOT SUB — ROOT/SUB a real directory inside the data home, ROOT/SUB.swap a symlink to $OUT/SUB.
