@@ -615,13 +615,14 @@ static void quarantine_nested_repositories(struct repair *r, const struct git_la
 	}
 }
 
-/* Where libgit2 works on the admin entry's index (gitops.h): a copy in the data home, put back into afd; the data
- * home's descriptor (the caller closes it), or -1. */
-static int index_place(const struct repair *r, const struct git_layout *l, int afd, struct gitops_index_place *at)
+/* Where libgit2 works on the admin entry's index (gitops.h): a copy in a private directory in /tmp (sticky and
+ * root's: no one else can swap it; and any executing user may write there, unlike the data home), put back into
+ * afd. /tmp's descriptor (the caller closes it), or -1. */
+static int index_place(const struct git_layout *l, int afd, struct gitops_index_place *at)
 {
-	int fd = open(r->cfg->paths.data_home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	*at = (struct gitops_index_place){ .worktree = l->worktree, .admin_fd = afd, .admin = l->admin, .stage_fd = fd,
-					   .stage_dir = r->cfg->paths.data_home };
+					   .stage_dir = "/tmp" };
 	return fd;
 }
 
@@ -634,7 +635,7 @@ static void replace_index(struct repair *r, const struct git_layout *l, int afd,
 	_cleanup_free_ char *to = move_away(r, afd, "index", path, &action);
 	struct err e = ERR_INIT;
 	struct gitops_index_place at;
-	_cleanup_close_ int stage_fd = index_place(r, l, afd, &at);
+	_cleanup_close_ int stage_fd = index_place(l, afd, &at);
 	int rebuilt = stage_fd >= 0 && gitops_index_from_head(&at, &e) == 0;
 	_cleanup_free_ char *what = xasprintf("%s, %s", action, rebuilt ? "rebuilt from HEAD" : "not rebuilt");
 	note(r, path, found, what, to);
@@ -657,7 +658,7 @@ static void repair_index(struct repair *r, const struct git_layout *l, int afd)
 	struct index_scan scan = { .links = STRVEC_INIT };
 	struct err e = ERR_INIT;
 	struct gitops_index_place at;
-	_cleanup_close_ int stage_fd = index_place(r, l, afd, &at);
+	_cleanup_close_ int stage_fd = index_place(l, afd, &at);
 	int rc = st.st_size > INDEX_MAX || stage_fd < 0 ? -1 : gitops_index_rewrite(&at, scan_index_entry, &scan, &e);
 	if (rc != 0) {
 		_cleanup_free_ char *found = st.st_size > INDEX_MAX ? xasprintf("an index of %lld bytes", (long long)st.st_size)

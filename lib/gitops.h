@@ -75,7 +75,7 @@ char *gitops_default_repo_subpath(const char *url, struct err *e);
 int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e);
 
 /* A worktree's index, reached by descriptor: libgit2 works on a copy in a private directory made in stage_dir
- * (a trusted directory: the data home), and the result is put back into the admin entry held at admin_fd (as git
+ * (a trusted directory: /tmp), and the result is put back into the admin entry held at admin_fd (as git
  * does: index.lock made exclusively, renamed over index), so no write goes through the worktree's path. */
 struct gitops_index_place {
 	const char *worktree; /* W: libgit2 reads HEAD's tree through it (reading only) */
