@@ -182,7 +182,12 @@ build/deny-syscall: test/helpers/deny_syscall.c
 	@mkdir -p $(dir $@)
 	gcc -O2 -Wall -Werror -o $@ $<
 
-TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall
+# Swaps a directory and a symlink in a tight loop (t0053-executor-races).
+build/race-swap: test/helpers/race_swap.c
+	@mkdir -p $(dir $@)
+	gcc -O2 -Wall -Werror -o $@ $<
+
+TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall build/race-swap
 
 # Fuzz targets (test/fuzz/*.c, libFuzzer): not part of `make test`. Needs clang (Debian package clang). Run with a
 # scratch corpus first (libFuzzer writes new inputs there) and the checked-in seeds second, e.g.

@@ -498,7 +498,7 @@ static NORETURN void exec_program(const struct child *c, const struct exec_plan 
 	int stage;
 	if (c->set_ids && drop_ids(c, &stage) < 0)
 		report_and_exit(report, stage, errno);
-	if (c->cwd && chdir(c->cwd) < 0)
+	if (c->cwd_fd >= 0 ? fchdir(c->cwd_fd) < 0 : c->cwd && chdir(c->cwd) < 0)
 		report_and_exit(report, STAGE_CHDIR, errno);
 	if (c->exec_fd >= 0) {
 		unsigned lo = (unsigned)(report < c->exec_fd ? report : c->exec_fd);
@@ -611,6 +611,7 @@ void child_init(struct child *c)
 	c->exec_fd = -1;
 	c->kill_grace_ms = CHILD_DEFAULT_KILL_GRACE_MS;
 	c->pidfd = c->in = c->out = c->err = -1;
+	c->cwd_fd = -1;
 }
 
 static void close_parent_ends(struct child *c)

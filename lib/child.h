@@ -37,7 +37,8 @@
  *      chdir; it must return 0 to continue, or an errno value (or -1 with errno set) to abort;
  *   5. when set_ids: setgroups(groups, or just gid when groups is NULL), then setresgid and
  *      setresuid to gid/uid, then a check that the ids stuck and that uid 0 cannot be regained;
- *   6. chdir(cwd) when cwd is set (as the final user, so it proves the user may enter it);
+ *   6. fchdir(cwd_fd) when it is set, else chdir(cwd) when cwd is set (as the final user, so it proves the user
+ *      may enter it);
  *   7. every other descriptor closed; exec.
  *   A failure of any step is sent to the parent over an O_CLOEXEC pipe as (stage, errno) and
  *   child_start() returns -1 with a message such as "exec /no/such: No such file or
@@ -96,6 +97,7 @@ struct child {
 	int exec_fd;	    /* >= 3: execute this descriptor, not args.v[0] (see the contract); -1 */
 	int inherit_env;    /* 0: exactly env; 1: the parent's environ overridden by env */
 	const char *cwd;    /* NULL: the parent's */
+	int cwd_fd;	    /* >= 0: start in this directory, held by descriptor (fchdir); cwd then only names it */
 
 	/* Standard descriptors. */
 	enum child_io stdin_io, stdout_io, stderr_io;

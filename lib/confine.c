@@ -224,3 +224,111 @@ out:
 	strbuf_release(&missing);
 	return rc;
 }
+
+/* --- a path held by descriptor ---------------------------------------------------------------- */
+
+void confined_path_release(struct confined_path *held)
+{
+	if (held->root_fd >= 0)
+		close(held->root_fd);
+	if (held->parent_fd >= 0)
+		close(held->parent_fd);
+	free(held->name);
+	free(held->path);
+	*held = (struct confined_path)CONFINED_PATH_INIT;
+}
+
+static int walk_failed(struct err *e, const char *path, const char *root, const char *component, int errnum)
+{
+	if (errnum == ELOOP || errnum == EXDEV)
+		return outside(e, path, root, "a symlink appeared on the way (a parent was swapped while resolving)");
+	if (errnum == ENOENT)
+		return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", path), "%s does not exist (at %s)", path,
+				component);
+	if (errnum == ENOTDIR)
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", path, "reason", "not a directory"),
+				"%s: %s is not a directory", path, component);
+	return err_errno(e, errnum, "opening %s of %s", component, path);
+}
+
+/* Opens the directory name in fd (making it first with make), never through a symlink; -1 with errno. */
+static int open_step(int fd, const char *name, int make)
+{
+	int next = confine_openat(fd, name, O_PATH | O_DIRECTORY);
+	if (next >= 0 || errno != ENOENT || !make)
+		return next;
+	if (mkdirat(fd, name, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return confine_openat(fd, name, O_PATH | O_DIRECTORY);
+}
+
+int confine_open_dirs(int rootfd, const char *rel, int make)
+{
+	_cleanup_free_ char *copy = xstrdup(rel);
+	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	char *save = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		int next = open_step(fd, c, make);
+		int saved = errno;
+		close(fd);
+		fd = next;
+		errno = saved;
+	}
+	return fd;
+}
+
+/* Opens the parent of rel (below rootfd) with confine_open_dirs; *last points at rel's last component. */
+static int open_parent_of(int rootfd, char *rel, char **last, int make, const char *path, const char *root,
+			  struct err *e)
+{
+	char *slash = strrchr(rel, '/');
+	*last = slash ? slash + 1 : rel;
+	if (slash)
+		*slash = '\0';
+	int fd = confine_open_dirs(rootfd, slash ? rel : ".", make);
+	if (fd < 0)
+		walk_failed(e, path, root, slash ? rel : ".", errno);
+	return fd;
+}
+
+int confine_hold(const char *root, const char *path, int make_parents, struct confined_path *held, struct err *e)
+{
+	*held = (struct confined_path)CONFINED_PATH_INIT;
+	_cleanup_free_ char *canonical = NULL, *canonical_root = NULL;
+	if (confine_path(root, path, 0, &canonical, e) < 0)
+		return -1;
+	held->root_fd = open_root(root, &canonical_root, e);
+	if (held->root_fd < 0)
+		return -1;
+	const char *rel0 = relative_part(canonical, root, canonical_root);
+	if (!rel0 || !strcmp(rel0, ".") || !*rel0) {
+		confined_path_release(held);
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", path, "reason", "names the root itself"),
+				"%s names %s itself: give a path below it", path, root);
+	}
+	_cleanup_free_ char *rel = xstrdup(rel0);
+	char *last;
+	held->parent_fd = open_parent_of(held->root_fd, rel, &last, make_parents, path, root, e);
+	if (held->parent_fd < 0) {
+		confined_path_release(held);
+		return -1;
+	}
+	held->name = xstrdup(last);
+	held->path = xstrdup(canonical);
+	return 0;
+}
+
+int confine_open_path(const char *root, const char *path, int flags, struct err *e)
+{
+	_cleanup_free_ char *canonical_root = NULL;
+	_cleanup_close_ int rootfd = open_root(root, &canonical_root, e);
+	if (rootfd < 0)
+		return -1;
+	const char *rel = relative_part(path, root, canonical_root);
+	if (!rel)
+		return outside(e, path, root, "not under the root"), -1;
+	int fd = confine_openat(rootfd, rel, flags);
+	if (fd < 0)
+		walk_failed(e, path, root, rel, errno);
+	return fd;
+}

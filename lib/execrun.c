@@ -38,6 +38,9 @@ static char *run_name(void)
 
 void execrun_confinement_release(struct execrun_confinement *pr)
 {
+	if (pr->cwd_held)
+		close(pr->cwd_fd);
+	pr->cwd_held = 0;
 	git_layout_release(&pr->git);
 	free(pr->binds);
 	strvec_clear(&pr->git_paths);
@@ -160,8 +163,12 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 	if (git_layout_find(req->cfg, req->cwd, req->repo_path, !req->plan_only, &pr->git, e) < 0 ||
 	    resolve_home(req->cfg, req->home, req->plan_only, pr, e) < 0)
 		return -1;
-	if (!req->plan_only)
+	if (!req->plan_only) {
 		git_layout_snapshot(req->cfg, &pr->git);
+		if ((pr->cwd_fd = confine_open_path(req->cfg->paths.worktrees_dir, req->cwd, O_PATH | O_DIRECTORY, e)) < 0)
+			return err_prefix(e, "cwd"), -1;
+		pr->cwd_held = 1;
+	}
 	if (req->unsandboxed) {
 		pr->fallback = json_pack("{s:b,s:s,s:s}", "enabled", 0, "host", "gateway", "reason", req->unsandboxed);
 		return 0;
@@ -201,9 +208,10 @@ static int prepare(const struct execrun_request *req, int plan_only, struct exec
 
 void execrun_confinement_apply(const struct execrun_confinement *pr, struct child *c)
 {
-	if (pr->sb) {
-		sandbox_apply(pr->sb, c);
-	}
+	if (pr->sb)
+		sandbox_apply(pr->sb, c); /* the worktree is bound from a descriptor; the run starts there, in its view */
+	else if (pr->cwd_held)
+		c->cwd_fd = pr->cwd_fd;
 }
 
 json_t *execrun_confinement_finish(struct execrun_confinement *pr)

@@ -101,6 +101,8 @@ struct execrun_confinement {
 	size_t nbinds;
 	struct strvec git_paths; /* the strings of those binds */
 	json_t *git_repairs; /* after execrun_confinement_finish: gitMetadata, or NULL */
+	int cwd_held;	     /* cwd_fd is set: the worktree opened once beneath worktrees/ without following a link */
+	int cwd_fd;	     /* an unsandboxed run starts there (fchdir), never by resolving the path again */
 };
 
 struct child;

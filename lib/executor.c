@@ -1,5 +1,6 @@
 /* executor.c — command dispatch for validated executor payloads (executor.h): confine, plan, run.
- * Never operates on a path that confine_path() has not resolved inside the data home. */
+ * Never operates on a path that confine_path() has not resolved inside the data home, and never resolves it twice:
+ * what a command changes is reached from a descriptor confine_hold() keeps (docs/security.md §11). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -92,6 +93,22 @@ static int confine_lexically(const char *root, const char *given, char **out, st
 	return 0;
 }
 
+/* Names params.FIELD in e's details and message. */
+static int blame_field(struct err *e, const char *field)
+{
+	if (e->details && json_is_object(e->details))
+		json_object_set_new(e->details, "field", json_sprintf("params.%s", field));
+	err_prefix(e, "params.%s", field);
+	return -1;
+}
+
+/* Holds the resolved params.FIELD by descriptor (confine_hold): what is done there is done relative to it. */
+static int hold_path(const char *field, const char *root, const char *path, int make_parents,
+		     struct confined_path *held, struct err *e)
+{
+	return confine_hold(root, path, make_parents, held, e) < 0 ? blame_field(e, field) : 0;
+}
+
 /* Resolves params.FIELD (or `given`) beneath root and records it in the plan. */
 static int resolve_path(const char *field, const char *given, const char *root, int must_exist,
 			const struct executor_context *ctx, json_t *plan, char **out, struct err *e)
@@ -104,12 +121,8 @@ static int resolve_path(const char *field, const char *given, const char *root, 
 	} else {
 		rc = confine_path(root, given, must_exist, out, e);
 	}
-	if (rc < 0) {
-		if (e->details && json_is_object(e->details))
-			json_object_set_new(e->details, "field", json_sprintf("params.%s", field));
-		err_prefix(e, "params.%s", field);
-		return -1;
-	}
+	if (rc < 0)
+		return blame_field(e, field);
 	plan_add(plan, json_pack("{s:s,s:s,s:s,s:s}", "step", "resolve", "field", field, "given", given, "path", *out));
 	return 0;
 }
@@ -174,11 +187,17 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 				 "branch", o.branch ? json_string(o.branch) : json_null()));
 	if (ctx->dry_run)
 		return 0;
-	_cleanup_free_ char *parent = xstrdup(path);
-	*strrchr(parent, '/') = '\0';
-	if (fs_mkdir_p(parent, 0755, e) < 0)
+	struct confined_path held;
+	if (hold_path("outputPath", ctx->cfg->paths.repos_dir, path, 1, &held, e) < 0)
 		return -1;
-	return gitops_clone(&o, data, e);
+	o.path = held.path;
+	o.parent_fd = held.parent_fd;
+	o.name = held.name;
+	o.stage_fd = held.root_fd;
+	o.stage_dir = ctx->cfg->paths.repos_dir;
+	int rc = gitops_clone(&o, data, e);
+	confined_path_release(&held);
+	return rc;
 }
 
 /* --- git.worktree.add / remove ------------------------------------------------------------ */
@@ -200,12 +219,13 @@ static int refuse_init_unix_group(const struct payload *p, struct err *e)
 /* othersFsAccess without a managed group: the new tree, which the execution user owns, gets the same
  * modes and ACLs admin gives (directories 2770|2775|2777, files group rw, others ---|r--|rw-), with the
  * owner's primary group as the group, so no privilege is needed. */
-static int apply_others_access(const char *path, const char *level, json_t *data, struct err *e)
+static int apply_others_access(const struct confined_path *held, const char *level, json_t *data, struct err *e)
 {
 	struct unixperm_tree_spec spec = { .gid = getegid() };
 	if (unixperm_access_parse(level, &spec.others) < 0)
 		return invalid_param(e, "params.othersFsAccess", "expected none|read|write");
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	const char *path = held->path;
+	int fd = openat(held->parent_fd, held->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return err_errno(e, errno, "open %s", path);
 	struct unixperm_tree_stats stats = { 0 };
@@ -215,6 +235,36 @@ static int apply_others_access(const char *path, const char *level, json_t *data
 		json_object_set_new(data, "othersFsAccess",
 				    json_pack("{s:s,s:i,s:i,s:i}", "level", level, "dirs", (json_int_t)stats.dirs, "files",
 					      (json_int_t)stats.files, "changed", (json_int_t)stats.changed));
+	return rc;
+}
+
+/* git.worktree.add with o->repo_path and o->path held by descriptor (what gitops_worktree_add needs), then
+ * othersFsAccess applied to the new tree through its held parent. */
+static int add_held(struct gitops_worktree_add *o, const struct config *cfg, const char *others, json_t **data,
+		    struct err *e)
+{
+	struct confined_path repo_held, held;
+	if (hold_path("repoPath", cfg->paths.repos_dir, o->repo_path, 0, &repo_held, e) < 0)
+		return -1;
+	int rc = -1, repo_fd = confine_openat(repo_held.parent_fd, repo_held.name, O_PATH | O_DIRECTORY);
+	if (repo_fd < 0) {
+		err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", o->repo_path, "field", "params.repoPath"),
+			 "params.repoPath: %s cannot be opened without following a link (%s)", o->repo_path, strerror(errno));
+	} else if (hold_path("worktreePath", cfg->paths.worktrees_dir, o->path, 1, &held, e) == 0) {
+		o->repo_fd = repo_fd;
+		o->path = held.path;
+		o->parent_fd = held.parent_fd;
+		o->leaf = held.name;
+		o->stage_fd = held.root_fd;
+		o->stage_dir = cfg->paths.worktrees_dir;
+		rc = gitops_worktree_add(o, data, e);
+		if (rc == 0 && others)
+			rc = apply_others_access(&held, others, *data, e);
+		confined_path_release(&held);
+	}
+	if (repo_fd >= 0)
+		close(repo_fd);
+	confined_path_release(&repo_held);
 	return rc;
 }
 
@@ -249,12 +299,35 @@ static int run_worktree_add(const struct payload *p, const struct executor_conte
 					 "gid", (json_int_t)getegid()));
 	if (ctx->dry_run)
 		return 0;
-	_cleanup_free_ char *parent = xstrdup(path);
-	*strrchr(parent, '/') = '\0';
-	if (git_layout_check_repository(cfg, repo, e) < 0 || fs_mkdir_p(parent, 0755, e) < 0 ||
-	    gitops_worktree_add(&o, data, e) < 0)
+	return git_layout_check_repository(cfg, repo, e) < 0 ? -1 : add_held(&o, cfg, others, data, e);
+}
+
+/* git.worktree.remove of the worktree at path (its layout checked): the worktree held by descriptor beneath
+ * worktrees/, its repository beneath repos/; gitops_worktree_remove unlinks beneath both. */
+static int remove_held(const struct config *cfg, const char *path, const struct git_layout *layout, int force,
+		       json_t **data, struct err *e)
+{
+	struct confined_path held;
+	if (hold_path("worktreePath", cfg->paths.worktrees_dir, path, 0, &held, e) < 0)
 		return -1;
-	return others ? apply_others_access(path, others, *data, e) : 0;
+	int rc = -1, cfd = git_layout_open_common(cfg, layout);
+	if (cfd < 0) {
+		err_errno(e, errno, "opening %s (no symlink is followed there)", layout->common);
+	} else {
+		struct gitops_worktree_remove o = {
+			.path = held.path,
+			.parent_fd = held.parent_fd,
+			.leaf = held.name,
+			.common_fd = cfd,
+			.common = layout->common,
+			.admin_name = strrchr(layout->admin, '/') + 1,
+			.force = force,
+		};
+		rc = gitops_worktree_remove(&o, data, e);
+		close(cfd);
+	}
+	confined_path_release(&held);
+	return rc;
 }
 
 static int run_worktree_remove(const struct payload *p, const struct executor_context *ctx, json_t *plan,
@@ -272,8 +345,13 @@ static int run_worktree_remove(const struct payload *p, const struct executor_co
 		return 0;
 	struct git_layout layout; /* libgit2 follows the .git file: only one agor made is followed */
 	int rc = git_layout_find(ctx->cfg, path, NULL, 0, &layout, e);
+	if (rc == 0 && !layout.common)
+		rc = err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", path),
+			      "%s is not a linked worktree (no .git file): nothing removed", path);
+	if (rc == 0)
+		rc = remove_held(ctx->cfg, path, &layout, force, data, e);
 	git_layout_release(&layout);
-	return rc < 0 ? -1 : gitops_worktree_remove(path, force, data, e);
+	return rc;
 }
 
 /* --- exec.run ------------------------------------------------------------------------------ */

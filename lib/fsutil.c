@@ -1,14 +1,22 @@
 /* fsutil.c — the helpers of fsutil.h, built on descriptor-relative calls.
- * Never follows symlinks during removal and never recurses through a mount-point swap. */
+ * Never follows symlinks during removal, never enters a mount point, never resolves a path string twice. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "strvec.h"
 #include "banned.h"
+
+#define RENAME_NOREPLACE_ 1
+#ifndef SYS_renameat2
+#define SYS_renameat2 316
+#endif
 
 int fs_mkdir_p(const char *path, mode_t mode, struct err *e)
 {
@@ -26,72 +34,169 @@ int fs_mkdir_p(const char *path, mode_t mode, struct err *e)
 	return 0;
 }
 
-static int remove_entries(int dirfd, const char *where, struct err *e);
+#define SWAP_RETRIES 8  /* an entry that keeps changing between unlink and open gives up after this many tries */
+#define REMOVE_PASSES 4 /* a directory others keep filling gives up after this many passes */
 
-static int remove_entry(int dirfd, const char *name, const char *where, struct err *e)
+static int remove_entries(int fd, const char *where, struct err *e);
+
+/* The names in the directory open at fd (a dup is read: fd keeps its place), read before anything is removed so
+ * a level of the walk holds one descriptor. */
+static int list_names(int fd, const char *where, struct strvec *names, struct err *e)
 {
-	return fs_remove_at(dirfd, name, where, e);
+	int dup_fd = dup(fd);
+	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return err_errno(e, errno, "opendir %s", where);
+	}
+	rewinddir(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			strvec_push(names, de->d_name);
+	closedir(d);
+	return 0;
+}
+
+static int remove_entries(int fd, const char *where, struct err *e)
+{
+	struct strvec names = STRVEC_INIT;
+	int rc = list_names(fd, where, &names, e);
+	for (size_t i = 0; rc == 0 && i < names.nr; i++)
+		rc = fs_remove_at(fd, names.v[i], where, e);
+	strvec_clear(&names);
+	return rc;
+}
+
+/* Empties the directory open at fd (name in dirfd) and removes it; a mount point is not entered. */
+static int remove_dir(int dirfd, const char *name, int fd, const char *where, struct err *e)
+{
+	_cleanup_free_ char *sub = xasprintf("%s/%s", where, name);
+	struct stat above, st;
+	if (fstat(dirfd, &above) < 0 || fstat(fd, &st) < 0)
+		return err_errno(e, errno, "stat %s", sub);
+	if (st.st_dev != above.st_dev)
+		return err_setd(e, E_SYSTEM, json_pack("{s:s,s:i}", "path", sub, "errno", EXDEV),
+				"%s is on another filesystem (a mount point): not removed; unmount it first", sub);
+	for (int pass = 0; pass < REMOVE_PASSES; pass++) {
+		if (remove_entries(fd, sub, e) < 0)
+			return -1;
+		if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != ENOTEMPTY && errno != EEXIST)
+			return err_errno(e, errno, "rmdir %s", sub);
+	}
+	return err_errno(e, ENOTEMPTY, "rmdir %s (entries kept appearing while it was emptied)", sub);
 }
 
 int fs_remove_at(int dirfd, const char *name, const char *where, struct err *e)
 {
-	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return err_errno(e, errno, "unlink %s/%s", where, name);
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return err_errno(e, errno, "open %s/%s", where, name);
-	_cleanup_free_ char *sub = xasprintf("%s/%s", where, name);
-	int rc = remove_entries(fd, sub, e);
-	close(fd);
-	if (rc < 0)
-		return -1;
-	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return err_errno(e, errno, "rmdir %s", sub);
-	return 0;
-}
-
-/* Removes everything inside the directory open at dirfd (which it consumes a dup of). */
-static int remove_entries(int dirfd, const char *where, struct err *e)
-{
-	int fd = dup(dirfd);
-	if (fd < 0)
-		return err_errno(e, errno, "dup");
-	DIR *d = fdopendir(fd);
-	if (!d) {
+	for (int attempt = 0; attempt < SWAP_RETRIES; attempt++) {
+		if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+			return 0;
+		int unlink_errno = errno;
+		if (unlink_errno != EISDIR && unlink_errno != EPERM)
+			return err_errno(e, unlink_errno, "unlink %s/%s", where, name);
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOTDIR && unlink_errno == EPERM)
+			return err_errno(e, EPERM, "unlink %s/%s", where, name);
+		if (fd < 0 && (errno == ELOOP || errno == ENOTDIR || errno == ENOENT))
+			continue; /* no longer a directory (swapped for a link or a file): unlink that */
+		if (fd < 0)
+			return err_errno(e, errno, "open %s/%s", where, name);
+		int rc = remove_dir(dirfd, name, fd, where, e);
 		close(fd);
-		return err_errno(e, errno, "opendir %s", where);
+		return rc;
 	}
-	struct dirent *de;
-	int rc = 0;
-	while (rc == 0 && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		rc = remove_entry(dirfd, de->d_name, where, e);
-	}
-	closedir(d);
-	return rc;
+	return err_errno(e, EAGAIN, "removing %s/%s (it kept changing between a file and a directory)", where, name);
 }
 
 int fs_remove_tree(const char *path, struct err *e)
 {
-	struct stat st;
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : err_errno(e, errno, "stat %s", path);
-	if (!S_ISDIR(st.st_mode)) {
-		if (unlink(path) < 0 && errno != ENOENT)
-			return err_errno(e, errno, "unlink %s", path);
-		return 0;
-	}
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *copy = fs_tidy_path(path);
+	char *slash = strrchr(copy, '/');
+	const char *parent = slash == copy ? "/" : slash ? copy : ".";
+	const char *name = slash ? slash + 1 : copy;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return err_set(e, E_INVALID_PAYLOAD, "refusing to remove %s: name a file or directory below a parent", path);
+	if (slash && slash != copy)
+		*slash = '\0';
+	_cleanup_close_ int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return errno == ENOENT ? 0 : err_errno(e, errno, "open %s", parent);
+	return fs_remove_at(pfd, name, parent, e);
+}
+
+int fs_dir_is_empty_at(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return err_errno(e, errno, "open %s", path);
-	int rc = remove_entries(fd, path, e);
+		return errno == ENOTDIR || errno == ELOOP || errno == ENOENT ? 0 : -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	struct dirent *de;
+	int empty = 1;
+	while (empty && (de = readdir(d)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
+int fs_private_dir_at(int dirfd, const char *dir, const char *prefix, char **name, char **path, struct err *e)
+{
+	for (int attempt = 0; attempt < 16; attempt++) {
+		unsigned char r[8];
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return err_errno(e, errno, "getrandom");
+		_cleanup_free_ char *try = xasprintf("%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3],
+						     r[4], r[5], r[6], r[7]);
+		if (mkdirat(dirfd, try, 0700) < 0) {
+			if (errno == EEXIST)
+				continue;
+			return err_errno(e, errno, "mkdir %s/%s", dir, try);
+		}
+		int fd = openat(dirfd, try, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return err_errno(e, errno, "open %s/%s", dir, try);
+		*path = xasprintf("%s/%s", dir, try);
+		*name = xstrdup(try);
+		return fd;
+	}
+	return err_set(e, E_INTERNAL, "cannot make a private directory in %s (16 names taken)", dir), -1;
+}
+
+int fs_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, const char *where,
+		struct err *e)
+{
+	_cleanup_free_ char *tmp = xasprintf(".%s.tmp.%d", name, (int)getpid());
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return err_errno(e, errno, "creating %s/%s", where, tmp);
+	int rc = fchmod(fd, mode) == 0 && fs_write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+	int saved = errno;
 	close(fd);
-	if (rc == 0 && rmdir(path) < 0 && errno != ENOENT)
-		return err_errno(e, errno, "rmdir %s", path);
-	return rc;
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) == 0)
+		return 0;
+	saved = rc == 0 ? errno : saved;
+	unlinkat(dirfd, tmp, 0);
+	return err_errno(e, saved, "writing %s/%s", where, name);
+}
+
+int fs_move_at(int from_fd, const char *from_name, int to_fd, const char *to_name, const char *shown, struct err *e)
+{
+	if (syscall(SYS_renameat2, from_fd, from_name, to_fd, to_name, RENAME_NOREPLACE_) == 0)
+		return 0;
+	int replace_empty = errno == EEXIST && fs_dir_is_empty_at(to_fd, to_name) == 1;
+	if (replace_empty && renameat(from_fd, from_name, to_fd, to_name) == 0)
+		return 0; /* over an empty directory: atomic; a link or a filled directory there fails */
+	if (errno == EEXIST || errno == ENOTEMPTY || errno == ENOTDIR || errno == EISDIR)
+		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "path", shown),
+				"%s already exists and is not an empty directory", shown);
+	return err_errno(e, errno, "moving into %s", shown);
 }
 
 int fs_dir_is_empty(const char *path)

@@ -9,11 +9,30 @@
 
 /* Creates path and its missing parents with mode (existing directories are fine). */
 int fs_mkdir_p(const char *path, mode_t mode, struct err *e);
-/* Removes path recursively; symlinks are unlinked, never followed; a missing path is success. */
+/* Removes path recursively with fs_remove_at in its parent; a missing path is success. The parent is resolved as
+ * the string says: for agor's own trusted paths only — a payload path is held (confine_hold) and removed with
+ * fs_remove_at. */
 int fs_remove_tree(const char *path, struct err *e);
 /* Removes name in the directory dirfd (an O_PATH descriptor will do) recursively, never following a symlink;
- * `where` names dirfd in messages. A missing name is success. */
+ * `where` names dirfd in messages. A missing name is success.
+ * Every level is opened from the one above (openat O_NOFOLLOW|O_DIRECTORY) and only unlinkat() relative to an
+ * open directory removes anything, so no path string is resolved twice: an entry swapped for a symlink while the
+ * walk runs is unlinked, never followed (a directory that turns into a link between unlinkat's EISDIR and the
+ * open is unlinked on the retry). A directory on another filesystem (a mount point) is not entered: error.
+ * Entries added while a directory is emptied are removed on a bounded number of passes. */
 int fs_remove_at(int dirfd, const char *name, const char *where, struct err *e);
+/* 1 when name in dirfd is a directory without entries (not through a symlink), 0 when not, -1 on error. */
+int fs_dir_is_empty_at(int dirfd, const char *name);
+/* Makes a new private directory (0700, "PREFIX" + random hex) in the directory dirfd, whose path is dir;
+ * returns its descriptor (O_RDONLY|O_DIRECTORY) and sets *name and *path (malloc'd); -1 with e set. */
+int fs_private_dir_at(int dirfd, const char *dir, const char *prefix, char **name, char **path, struct err *e);
+/* Replaces name in dirfd with len bytes of data (mode `mode`) atomically: a temporary file made there
+ * (O_EXCL|O_NOFOLLOW), fsync'd, renamed over name; `where` names dirfd in messages. */
+int fs_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, const char *where,
+		struct err *e);
+/* Moves from_name in from_fd to to_name in to_fd (renameat2, never following either last component). to_name must
+ * not exist, or be an empty directory (then replaced atomically); otherwise E_ALREADY_EXISTS naming shown. */
+int fs_move_at(int from_fd, const char *from_name, int to_fd, const char *to_name, const char *shown, struct err *e);
 /* 1 when path is a directory without entries, 0 when it has some or is not a directory, -1 on error. */
 int fs_dir_is_empty(const char *path);
 /* Writes all len bytes (retrying short writes and EINTR); -1 with errno on failure. Async-signal-safe. */

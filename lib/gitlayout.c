@@ -275,6 +275,11 @@ static int open_common(const struct config *cfg, const struct git_layout *l)
 	return confine_open(cfg->paths.repos_dir, below(cfg->paths.repos_dir, l->common), O_PATH | O_DIRECTORY);
 }
 
+int git_layout_open_common(const struct config *cfg, const struct git_layout *l)
+{
+	return open_common(cfg, l);
+}
+
 /* {name: "mode size mtime"} of a directory's entries (symlinks not followed); NULL when it cannot be read. */
 static json_t *list_entries(int parent, const char *name)
 {
@@ -610,6 +615,17 @@ static void quarantine_nested_repositories(struct repair *r, const struct git_la
 	}
 }
 
+/* Where libgit2 works on the admin entry's index (gitops.h): a copy in a private directory in /tmp (sticky and
+ * root's: no one else can swap it; and any executing user may write there, unlike the data home), put back into
+ * afd. /tmp's descriptor (the caller closes it), or -1. */
+static int index_place(const struct git_layout *l, int afd, struct gitops_index_place *at)
+{
+	int fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	*at = (struct gitops_index_place){ .worktree = l->worktree, .admin_fd = afd, .admin = l->admin, .stage_fd = fd,
+					   .stage_dir = "/tmp" };
+	return fd;
+}
+
 /* Moves the index away and rebuilds it from HEAD (reported as found); the scan then holds the rebuilt one's gitlinks. */
 static void replace_index(struct repair *r, const struct git_layout *l, int afd, const char *found,
 			  struct index_scan *scan)
@@ -618,12 +634,14 @@ static void replace_index(struct repair *r, const struct git_layout *l, int afd,
 	const char *action;
 	_cleanup_free_ char *to = move_away(r, afd, "index", path, &action);
 	struct err e = ERR_INIT;
-	int rebuilt = gitops_index_from_head(l->worktree, &e) == 0;
+	struct gitops_index_place at;
+	_cleanup_close_ int stage_fd = index_place(l, afd, &at);
+	int rebuilt = stage_fd >= 0 && gitops_index_from_head(&at, &e) == 0;
 	_cleanup_free_ char *what = xasprintf("%s, %s", action, rebuilt ? "rebuilt from HEAD" : "not rebuilt");
 	note(r, path, found, what, to);
 	err_clear(&e);
 	strvec_clear(&scan->links);
-	if (rebuilt && gitops_index_rewrite(l->worktree, scan_index_entry, scan, &e) != 0)
+	if (rebuilt && gitops_index_rewrite(&at, scan_index_entry, scan, &e) != 0)
 		strvec_clear(&scan->links); /* HEAD's own tree names a path outside: nothing of it is entered */
 	err_clear(&e);
 }
@@ -639,7 +657,9 @@ static void repair_index(struct repair *r, const struct git_layout *l, int afd)
 		return; /* missing, or already moved away as a special file */
 	struct index_scan scan = { .links = STRVEC_INIT };
 	struct err e = ERR_INIT;
-	int rc = st.st_size > INDEX_MAX ? -1 : gitops_index_rewrite(l->worktree, scan_index_entry, &scan, &e);
+	struct gitops_index_place at;
+	_cleanup_close_ int stage_fd = index_place(l, afd, &at);
+	int rc = st.st_size > INDEX_MAX || stage_fd < 0 ? -1 : gitops_index_rewrite(&at, scan_index_entry, &scan, &e);
 	if (rc != 0) {
 		_cleanup_free_ char *found = st.st_size > INDEX_MAX ? xasprintf("an index of %lld bytes", (long long)st.st_size)
 					     : rc < 0 ? xasprintf("an index libgit2 refuses (%s)", e.message)

@@ -49,6 +49,9 @@ int git_layout_find(const struct config *cfg, const char *worktree, const char *
 void git_layout_snapshot(const struct config *cfg, struct git_layout *l);
 json_t *git_layout_repair(const struct config *cfg, const struct git_layout *l, const char *run);
 void git_layout_release(struct git_layout *l);
+/* The repository C of a found layout, opened beneath repos/ without following any link (O_PATH|O_DIRECTORY);
+ * -1 with errno. */
+int git_layout_open_common(const struct config *cfg, const struct git_layout *l);
 
 /* A repository directory (absolute, under repos/) as agor made it: reached without symlinks, a directory,
  * no `commondir` file, `worktrees` (when present) a real directory. -1 with E_GIT_ERROR naming the file. */

@@ -1,18 +1,27 @@
 /* gitops.c — clone and worktree operations on libgit2 (gitops.h), with errors mapped to SPEC codes.
  * Never runs an external program, never reads global/system git config, never prints to stdout. */
 #include <errno.h>
+#include <fcntl.h>
 #include <git2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "confine.h"
 #include "fsutil.h"
 #include "gitops.h"
 #include "json.h"
 #include "log.h"
 #include "url.h"
 #include "banned.h"
+
+#define RENAME_NOREPLACE_ 1
+#ifndef SYS_renameat2
+#define SYS_renameat2 316
+#endif
 
 static int initialized;
 
@@ -386,29 +395,20 @@ static json_t *describe_head(git_repository *repo)
 	return o;
 }
 
-static int check_clone_target(const char *path, struct err *e)
+static int check_clone_target(const struct gitops_clone *o, struct err *e)
 {
-	if (!fs_exists(path))
+	struct stat st;
+	if (fstatat(o->parent_fd, o->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : err_errno(e, errno, "stat %s", o->path);
+	if (S_ISDIR(st.st_mode) && fs_dir_is_empty_at(o->parent_fd, o->name) == 1)
 		return 0;
-	if (fs_dir_is_empty(path) == 1)
-		return 0;
-	return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "path", path),
-			"%s already exists and is not an empty directory", path);
+	return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "path", o->path),
+			"%s already exists and is not an empty directory", o->path);
 }
 
-int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
+/* libgit2's clone into work (a path inside the private staging directory); the result object or NULL. */
+static json_t *clone_into(const struct gitops_clone *o, const char *work, struct err *e)
 {
-	const char *kind = gitops_url_kind(o->url);
-	if (!kind)
-		return err_set(e, E_INVALID_PAYLOAD, "unsupported URL: %s", o->url);
-	if (check_clone_target(o->path, e) < 0 || gitops_init(e) < 0)
-		return -1;
-	configure_ca_locations();
-	if (!strcmp(kind, "ssh") && !(git_libgit2_features() & GIT_FEATURE_SSH))
-		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "class", "SSH", "message", "built without SSH"),
-				"cannot clone %s: this agor build has no SSH transport (libgit2 without libssh2); use an https:// URL",
-				o->url);
-	int existed = fs_exists(o->path);
 	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .origin = origin_of(o->url) };
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
@@ -421,11 +421,9 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	opts.fetch_opts.callbacks.certificate_check = on_certificate;
 	opts.fetch_opts.callbacks.payload = &st;
 	git_repository *repo = NULL;
-	if (o->progress)
-		fprintf(stderr, "Cloning %s into %s\n", o->url, o->path);
 	traced = &st;
 	git_trace_set(GIT_TRACE_DEBUG, on_trace);
-	int rc = git_clone(&repo, o->url, o->path, &opts);
+	int rc = git_clone(&repo, o->url, work, &opts);
 	git_trace_set(GIT_TRACE_NONE, NULL);
 	traced = NULL;
 	free(st.origin);
@@ -433,67 +431,171 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	if (rc < 0) {
 		if (!err_is_set(e))
 			git_fail(e, "clone failed");
-		struct err ignored = ERR_INIT;
-		if (!existed)
-			fs_remove_tree(o->path, &ignored);
-		err_clear(&ignored);
-		return -1;
+		return NULL;
 	}
 	json_t *r = describe_head(repo);
+	git_repository_free(repo);
+	return r;
+}
+
+int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
+{
+	const char *kind = gitops_url_kind(o->url);
+	if (!kind)
+		return err_set(e, E_INVALID_PAYLOAD, "unsupported URL: %s", o->url);
+	if (check_clone_target(o, e) < 0 || gitops_init(e) < 0)
+		return -1;
+	configure_ca_locations();
+	if (!strcmp(kind, "ssh") && !(git_libgit2_features() & GIT_FEATURE_SSH))
+		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "class", "SSH", "message", "built without SSH"),
+				"cannot clone %s: this agor build has no SSH transport (libgit2 without libssh2); use an https:// URL",
+				o->url);
+	_cleanup_free_ char *stage_name = NULL, *stage_path = NULL;
+	_cleanup_close_ int sfd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-clone-", &stage_name, &stage_path, e);
+	if (sfd < 0)
+		return err_prefix(e, "staging the clone (libgit2 works in a private directory the executing user makes in "
+				     "%s, then it is moved into place)", o->stage_dir), -1;
+	if (o->progress)
+		fprintf(stderr, "Cloning %s into %s\n", o->url, o->path);
+	_cleanup_free_ char *work = xasprintf("%s/%s", stage_path, o->name);
+	json_t *r = clone_into(o, work, e);
+	int rc = r && fs_move_at(sfd, o->name, o->parent_fd, o->name, o->path, e) == 0 ? 0 : -1;
+	struct err ignored = ERR_INIT;
+	fs_remove_at(o->stage_fd, stage_name, o->stage_dir, &ignored); /* empty after the move; else the failed clone */
+	err_clear(&ignored);
+	if (rc < 0) {
+		json_decref(r);
+		return -1;
+	}
 	json_object_set_new(r, "path", json_string(o->path));
 	json_object_set_new(r, "url", json_string(o->url));
 	json_object_set_new(r, "bare", json_boolean(o->bare));
-	git_repository_free(repo);
 	*result = r;
 	return 0;
 }
 
 /* --- the index ------------------------------------------------------------------------------ */
 
-int gitops_index_rewrite(const char *worktree_path, gitops_index_entry_fn fn, void *arg, struct err *e)
+/* Copies everything from src to dst (both open); -1 with errno. */
+static int copy_fd(int src, int dst)
 {
-	if (gitops_init(e) < 0)
-		return -1;
-	git_repository *repo = NULL;
-	git_index *index = NULL;
-	int rc = -1;
-	if (git_repository_open_ext(&repo, worktree_path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
-	    git_repository_index(&index, repo) < 0 || git_index_read(index, 1) < 0) {
-		git_fail(e, "reading the index");
-		goto out;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(src, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (int)n;
+		if (fs_write_all(dst, buf, (size_t)n) < 0)
+			return -1;
 	}
+}
+
+/* A private directory for one index job, S/index its copy; the stage's name and path are returned for cleanup. */
+struct index_stage {
+	int fd;
+	char *name, *path, *index;
+};
+
+static int stage_open(const struct gitops_index_place *at, struct index_stage *s, struct err *e)
+{
+	s->fd = fs_private_dir_at(at->stage_fd, at->stage_dir, ".agor-index-", &s->name, &s->path, e);
+	s->index = s->fd < 0 ? NULL : xasprintf("%s/index", s->path);
+	return s->fd < 0 ? -1 : 0;
+}
+
+static void stage_close(const struct gitops_index_place *at, struct index_stage *s)
+{
+	struct err ignored = ERR_INIT;
+	if (s->fd >= 0) {
+		close(s->fd);
+		fs_remove_at(at->stage_fd, s->name, at->stage_dir, &ignored);
+	}
+	err_clear(&ignored);
+	free(s->name);
+	free(s->path);
+	free(s->index);
+}
+
+/* A/index copied into the stage (a regular file, not through a link). */
+static int stage_copy_in(const struct gitops_index_place *at, struct index_stage *s, struct err *e)
+{
+	_cleanup_close_ int in = openat(at->admin_fd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
+		return err_errno(e, in < 0 ? errno : EINVAL, "reading %s/index (a regular file)", at->admin);
+	_cleanup_close_ int out = openat(s->fd, "index", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0 || copy_fd(in, out) < 0)
+		return err_errno(e, errno, "copying %s/index into %s", at->admin, s->path);
+	return 0;
+}
+
+/* The staged index put back as A/index: A/index.lock made exclusively, filled, renamed over it. */
+static int stage_copy_out(const struct gitops_index_place *at, struct index_stage *s, struct err *e)
+{
+	_cleanup_close_ int in = openat(s->fd, "index", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return err_errno(e, errno, "reading %s", s->index);
+	int out = openat(at->admin_fd, "index.lock", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0)
+		return err_errno(e, errno, "creating %s/index.lock (is a git command running there?)", at->admin);
+	int rc = copy_fd(in, out) == 0 && fsync(out) == 0 ? 0 : -1;
+	int saved = errno;
+	close(out);
+	if (rc == 0 && renameat(at->admin_fd, "index.lock", at->admin_fd, "index") == 0)
+		return 0;
+	saved = rc == 0 ? errno : saved;
+	unlinkat(at->admin_fd, "index.lock", 0);
+	return err_errno(e, saved, "writing %s/index", at->admin);
+}
+
+/* The entries of the standalone index at path: fn for each; 1 when fn stopped. */
+static int scan_entries(git_index *index, gitops_index_entry_fn fn, void *arg)
+{
 	size_t n = git_index_entrycount(index);
-	rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const git_index_entry *entry = git_index_get_byindex(index, i);
 		if (entry && fn(entry->path, entry->mode, arg))
-			rc = 1;
+			return 1;
 	}
+	return 0;
+}
+
+int gitops_index_rewrite(const struct gitops_index_place *at, gitops_index_entry_fn fn, void *arg, struct err *e)
+{
+	struct index_stage s = { .fd = -1 };
+	git_index *index = NULL;
+	int rc = gitops_init(e) < 0 || stage_open(at, &s, e) < 0 || stage_copy_in(at, &s, e) < 0 ? -1 : 0;
+	if (rc == 0 && git_index_open(&index, s.index) < 0)
+		rc = git_fail(e, "reading the index");
+	if (rc == 0)
+		rc = scan_entries(index, fn, arg);
 	if (rc == 0 && git_index_write(index) < 0)
 		rc = git_fail(e, "writing the index back");
-out:
+	if (rc == 0)
+		rc = stage_copy_out(at, &s, e);
 	git_index_free(index);
-	git_repository_free(repo);
+	stage_close(at, &s);
 	return rc;
 }
 
-int gitops_index_from_head(const char *worktree_path, struct err *e)
+int gitops_index_from_head(const struct gitops_index_place *at, struct err *e)
 {
-	if (gitops_init(e) < 0)
-		return -1;
+	struct index_stage s = { .fd = -1 };
 	git_repository *repo = NULL;
 	git_object *tree = NULL;
 	git_index *index = NULL;
-	int rc = -1;
-	if (git_repository_open_ext(&repo, worktree_path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
-	    git_revparse_single(&tree, repo, "HEAD^{tree}") < 0 || git_repository_index(&index, repo) < 0 ||
-	    git_index_read_tree(index, (git_tree *)tree) < 0 || git_index_write(index) < 0)
-		git_fail(e, "rebuilding the index from HEAD");
-	else
-		rc = 0;
+	int rc = gitops_init(e) < 0 || stage_open(at, &s, e) < 0 ? -1 : 0;
+	if (rc == 0 && (git_repository_open_ext(&repo, at->worktree, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
+			git_revparse_single(&tree, repo, "HEAD^{tree}") < 0 || git_index_open(&index, s.index) < 0 ||
+			git_index_read_tree(index, (git_tree *)tree) < 0 || git_index_write(index) < 0))
+		rc = git_fail(e, "rebuilding the index from HEAD");
+	if (rc == 0)
+		rc = stage_copy_out(at, &s, e);
 	git_index_free(index);
 	git_object_free(tree);
 	git_repository_free(repo);
+	stage_close(at, &s);
 	return rc;
 }
 
@@ -538,118 +640,302 @@ static int resolve_start(git_repository *repo, const char *name, git_commit **co
 	return rc < 0 ? git_fail(e, "not a commit") : 0;
 }
 
-/* The branch reference for the new worktree; *created tells whether we made it. */
-static int prepare_branch(git_repository *repo, const struct gitops_worktree_add *o, git_commit *start,
-			  const char *branch, git_reference **ref, int *created, struct err *e)
+/* --- branches, written by descriptor ---------------------------------------------------------- */
+
+/* refs/heads/BRANCH split into its directory ("refs/heads/a") and file name ("b"); -1 when not a valid name. */
+static int branch_ref_parts(const char *branch, char **dir, char **leaf, struct err *e)
 {
-	*created = 0;
-	int found = git_branch_lookup(ref, repo, branch, GIT_BRANCH_LOCAL) == 0;
-	if (found && o->create_branch) {
-		git_reference_free(*ref);
-		*ref = NULL;
+	_cleanup_free_ char *refname = xasprintf("refs/heads/%s", branch);
+	int valid = 0;
+	if (git_reference_name_is_valid(&valid, refname) < 0 || !valid)
+		return err_setd(e, E_INVALID_PAYLOAD,
+				json_pack("{s:s,s:s}", "path", "params.branch", "reason", "not a valid branch name"),
+				"params.branch: '%s' is not a valid branch name", branch);
+	char *slash = strrchr(refname, '/');
+	*leaf = xstrdup(slash + 1);
+	*slash = '\0';
+	*dir = xstrdup(refname);
+	return 0;
+}
+
+/* Creates refs/heads/BRANCH at oid in the repository held at cfd, as git does (BRANCH.lock made exclusively,
+ * then renamed into place without replacing anything): no path string is resolved. */
+static int create_branch_ref(int cfd, const char *branch, const git_oid *oid, struct err *e)
+{
+	_cleanup_free_ char *dir = NULL, *leaf = NULL;
+	if (branch_ref_parts(branch, &dir, &leaf, e) < 0)
+		return -1;
+	_cleanup_close_ int dfd = confine_open_dirs(cfd, dir, 1);
+	if (dfd < 0 && (errno == ENOTDIR || errno == EEXIST))
 		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", branch),
-				"branch '%s' already exists (drop createBranch to use it)", branch);
-	}
-	if (found)
+				"branch '%s' cannot be made: a branch named like one of its leading parts exists", branch);
+	if (dfd < 0 && (errno == ELOOP || errno == EXDEV))
+		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "branch", branch, "reason", "symlink in refs"),
+				"branch '%s' cannot be made: a symlink is on the way in %s (refused, never followed)", branch, dir);
+	if (dfd < 0)
+		return err_errno(e, errno, "opening %s of the repository", dir);
+	_cleanup_free_ char *lock = xasprintf("%s.lock", leaf);
+	int fd = openat(dfd, lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_errno(e, errno, "creating %s/%s (is another git command running?)", dir, lock);
+	char hex[GIT_OID_HEXSZ + 2];
+	git_oid_tostr(hex, GIT_OID_HEXSZ + 1, oid);
+	hex[GIT_OID_HEXSZ] = '\n';
+	hex[GIT_OID_HEXSZ + 1] = '\0';
+	int rc = fs_write_all(fd, hex, strlen(hex)) == 0 && fsync(fd) == 0 ? 0 : -1;
+	int saved = errno;
+	close(fd);
+	if (rc == 0 && syscall(SYS_renameat2, dfd, lock, dfd, leaf, RENAME_NOREPLACE_) == 0)
 		return 0;
-	if (!o->create_branch) {
-		git_reference *remote = NULL;
-		_cleanup_free_ char *remote_name = xasprintf("origin/%s", branch);
-		if (git_branch_lookup(&remote, repo, remote_name, GIT_BRANCH_REMOTE) < 0)
-			return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "branch", branch),
-					"branch '%s' does not exist (set createBranch: true to create it from sourceBranch)",
-					branch);
-		git_commit *tip = NULL;
-		int rc = git_commit_lookup(&tip, repo, git_reference_target(remote));
-		git_reference_free(remote);
-		if (rc == 0)
-			rc = git_branch_create(ref, repo, branch, tip, 0);
-		git_commit_free(tip);
-		if (rc < 0)
-			return git_fail(e, "creating the local branch");
-		*created = 1;
-		return 0;
-	}
-	if (git_branch_create(ref, repo, branch, start, 0) < 0)
-		return git_fail(e, "creating the branch");
-	*created = 1;
-	return 0;
+	saved = rc == 0 ? errno : saved;
+	unlinkat(dfd, lock, 0);
+	if (saved == EEXIST)
+		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", branch), "branch '%s' already exists", branch);
+	return err_errno(e, saved, "writing %s/%s", dir, leaf);
 }
 
-static int create_temp_branch(git_repository *repo, const char *name, git_commit *start, git_reference **ref,
-			      int *created, struct err *e)
-{
-	if (git_branch_create(ref, repo, name, start, 1) < 0)
-		return git_fail(e, "creating a temporary branch");
-	*created = 1;
-	return 0;
-}
-
-static void remove_failed_worktree(git_repository *repo, const char *name, const char *path, int path_existed)
+static void delete_branch_ref(int cfd, const char *branch)
 {
 	struct err ignored = ERR_INIT;
-	_cleanup_free_ char *meta = xasprintf("%s/worktrees/%s", git_repository_commondir(repo), name);
-	fs_remove_tree(meta, &ignored);
-	if (!path_existed)
-		fs_remove_tree(path, &ignored);
+	_cleanup_free_ char *dir = NULL, *leaf = NULL;
+	if (branch_ref_parts(branch, &dir, &leaf, &ignored) == 0) {
+		_cleanup_close_ int dfd = confine_open_dirs(cfd, dir, 0);
+		if (dfd >= 0)
+			unlinkat(dfd, leaf, 0);
+	}
 	err_clear(&ignored);
 }
 
-static int detach_worktree_head(const char *path, const git_oid *oid, struct err *e)
+/* The commit the new worktree's branch points at, in *oid; *created when the branch was made (by descriptor). */
+static int prepare_branch(git_repository *repo, int cfd, const struct gitops_worktree_add *o, git_commit *start,
+			  git_oid *oid, int *created, struct err *e)
 {
-	git_repository *wt = NULL;
-	if (git_repository_open(&wt, path) < 0)
-		return git_fail(e, "opening the new worktree");
-	int rc = git_repository_set_head_detached(wt, oid);
-	git_repository_free(wt);
-	return rc < 0 ? git_fail(e, "detaching the worktree's HEAD") : 0;
+	*created = 0;
+	git_reference *ref = NULL;
+	int found = git_branch_lookup(&ref, repo, o->branch, GIT_BRANCH_LOCAL) == 0;
+	if (found) {
+		int checked_out = git_branch_is_checked_out(ref) == 1;
+		git_oid_cpy(oid, git_reference_target(ref));
+		git_reference_free(ref);
+		if (o->create_branch)
+			return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", o->branch),
+					"branch '%s' already exists (drop createBranch to use it)", o->branch);
+		if (checked_out)
+			return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:i,s:s}", "class", "WORKTREE", "klass", GIT_ERROR_WORKTREE,
+								  "message", "reference is already checked out"),
+					"adding the worktree: branch '%s' is already checked out in another worktree", o->branch);
+		return 0;
+	}
+	if (o->create_branch) {
+		git_oid_cpy(oid, git_commit_id(start));
+	} else {
+		_cleanup_free_ char *remote_name = xasprintf("origin/%s", o->branch);
+		if (git_branch_lookup(&ref, repo, remote_name, GIT_BRANCH_REMOTE) < 0)
+			return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "branch", o->branch),
+					"branch '%s' does not exist (set createBranch: true to create it from sourceBranch)",
+					o->branch);
+		git_commit *tip = NULL;
+		int rc = git_commit_lookup(&tip, repo, git_reference_target(ref));
+		git_reference_free(ref);
+		if (rc < 0)
+			return git_fail(e, "reading origin's branch");
+		git_oid_cpy(oid, git_commit_id(tip));
+		git_commit_free(tip);
+	}
+	if (create_branch_ref(cfd, o->branch, oid, e) < 0)
+		return -1;
+	*created = 1;
+	return 0;
 }
 
-static int check_worktree_target(git_repository *repo, const struct gitops_worktree_add *o, struct err *e)
+/* --- worktree add: staged, then moved into place ------------------------------------------------- */
+
+/* The private staging directory of one worktree add: S/admin/NAME (the entry) and S/tree/LEAF (the worktree). */
+struct wt_stage {
+	int fd; /* S */
+	char *name, *path;
+	int admin_fd, tree_fd; /* S/admin, S/tree */
+};
+
+static void stage_release(const struct gitops_worktree_add *o, struct wt_stage *s)
+{
+	if (s->admin_fd >= 0)
+		close(s->admin_fd);
+	if (s->tree_fd >= 0)
+		close(s->tree_fd);
+	if (s->fd >= 0) {
+		struct err ignored = ERR_INIT;
+		close(s->fd);
+		fs_remove_at(o->stage_fd, s->name, o->stage_dir, &ignored); /* empty after the moves; else the failed add */
+		err_clear(&ignored);
+	}
+	free(s->name);
+	free(s->path);
+}
+
+static int open_made_dir(int fd, const char *name, const char *where, struct err *e)
+{
+	if (mkdirat(fd, name, 0755) < 0)
+		return err_errno(e, errno, "mkdir %s/%s", where, name);
+	int dfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return dfd < 0 ? err_errno(e, errno, "open %s/%s", where, name) : dfd;
+}
+
+static int write_text_at(int dirfd, const char *name, const char *text, const char *where, struct err *e)
+{
+	return fs_write_at(dirfd, name, text, strlen(text), 0644, where, e);
+}
+
+/* The entry and the worktree as git worktree add writes them, but linked to each other inside the stage: libgit2
+ * then opens the staged worktree and checks it out there (writing its files and its index in the stage only). */
+static int stage_metadata(const struct gitops_worktree_add *o, struct wt_stage *s, const char *common,
+			  const git_oid *oid, struct err *e)
+{
+	_cleanup_free_ char *admin = xasprintf("%s/admin/%s", s->path, o->name);
+	_cleanup_free_ char *tree = xasprintf("%s/tree/%s", s->path, o->leaf);
+	_cleanup_free_ char *gitfile = xasprintf("gitdir: %s/\n", admin);
+	_cleanup_free_ char *back = xasprintf("%s/.git\n", tree);
+	_cleanup_free_ char *commondir = xasprintf("%s/\n", common);
+	char hex[GIT_OID_HEXSZ + 1];
+	git_oid_tostr(hex, sizeof(hex), oid);
+	_cleanup_free_ char *head = o->branch ? xasprintf("ref: refs/heads/%s\n", o->branch) : xasprintf("%s\n", hex);
+	_cleanup_close_ int afd = open_made_dir(s->admin_fd, o->name, s->path, e);
+	_cleanup_close_ int tfd = afd < 0 ? -1 : open_made_dir(s->tree_fd, o->leaf, s->path, e);
+	if (tfd < 0)
+		return -1;
+	const struct {
+		int fd;
+		const char *name, *text, *where;
+	} files[] = { { tfd, ".git", gitfile, tree },
+		      { afd, "commondir", commondir, admin },
+		      { afd, "gitdir", back, admin },
+		      { afd, "HEAD", head, admin } };
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+		if (write_text_at(files[i].fd, files[i].name, files[i].text, files[i].where, e) < 0)
+			return -1;
+	return 0;
+}
+
+static int checkout_stage(struct wt_stage *s, const char *leaf, struct err *e)
+{
+	_cleanup_free_ char *tree = xasprintf("%s/tree/%s", s->path, leaf);
+	git_repository *wt = NULL;
+	if (git_repository_open_ext(&wt, tree, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0)
+		return git_fail(e, "opening the new worktree");
+	git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+	co.checkout_strategy = GIT_CHECKOUT_FORCE;
+	/* SPEC §3.4: no filters ever run — and skipping them skips a per-file attribute lookup
+	 * (a realpath per directory level), which made checkout 2x slower than git's. */
+	co.disable_filters = 1;
+	int rc = git_checkout_head(wt, &co) < 0 ? git_fail(e, "adding the worktree: checkout") : 0;
+	git_repository_free(wt);
+	return rc;
+}
+
+/* After the checkout: the staged entry and worktree name their final places (what git_layout_find checks). */
+static int point_at_final_places(const struct gitops_worktree_add *o, struct wt_stage *s, const char *common,
+				 struct err *e)
+{
+	_cleanup_free_ char *gitfile = xasprintf("gitdir: %s/worktrees/%s/\n", common, o->name);
+	_cleanup_free_ char *back = xasprintf("%s/.git\n", o->path);
+	_cleanup_close_ int afd = openat(s->admin_fd, o->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int tfd = openat(s->tree_fd, o->leaf, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (afd < 0 || tfd < 0)
+		return err_errno(e, errno, "reopening the staged worktree in %s", s->path);
+	if (write_text_at(tfd, ".git", gitfile, o->path, e) < 0)
+		return -1;
+	return write_text_at(afd, "gitdir", back, common, e);
+}
+
+/* Moves the entry into the held repository's worktrees/ and the worktree into its held parent. */
+static int move_into_place(const struct gitops_worktree_add *o, struct wt_stage *s, int cfd, const char *common,
+			   struct err *e)
+{
+	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", common);
+	_cleanup_free_ char *admin = xasprintf("%s/%s", worktrees, o->name);
+	if (mkdirat(cfd, "worktrees", 0755) < 0 && errno != EEXIST)
+		return err_errno(e, errno, "mkdir %s", worktrees);
+	_cleanup_close_ int wfd = confine_openat(cfd, "worktrees", O_PATH | O_DIRECTORY);
+	if (wfd < 0)
+		return err_errno(e, errno, "opening %s (no symlink is followed there)", worktrees);
+	if (fs_move_at(s->admin_fd, o->name, wfd, o->name, admin, e) < 0)
+		return -1;
+	if (fs_move_at(s->tree_fd, o->leaf, o->parent_fd, o->leaf, o->path, e) == 0)
+		return 0;
+	struct err ignored = ERR_INIT;
+	fs_remove_at(wfd, o->name, worktrees, &ignored);
+	err_clear(&ignored);
+	return -1;
+}
+
+/* The repository's common directory, held: the repository itself (bare) or its .git; *common its path. */
+static int open_common(git_repository *repo, const struct gitops_worktree_add *o, char **common, struct err *e)
+{
+	_cleanup_free_ char *libgit2s = fs_tidy_path(git_repository_commondir(repo));
+	_cleanup_free_ char *dotgit = xasprintf("%s/.git", o->repo_path);
+	if (!strcmp(libgit2s, o->repo_path)) {
+		*common = xstrdup(o->repo_path);
+		return fcntl(o->repo_fd, F_DUPFD_CLOEXEC, 0);
+	}
+	if (!strcmp(libgit2s, dotgit)) {
+		*common = xstrdup(dotgit);
+		int fd = confine_openat(o->repo_fd, ".git", O_PATH | O_DIRECTORY);
+		return fd < 0 ? err_errno(e, errno, "opening %s (no symlink is followed there)", dotgit), -1 : fd;
+	}
+	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", o->repo_path, "commondir", libgit2s),
+			"libgit2 opened %s as %s: the repository moved while it was opened (a parent swapped?); try again",
+			o->repo_path, libgit2s), -1;
+}
+
+static int check_worktree_target(git_repository *repo, int cfd, const struct gitops_worktree_add *o, struct err *e)
 {
 	git_worktree *existing = NULL;
-	if (git_worktree_lookup(&existing, repo, o->name) == 0) {
+	struct stat st;
+	_cleanup_free_ char *entry = xasprintf("worktrees/%s", o->name);
+	if (git_worktree_lookup(&existing, repo, o->name) == 0 || fstatat(cfd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		git_worktree_free(existing);
 		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "worktreeName", o->name),
 				"a worktree named '%s' already exists in %s", o->name, o->repo_path);
 	}
-	if (fs_exists(o->path) && fs_dir_is_empty(o->path) != 1)
+	if (fstatat(o->parent_fd, o->leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !(S_ISDIR(st.st_mode) && fs_dir_is_empty_at(o->parent_fd, o->leaf) == 1))
 		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "path", o->path),
 				"%s already exists and is not an empty directory", o->path);
 	return 0;
 }
 
-static json_t *worktree_result(const struct gitops_worktree_add *o, const char *branch, const git_oid *oid,
-			       int created)
+static json_t *worktree_result(const struct gitops_worktree_add *o, const git_oid *oid, int created)
 {
 	char hex[GIT_OID_HEXSZ + 1];
 	git_oid_tostr(hex, sizeof(hex), oid);
 	return json_pack("{s:s,s:s,s:s,s:o,s:s,s:b,s:b}", "worktreePath", o->path, "worktreeName", o->name,
-			 "repoPath", o->repo_path, "branch", branch ? json_string(branch) : json_null(), "head",
-			 hex, "detached", branch == NULL, "createdBranch", created);
+			 "repoPath", o->repo_path, "branch", o->branch ? json_string(o->branch) : json_null(), "head",
+			 hex, "detached", o->branch == NULL, "createdBranch", created);
 }
 
-/* Adds the worktree on ref (a branch); for a detached HEAD, ref is a temporary branch. */
-static int add_on_branch(git_repository *repo, const struct gitops_worktree_add *o, git_reference *ref,
-			 struct err *e)
+/* Stages, checks out and moves the worktree (oid: its HEAD's commit). */
+static int add_staged(const struct gitops_worktree_add *o, int cfd, const char *common, const git_oid *oid,
+		      struct err *e)
 {
-	git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
-	opts.ref = ref;
-	opts.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
-	/* SPEC §3.4: no filters ever run — and skipping them skips a per-file attribute lookup
-	 * (a realpath per directory level), which made checkout 2x slower than git's. */
-	opts.checkout_options.disable_filters = 1;
-	git_worktree *wt = NULL;
-	int path_existed = fs_exists(o->path);
-	if (path_existed && rmdir(o->path) < 0) /* libgit2 creates it exclusively; it is empty */
-		return err_errno(e, errno, "rmdir %s", o->path);
-	if (git_worktree_add(&wt, repo, o->name, o->path, &opts) < 0) {
-		git_fail(e, "adding the worktree");
-		remove_failed_worktree(repo, o->name, o->path, 0);
-		return -1;
-	}
-	git_worktree_free(wt);
-	return 0;
+	struct wt_stage s = { .fd = -1, .admin_fd = -1, .tree_fd = -1 };
+	s.fd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-worktree-", &s.name, &s.path, e);
+	int rc = s.fd < 0 ? -1 : 0;
+	if (rc < 0)
+		err_prefix(e, "staging the worktree (libgit2 checks out in a private directory the executing user makes in "
+			      "%s, then it is moved into place)", o->stage_dir);
+	if (rc == 0 && ((s.admin_fd = open_made_dir(s.fd, "admin", s.path, e)) < 0 ||
+			(s.tree_fd = open_made_dir(s.fd, "tree", s.path, e)) < 0))
+		rc = -1;
+	if (rc == 0)
+		rc = stage_metadata(o, &s, common, oid, e);
+	if (rc == 0)
+		rc = checkout_stage(&s, o->leaf, e);
+	if (rc == 0)
+		rc = point_at_final_places(o, &s, common, e);
+	if (rc == 0)
+		rc = move_into_place(o, &s, cfd, common, e);
+	stage_release(o, &s);
+	return rc;
 }
 
 int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, struct err *e)
@@ -662,34 +948,28 @@ int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, st
 		return -1;
 	git_repository *repo = NULL;
 	git_commit *start = NULL;
-	git_reference *ref = NULL;
-	int created = 0, rc = -1;
-	_cleanup_free_ char *temp_branch = NULL;
+	_cleanup_free_ char *common = NULL;
+	int created = 0, rc = -1, cfd = -1;
+	git_oid oid;
 	if (open_repo(o->repo_path, &repo, e) < 0)
 		return -1;
-	if (check_worktree_target(repo, o, e) < 0 || resolve_start(repo, o->source_branch, &start, e) < 0)
+	if ((cfd = open_common(repo, o, &common, e)) < 0 || check_worktree_target(repo, cfd, o, e) < 0 ||
+	    resolve_start(repo, o->source_branch, &start, e) < 0)
 		goto out;
-	const char *branch = o->branch;
-	if (!branch) /* detached: check out through a short-lived branch, then detach */
-		temp_branch = xasprintf("agor-detached-%s-%ld", o->name, (long)getpid());
-	if (branch ? prepare_branch(repo, o, start, branch, &ref, &created, e) < 0
-		   : create_temp_branch(repo, temp_branch, start, &ref, &created, e) < 0)
+	if (!o->branch) /* detached: HEAD names the commit, no branch is made */
+		git_oid_cpy(&oid, git_commit_id(start));
+	else if (prepare_branch(repo, cfd, o, start, &oid, &created, e) < 0)
 		goto out;
-	if (add_on_branch(repo, o, ref, e) < 0) {
+	if (add_staged(o, cfd, common, &oid, e) < 0) {
 		if (created)
-			git_branch_delete(ref);
+			delete_branch_ref(cfd, o->branch);
 		goto out;
 	}
-	const git_oid *oid = git_reference_target(ref);
-	if (!branch) {
-		if (detach_worktree_head(o->path, oid, e) < 0)
-			goto out;
-		git_branch_delete(ref);
-	}
-	*result = worktree_result(o, branch, oid, branch ? created : 0);
+	*result = worktree_result(o, &oid, created);
 	rc = 0;
 out:
-	git_reference_free(ref);
+	if (cfd >= 0)
+		close(cfd);
 	git_commit_free(start);
 	git_repository_free(repo);
 	return rc;
@@ -725,55 +1005,54 @@ static int refuse_dirty(const char *path, json_t *paths, size_t count, struct er
 			count == 1 ? "" : "s");
 }
 
-/* Removes the working tree (never following symlinks), then the metadata in the main repository. */
-static int remove_and_prune(git_repository *wt_repo, const char *path, char **name, struct err *e)
+/* Unless forced, the status libgit2 reads through the worktree's path: 0 clean, -1 dirty or unreadable. The read
+ * changes nothing (no index update), so a parent swapped meanwhile can only make it read elsewhere. */
+static int check_clean(const struct gitops_worktree_remove *o, json_t **discarded, struct err *e)
 {
-	git_worktree *wt = NULL;
-	if (git_worktree_open_from_repository(&wt, wt_repo) < 0)
-		return git_fail(e, "finding the worktree's metadata");
-	*name = xstrdup(git_worktree_name(wt));
-	int rc = fs_remove_tree(path, e);
-	if (rc == 0) {
-		git_worktree_prune_options po = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
-		po.flags = GIT_WORKTREE_PRUNE_VALID | GIT_WORKTREE_PRUNE_LOCKED;
-		rc = git_worktree_prune(wt, &po) < 0 ? git_fail(e, "pruning the worktree metadata") : 0;
-	}
-	git_worktree_free(wt);
-	return rc;
-}
-
-int gitops_worktree_remove(const char *worktree_path, int force, json_t **result, struct err *e)
-{
-	if (gitops_init(e) < 0)
-		return -1;
 	git_repository *wt = NULL;
-	if (open_repo(worktree_path, &wt, e) < 0)
+	if (open_repo(o->path, &wt, e) < 0)
 		return -1;
-	int rc = -1;
 	json_t *paths = NULL;
 	size_t count = 0;
-	_cleanup_free_ char *name = NULL;
-	if (!git_repository_is_worktree(wt)) {
-		err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", worktree_path),
-			 "%s is not a linked worktree (refusing to remove a main repository)", worktree_path);
-		goto out;
-	}
-	/* forced, nothing is counted: a status walk reads what runs left in the worktree (a fifo .gitignore would
-	 * hang it, 100 nested directories fail it) and would only say what is discarded anyway */
-	if (!force && list_changes(wt, &paths, &count, e) < 0)
-		goto out;
-	if (count && !force) {
-		refuse_dirty(worktree_path, paths, count, e);
-		goto out;
-	}
-	if (remove_and_prune(wt, worktree_path, &name, e) < 0)
-		goto out;
-	*result = json_pack("{s:s,s:s,s:b,s:o}", "worktreePath", worktree_path, "worktreeName", name, "removed", 1,
-			    "discardedChanges", force ? json_null() : json_integer((json_int_t)count));
-	rc = 0;
-out:
+	int rc = -1;
+	if (!git_repository_is_worktree(wt))
+		err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", o->path),
+			 "%s is not a linked worktree (refusing to remove a main repository)", o->path);
+	else if (list_changes(wt, &paths, &count, e) == 0)
+		rc = count ? refuse_dirty(o->path, paths, count, e) : 0;
 	if (paths)
 		json_decref(paths);
 	git_repository_free(wt);
+	*discarded = rc == 0 ? json_integer(0) : NULL;
 	return rc;
+}
+
+/* The working tree, then the entry: each removed beneath its held parent, never following a link. */
+static int remove_held(const struct gitops_worktree_remove *o, struct err *e)
+{
+	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", o->common);
+	if (fs_remove_at(o->parent_fd, o->leaf, o->path, e) < 0)
+		return -1;
+	_cleanup_close_ int wfd = confine_openat(o->common_fd, "worktrees", O_PATH | O_DIRECTORY);
+	if (wfd < 0)
+		return err_errno(e, errno, "opening %s (no symlink is followed there)", worktrees);
+	return fs_remove_at(wfd, o->admin_name, worktrees, e);
+}
+
+int gitops_worktree_remove(const struct gitops_worktree_remove *o, json_t **result, struct err *e)
+{
+	if (gitops_init(e) < 0)
+		return -1;
+	/* forced, nothing is counted: a status walk reads what runs left in the worktree (a fifo .gitignore would
+	 * hang it, 100 nested directories fail it) and would only say what is discarded anyway */
+	json_t *discarded = json_null();
+	if (!o->force && check_clean(o, &discarded, e) < 0)
+		return -1;
+	if (remove_held(o, e) < 0) {
+		json_decref(discarded);
+		return -1;
+	}
+	*result = json_pack("{s:s,s:s,s:b,s:o}", "worktreePath", o->path, "worktreeName", o->admin_name, "removed", 1,
+			    "discardedChanges", discarded);
+	return 0;
 }

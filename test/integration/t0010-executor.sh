@@ -316,6 +316,37 @@ test_case "worktree add errors: existing name, existing branch, missing branch, 
   [ ! -e "$AGOR_HOME/worktrees/acme/src/y" ] && [ ! -e "$AGOR_HOME/worktrees/acme/src/other" ] || fail "left a directory"
 '
 
+test_case "worktree add writes a new branch by descriptor: a symlink planted in refs/heads is refused, not followed" '
+  clone_src
+  mkdir outside
+  ln -s "$PWD/outside" "$R/refs/heads/feature"
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"$R\",\"worktreeName\":\"f\",\"worktreePath\":\"acme/src/f\",\"branch\":\"feature/x\",\"createBranch\":true}}"
+  expect_error GIT_ERROR 1
+  expect_contains out "symlink"
+  [ -z "$(ls -A outside)" ] || fail "a ref was written through the link: $(ls -A outside)"
+  [ ! -e "$AGOR_HOME/worktrees/acme/src/f" ] || fail "left the worktree"
+  [ ! -e "$R/worktrees/f" ] || fail "left the admin entry"
+  rm "$R/refs/heads/feature"
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"$R\",\"worktreeName\":\"f\",\"worktreePath\":\"acme/src/f\",\"branch\":\"feature/x\",\"createBranch\":true}}"
+  expect_success
+  [ "$(git -C "$AGOR_HOME/worktrees/acme/src/f" symbolic-ref --short HEAD)" = feature/x ]
+  [ "$(git -C "$R" rev-parse feature/x)" = "$(git -C "$R" rev-parse main)" ]
+  git -C "$AGOR_HOME/worktrees/acme/src/f" status --porcelain > st && [ ! -s st ] || { cat st; fail "not clean"; }
+'
+
+test_case "worktree add from a non-bare clone puts the entry in its .git; remove takes both away" '
+  make_source_repo src
+  executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"$PWD/src\",\"outputPath\":\"acme/nb\",\"bare\":false}}"
+  expect_success
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/nb\",\"worktreeName\":\"n\",\"worktreePath\":\"acme/nb/n\"}}"
+  expect_success
+  [ -d "$AGOR_HOME/repos/acme/nb/.git/worktrees/n" ] || fail "no entry in .git/worktrees"
+  [ "$(cat "$AGOR_HOME/worktrees/acme/nb/n/hello.txt")" = hello ]
+  executor "{\"command\":\"git.worktree.remove\",\"params\":{\"worktreePath\":\"acme/nb/n\"}}"
+  expect_success
+  [ ! -e "$AGOR_HOME/worktrees/acme/nb/n" ] && [ ! -e "$AGOR_HOME/repos/acme/nb/.git/worktrees/n" ] || fail "left something"
+'
+
 test_case "worktree add never runs hooks or external filters from the repository" '
   clone_src
   printf "#!/bin/sh\ntouch %s/hook-ran\n" "$PWD" > "$R/hooks/post-checkout"
