@@ -24,8 +24,8 @@ static int print_verify(const json_t *r)
 }
 
 static const struct client_command commands[] = {
-	{ "list", "audit.list", NULL, NULL, "", print_rows },
-	{ "verify", "audit.verify", NULL, NULL, "", print_verify },
+	{ "list", "audit.list", NULL, NULL, "", print_rows, .example = "agor audit list --json | jq '.[-1]'" },
+	{ "verify", "audit.verify", NULL, NULL, "", print_verify, .example = "agor audit verify" },
 };
 
 static int audit_main(int argc, char **argv)

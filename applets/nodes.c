@@ -28,9 +28,9 @@ static int print_decision(const json_t *r)
 static const char *const id_arg[] = { "id", NULL };
 
 static const struct client_command commands[] = {
-	{ "list", "nodes.list", NULL, NULL, "", print_nodes },
-	{ "approve", "nodes.approve", id_arg, NULL, "ID", print_decision },
-	{ "revoke", "nodes.revoke", id_arg, NULL, "ID", print_decision },
+	{ "list", "nodes.list", NULL, NULL, "", print_nodes, .example = "agor nodes list" },
+	{ "approve", "nodes.approve", id_arg, NULL, "ID", print_decision, .example = "agor nodes approve 3f2a9c1e" },
+	{ "revoke", "nodes.revoke", id_arg, NULL, "ID", print_decision, .example = "agor nodes revoke 3f2a9c1e" },
 };
 
 static int nodes_main(int argc, char **argv)

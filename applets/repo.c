@@ -34,10 +34,13 @@ static const char *const url_arg[] = { "url", NULL }, *const id_arg[] = { "id", 
 static const struct client_flag clone_flags[] = { { "--branch", "branch", CLIENT_FLAG_STRING }, { NULL } };
 
 static const struct client_command commands[] = {
-	{ "clone", "repos.clone", url_arg, clone_flags, "URL [--branch B]", print_repo, .progress = 1 },
-	{ "list", "repos.list", NULL, NULL, "", print_repos },
-	{ "get", "repos.get", id_arg, NULL, "ID", print_repo },
-	{ "remove", "repos.remove", id_arg, NULL, "ID", print_removed },
+	{ "clone", "repos.clone", url_arg, clone_flags, "URL [--branch B]", print_repo, .progress = 1,
+	  .example = "agor repo clone https://github.com/org/repo --branch main" },
+	{ "list", "repos.list", NULL, NULL, "", print_repos, .example = "agor repo list --json" },
+	{ "get", "repos.get", id_arg, NULL, "ID", print_repo,
+	  .example = "agor repo get 1aa81221cfd6801c17b9ffe254ab4e63" },
+	{ "remove", "repos.remove", id_arg, NULL, "ID", print_removed,
+	  .example = "agor repo remove 1aa81221cfd6801c17b9ffe254ab4e63" },
 };
 
 static int repo_main(int argc, char **argv)

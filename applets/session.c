@@ -31,9 +31,10 @@ static const struct client_flag create_flags[] = {
 static const struct client_command commands[] = {
 	{ "create", "sessions.create", create_args, create_flags,
 	  "WORKTREE --tool claude-code|codex|gemini|opencode [--permission-mode default|acceptEdits|bypassPermissions|plan]",
-	  print_session },
-	{ "list", "sessions.list", NULL, NULL, "", print_sessions },
-	{ "get", "sessions.get", id_arg, NULL, "ID", print_session },
+	  print_session, .example = "agor session create feature --tool claude-code --permission-mode default" },
+	{ "list", "sessions.list", NULL, NULL, "", print_sessions, .example = "agor session list" },
+	{ "get", "sessions.get", id_arg, NULL, "ID", print_session,
+	  .example = "agor session get 8c1d0e6b3f7a4b2c9d5e1f0a2b3c4d5e" },
 };
 
 static int session_main(int argc, char **argv)

@@ -24,9 +24,12 @@ static const char *const id_arg[] = { "id", NULL };
 static const struct client_flag list_flags[] = { { "--status", "status", CLIENT_FLAG_STRING }, { NULL } };
 
 static const struct client_command commands[] = {
-	{ "get", "tasks.get", id_arg, NULL, "ID", NULL },
-	{ "list", "tasks.list", NULL, list_flags, "[--status S]", print_tasks },
-	{ "cancel", "tasks.cancel", id_arg, NULL, "ID", print_cancel },
+	{ "get", "tasks.get", id_arg, NULL, "ID", NULL,
+	  .example = "agor task get 87621ef12b5714e83b2d16e2834c21b9 --json" },
+	{ "list", "tasks.list", NULL, list_flags, "[--status S]", print_tasks,
+	  .example = "agor task list --status running" },
+	{ "cancel", "tasks.cancel", id_arg, NULL, "ID", print_cancel,
+	  .example = "agor task cancel 87621ef12b5714e83b2d16e2834c21b9" },
 };
 
 static int task_main(int argc, char **argv)

@@ -85,16 +85,21 @@ static const struct client_flag create_flags[] = {
 };
 
 static const struct client_command commands[] = {
-	{ "create", "users.create", name_arg, create_flags, "NAME [--unix-user LOGIN] [--role admin|member]", print_user },
-	{ "list", "users.list", NULL, NULL, "", print_users },
-	{ "get", "users.get", id_arg, NULL, "ID|NAME", print_user },
+	{ "create", "users.create", name_arg, create_flags, "NAME [--unix-user LOGIN] [--role admin|member]", print_user,
+	  .example = "agor user create alice --unix-user alice --role member" },
+	{ "list", "users.list", NULL, NULL, "", print_users, .example = "agor user list" },
+	{ "get", "users.get", id_arg, NULL, "ID|NAME", print_user, .example = "agor user get alice" },
 	{ "update", "users.update", id_arg, update_flags, "ID|NAME [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]",
-	  print_user },
-	{ "link", "users.update", link_args, NULL, "ID|NAME LOGIN   (maps the agor user to Unix user LOGIN)", print_user },
-	{ "remove", "users.remove", id_arg, remove_flags, "ID|NAME [--reassign-to USER]", print_user_removed },
-	{ "token", "tokens.create", NULL, token_flags, "[--label L] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token },
-	{ "tokens", "tokens.list", NULL, NULL, "", print_tokens },
-	{ "revoke-token", "tokens.revoke", jti_arg, NULL, "JTI", print_revoked },
+	  print_user, .example = "agor user update alice --role admin --email alice@example.org" },
+	{ "link", "users.update", link_args, NULL, "ID|NAME LOGIN   (maps the agor user to Unix user LOGIN)", print_user,
+	  .example = "agor user link alice alice" },
+	{ "remove", "users.remove", id_arg, remove_flags, "ID|NAME [--reassign-to USER]", print_user_removed,
+	  .example = "agor user remove alice --reassign-to bob" },
+	{ "token", "tokens.create", NULL, token_flags, "[--label L] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token,
+	  .example = "AGOR_TOKEN=$(agor user token --label laptop)" },
+	{ "tokens", "tokens.list", NULL, NULL, "", print_tokens, .example = "agor user tokens" },
+	{ "revoke-token", "tokens.revoke", jti_arg, NULL, "JTI", print_revoked,
+	  .example = "agor user revoke-token 5b0c2d9e8f7a6b5c4d3e2f1a0b9c8d7e" },
 };
 
 static int user_main(int argc, char **argv)

@@ -59,15 +59,21 @@ static const struct client_flag remove_flags[] = { { "--force", "force", CLIENT_
 
 static const struct client_command commands[] = {
 	{ "add", "worktrees.add", add_args, add_flags, "REPO NAME [--branch B] [--source-branch S] [--create-branch]",
-	  print_worktree },
-	{ "list", "worktrees.list", NULL, list_flags, "[--repo REPO]", print_worktrees },
-	{ "get", "worktrees.get", id_arg, NULL, "ID", print_worktree },
-	{ "remove", "worktrees.remove", id_arg, remove_flags, "ID [--force]", print_removed },
-	{ "owners", "worktrees.owners.list", owners_arg, NULL, "ID", print_owners },
-	{ "add-owner", "worktrees.owners.add", owner_args, NULL, "ID USER", print_owners },
-	{ "remove-owner", "worktrees.owners.remove", owner_args, NULL, "ID USER", print_owners },
+	  print_worktree, .example = "agor worktree add 1aa81221 feature --branch feat --create-branch" },
+	{ "list", "worktrees.list", NULL, list_flags, "[--repo REPO]", print_worktrees,
+	  .example = "agor worktree list --repo 1aa81221cfd6801c17b9ffe254ab4e63" },
+	{ "get", "worktrees.get", id_arg, NULL, "ID", print_worktree, .example = "agor worktree get feature" },
+	{ "remove", "worktrees.remove", id_arg, remove_flags, "ID [--force]", print_removed,
+	  .example = "agor worktree remove feature --force" },
+	{ "owners", "worktrees.owners.list", owners_arg, NULL, "ID", print_owners,
+	  .example = "agor worktree owners feature" },
+	{ "add-owner", "worktrees.owners.add", owner_args, NULL, "ID USER", print_owners,
+	  .example = "agor worktree add-owner feature bob" },
+	{ "remove-owner", "worktrees.owners.remove", owner_args, NULL, "ID USER", print_owners,
+	  .example = "agor worktree remove-owner feature bob" },
 	{ "set-access", "worktrees.set_access", owners_arg, access_flags,
-	  "ID [--others-can none|view|prompt|all] [--others-fs-access none|read|write]", print_worktree },
+	  "ID [--others-can none|view|prompt|all] [--others-fs-access none|read|write]", print_worktree,
+	  .example = "agor worktree set-access feature --others-can view --others-fs-access read" },
 };
 
 static int worktree_main(int argc, char **argv)

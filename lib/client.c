@@ -13,16 +13,44 @@
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
 
+static void print_common_options(FILE *out)
+{
+	fprintf(out, "  --json         print the daemon's answer as JSON\n"
+		     "  --url URL      the daemon (unix:/path, http://host:port, ws://host:port/ws); default: the\n"
+		     "                 configured Unix socket (daemon.socket_path)\n"
+		     "  --token T      over TCP, act as the user of this token (`agor user token`); default:\n"
+		     "                 $AGOR_TOKEN\n"
+		     "  --config PATH  the config.yaml that names the daemon's socket\n");
+}
+
 static void print_group_usage(FILE *out, const char *group, const struct client_command *cmds, size_t n)
 {
 	fprintf(out, "Usage: agor %s SUBCOMMAND [--json] [--url URL] [--config PATH]\n\n", group);
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "  agor %s %s %s\n", group, cmds[i].name, cmds[i].usage ? cmds[i].usage : "");
-	fprintf(out, "\n  --json         print the daemon's answer as JSON\n"
-		     "  --url URL      the daemon (unix:/path, http://host:port, ws://host:port/ws); default: the\n"
-		     "                 configured Unix socket (daemon.socket_path)\n"
-		     "  --token T      over TCP, act as the user of this token (`agor user token`); default:\n"
-		     "                 $AGOR_TOKEN\n");
+	fputc('\n', out);
+	print_common_options(out);
+	fprintf(out, "\n'agor %s SUBCOMMAND --help' shows one subcommand with an example.\n", group);
+}
+
+/* `agor GROUP NAME --help`: its usage, the daemon method it calls, its own flags, the common ones, an example. */
+static void print_command_usage(FILE *out, const char *group, const struct client_command *c)
+{
+	fprintf(out, "Usage: agor %s %s %s\n\nCalls the daemon's %s.\n\nOptions:\n", group, c->name, c->usage ? c->usage : "",
+		c->method);
+	for (const struct client_flag *f = c->flags; f && f->name; f++)
+		fprintf(out, "  %s%s\n", f->name, f->type == CLIENT_FLAG_BOOL ? "" : " VALUE");
+	print_common_options(out);
+	fprintf(out, "\nExample:\n  %s\n", c->example ? c->example : "");
+}
+
+/* 1 when argv (a subcommand's arguments) asks for help before any "--" that starts a command's own argv. */
+static int asks_for_help(int argc, char **argv)
+{
+	for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
 }
 
 static int usage_error(const char *group, const char *what, const char *arg)
@@ -221,6 +249,10 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 			c = &cmds[i];
 	if (!c)
 		return usage_error(group, "unknown subcommand", argv[1]);
+	if (asks_for_help(argc - 2, argv + 2)) {
+		print_command_usage(stdout, group, c);
+		return EXIT_OK;
+	}
 	struct client_opts o = { 0 };
 	json_t *params = json_object(), *result = NULL;
 	int status = build_params(group, c, argc - 2, argv + 2, &o, params);

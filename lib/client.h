@@ -32,6 +32,7 @@ struct client_command {
 	/* The method takes {progress: true} and then sends task.progress events while it waits: shown as one
 	 * updating line on stderr when it is a terminal and --json is not given (never otherwise). */
 	int progress;
+	const char *example; /* one line a person could type: `agor GROUP NAME --help` shows it */
 };
 
 /* argv[0] is the group name ("repo"). */

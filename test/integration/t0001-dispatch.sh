@@ -53,6 +53,24 @@ test_case "APPLET --help prints its usage for every applet, built or not" '
   done
 '
 
+test_case "every client subcommand answers --help (exit 0, stdout) with its usage, options and an example" '
+  n=0
+  for group in repo worktree session task audit user nodes; do
+    expect_exit 2 "$AGOR" $group   # no subcommand: every one listed on stderr
+    for sub in $(sed -n "s/^  agor $group \([a-z-]*\).*/\1/p" err); do
+      expect_exit 0 "$AGOR" $group $sub --help
+      expect_empty err
+      expect_contains out "Usage: agor $group $sub"
+      expect_contains out "Options:"
+      grep -A1 "^Example:" out | tail -1 | grep -q "agor $group $sub" || { cat out; fail "agor $group $sub --help shows no example of itself"; }
+      n=$((n + 1))
+    done
+  done
+  [ $n -ge 30 ] || fail "only $n subcommands found"
+  expect_exit 2 "$AGOR" repo clone --no-such-flag
+  expect_contains err "unknown option"
+'
+
 test_case "a symlink named agor-executor selects the executor applet" '
   ln -s "$AGOR" agor-executor
   expect_exit 0 ./agor-executor --help
