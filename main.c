@@ -170,7 +170,7 @@ static int run_install(int argc, char **argv)
 static int run_applet(const struct applet *a, int argc, char **argv)
 {
 	argv[0] = (char *)a->name;
-	if (applet_wants_help(argc, argv)) {
+	if (applet_wants_help(a, argc, argv)) {
 		fputs(a->usage, stdout);
 		return EXIT_OK;
 	}

@@ -18,7 +18,19 @@ int applet_usage_error(const struct applet *a, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int applet_wants_help(int argc, char **argv)
+static int is_help(const char *arg)
 {
-	return argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+	return !strcmp(arg, "--help") || !strcmp(arg, "-h");
+}
+
+int applet_wants_help(const struct applet *a, int argc, char **argv)
+{
+	if (argc == 2 && is_help(argv[1]))
+		return 1;
+	if (a->flags & (APPLET_SUBCOMMAND_HELP | APPLET_ROOT_ONLY)) /* root's admin refuses it: an argument, never help */
+		return 0;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (is_help(argv[i]))
+			return 1;
+	return 0;
 }

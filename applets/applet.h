@@ -8,6 +8,7 @@ enum applet_flags {
 	APPLET_NOT_BUILT = 1 << 1, /* registered with usage, answers "not built yet" (exit 2) */
 	APPLET_HIDDEN = 1 << 2,	   /* not listed by --list / --install */
 	APPLET_CLIENT = 1 << 3,	   /* a client command talking to a running daemon */
+	APPLET_SUBCOMMAND_HELP = 1 << 4, /* answers `agor NAME SUB --help` itself (client_main: one subcommand) */
 };
 
 struct applet {
@@ -24,7 +25,9 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNKNOWN_APPLET = 127 }
 
 /* Prints "agor NAME: message" and a hint to stderr; returns EXIT_USAGE. */
 int applet_usage_error(const struct applet *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* True when argv holds exactly one argument equal to --help or -h. */
-int applet_wants_help(int argc, char **argv);
+/* True when `agor NAME --help` (or -h) is asked, or, unless a has APPLET_SUBCOMMAND_HELP or is root-only (admin
+ * refuses such an argument as an injection), when --help or -h is among the arguments before a "--"
+ * (`agor setup isolation --help`): main.c then prints a's usage, exit 0. */
+int applet_wants_help(const struct applet *a, int argc, char **argv);
 
 #endif

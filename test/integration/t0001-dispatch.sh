@@ -69,6 +69,13 @@ test_case "every client subcommand answers --help (exit 0, stdout) with its usag
   [ $n -ge 30 ] || fail "only $n subcommands found"
   expect_exit 2 "$AGOR" repo clone --no-such-flag
   expect_contains err "unknown option"
+  for cmd in "setup isolation" "config set" "approvals set" "node pair" "exec feature" "prompt s1" "terminal feature"; do
+    expect_exit 0 "$AGOR" $cmd --help
+    expect_contains out "Usage: agor ${cmd%% *}"
+  done
+  expect_exit 1 "$AGOR" exec feature -- grep --help   # after "--" it is the command of the run: no daemon here
+  expect_not_contains out "Usage:"
+  expect_contains err "cannot reach the agor daemon"
 '
 
 test_case "a symlink named agor-executor selects the executor applet" '
