@@ -1,12 +1,14 @@
 /* config.c — `agor config show|get|set`: the effective settings and their sources (lib/config), and one
  * key changed in config.yaml (lib/config_edit). Never writes anything but that key; never prints anything but the result on stdout. */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "applet.h"
 #include "config.h"
 #include "config_edit.h"
 #include "json.h"
+#include "paths.h"
 #include "banned.h"
 
 extern const struct applet applet_config;
@@ -212,6 +214,27 @@ static int config_get(int argc, char **argv)
 	return rc;
 }
 
+/* Before the first daemon start the default config.yaml's directory, AGOR_HOME, does not exist yet: for a setting
+ * that will be accepted, it is made as the daemon makes it (0700, with logs/, cache/, run/). Never any other
+ * directory, never for a refused setting, never when AGOR_HOME exists. */
+static int ensure_home_for(const struct config *cfg, const char *path, const char *key, const char *value, struct err *e)
+{
+	const char *home = cfg->paths.agor_home;
+	struct stat st;
+	if (!home || stat(home, &st) == 0)
+		return 0;
+	_cleanup_free_ char *in_home = xasprintf("%s/config.yaml", home);
+	if (strcmp(path, in_home))
+		return 0;
+	struct config *check = config_new();
+	struct err ignored = ERR_INIT;
+	int acceptable = config_set_flag(check, key, value, &ignored) == 0;
+	config_free(check);
+	err_clear(&ignored);
+	struct agor_paths paths = { .home = (char *)home };
+	return acceptable ? paths_ensure_home(&paths, e) : 0; /* a refused one is reported by config_file_set */
+}
+
 /* `set KEY VALUE` edits the file config_load would read (even one that does not load now: the
  * edit may be its fix; the edited file must load). */
 static int config_set(int argc, char **argv)
@@ -230,7 +253,7 @@ static int config_set(int argc, char **argv)
 		if (!path) {
 			fprintf(stderr, "agor config set: %s\n", ignored.message);
 			rc = EXIT_FAILED;
-		} else if (config_file_set(path, pos[0], pos[1], &e) < 0) {
+		} else if (ensure_home_for(cfg, path, pos[0], pos[1], &e) < 0 || config_file_set(path, pos[0], pos[1], &e) < 0) {
 			fprintf(stderr, "agor config set: %s\n", e.message);
 			rc = EXIT_FAILED;
 		} else if (!opt.json) {

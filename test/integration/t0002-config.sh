@@ -372,4 +372,18 @@ test_case "usage errors exit 2; --help exits 0" '
   expect_contains out "--set KEY=VALUE"
 '
 
+test_case "config set before the first daemon start makes AGOR_HOME as the daemon would; never another directory" '
+  export HOME="$PWD/fresh" AGOR_HOME="$PWD/fresh/.agor"
+  mkdir -p "$HOME"
+  expect_exit 0 "$AGOR" config set daemon.port 4000
+  expect_mode "$AGOR_HOME" 700
+  expect_mode "$AGOR_HOME/config.yaml" 600
+  for d in logs cache run; do expect_mode "$AGOR_HOME/$d" 700; done
+  expect_exit 0 "$AGOR" config get daemon.port
+  expect_contains out 4000
+  expect_exit 1 "$AGOR" config set daemon.port 4001 --config "$PWD/nowhere/sub/config.yaml"
+  expect_contains err "nowhere/sub"
+  [ ! -e nowhere ] || fail "config set made a directory for an explicit --config"
+'
+
 test_done
