@@ -48,7 +48,7 @@ ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o) $(GEN_OBJS_ASAN)
 MUSL_UNIT_OBJS := $(UNIT_SRCS:%.c=build/musl/%.o)
 ASAN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps deps-musl deps-glibc deps-web test unit integration bench fuzz run format clean distclean
+.PHONY: all deps deps-musl deps-glibc deps-web test unit integration bench fuzz fuzz-campaign run format clean distclean
 .DEFAULT_GOAL := all
 
 all: agor
@@ -189,21 +189,33 @@ build/race-swap: test/helpers/race_swap.c
 
 TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall build/race-swap
 
-# Fuzz targets (test/fuzz/*.c, libFuzzer): not part of `make test`. Needs clang (Debian package clang). Run with a
-# scratch corpus first (libFuzzer writes new inputs there) and the checked-in seeds second, e.g.
-#   make fuzz && mkdir -p build/fuzz/corpus-ws && build/fuzz/ws_frame_fuzz -max_total_time=60 build/fuzz/corpus-ws test/fuzz/seeds/ws
-#   mkdir -p build/fuzz/corpus-http && build/fuzz/http_fuzz -max_total_time=60 build/fuzz/corpus-http test/fuzz/seeds/http
-#   mkdir -p build/fuzz/corpus-tmux && build/fuzz/tmux_control_fuzz -max_total_time=60 build/fuzz/corpus-tmux test/fuzz/seeds/tmux
+# Fuzz targets (test/fuzz/*.c, libFuzzer; ASan + UBSan; clang, Debian package clang). lib/ is built once more with
+# clang into build/fuzz/libagor.a; each target links what it needs. test/integration/t0090-fuzz.sh runs every
+# target for a bounded time in `make test` (FUZZ_SECONDS, default 20); `make fuzz-campaign` runs them long
+# (FUZZ_CAMPAIGN_SECONDS each, default 3600) and prints executions per target. Corpora grow in build/fuzz/corpus-*,
+# seeds are test/fuzz/seeds/TARGET; a crash input is left in build/fuzz/ and becomes a regression seed.
 FUZZ_CC := clang
-FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -g -O1 -D_GNU_SOURCE -I. -Ilib -isystem $(DEPS_GLIBC)/include \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB := lib/ws.c lib/http.c lib/ndjson.c lib/strbuf.c lib/xalloc.c lib/err.c lib/tmux_control.c
-FUZZ_TARGETS := build/fuzz/ws_frame_fuzz build/fuzz/http_fuzz build/fuzz/tmux_control_fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -Wno-string-concatenation -g -O1 -D_GNU_SOURCE -I. -Ilib -isystem $(DEPS_GLIBC)/include \
+	$(FUZZ_SAN)
+FUZZ_LIB_OBJS := $(patsubst lib/%.c,build/fuzz/lib/%.o,$(wildcard lib/*.c))
+FUZZ_NAMES := ws_frame_fuzz http_fuzz tmux_control_fuzz token_fuzz payload_fuzz report_scan_fuzz url_fuzz \
+	shell_split_fuzz rpc_fuzz
+FUZZ_TARGETS := $(addprefix build/fuzz/,$(FUZZ_NAMES))
+FUZZ_LIBS := -L$(DEPS_GLIBC)/lib -Wl,--start-group build/fuzz/libagor.a -lgit2 -lhttp_parser -lmbedtls -lmbedx509 -lmbedcrypto -lz -lsqlite3 \
+	-ljansson -lyaml -Wl,--end-group -lpthread -ldl -lm
 fuzz: $(FUZZ_TARGETS)
-build/fuzz/%: test/fuzz/%.c $(FUZZ_LIB) $(DEPS_STAMP_GLIBC)
+fuzz-campaign: $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$${FUZZ_CAMPAIGN_SECONDS:-3600} test/fuzz/run $(FUZZ_NAMES)
+build/fuzz/lib/%.o: lib/%.c $(DEPS_STAMP_GLIBC)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang with libFuzzer (apt-get install clang)"; exit 1; }
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB) -L$(DEPS_GLIBC)/lib -lhttp_parser -lmbedcrypto -ljansson
+	$(call say,CC,$< [fuzz])
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build/fuzz/libagor.a: $(FUZZ_LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+build/fuzz/%: test/fuzz/%.c build/fuzz/libagor.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBS)  # lib/zalloc.c gives zlib its allocator
 
 # `make test`: every test, on both builds; the last line is "N passed, N failed[, N skipped]".
 test: agor build/asan/agor build/musl/unit-tests build/asan/unit-tests $(TEST_HELPERS)

@@ -48,7 +48,7 @@ static void add_children(pid_t pid, pid_t *pids, size_t *n)
 {
 	char path[320];
 	snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
-	_cleanup_strbuf_ struct strbuf tasks = STRBUF_INIT, children = STRBUF_INIT;
+	_cleanup_strbuf_ struct strbuf children = STRBUF_INIT;
 	DIR *d = opendir(path);
 	struct dirent *de;
 	while (d && (de = readdir(d)) && *n < DISKWATCH_MAX_PROCS) {
