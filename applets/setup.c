@@ -47,7 +47,7 @@ struct setup {
 
 /* What the daemon user's configuration says (read as that user). */
 struct daemon_view {
-	char *config_file, *mode, *socket_path, *worktrees_dir, *repos_dir, *executor_user;
+	char *config_file, *mode, *socket_path, *data_home, *worktrees_dir, *repos_dir, *executor_user, *agor_home;
 	bool found;
 };
 
@@ -90,11 +90,11 @@ static int load_config_fn(void *arg, struct strbuf *out, struct err *e)
 	if (rc == 0)
 		strbuf_addf(out,
 			    "config_file=%s\nfound=%d\nmode=%s\nsocket_path=%s\nworktrees_dir=%"
-			    "s\nrepos_dir=%s\nexecutor_user=%s\n",
+			    "s\nrepos_dir=%s\nexecutor_user=%s\ndata_home=%s\nagor_home=%s\n",
 			    cfg->config_file, cfg->config_file_found ? 1 : 0,
 			    config_user_mode_name(cfg->execution.unix_user_mode),
 			    cfg->daemon.socket_path, cfg->paths.worktrees_dir, cfg->paths.repos_dir,
-			    cfg->execution.executor_unix_user);
+			    cfg->execution.executor_unix_user, cfg->paths.data_home, cfg->paths.agor_home);
 	config_free(cfg);
 	return rc;
 }
@@ -118,6 +118,8 @@ static void view_release(struct daemon_view *v)
 	free(v->mode);
 	free(v->socket_path);
 	free(v->worktrees_dir);
+	free(v->data_home);
+	free(v->agor_home);
 	free(v->repos_dir);
 	free(v->executor_user);
 	memset(v, 0, sizeof(*v));
@@ -151,6 +153,8 @@ static int load_daemon_view(struct setup *s, const struct unixperm_user *daemon,
 		v->worktrees_dir = view_value(out.buf, "worktrees_dir");
 		v->repos_dir = view_value(out.buf, "repos_dir");
 		v->executor_user = view_value(out.buf, "executor_user");
+		v->data_home = view_value(out.buf, "data_home");
+		v->agor_home = view_value(out.buf, "agor_home");
 	}
 	strbuf_release(&out);
 	return rc;
@@ -159,10 +163,13 @@ static int load_daemon_view(struct setup *s, const struct unixperm_user *daemon,
 /* ---- editing config.yaml (as the daemon user)
  * -------------------------------------------------------- */
 
+#define SETUP_DATA_HOME "/srv/agor" /* where setup puts a data home that lay in AGOR_HOME */
+
 struct config_edit {
 	const char *path;
 	const char *mode;
 	const char *socket_path;
+	const char *data_home; /* NULL: left as configured */
 };
 
 /* daemon.socket_path, then execution.unix_user_mode, each set in place by lib/config_edit (comments and
@@ -174,7 +181,8 @@ static int write_config_fn(void *arg, struct strbuf *out, struct err *e)
 	_cleanup_free_ char *dir = xstrndup(ed->path, (size_t)(strrchr(ed->path, '/') - ed->path));
 	if (fs_mkdir_p(dir, 0700, e) < 0 ||
 	    config_file_set(ed->path, "daemon.socket_path", ed->socket_path, e) < 0 ||
-	    config_file_set(ed->path, "execution.unix_user_mode", ed->mode, e) < 0)
+	    config_file_set(ed->path, "execution.unix_user_mode", ed->mode, e) < 0 ||
+	    (ed->data_home && config_file_set(ed->path, "paths.data_home", ed->data_home, e) < 0))
 		return -1;
 	return 0;
 }
@@ -331,6 +339,7 @@ struct isolation_plan {
 	bool admin_yaml_exists;
 	gid_t users_gid;
 	bool have_users_gid;
+	bool move_data_home; /* the configured data home lies in AGOR_HOME: config gets SETUP_DATA_HOME instead */
 };
 
 static void plan_release(struct isolation_plan *p)
@@ -414,6 +423,36 @@ static int plan_admin_yaml(struct setup *s, struct isolation_plan *p)
 }
 
 /* Every check and every file content, before anything is changed. */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (!path[n] || path[n] == '/');
+}
+
+/* A path of the view below old, moved below SETUP_DATA_HOME. */
+static void move_below(char **path, const char *old)
+{
+	if (!path_within(*path, old))
+		return;
+	char *moved = xasprintf("%s%s", SETUP_DATA_HOME, *path + strlen(old));
+	free(*path);
+	*path = moved;
+}
+
+/* The default data home is AGOR_HOME, 0700, which executors of other users cannot reach: setup moves it to
+ * SETUP_DATA_HOME (repos/ and worktrees/ with it, when they were below it) and writes that to config.yaml. */
+static int plan_data_home(struct isolation_plan *p)
+{
+	if (!path_within(p->view.data_home, p->view.agor_home))
+		return 0;
+	p->move_data_home = true;
+	_cleanup_free_ char *old = xstrdup(p->view.data_home);
+	move_below(&p->view.repos_dir, old);
+	move_below(&p->view.worktrees_dir, old);
+	move_below(&p->view.data_home, old);
+	return 0;
+}
+
 static int plan_isolation(struct setup *s, struct isolation_plan *p)
 {
 	if (!s->mode_set)
@@ -426,7 +465,7 @@ static int plan_isolation(struct setup *s, struct isolation_plan *p)
 			       "setup isolation must run as root (try --dry-run)");
 	if (check_daemon_user(s, &p->daemon) < 0 || check_executor_user(s) < 0 ||
 	    render_sudoers(s, &p->sudoers) < 0 || check_bin(s) < 0 ||
-	    load_daemon_view(s, &p->daemon, &p->view) < 0 || plan_admin_yaml(s, p) < 0)
+	    load_daemon_view(s, &p->daemon, &p->view) < 0 || plan_data_home(p) < 0 || plan_admin_yaml(s, p) < 0)
 		return -1;
 	strbuf_addf(&p->tmpfiles,
 		    "# recreates the daemon socket directory at boot (agor setup isolation)\n"
@@ -546,6 +585,39 @@ static int ensure_run_dir(struct setup *s, struct isolation_plan *p)
 	return rc;
 }
 
+/* The data home, repos_dir and worktrees_dir: the daemon user's, group agor_users, mode 2770, made when missing
+ * (their parents must exist). Executors of every isolated user write there (clones, worktrees, agent state),
+ * reaching it through the group; never through a symlink (opened as roots, then changed by descriptor). A data
+ * home that lay in AGOR_HOME was moved to SETUP_DATA_HOME by plan_data_home. */
+static int ensure_data_dir(struct setup *s, struct isolation_plan *p, const char *dir)
+{
+	struct stat st;
+	bool exists = lstat(dir, &st) == 0;
+	if (exists && st.st_uid == p->daemon.uid && st.st_gid == p->users_gid && (st.st_mode & 07777) == 02770)
+		return 0;
+	act(s, "install -d -m 2770 -o %s -g %s %s", s->daemon_user, UNIXPERM_USERS_GROUP, dir);
+	if (s->dry_run)
+		return 0;
+	if (!exists && mkdir(dir, 0700) < 0)
+		return err_errno(&s->e, errno, "mkdir %s (its parent must exist)", dir);
+	int fd = unixperm_open_root(dir, &s->e);
+	if (fd < 0)
+		return -1;
+	int rc = fchown(fd, p->daemon.uid, p->users_gid) < 0 || fchmod(fd, 02770) < 0
+			 ? err_errno(&s->e, errno, "set up %s", dir) : 0;
+	close(fd);
+	return rc;
+}
+
+static int ensure_data_dirs(struct setup *s, struct isolation_plan *p)
+{
+	const char *dirs[] = { p->view.data_home, p->view.repos_dir, p->view.worktrees_dir };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+		if ((i == 0 || strcmp(dirs[i], dirs[0])) && ensure_data_dir(s, p, dirs[i]) < 0)
+			return -1;
+	return 0;
+}
+
 static int ensure_admin_yaml(struct setup *s, struct isolation_plan *p)
 {
 	if (p->admin_yaml_exists)
@@ -562,15 +634,14 @@ static int ensure_admin_yaml(struct setup *s, struct isolation_plan *p)
 static int ensure_config(struct setup *s, struct isolation_plan *p)
 {
 	const char *mode = unix_mode_name(s->mode);
-	if (!strcmp(p->view.mode, mode) && !strcmp(p->view.socket_path, RUN_SOCKET))
+	if (!strcmp(p->view.mode, mode) && !strcmp(p->view.socket_path, RUN_SOCKET) && !p->move_data_home)
 		return 0;
-	act(s,
-	    "set execution.unix_user_mode: %s and daemon.socket_path: %s in %s  # as %s; comments "
-	    "are not kept",
-	    mode, RUN_SOCKET, p->view.config_file, s->daemon_user);
+	act(s, "set execution.unix_user_mode: %s and daemon.socket_path: %s%s%s in %s  # as %s", mode, RUN_SOCKET,
+	    p->move_data_home ? " and paths.data_home: " : "", p->move_data_home ? SETUP_DATA_HOME : "",
+	    p->view.config_file, s->daemon_user);
 	if (s->dry_run)
 		return 0;
-	struct config_edit ed = {p->view.config_file, mode, RUN_SOCKET};
+	struct config_edit ed = {p->view.config_file, mode, RUN_SOCKET, p->move_data_home ? SETUP_DATA_HOME : NULL};
 	return unixperm_run_as_user(&p->daemon, write_config_fn, &ed, NULL, &s->e);
 }
 
@@ -589,6 +660,8 @@ static int cmd_isolation(struct setup *s)
 		rc = ensure_sudoers(s, &p);
 	if (rc == 0)
 		rc = ensure_run_dir(s, &p);
+	if (rc == 0)
+		rc = ensure_data_dirs(s, &p);
 	if (rc == 0)
 		rc = ensure_admin_yaml(s, &p);
 	if (rc == 0)
@@ -772,6 +845,14 @@ static bool reachable_by_users(const char *path)
 	return ok;
 }
 
+static bool writable_by_users(const char *dir)
+{
+	struct stat st;
+	gid_t gid;
+	return unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid) && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+	       st.st_gid == gid && (st.st_mode & 02070) == 02070;
+}
+
 static void check_admin_conf(struct setup *s)
 {
 	struct adminconf c;
@@ -796,6 +877,9 @@ static void check_admin_conf(struct setup *s)
 		      "/srv/agor",
 		      "every directory above %s is searchable by %s", roots[i],
 		      UNIXPERM_USERS_GROUP);
+		check(s, writable_by_users(roots[i]), "sudo agor setup isolation",
+		      "%s is writable by %s (group %s, mode 2770: executors clone and add worktrees there)", roots[i],
+		      UNIXPERM_USERS_GROUP, UNIXPERM_USERS_GROUP);
 	}
 	adminconf_release(&c);
 }

@@ -77,6 +77,11 @@ if ! sandbox_active; then
   [ "$(stat -c '%a %U' /home/svc/.agor/config.yaml)" = "600 svc" ] || fail "config.yaml mode/owner"
   expect_contains /home/svc/.agor/config.yaml "unix_user_mode: insulated"
   expect_contains /home/svc/.agor/config.yaml "socket_path: /run/agor/agor.sock"
+  # the default data home was AGOR_HOME (0700): moved where executors reach it through agor_users
+  expect_contains /home/svc/.agor/config.yaml "data_home: /srv/agor"
+  for d in /srv/agor /srv/agor/repos /srv/agor/worktrees; do
+    [ "$(stat -c '%a %U %G' $d)" = "2770 svc agor_users" ] || fail "$d: $(stat -c '%a %U %G' $d)"
+  done
   grep -qx 'svc ALL = (agor_executor) NOPASSWD: /usr/local/bin/agor executor --stdin' /etc/sudoers.d/agor
   [ "$(stat -c '%U' /run/agor)" = svc ] || fail "/run/agor not the daemon user's"
   expect_exit 0 "$AGOR" setup isolation --mode insulated --daemon-user svc
@@ -127,6 +132,9 @@ isolation() {
   [ "$(getent passwd agor_executor | cut -d: -f7)" = /usr/sbin/nologin ] || fail "executor has a login shell"
   id -nG agor_executor | grep -qw agor_users || fail "executor not in agor_users"
   id -nG agor | grep -qw agor_users || fail "the daemon user is not in agor_users: its socket cannot be given to the group"
+  for d in /srv/agor /srv/agor/repos /srv/agor/worktrees; do   # executors write there through the group
+    [ "$(stat -c '%a %U %G' $d)" = "2770 agor agor_users" ] || fail "$d: $(stat -c '%a %U %G' $d)"
+  done
   [ "$(stat -c '%a %U %G' /etc/sudoers.d/agor)" = "440 root root" ] || fail "sudoers mode/owner"
   "$AGOR" setup sudoers --mode insulated | cmp - /etc/sudoers.d/agor
   [ "$(stat -c '%a %U %G' /run/agor)" = "750 agor agor_users" ] || fail "/run/agor"
