@@ -600,12 +600,15 @@ static int ensure_data_dir(struct setup *s, struct isolation_plan *p, const char
 		return 0;
 	if (!exists && mkdir(dir, 0700) < 0)
 		return err_errno(&s->e, errno, "mkdir %s (its parent must exist)", dir);
-	int fd = unixperm_open_root(dir, &s->e);
-	if (fd < 0)
+	int path_fd = unixperm_open_root(dir, &s->e); /* O_PATH: opened for real below, to change it */
+	if (path_fd < 0)
 		return -1;
-	int rc = fchown(fd, p->daemon.uid, p->users_gid) < 0 || fchmod(fd, 02770) < 0
+	int fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(path_fd);
+	int rc = fd < 0 || fchown(fd, p->daemon.uid, p->users_gid) < 0 || fchmod(fd, 02770) < 0
 			 ? err_errno(&s->e, errno, "set up %s", dir) : 0;
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
