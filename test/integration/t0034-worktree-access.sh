@@ -32,7 +32,8 @@ SCENE='
   as_agord mkdir -m 700 /home/agord/.agor
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: strict\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  as_agord "$BIN" daemon --foreground --port 0 2> daemon.log &
+  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord PATH=/usr/bin:/bin \
+    AGOR_HOME=/home/agord/.agor "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself: the trap ends it
   daemon_pid=$!
   trap "kill $daemon_pid 2> /dev/null || true" EXIT
   for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
