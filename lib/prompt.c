@@ -17,6 +17,7 @@
 #include "child.h"
 #include "common.h"
 #include "confine.h"
+#include "egress.h"
 #include "execrun.h"
 #include "fsutil.h"
 #include "impersonate.h"
@@ -28,6 +29,7 @@
 #include "rpcclient.h"
 #include "strbuf.h"
 #include "strvec.h"
+#include "url.h"
 #include "banned.h"
 
 #define STDERR_TAIL_BYTES 4096
@@ -71,6 +73,9 @@ struct prompt_run {
 	struct err report_error; /* the first failure to reach the daemon */
 	json_t *receipt;	 /* the sandbox controls the agent ran under */
 	json_t *git_metadata;	 /* what git_layout_repair found after the run (gitlayout.h), or NULL */
+	json_t *egress;		 /* the egress proxy's refusals (egress.h), or NULL */
+	char *api_key;		 /* from get_api_key until the proxy (or the agent's environment) has it */
+	char *sentinel;		 /* what the agent holds instead of the key, or NULL */
 };
 
 static void run_release(struct prompt_run *r)
@@ -87,6 +92,11 @@ static void run_release(struct prompt_run *r)
 		json_decref(r->context);
 	json_decref(r->receipt);
 	json_decref(r->git_metadata);
+	json_decref(r->egress);
+	if (r->api_key)
+		explicit_bzero(r->api_key, strlen(r->api_key));
+	free(r->api_key);
+	free(r->sentinel);
 	rpc_client_close(r->rpc);
 	agent_state_release(&r->agent);
 	strbuf_release(&r->line);
@@ -372,8 +382,14 @@ static int add_state_dirs(struct prompt_run *r, const struct passwd *pw, int pla
 	return 0;
 }
 
-static int confine_agent(struct prompt_run *r, const char *program, const char *self, int plan_only,
-			 struct agent_sandbox *as, struct err *e)
+/* The provider endpoint the agent talks to: agents.<tool>.base_url, else the provider's own. */
+static const char *provider_url(const struct prompt_run *r, const char *base_url)
+{
+	return base_url ? base_url : r->adapter->default_endpoint;
+}
+
+static int confine_agent(struct prompt_run *r, const char *program, const char *self, const char *base_url,
+			 int plan_only, struct agent_sandbox *as, struct err *e)
 {
 	memset(&as->cf, 0, sizeof(as->cf));
 	const char *path_env = getenv("PATH"); /* where the CLI is found; inside, PATH is the sandbox's own */
@@ -401,7 +417,10 @@ static int confine_agent(struct prompt_run *r, const char *program, const char *
 		.plan_only = plan_only,
 		.binds = as->binds,
 		.nbinds = as->nbinds,
-		.network_host = 1, /* the CLI talks to its model endpoint */
+		.agent_cli = 1, /* the CLI talks to its model endpoint: through the egress proxy unless the network is host */
+		.provider_url = provider_url(r, base_url),
+		.sentinel = r->sentinel,
+		.api_key = r->sentinel ? r->api_key : NULL,
 	};
 	return execrun_confine(&cr, &as->cf, e);
 }
@@ -583,6 +602,8 @@ static int conclude(struct prompt_run *r, const struct child *c, json_t **data, 
 				   r->receipt);
 	if (r->git_metadata)
 		json_object_set(result, "gitMetadata", r->git_metadata);
+	if (r->egress)
+		json_object_set(result, "egress", r->egress);
 	if (!reason) {
 		*data = result;
 		return 0;
@@ -621,14 +642,12 @@ static const char *agent_program(const struct prompt_run *r)
 static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, struct agent_sandbox *as, json_t **data,
 			 struct err *e)
 {
-	_cleanup_free_ char *key = NULL;
-	if (agent_prepare(r->adapter, inv, e) < 0 || fetch_api_key(r, &key, e) < 0)
+	if (agent_prepare(r->adapter, inv, e) < 0)
 		return -1;
-	inv->api_key = key;
 	_cleanup_child_ struct child c;
 	_cleanup_strbuf_ struct strbuf input = STRBUF_INIT;
 	int rc = start_agent(r, inv, as, &c, &input, e);
-	explicit_bzero(key, strlen(key));
+	explicit_bzero(r->api_key, strlen(r->api_key));
 	if (rc < 0)
 		return -1;
 	feed_stdin(&c, &input);
@@ -639,7 +658,23 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	json_decref(execrun_confinement_finish(&as->cf));
 	r->receipt = execrun_confinement_receipt(&as->cf);
 	r->git_metadata = json_incref(as->cf.git_repairs);
+	r->egress = json_incref(as->cf.egress_report);
 	return conclude(r, &c, data, e);
+}
+
+/* The agent holds a sentinel instead of the key when the egress proxy can swap it: network proxy and a plain-HTTP
+ * endpoint (an https one would need the proxy to terminate TLS: the agent then holds the key, as with host). */
+static int key_is_swapped(const struct prompt_run *r, const char *base_url)
+{
+	if (!r->req->cfg->execution.sandbox.enabled ||
+	    execrun_network(r->req->cfg, 1) != CONFIG_SANDBOX_NETWORK_PROXY)
+		return 0;
+	struct url u = URL_INIT;
+	struct err ignored = ERR_INIT;
+	int http = url_parse(provider_url(r, base_url), &u, &ignored) == 0 && !strcmp(u.scheme, "http");
+	url_release(&u);
+	err_clear(&ignored);
+	return http;
 }
 
 static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
@@ -659,8 +694,12 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
 		return err_is_set(e) ? -1 : err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe)");
 	inv.mcp_config = mcp;
+	if (fetch_api_key(r, &r->api_key, e) < 0)
+		return -1;
+	r->sentinel = key_is_swapped(r, inv.base_url) ? egress_new_sentinel() : NULL;
+	inv.api_key = r->sentinel ? r->sentinel : r->api_key;
 	struct agent_sandbox as = { .paths = STRVEC_INIT };
-	int rc = confine_agent(r, inv.program, self, 0, &as, e);
+	int rc = confine_agent(r, inv.program, self, inv.base_url, 0, &as, e);
 	if (rc == 0) {
 		inv.home = as.cf.home;
 		inv.state_home = as.cf.sb ? as.state_root : NULL; /* bound onto $HOME's state directories inside */
@@ -680,7 +719,8 @@ int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *
 	struct agent_sandbox as = { .paths = STRVEC_INIT };
 	_cleanup_free_ char *self = impersonate_self_path();
 	if (rc == 0)
-		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self, 1, &as, e);
+		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self, settings->base_url, 1,
+				   &as, e);
 	if (rc == 0)
 		*receipt = execrun_confinement_receipt(&as.cf);
 	agent_sandbox_release(&as);
