@@ -33,6 +33,7 @@
 #define IDLE_TIMEOUT_MS (10 * 60 * 1000)
 #define MAX_ADDRESSES 8
 #define REPORT_LINE_MAX 512
+#define MAX_CONNECTIONS 128 /* at once: each is a process outside the sandbox's cgroup */
 
 struct egress {
 	struct egress_allow allow;
@@ -544,18 +545,36 @@ static void close_all_but(int a, int b)
 	syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U);
 }
 
-static NORETURN void proxy_main(struct egress *eg)
+static const struct egress *orphaned_proxy; /* the proxy's own egress, for on_executor_death */
+
+/* The executor died (it was killed: egress_free never runs): the directory goes, then the proxy and its
+ * connections. */
+static void on_executor_death(int sig)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	(void)sig;
+	unlink(orphaned_proxy->socket_path);
+	rmdir(orphaned_proxy->dir);
+	kill(0, SIGKILL);
+	_exit(1);
+}
+
+static NORETURN void proxy_main(struct egress *eg, pid_t executor)
+{
+	setpgid(0, 0); /* first: on_executor_death kills this group */
+	orphaned_proxy = eg;
+	signal(SIGHUP, on_executor_death);
+	prctl(PR_SET_PDEATHSIG, SIGHUP, 0, 0, 0);
+	if (getppid() != executor)
+		on_executor_death(SIGHUP);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* it holds the key: no ptrace, no /proc/PID/mem for its own uid */
-	setpgid(0, 0);
-	signal(SIGCHLD, SIG_IGN); /* connection processes reap themselves */
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
 	close_all_but(eg->listen_fd, eg->report[1]);
+	int live = 0;
 	for (;;) {
+		while (live > 0 && waitpid(-1, NULL, live >= MAX_CONNECTIONS ? 0 : WNOHANG) > 0)
+			live--; /* at the cap, the next connection waits in the backlog until one ends */
 		int fd = accept4(eg->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
@@ -564,11 +583,13 @@ static NORETURN void proxy_main(struct egress *eg)
 		}
 		pid_t pid = fork();
 		if (pid == 0) {
+			signal(SIGHUP, SIG_DFL);
 			prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 			close(eg->listen_fd);
 			serve_connection(eg, fd);
 			_exit(0);
 		}
+		live += pid > 0;
 		close(fd);
 	}
 }
@@ -577,11 +598,11 @@ int egress_launch(struct egress *eg, struct err *e)
 {
 	if (eg->pid > 0)
 		return 0;
-	pid_t pid = fork();
+	pid_t executor = getpid(), pid = fork();
 	if (pid < 0)
 		return err_errno(e, errno, "starting the egress proxy");
 	if (pid == 0)
-		proxy_main(eg);
+		proxy_main(eg, executor);
 	setpgid(pid, pid);
 	eg->pid = pid;
 	if (eg->key) /* the proxy has its copy */

@@ -21,8 +21,8 @@
  * executor itself, or a root executor's root_maps_to); the socket in it is 0666 for that reason. Anyone who can
  * reach the socket can use the proxy, so only the run's own view holds the directory.
  *
- * The proxy (one process, a child process per connection; killed with the executor) reads a request head of at
- * most 32 KiB within 30 s:
+ * The proxy (one process, a child process per connection, at most 128 at once — the rest wait in the backlog;
+ * killed with the executor) reads a request head of at most 32 KiB within 30 s:
  *   CONNECT host:port           → the destination decided, then a tunnel of raw bytes ("200 Connection
  *                                 established"); bytes towards any destination but the provider are scanned for
  *                                 the sentinel, and the tunnel is cut before one would leave.

@@ -1181,7 +1181,9 @@ static int become_unprivileged(const struct sandbox *sb)
 	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, id, id, id) < 0 ||
 	    syscall(SYS_setresuid, (uid_t)id, (uid_t)id, (uid_t)id) < 0)
 		return -1;
-	return 0;
+	/* A change of credentials clears the parent-death signal: set it again, or PID 1 (and the whole run) would
+	 * outlive a killed executor. */
+	return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ? -1 : 0;
 }
 
 /* Bounding and ambient sets emptied, securebits locked (uid 0 gains nothing at exec), a root executor's run

@@ -97,6 +97,25 @@ test_case "proxy: the payload cannot point the proxy variables elsewhere; networ
   expect_json plan.json data.plan.1.sandbox.network proxy
 '
 
+test_case "proxy: a killed root executor leaves no proxy, no sandboxed run and no socket directory behind" "$EXEC"'
+  ls -d /tmp/agor-egress-* 2> /dev/null | sort > before || true
+  python3 -c "import json,sys; print(json.dumps({\"command\":\"exec.run\",\"params\":{\"cwd\":sys.argv[1],\"argv\":[\"/bin/sleep\",\"30\"]}}))" "$W" > payload.json
+  "$AGOR" executor --stdin < payload.json > out 2> err &
+  ex=$!
+  for i in $(seq 1 100); do ls -d /tmp/agor-egress-* 2> /dev/null | sort > after || true; ! cmp -s before after && break; sleep 0.05; done
+  dir=$(comm -13 before after | head -1)
+  [ -n "$dir" ] && [ -S "$dir/egress.sock" ] || fail "no egress socket appeared"
+  proxies=$(pgrep -P $ex | while read p; do [ "$(ps -o pgid= -p $p | tr -d " ")" = "$p" ] && echo $p; done)
+  kill -KILL $ex; wait $ex 2> /dev/null || true
+  for i in $(seq 1 100); do [ ! -e "$dir" ] && break; sleep 0.05; done
+  [ ! -e "$dir" ] || fail "$dir was left behind"
+  alive() { kill -0 $1 2> /dev/null && ! grep -q "^State:.*Z" /proc/$1/status 2> /dev/null; }
+  for p in $proxies; do
+    for i in $(seq 1 100); do alive $p || break; sleep 0.05; done
+    ! alive $p || { ps -o pid,stat,args -p $p; fail "process $p of the executor survived"; }
+  done
+'
+
 # --- the real Claude Code, as t0080 drives it: the daemon runs as root in insulated mode, every executor (and so
 # the agent) as agor_executor; the network setting is left at its default (none), which an agent run raises to proxy.
 CLAUDE_VERSION=2.1.197
