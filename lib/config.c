@@ -142,6 +142,8 @@ static const struct config_key keys[] = {
 	  .choices = sandbox_networks, FIELD(execution.sandbox.network) },
 	{ .key = "execution.sandbox.egress_allow", .type = CONFIG_NULLABLE_STRING, .check = egress_allow_check,
 	  FIELD(execution.sandbox.egress_allow) },
+	{ .key = "execution.sandbox.upstream_ca_file", .type = CONFIG_NULLABLE_STRING, .check = check_path_list,
+	  FIELD(execution.sandbox.upstream_ca_file) },
 	{ .key = "execution.sandbox.read_only_paths", .type = CONFIG_NULLABLE_STRING,
 	  .check = check_path_list, FIELD(execution.sandbox.read_only_paths) },
 	{ .key = "execution.sandbox.read_write_paths", .type = CONFIG_NULLABLE_STRING,

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +26,8 @@
 #include "json.h"
 #include "net.h"
 #include "strbuf.h"
+#include "tls.h"
+#include "egress_ca.h"
 #include "banned.h"
 
 #define MAX_HEAD_BYTES (32u << 10)
@@ -45,6 +48,10 @@ struct egress {
 	int listen_fd;
 	int report[2]; /* refusals, one JSON line each, from the connection processes */
 	pid_t pid;     /* the proxy (leader of its process group), 0 before egress_launch */
+	struct egress_ca *ca;		/* an https provider: the per-task CA (egress_ca.h), else NULL */
+	struct tls_config *tls_server;	/* its certificate for the provider host */
+	struct tls_config *tls_client;	/* upstream: the system bundle or cfg.upstream_ca_file */
+	char *ca_path, *bundle_path;	/* in dir: the CA alone; the CA and the system bundle */
 };
 
 /* --- opening ------------------------------------------------------------------------------------ */
@@ -62,6 +69,38 @@ static int make_socket(struct egress *eg, uid_t run_uid, struct err *e)
 	if (run_uid != geteuid() && chown(eg->dir, run_uid, run_uid) < 0)
 		return err_errno(e, errno, "chown %s to %u (execution.sandbox.root_maps_to)", eg->dir, (unsigned)run_uid);
 	return 0;
+}
+
+static int write_file_0644(const char *path, const char *a, size_t alen, const char *b, size_t blen, struct err *e)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int rc = fd >= 0 && fs_write_all(fd, a, alen) == 0 && (!blen || fs_write_all(fd, b, blen) == 0) ? 0 : -1;
+	if (rc < 0)
+		err_errno(e, errno, "writing %s", path);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* An https provider: the per-task CA, its certificate for the provider host, the upstream verification, and the
+ * files the agent trusts (the CA alone, and the CA with the system's bundle for tools that replace their roots). */
+static int open_interception(struct egress *eg, const struct egress_config *cfg, struct err *e)
+{
+	if (!(eg->ca = egress_ca_new(eg->provider_host, e)) ||
+	    !(eg->tls_server = tls_server_config_new_pem(egress_ca_leaf_pem(eg->ca), egress_ca_leaf_key_pem(eg->ca), e)) ||
+	    !(eg->tls_client = tls_client_config_new(cfg->upstream_ca_file, NULL, e)))
+		return err_prefix(e, "the egress proxy for %s", eg->provider_host), -1;
+	const char *pem = egress_ca_pem(eg->ca);
+	_cleanup_strbuf_ struct strbuf system = STRBUF_INIT;
+	const char *bundle = tls_default_ca_file();
+	if (bundle)
+		(void)strbuf_read_file(&system, bundle, 16u << 20);
+	eg->ca_path = xasprintf("%s/ca.pem", eg->dir);
+	eg->bundle_path = xasprintf("%s/ca-bundle.pem", eg->dir);
+	return write_file_0644(eg->ca_path, pem, strlen(pem), NULL, 0, e) < 0 ||
+			       write_file_0644(eg->bundle_path, pem, strlen(pem), system.buf, system.len, e) < 0
+		       ? -1
+		       : 0;
 }
 
 struct egress *egress_open(const struct egress_config *cfg, struct err *e)
@@ -89,7 +128,19 @@ struct egress *egress_open(const struct egress_config *cfg, struct err *e)
 			err_errno(e, errno, "pipe");
 		return egress_free(eg), NULL;
 	}
+	if (cfg->provider_host && cfg->provider_tls && open_interception(eg, cfg, e) < 0)
+		return egress_free(eg), NULL;
 	return eg;
+}
+
+const char *egress_ca_file(const struct egress *eg)
+{
+	return eg->ca_path;
+}
+
+const char *egress_ca_bundle(const struct egress *eg)
+{
+	return eg->bundle_path;
 }
 
 const char *egress_dir(const struct egress *eg)
@@ -176,8 +227,64 @@ static int wait_fd(int fd, short events, int timeout_ms)
 	return rc;
 }
 
+/* One side of a relayed connection: a socket, with a TLS session over it where the proxy terminates TLS. */
+struct end {
+	int fd;
+	struct tls *tls; /* NULL: plain */
+};
+
+/* Bytes read (> 0), 0 at end of stream, -1 on failure. Blocking. */
+static ssize_t end_read(struct end *x, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n;
+		if (x->tls) {
+			struct err ignored = ERR_INIT;
+			n = tls_read(x->tls, buf, len, &ignored);
+			err_clear(&ignored);
+			if (n == TLS_WANT_READ || n == TLS_WANT_WRITE)
+				continue;
+			return n < 0 ? -1 : n;
+		}
+		n = read(x->fd, buf, len);
+		if (n >= 0 || errno != EINTR)
+			return n;
+	}
+}
+
+static int end_write(struct end *x, const void *buf, size_t len)
+{
+	if (!x->tls)
+		return fs_write_all(x->fd, buf, len);
+	for (size_t off = 0; off < len;) {
+		struct err ignored = ERR_INIT;
+		ssize_t n = tls_write(x->tls, (const char *)buf + off, len - off, &ignored);
+		err_clear(&ignored);
+		if (n == TLS_WANT_READ || n == TLS_WANT_WRITE)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* No more bytes towards x. */
+static void end_shutdown(struct end *x)
+{
+	if (x->tls)
+		tls_close_notify(x->tls);
+	shutdown(x->fd, SHUT_WR);
+}
+
+/* Bytes that poll() cannot see: decrypted already, or a record received. */
+static int end_pending(const struct end *x)
+{
+	return x->tls && tls_pending(x->tls);
+}
+
 /* The request head up to and including its blank line into head; what came after it stays in head past *len. */
-static int read_head(int fd, struct strbuf *head, size_t *len)
+static int read_head(struct end *x, struct strbuf *head, size_t *len)
 {
 	for (;;) {
 		char *end = head->len ? memmem(head->buf, head->len, "\r\n\r\n", 4) : NULL;
@@ -185,10 +292,10 @@ static int read_head(int fd, struct strbuf *head, size_t *len)
 			*len = (size_t)(end - head->buf) + 4;
 			return 0;
 		}
-		if (head->len > MAX_HEAD_BYTES || wait_fd(fd, POLLIN, HEAD_TIMEOUT_MS) <= 0)
+		if (head->len > MAX_HEAD_BYTES || (!end_pending(x) && wait_fd(x->fd, POLLIN, HEAD_TIMEOUT_MS) <= 0))
 			return -1;
 		char buf[8192];
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n = end_read(x, buf, sizeof(buf));
 		if (n <= 0)
 			return -1;
 		strbuf_add(head, buf, (size_t)n);
@@ -268,7 +375,10 @@ static const char *decide(const struct egress *eg, struct request *r)
 		r->addrlen[r->naddr++] = ai->ai_addrlen;
 	}
 	freeaddrinfo(list);
-	r->provider = eg->provider_host && !strcmp(r->host, eg->provider_host) && r->port == eg->provider_port;
+	/* The provider as configured: an https one only through CONNECT (whose TLS is terminated here), an http one
+	 * only in absolute-URI requests — never the key in cleartext to a TLS port, never inside a raw tunnel. */
+	r->provider = eg->provider_host && !strcmp(r->host, eg->provider_host) && r->port == eg->provider_port &&
+		      r->is_connect == (eg->tls_server != NULL);
 	return r->naddr ? NULL : why;
 }
 
@@ -307,25 +417,25 @@ struct scanner {
 };
 
 /* 0 and what is safe written to fd; -1 when the sentinel is in it (nothing of it written) or fd failed. */
-static int scan_and_send(struct scanner *s, int fd, const char *data, size_t len, int *found)
+static int scan_and_send(struct scanner *s, struct end *to, const char *data, size_t len, int *found)
 {
 	if (!s->needle)
-		return fs_write_all(fd, data, len);
+		return end_write(to, data, len);
 	strbuf_add(&s->pending, data, len);
 	if (memmem(s->pending.buf, s->pending.len, s->needle, s->n)) {
 		*found = 1;
 		return -1;
 	}
 	size_t keep = s->n - 1, out = s->pending.len > keep ? s->pending.len - keep : 0;
-	if (out && fs_write_all(fd, s->pending.buf, out) < 0)
+	if (out && end_write(to, s->pending.buf, out) < 0)
 		return -1;
 	strbuf_remove_front(&s->pending, out);
 	return 0;
 }
 
-static int scan_flush(struct scanner *s, int fd)
+static int scan_flush(struct scanner *s, struct end *to)
 {
-	int rc = s->pending.len ? fs_write_all(fd, s->pending.buf, s->pending.len) : 0;
+	int rc = s->pending.len ? end_write(to, s->pending.buf, s->pending.len) : 0;
 	strbuf_reset(&s->pending);
 	return rc;
 }
@@ -393,7 +503,7 @@ static void rewrite_response_head(const char *head, size_t len, struct strbuf *o
 }
 
 struct relay {
-	int client, upstream;
+	struct end client, upstream;
 	struct scanner scan;	   /* client → upstream */
 	int response_head;	   /* absolute-URI mode: the response's head is still being read */
 	struct strbuf head;	   /* its bytes so far */
@@ -405,7 +515,7 @@ struct relay {
 static int pass_response(struct relay *rl, const char *buf, size_t n)
 {
 	if (!rl->response_head)
-		return fs_write_all(rl->client, buf, n);
+		return end_write(&rl->client, buf, n);
 	strbuf_add(&rl->head, buf, n);
 	char *end = memmem(rl->head.buf, rl->head.len, "\r\n\r\n", 4);
 	if (!end)
@@ -415,42 +525,45 @@ static int pass_response(struct relay *rl, const char *buf, size_t n)
 	rewrite_response_head(rl->head.buf, len, &out);
 	strbuf_add(&out, rl->head.buf + len, rl->head.len - len);
 	rl->response_head = 0;
-	return fs_write_all(rl->client, out.buf, out.len);
+	return end_write(&rl->client, out.buf, out.len);
 }
 
 /* One read from fd and its bytes passed on; 0 at end of file, -1 on failure or a sentinel. */
 static int pump_once(struct relay *rl, int from_client)
 {
 	char buf[65536];
-	ssize_t n = read(from_client ? rl->client : rl->upstream, buf, sizeof(buf));
-	if (n < 0 && errno == EINTR)
-		return 1;
+	ssize_t n = end_read(from_client ? &rl->client : &rl->upstream, buf, sizeof(buf));
 	if (n <= 0)
 		return n == 0 ? 0 : -1;
 	if (!from_client)
 		return pass_response(rl, buf, (size_t)n) < 0 ? -1 : 1;
-	return scan_and_send(&rl->scan, rl->upstream, buf, (size_t)n, &rl->sentinel_found) < 0 ? -1 : 1;
+	return scan_and_send(&rl->scan, &rl->upstream, buf, (size_t)n, &rl->sentinel_found) < 0 ? -1 : 1;
 }
 
 static void relay_run(struct relay *rl)
 {
 	while (!rl->upstream_eof) {
-		struct pollfd p[2] = { { .fd = rl->client_eof ? -1 : rl->client, .events = POLLIN },
-				       { .fd = rl->upstream, .events = POLLIN } };
-		int rc = poll(p, 2, IDLE_TIMEOUT_MS);
+		struct pollfd p[2] = { { .fd = rl->client_eof ? -1 : rl->client.fd, .events = POLLIN },
+				       { .fd = rl->upstream.fd, .events = POLLIN } };
+		int buffered = (!rl->client_eof && end_pending(&rl->client)) || end_pending(&rl->upstream);
+		int rc = poll(p, 2, buffered ? 0 : IDLE_TIMEOUT_MS);
 		if (rc < 0 && errno == EINTR)
 			continue;
-		if (rc <= 0)
+		if (rc < 0 || (rc == 0 && !buffered))
 			return;
+		if (!rl->client_eof && end_pending(&rl->client))
+			p[0].revents |= POLLIN;
+		if (end_pending(&rl->upstream))
+			p[1].revents |= POLLIN;
 		if (p[0].revents) {
 			int got = pump_once(rl, 1);
 			if (got < 0)
 				return;
 			if (got == 0) {
 				rl->client_eof = 1;
-				if (scan_flush(&rl->scan, rl->upstream) < 0)
+				if (scan_flush(&rl->scan, &rl->upstream) < 0)
 					return;
-				shutdown(rl->upstream, SHUT_WR);
+				end_shutdown(&rl->upstream);
 			}
 		}
 		if (p[1].revents) {
@@ -462,31 +575,33 @@ static void relay_run(struct relay *rl)
 	}
 }
 
+static const char ESTABLISHED[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
 static int contains_sentinel(const struct egress *eg, const char *data, size_t len)
 {
 	return eg->sentinel && memmem(data, len, eg->sentinel, strlen(eg->sentinel));
 }
 
-/* After the head was decided and upstream connected: the head (or 200) sent, then the relay. */
-static void forward(const struct egress *eg, struct request *r, int client, int upstream, const struct strbuf *in,
-		    size_t head_len)
+/* After the head was decided and upstream connected: the head (or 200) sent, then the relay. A CONNECT whose TLS
+ * the proxy terminated (intercept) is relayed as a request of its own, like an absolute-URI one. */
+static void forward(const struct egress *eg, struct request *r, struct end client, struct end upstream,
+		    const struct strbuf *in, size_t head_len, int intercept)
 {
 	struct relay rl = { .client = client, .upstream = upstream, .head = STRBUF_INIT,
 			    .scan = { .needle = r->provider ? NULL : eg->sentinel, .pending = STRBUF_INIT } };
 	rl.scan.n = rl.scan.needle ? strlen(rl.scan.needle) : 0;
 	int ok;
-	if (r->is_connect) {
-		static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-		ok = fs_write_all(client, established, sizeof(established) - 1) == 0;
+	if (r->is_connect && !intercept) {
+		ok = end_write(&rl.client, ESTABLISHED, sizeof(ESTABLISHED) - 1) == 0;
 	} else {
 		_cleanup_strbuf_ struct strbuf head = STRBUF_INIT;
 		rewrite_request_head(eg, r, in->buf, head_len, &head);
-		ok = fs_write_all(upstream, head.buf, head.len) == 0;
+		ok = end_write(&rl.upstream, head.buf, head.len) == 0;
 		explicit_bzero(head.buf, head.len);
 		rl.response_head = 1;
 	}
 	if (ok && in->len > head_len)
-		ok = scan_and_send(&rl.scan, upstream, in->buf + head_len, in->len - head_len, &rl.sentinel_found) == 0;
+		ok = scan_and_send(&rl.scan, &rl.upstream, in->buf + head_len, in->len - head_len, &rl.sentinel_found) == 0;
 	if (ok)
 		relay_run(&rl);
 	if (rl.sentinel_found)
@@ -495,12 +610,67 @@ static void forward(const struct egress *eg, struct request *r, int client, int 
 	strbuf_release(&rl.head);
 }
 
+/* origin-form "METHOD /path HTTP/1.x" (inside a terminated tunnel) into r's method and path. */
+static int parse_origin_line(const char *head, struct request *r)
+{
+	const char *sp1 = strchr(head, ' '), *eol = strstr(head, "\r\n");
+	const char *sp2 = sp1 && eol && sp1 < eol ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
+	if (!sp2 || sp1 == head || (size_t)(sp1 - head) >= sizeof(r->method) || sp1[1] != '/' ||
+	    strncmp(sp2 + 1, "HTTP/1.", 7))
+		return -1;
+	memcpy(r->method, head, (size_t)(sp1 - head));
+	r->method[sp1 - head] = 0;
+	if (strspn(r->method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(r->method))
+		return -1;
+	free(r->path);
+	r->path = xstrndup(sp1 + 1, (size_t)(sp2 - sp1 - 1));
+	return 0;
+}
+
+/* The provider's https endpoint: the agent's TLS ends here (the per-task CA's certificate for that host), one
+ * request is read, its sentinel swapped, and it goes on over TLS verified against the real chain. */
+static void intercept(const struct egress *eg, struct request *r, int client, size_t early_bytes)
+{
+	struct err e = ERR_INIT;
+	struct end down = { .fd = client }, up = { .fd = -1 };
+	_cleanup_strbuf_ struct strbuf in = STRBUF_INIT;
+	size_t head_len = 0;
+	struct timeval limit = { .tv_sec = HEAD_TIMEOUT_MS / 1000 };
+	setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+	if (early_bytes || end_write(&down, ESTABLISHED, sizeof(ESTABLISHED) - 1) < 0 ||
+	    !(down.tls = tls_new(eg->tls_server, client, NULL, &e)) || tls_handshake(down.tls, &e) != 0 ||
+	    read_head(&down, &in, &head_len) < 0 || parse_origin_line(in.buf, r) < 0)
+		goto out; /* the agent did not speak TLS and HTTP/1.1 to its provider: nothing was sent anywhere */
+	if ((up.fd = connect_upstream(r)) < 0 || !(up.tls = tls_new(eg->tls_client, up.fd, r->host, &e)) ||
+	    tls_handshake(up.tls, &e) != 0) {
+		_cleanup_free_ char *body = xasprintf("agor egress: %s:%d: %s\n", r->host, r->port,
+						      err_is_set(&e) ? e.message : "the provider did not answer");
+		char head[160];
+		int n = snprintf(head, sizeof(head), "HTTP/1.1 502 Bad Gateway\r\nContent-Length: %zu\r\n"
+						     "Connection: close\r\n\r\n", strlen(body));
+		if (end_write(&down, head, (size_t)n) == 0)
+			(void)end_write(&down, body, strlen(body));
+		goto out;
+	}
+	limit.tv_sec = 0;
+	setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+	forward(eg, r, down, up, &in, head_len, 1);
+	tls_close_notify(down.tls);
+out:
+	err_clear(&e);
+	tls_free(down.tls);
+	tls_free(up.tls);
+	if (up.fd >= 0)
+		close(up.fd);
+}
+
 static void serve_connection(const struct egress *eg, int client)
 {
 	_cleanup_strbuf_ struct strbuf in = STRBUF_INIT;
 	struct request r = { .port = 0 };
 	size_t head_len = 0;
-	if (read_head(client, &in, &head_len) < 0)
+	struct end down = { .fd = client };
+	if (read_head(&down, &in, &head_len) < 0)
 		return;
 	strbuf_setlen(&in, in.len); /* NUL-terminated for the parsers */
 	if (parse_request_line(in.buf, &r) < 0) {
@@ -515,12 +685,16 @@ static void serve_connection(const struct egress *eg, int client)
 		refuse(eg, client, r.host, r.port, why);
 		goto out;
 	}
+	if (r.is_connect && r.provider && eg->tls_server) {
+		intercept(eg, &r, client, in.len - head_len);
+		goto out;
+	}
 	int upstream = connect_upstream(&r);
 	if (upstream < 0) {
 		answer(client, "502 Bad Gateway", "agor egress: the destination did not answer\n");
 		goto out;
 	}
-	forward(eg, &r, client, upstream, &in, head_len);
+	forward(eg, &r, down, (struct end){ .fd = upstream }, &in, head_len, 0);
 	close(upstream);
 out:
 	free(r.path);
@@ -687,6 +861,11 @@ void egress_free(struct egress *eg)
 	}
 	free(eg->socket_path);
 	free(eg->provider_host);
+	free(eg->ca_path);
+	free(eg->bundle_path);
+	tls_config_free(eg->tls_server);
+	tls_config_free(eg->tls_client);
+	egress_ca_free(eg->ca);
 	egress_allow_release(&eg->allow);
 	free(eg);
 }

@@ -31,6 +31,13 @@
  *                                 in x-api-key or Authorization is replaced by the key; the response's head gets
  *                                 "Connection: close" too, so a client never reuses the connection.
  *   anything else (https:// absolute URIs, userinfo, origin-form) → 400.
+ *   CONNECT provider:port       → with cfg.provider_tls the proxy terminates the agent's TLS itself, with a
+ *                                 certificate for the provider host signed by a CA made for this run
+ *                                 (egress_ca.h: its key only in memory, wiped once the one certificate is
+ *                                 signed); reads one request, swaps the sentinel as above, and sends it on over
+ *                                 TLS to the provider, verified against cfg.upstream_ca_file or the system
+ *                                 bundle (host name included); the response gets "Connection: close". The agent
+ *                                 trusts that CA through egress_ca_file()/egress_ca_bundle() (execrun.h).
  * A destination is allowed when egress_allow_match() knows its name and port; names are resolved here,
  * outside, and an address of a local class is used only when a rule names it exactly (egress_allow.h).
  * Refusals answer "403 Forbidden" with the reason and are reported: {"host", "port", "reason", "count"}
@@ -53,6 +60,8 @@ struct egress_config {
 	const char *allow;	   /* execution.sandbox.egress_allow, or NULL */
 	const char *provider_host; /* the session's provider endpoint (allowed; gets the key), or NULL */
 	int provider_port;
+	int provider_tls;		/* the provider endpoint is https: its TLS is terminated here (below) */
+	const char *upstream_ca_file;	/* verifies the provider upstream; NULL: the system bundle */
 	uid_t run_uid; /* who the sandboxed run is: the directory's owner */
 };
 
@@ -61,6 +70,9 @@ struct egress;
 struct egress *egress_open(const struct egress_config *cfg, struct err *e);
 const char *egress_dir(const struct egress *eg);
 const char *egress_socket_path(const struct egress *eg);
+/* An https provider: the per-task CA certificate, and the same followed by the system bundle (NULL otherwise). */
+const char *egress_ca_file(const struct egress *eg);
+const char *egress_ca_bundle(const struct egress *eg);
 void egress_set_credential(struct egress *eg, const char *sentinel, const char *key);
 int egress_launch(struct egress *eg, struct err *e);
 json_t *egress_finish(struct egress *eg);

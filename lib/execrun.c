@@ -177,6 +177,8 @@ static int open_egress(const struct execrun_confine_request *req, struct execrun
 		.allow = req->cfg->execution.sandbox.egress_allow,
 		.provider_host = provider.host,
 		.provider_port = provider.port,
+		.provider_tls = provider.scheme && !strcmp(provider.scheme, "https"),
+		.upstream_ca_file = req->cfg->execution.sandbox.upstream_ca_file,
 		.run_uid = geteuid() == 0 ? (uid_t)req->cfg->execution.sandbox.root_maps_to : geteuid(),
 	};
 	if (!(pr->egress = egress_open(&ec, e)))
@@ -292,7 +294,7 @@ int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e
 
 /* The proxy variables every HTTP client of note reads (curl, git, pip, npm, Node with NODE_USE_ENV_PROXY, Bun,
  * Rust's reqwest), set last so that the payload's env cannot point them elsewhere. */
-static void set_proxy_environment(struct strvec *env)
+static void set_proxy_environment(const struct egress *eg, struct strvec *env)
 {
 	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
 					     "all_proxy" };
@@ -303,6 +305,15 @@ static void set_proxy_environment(struct strvec *env)
 	strvec_setenv(env, "NO_PROXY", "");
 	strvec_setenv(env, "no_proxy", "");
 	strvec_setenv(env, "NODE_USE_ENV_PROXY", "1");
+	if (!egress_ca_file(eg))
+		return;
+	/* An https provider: the per-task CA is trusted — added to Node's roots, and the CA with the system bundle
+	 * where a variable replaces the roots (Codex, OpenSSL, curl, Python requests, git). */
+	strvec_setenv(env, "NODE_EXTRA_CA_CERTS", egress_ca_file(eg));
+	static const char *const bundles[] = { "SSL_CERT_FILE", "CODEX_CA_CERTIFICATE", "CURL_CA_BUNDLE",
+					       "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO" };
+	for (size_t i = 0; i < ARRAY_SIZE(bundles); i++)
+		strvec_setenv(env, bundles[i], egress_ca_bundle(eg));
 }
 
 void execrun_environment(const struct execrun_confinement *pr, json_t *extra, struct strvec *env)
@@ -317,7 +328,7 @@ void execrun_environment(const struct execrun_confinement *pr, json_t *extra, st
 	json_t *value;
 	json_object_foreach(extra, name, value) strvec_setenv(env, name, json_string_value(value));
 	if (pr->sb && pr->egress)
-		set_proxy_environment(env);
+		set_proxy_environment(pr->egress, env);
 }
 
 static void setup_child(const struct execrun_request *req, struct child *c, const struct execrun_confinement *pr)

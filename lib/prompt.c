@@ -662,8 +662,8 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	return conclude(r, &c, data, e);
 }
 
-/* The agent holds a sentinel instead of the key when the egress proxy can swap it: network proxy and a plain-HTTP
- * endpoint (an https one would need the proxy to terminate TLS: the agent then holds the key, as with host). */
+/* The agent holds a sentinel instead of the key when the egress proxy swaps it: network proxy, and a provider
+ * endpoint the proxy can read (http, or https, whose TLS it terminates: egress.h). */
 static int key_is_swapped(const struct prompt_run *r, const char *base_url)
 {
 	if (!r->req->cfg->execution.sandbox.enabled ||
@@ -671,10 +671,11 @@ static int key_is_swapped(const struct prompt_run *r, const char *base_url)
 		return 0;
 	struct url u = URL_INIT;
 	struct err ignored = ERR_INIT;
-	int http = url_parse(provider_url(r, base_url), &u, &ignored) == 0 && !strcmp(u.scheme, "http");
+	int readable = url_parse(provider_url(r, base_url), &u, &ignored) == 0 &&
+		       (!strcmp(u.scheme, "http") || !strcmp(u.scheme, "https"));
 	url_release(&u);
 	err_clear(&ignored);
-	return http;
+	return readable;
 }
 
 static int run_agent(struct prompt_run *r, json_t **data, struct err *e)

@@ -132,7 +132,9 @@ chmod -R a+rX "$CLI_DIR" 2>/dev/null || true
 SCENE='
   [ -n "${TRACE:-}" ] && set -x
   KEY=sk-ant-SECRET-KEY-4242 OPENAI_KEY=sk-openai-SECRET-7777
+  if [ -n "$TLS" ]; then bash "$TEST_TOP/test/helpers/make-test-ca.sh" tls; export SCRIPTED_TLS_DIR=$PWD/tls; fi
   python3 "$TEST_TOP/test/helpers/anthropic-server.py" port server.log > /dev/null 2>&1 &
+  unset SCRIPTED_TLS_DIR
   server_pid=$!
   python3 "$TEST_TOP/test/helpers/openai-server.py" openai-port openai.log > /dev/null 2>&1 &
   openai_pid=$!
@@ -144,8 +146,14 @@ SCENE='
   [ -s port ] && [ -s openai-port ] && [ -s allowed-port ] && [ -s outside-port ] || fail "the scripted servers did not start"
   ALLOWED=$(cat allowed-port) OUTSIDE=$(cat outside-port)
   mkdir -p data && chmod 755 "$T" data
-  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: 127.0.0.1:%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
-    "$T" "$ALLOWED" "$CLAUDE" "$(cat port)" "$CODEX" "$(cat openai-port)" > config.yaml
+  ALLOW="127.0.0.1:$ALLOWED" PROVIDER="http://127.0.0.1:$(cat port)" UPSTREAM_CA=""
+  if [ -n "$TLS" ]; then # https://localhost:PORT: the loopback address must be named, and the test CA verifies it
+    ALLOW="$ALLOW, 127.0.0.1:$(cat port)" PROVIDER="https://localhost:$(cat port)"
+    UPSTREAM_CA="    upstream_ca_file: $PWD/tls/ca.crt"
+  fi
+  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: %s\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: %s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
+    "$T" "$ALLOW" "$UPSTREAM_CA" "$CLAUDE" "$PROVIDER" "$CODEX" "$(cat openai-port)" > config.yaml
+  chmod a+rX "$PWD/tls" 2> /dev/null || true
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
   groupadd agor_users
@@ -244,15 +252,39 @@ CODEX_EGRESS='
 '
 
 # agent_scratch TOOL MODE BODY — BODY after SCENE with a session of TOOL in MODE, as root in a private mount namespace.
-agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX='$CODEX' TOOL='$1' MODE='$2' TRACE='${TRACE:-}'
+agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX='$CODEX' TOOL='$1' MODE='$2' TLS='${TLS:-}' TRACE='${TRACE:-}'
 $SCENE
 $3"; }
+
+# An https provider endpoint: the proxy terminates the agent's TLS with a per-task CA and verifies the real one.
+TLS_EGRESS='
+  cat > "$wt_path/tls-probe.sh" <<SH
+env > env.txt
+curl -sS -m 10 -o /dev/null -w "%{http_code}" https://localhost:$(cat port)/ > ca.txt 2>&1
+# the key in cleartext to the provider'"'"'s TLS port: the proxy must not swap it there
+curl -sS -m 10 -o /dev/null -w "%{http_code}" -H "x-api-key: \$ANTHROPIC_API_KEY" http://localhost:$(cat port)/v1/messages > clear.txt 2>&1
+SH
+  a prompt "$session" "please RUN: sh tls-probe.sh" --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
+  grep -q "\"status\":\"completed\"" events.jsonl || { tail -5 events.jsonl; fail "the prompt did not complete"; }
+  grep -q "^ANTHROPIC_API_KEY=agor-sentinel-[0-9a-f]\{32\}$" "$wt_path/env.txt" || fail "the agent holds no sentinel"
+  ! grep -q "$KEY" "$wt_path/env.txt" || fail "the real key is in the environment of the agent'"'"'s tools"
+  ca=$(sed -n "s/^NODE_EXTRA_CA_CERTS=//p" "$wt_path/env.txt")
+  [ -n "$ca" ] && grep -q "^SSL_CERT_FILE=" "$wt_path/env.txt" && grep -q "^CODEX_CA_CERTIFICATE=" "$wt_path/env.txt" || fail "the agent trusts no per-task CA"
+  grep -q "\"x-api-key\": \"$KEY\"" server.log || { head -c 1500 server.log; fail "the https endpoint never received the real key"; }
+  ! grep -q "agor-sentinel" server.log || fail "the endpoint saw the sentinel"
+  grep -qx "404" "$wt_path/ca.txt" || { cat "$wt_path/ca.txt"; fail "curl in the sandbox did not reach the endpoint through the proxy with the per-task CA"; }
+  grep -qx "403" "$wt_path/clear.txt" || { cat "$wt_path/clear.txt"; fail "the sentinel went to the provider in cleartext"; }
+  grep -q "task.egress_refused.*sentinel" events.jsonl || fail "the cleartext attempt was not reported"
+  ! grep -rq "$KEY" daemon.log events.jsonl err || fail "the key leaked into a log or the output"
+'
+
 
 if [ ! -x "$CLAUDE" ] || [ ! -x "$CODEX" ]; then
   test_skip "Claude Code and Codex through the egress proxy" "the npm registry is unreachable: the agent CLIs are not installed"
 else
   test_case "claude code: the tools hold a sentinel, the endpoint gets the key; only allowlisted hosts are reached; refusals are events and audit rows" 'agent_scratch claude-code bypassPermissions "$AGENT_EGRESS"'
   test_case "codex: the same through its Authorization header; its own calls elsewhere are refused and reported" 'agent_scratch codex default "$CODEX_EGRESS"'
+  test_case "claude code, https endpoint: the proxy terminates TLS with a per-task CA, verifies the endpoint, swaps the key" 'TLS=1 agent_scratch claude-code bypassPermissions "$TLS_EGRESS"'
 fi
 
 test_done

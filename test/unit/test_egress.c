@@ -1,10 +1,13 @@
 /* test_egress.c — unit tests of the egress allowlist (egress_allow.h): entries, name and port matching, the
- * address classes a name alone never reaches. Never touches the network. */
+ * address classes a name alone never reaches; the per-task CA (egress_ca.h). Never touches the network. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
 
+#include <mbedtls/x509_crt.h>
+
 #include "egress_allow.h"
+#include "egress_ca.h"
 #include "unit.h"
 #include "banned.h"
 
@@ -104,4 +107,38 @@ TEST(egress_local_address_needs_a_rule_naming_it_and_its_port)
 	inet_pton(AF_INET, "127.0.0.2", &s.sin_addr);
 	CHECK(!egress_allow_names_address(&a, (struct sockaddr *)&s, 443)); /* no port: never a local service */
 	egress_allow_release(&a);
+}
+
+static uint32_t verify_leaf(const struct egress_ca *ca, const char *cn)
+{
+	mbedtls_x509_crt root, leaf;
+	mbedtls_x509_crt_init(&root);
+	mbedtls_x509_crt_init(&leaf);
+	CHECK_INT(mbedtls_x509_crt_parse(&root, (const unsigned char *)egress_ca_pem(ca), strlen(egress_ca_pem(ca)) + 1), 0);
+	CHECK_INT(mbedtls_x509_crt_parse(&leaf, (const unsigned char *)egress_ca_leaf_pem(ca),
+					 strlen(egress_ca_leaf_pem(ca)) + 1),
+		  0);
+	uint32_t flags = 0;
+	mbedtls_x509_crt_verify(&leaf, &root, NULL, cn, &flags, NULL, NULL);
+	mbedtls_x509_crt_free(&root);
+	mbedtls_x509_crt_free(&leaf);
+	return flags;
+}
+
+TEST(egress_ca_issues_one_verifiable_certificate_for_the_provider_host)
+{
+	struct err e = ERR_INIT;
+	struct egress_ca *ca = egress_ca_new("api.example.com", &e);
+	CHECK(ca != NULL);
+	CHECK_CONTAINS(egress_ca_pem(ca), "BEGIN CERTIFICATE");
+	CHECK_CONTAINS(egress_ca_leaf_key_pem(ca), "PRIVATE KEY");
+	CHECK_INT((int)verify_leaf(ca, "api.example.com"), 0);
+	CHECK(verify_leaf(ca, "other.example.com") & MBEDTLS_X509_BADCERT_CN_MISMATCH);
+	struct egress_ca *other = egress_ca_new("api.example.com", &e);
+	CHECK(strcmp(egress_ca_pem(ca), egress_ca_pem(other)) != 0); /* a CA per run */
+	egress_ca_free(other);
+	egress_ca_free(ca);
+	ca = egress_ca_new("127.0.0.1", &e); /* an address literal: an iPAddress subjectAltName */
+	CHECK(ca != NULL);
+	egress_ca_free(ca);
 }
