@@ -116,6 +116,19 @@ test_case "proxy: a killed root executor leaves no proxy, no sandboxed run and n
   done
 '
 
+test_case "proxy: a terminal pane's shell (sandbox-shell --policy) reaches only the allowlist, and says what was refused" "$EXEC"'
+  rm -f "$AGOR_HOME/config.yaml"
+  printf "curl -sS -m 5 http://127.0.0.1:$ALLOWED/pane\ncurl -sS -m 5 -o /dev/null -w \"outside %%{http_code}\\\\n\" http://127.0.0.1:$OUTSIDE/\nexit\n" > cmds
+  SHELL=/bin/sh "$AGOR" executor sandbox-shell --data-home "$AGOR_HOME" --cwd "$W" \
+    --policy "{\"execution.sandbox.network\":\"proxy\",\"execution.sandbox.egress_allow\":\"127.0.0.1:$ALLOWED\"}" < cmds > pane.out 2> pane.err
+  cat pane.out pane.err
+  expect_contains pane.out "hello from target"
+  expect_contains pane.out "outside 403"
+  expect_contains pane.err "refused by the egress proxy"
+  expect_contains pane.err "\"port\":$OUTSIDE"
+  [ ! -s outside.log ] || fail "the listener outside was reached"
+'
+
 # --- the real Claude Code, as t0080 drives it: the daemon runs as root in insulated mode, every executor (and so
 # the agent) as agor_executor; the network setting is left at its default (none), which an agent run raises to proxy.
 CLAUDE_VERSION=2.1.197
