@@ -457,7 +457,8 @@ static void add_header(const struct egress *eg, const struct request *r, struct 
 		       size_t len)
 {
 	const char *at = eg->sentinel && eg->key && r->provider &&
-					 (header_is(line, len, "x-api-key") || header_is(line, len, "authorization"))
+					 (header_is(line, len, "x-api-key") || header_is(line, len, "authorization") ||
+					  header_is(line, len, "x-goog-api-key"))
 				 ? memmem(line, len, eg->sentinel, strlen(eg->sentinel))
 				 : NULL;
 	if (!at) {

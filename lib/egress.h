@@ -28,8 +28,9 @@
  *                                 the sentinel, and the tunnel is cut before one would leave.
  *   METHOD http://host[:port]/… → the destination decided, the request sent in origin form with
  *                                 "Connection: close" (Proxy-* headers dropped); for the provider the sentinel
- *                                 in x-api-key or Authorization is replaced by the key; the response's head gets
- *                                 "Connection: close" too, so a client never reuses the connection.
+ *                                 in x-api-key, Authorization or x-goog-api-key is replaced by the key; the
+ *                                 response's head gets "Connection: close" too, so a client never reuses the
+ *                                 connection. An https provider is never the provider here (no key in clear).
  *   anything else (https:// absolute URIs, userinfo, origin-form) → 400.
  *   CONNECT provider:port       → with cfg.provider_tls the proxy terminates the agent's TLS itself, with a
  *                                 certificate for the provider host signed by a CA made for this run
