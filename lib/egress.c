@@ -52,6 +52,9 @@ struct egress {
 	struct tls_config *tls_server;	/* its certificate for the provider host */
 	struct tls_config *tls_client;	/* upstream: the system bundle or cfg.upstream_ca_file */
 	char *ca_path, *bundle_path;	/* in dir: the CA alone; the CA and the system bundle */
+	json_t *refused;		/* what the proxy refused so far ({host, port, reason, count[, reported]}) */
+	long long dropped;		/* refusals past EGRESS_MAX_REPORTED entries */
+	struct strbuf partial;		/* a line of the pipe not read whole yet */
 };
 
 /* --- opening ------------------------------------------------------------------------------------ */
@@ -107,6 +110,8 @@ struct egress *egress_open(const struct egress_config *cfg, struct err *e)
 {
 	struct egress *eg = xcalloc(1, sizeof(*eg));
 	eg->listen_fd = eg->report[0] = eg->report[1] = -1;
+	eg->refused = json_array();
+	strbuf_init(&eg->partial, 0);
 	if (egress_allow_parse(&eg->allow, cfg->allow, e) < 0) {
 		err_prefix(e, "execution.sandbox.egress_allow");
 		return egress_free(eg), NULL;
@@ -787,47 +792,60 @@ int egress_launch(struct egress *eg, struct err *e)
 
 /* --- the end ---------------------------------------------------------------------------------------- */
 
-static void count_refusal(json_t *refused, json_t *entry, long long *dropped)
+/* One refusal into the run's list: a repeat counted in its entry; 1 when it is a new entry. */
+static int count_refusal(struct egress *eg, json_t *entry)
 {
 	size_t i;
 	json_t *old;
-	json_array_foreach(refused, i, old)
+	json_array_foreach(eg->refused, i, old)
 	{
 		if (json_equal(json_object_get(old, "host"), json_object_get(entry, "host")) &&
 		    json_equal(json_object_get(old, "port"), json_object_get(entry, "port")) &&
 		    json_equal(json_object_get(old, "reason"), json_object_get(entry, "reason"))) {
 			json_object_set_new(old, "count", json_integer(json_integer_value(json_object_get(old, "count")) + 1));
-			return;
+			return 0;
 		}
 	}
-	if (json_array_size(refused) >= EGRESS_MAX_REPORTED) {
-		(*dropped)++;
-		return;
+	if (json_array_size(eg->refused) >= EGRESS_MAX_REPORTED) {
+		eg->dropped++;
+		return 0;
 	}
 	json_object_set_new(entry, "count", json_integer(1));
-	json_array_append(refused, entry);
+	json_array_append(eg->refused, entry);
+	return 1;
 }
 
-static json_t *read_refusals(struct egress *eg)
+/* What the connection processes wrote since the last call; new entries also appended to fresh (when set). */
+static void drain(struct egress *eg, json_t *fresh)
 {
-	_cleanup_strbuf_ struct strbuf all = STRBUF_INIT;
-	char buf[4096];
+	char buf[16384];
 	ssize_t n;
-	while ((n = read(eg->report[0], buf, sizeof(buf))) > 0)
-		strbuf_add(&all, buf, (size_t)n);
-	json_t *refused = json_array();
-	long long dropped = 0;
-	for (char *line = all.buf, *nl; all.len && (nl = strchr(line, '\n')); line = nl + 1) {
+	while (eg->report[0] >= 0 && (n = read(eg->report[0], buf, sizeof(buf))) > 0)
+		strbuf_add(&eg->partial, buf, (size_t)n);
+	char *line = eg->partial.buf, *nl;
+	while ((nl = memchr(line, '\n', eg->partial.len - (size_t)(line - eg->partial.buf)))) {
 		json_t *entry = json_loadb(line, (size_t)(nl - line), 0, NULL);
-		if (json_is_object(entry))
-			count_refusal(refused, entry, &dropped);
+		if (json_is_object(entry) && count_refusal(eg, entry) && fresh)
+			json_array_append(fresh, entry);
 		json_decref(entry);
+		line = nl + 1;
 	}
-	if (!json_array_size(refused)) {
-		json_decref(refused);
-		return NULL;
-	}
-	return json_pack("{s:o,s:I}", "refused", refused, "dropped", (json_int_t)dropped);
+	strbuf_remove_front(&eg->partial, (size_t)(line - eg->partial.buf));
+}
+
+int egress_report_fd(const struct egress *eg)
+{
+	return eg ? eg->report[0] : -1;
+}
+
+json_t *egress_take_new(struct egress *eg)
+{
+	json_t *fresh = json_array();
+	drain(eg, fresh);
+	size_t i;
+	json_t *entry;
+	json_array_foreach(fresh, i, entry) json_object_set_new(entry, "reported", json_true());
+	return fresh;
 }
 
 json_t *egress_finish(struct egress *eg)
@@ -841,7 +859,10 @@ json_t *egress_finish(struct egress *eg)
 			;
 		eg->pid = 0;
 	}
-	return eg->report[0] >= 0 ? read_refusals(eg) : NULL;
+	drain(eg, NULL);
+	if (!json_array_size(eg->refused))
+		return NULL;
+	return json_pack("{s:O,s:I}", "refused", eg->refused, "dropped", (json_int_t)eg->dropped);
 }
 
 void egress_free(struct egress *eg)
@@ -864,6 +885,8 @@ void egress_free(struct egress *eg)
 	free(eg->provider_host);
 	free(eg->ca_path);
 	free(eg->bundle_path);
+	json_decref(eg->refused);
+	strbuf_release(&eg->partial);
 	tls_config_free(eg->tls_server);
 	tls_config_free(eg->tls_client);
 	egress_ca_free(eg->ca);

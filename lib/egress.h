@@ -14,6 +14,7 @@
  *   egress_set_credential(eg, sentinel, key);     // optional: copies both; the caller wipes its own key
  *   egress_launch(eg, e);                         // forks the proxy (once; later calls do nothing)
  *   ... the run ...
+ *   json_t *fresh = egress_take_new(eg);          // optional, while the run lives (see below)
  *   json_t *report = egress_finish(eg);           // stops the proxy: {"refused": [...], "dropped": N} or NULL
  *   egress_free(eg);
  *
@@ -76,6 +77,11 @@ const char *egress_ca_file(const struct egress *eg);
 const char *egress_ca_bundle(const struct egress *eg);
 void egress_set_credential(struct egress *eg, const char *sentinel, const char *key);
 int egress_launch(struct egress *eg, struct err *e);
+/* While the run lives: the pipe refusals arrive on (poll it for POLLIN), and the refusals not seen before since
+ * the last call (a new array; each entry also marked "reported": true in the final report, so the daemon
+ * audits and announces it only once). */
+int egress_report_fd(const struct egress *eg);
+json_t *egress_take_new(struct egress *eg);
 json_t *egress_finish(struct egress *eg);
 void egress_free(struct egress *eg);
 

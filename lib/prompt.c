@@ -76,6 +76,7 @@ struct prompt_run {
 	json_t *egress;		 /* the egress proxy's refusals (egress.h), or NULL */
 	char *api_key;		 /* from get_api_key until the proxy (or the agent's environment) has it */
 	char *sentinel;		 /* what the agent holds instead of the key, or NULL */
+	struct egress *proxy;	 /* network proxy: the run's proxy, whose refusals are reported as they come */
 };
 
 static void run_release(struct prompt_run *r)
@@ -522,6 +523,22 @@ static void request_stop(struct child *c, long long *kill_at)
 	*kill_at = (long long)loop_now_ms() + STOP_GRACE_MS;
 }
 
+/* The egress proxy's new refusals, audited and announced by the daemon while the run lives. */
+static void report_egress(struct prompt_run *r)
+{
+	json_t *fresh = egress_take_new(r->proxy);
+	struct err e = ERR_INIT;
+	json_t *result = NULL;
+	if (json_array_size(fresh) && !err_is_set(&r->report_error) &&
+	    daemon_call(r, "report_egress", json_pack("{s:s,s:O}", "task_id", r->req->task_id, "refused", fresh), &result,
+			&e) == 0)
+		json_decref(result);
+	else if (err_is_set(&e))
+		log_warn("%s", e.message); /* the end's report still holds them */
+	err_clear(&e);
+	json_decref(fresh);
+}
+
 static void pump(struct prompt_run *r, struct child *c)
 {
 	long long kill_at = 0;
@@ -530,12 +547,15 @@ static void pump(struct prompt_run *r, struct child *c)
 			request_stop(c, &kill_at);
 		if (kill_at && (long long)loop_now_ms() >= kill_at)
 			child_kill_group(c, SIGKILL);
-		struct pollfd p[4] = { { .fd = c->out, .events = POLLIN }, { .fd = c->err, .events = POLLIN },
-				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN } };
+		struct pollfd p[5] = { { .fd = c->out, .events = POLLIN }, { .fd = c->err, .events = POLLIN },
+				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN },
+				       { .fd = egress_report_fd(r->proxy), .events = POLLIN } };
 		int tick = child_tick(c); /* the sandbox's write budget is sampled meanwhile */
 		int wait = kill_at ? (tick >= 0 && tick < 200 ? tick : 200) : tick;
-		if (poll(p, 4, wait) < 0 && errno != EINTR)
+		if (poll(p, 5, wait) < 0 && errno != EINTR)
 			break;
+		if (p[4].revents & POLLIN)
+			report_egress(r);
 		if (p[0].revents && !read_stream(&c->out, &r->line))
 			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */
 		relay_lines(r);
@@ -651,7 +671,9 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	if (rc < 0)
 		return -1;
 	feed_stdin(&c, &input);
+	r->proxy = as->cf.egress;
 	pump(r, &c);
+	r->proxy = NULL;
 	int status;
 	if (child_wait(&c, &status, e) < 0)
 		return -1;

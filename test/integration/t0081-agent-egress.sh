@@ -232,6 +232,9 @@ outside, daemon, allowed = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 want = {("127.0.0.1", outside, "not-allowed"), ("127.0.0.1", daemon, "not-allowed"),
         ("not-allowed.invalid", 80, "not-allowed"), ("127.0.0.1", allowed, "sentinel")}
 assert want <= got, (want - got, got)
+kinds = [e.get("type") if e.get("type") != "message" else e["data"].get("message_type") for e in events]
+first_refusal = kinds.index("task.egress_refused")
+assert first_refusal < kinds.index("result"), kinds  # announced while the agent ran, not after it
 PY
   "$AGOR" audit list --json --config "$PWD/config.yaml" > audit.json 2>/dev/null || python3 "$TEST_TOP/test/helpers/rpc.py" /run/agor/agor.sock audit.list > audit.json
   python3 - audit.json "$ALLOWED" <<PY
@@ -244,6 +247,8 @@ reasons = {r.get("outcome") for r in refused}
 assert {"not-allowed", "sentinel"} <= reasons, rows[-5:]
 text = json.dumps(refused)
 assert str(sys.argv[2]) in text and "not-allowed.invalid" in text, text
+named = [r for r in refused if "not-allowed.invalid" in json.dumps(r)]
+assert len(named) == 1, named  # once, live: not again when the run ended
 PY
 '
 
