@@ -359,9 +359,21 @@ static int parse_request_line(const char *head, struct request *r)
 	return parse_authority(auth, alen, r, 80);
 }
 
-/* NULL: allowed (r->addr filled); else the reason of the refusal. */
-static const char *decide(const struct egress *eg, struct request *r)
+static int contains_sentinel(const struct egress *eg, const char *data, size_t len)
 {
+	return eg->sentinel && memmem(data, len, eg->sentinel, strlen(eg->sentinel));
+}
+
+/* NULL: allowed (r->addr filled); else the reason of the refusal. head: the request's bytes so far, checked for
+ * the sentinel before anything (a DNS query included) could carry it away. */
+static const char *decide(const struct egress *eg, struct request *r, const struct strbuf *head)
+{
+	/* The provider as configured: an https one only through CONNECT (whose TLS is terminated here), an http one
+	 * only in absolute-URI requests — never the key in cleartext to a TLS port, never inside a raw tunnel. */
+	r->provider = eg->provider_host && !strcmp(r->host, eg->provider_host) && r->port == eg->provider_port &&
+		      r->is_connect == (eg->tls_server != NULL);
+	if (!r->provider && contains_sentinel(eg, head->buf, head->len))
+		return "sentinel";
 	if (!egress_allow_match(&eg->allow, r->host, r->port))
 		return "not-allowed";
 	char port[8];
@@ -380,10 +392,6 @@ static const char *decide(const struct egress *eg, struct request *r)
 		r->addrlen[r->naddr++] = ai->ai_addrlen;
 	}
 	freeaddrinfo(list);
-	/* The provider as configured: an https one only through CONNECT (whose TLS is terminated here), an http one
-	 * only in absolute-URI requests — never the key in cleartext to a TLS port, never inside a raw tunnel. */
-	r->provider = eg->provider_host && !strcmp(r->host, eg->provider_host) && r->port == eg->provider_port &&
-		      r->is_connect == (eg->tls_server != NULL);
 	return r->naddr ? NULL : why;
 }
 
@@ -583,11 +591,6 @@ static void relay_run(struct relay *rl)
 
 static const char ESTABLISHED[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-static int contains_sentinel(const struct egress *eg, const char *data, size_t len)
-{
-	return eg->sentinel && memmem(data, len, eg->sentinel, strlen(eg->sentinel));
-}
-
 /* After the head was decided and upstream connected: the head (or 200) sent, then the relay. A CONNECT whose TLS
  * the proxy terminated (intercept) is relayed as a request of its own, like an absolute-URI one. */
 static void forward(const struct egress *eg, struct request *r, struct end client, struct end upstream,
@@ -684,9 +687,7 @@ static void serve_connection(const struct egress *eg, int client)
 		answer(client, "400 Bad Request", "agor egress: only CONNECT host:port and http:// absolute URIs\n");
 		goto out;
 	}
-	const char *why = decide(eg, &r);
-	if (!why && !r.provider && contains_sentinel(eg, in.buf, in.len))
-		why = "sentinel";
+	const char *why = decide(eg, &r, &in);
 	if (why) {
 		refuse(eg, client, r.host, r.port, why);
 		goto out;

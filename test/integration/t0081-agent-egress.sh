@@ -197,7 +197,7 @@ SCENE='
   }
   expect_refusals() {
     grep -q "^sentinel-seen agor$" "$wt_path/probe.txt" || fail "the probe found no sentinel"
-    for what in outside outside-connect daemon daemon-connect name sentinel sentinel-bearer sentinel-body; do
+    for what in outside outside-connect daemon daemon-connect name sentinel sentinel-bearer sentinel-body sentinel-host; do
       grep -q "^$what 403$" "$wt_path/probe.txt" || fail "$what was not refused by the proxy"
     done
   }
@@ -247,7 +247,7 @@ reasons = {r.get("outcome") for r in refused}
 assert {"not-allowed", "sentinel"} <= reasons, rows[-5:]
 text = json.dumps(refused)
 assert str(sys.argv[2]) in text and "not-allowed.invalid" in text, text
-named = [r for r in refused if "not-allowed.invalid" in json.dumps(r)]
+named = [r for r in refused if json.loads(r["details"]).get("host") == "not-allowed.invalid"]
 assert len(named) == 1, named  # once, live: not again when the run ended
 PY
 '
