@@ -129,6 +129,59 @@ test_case "proxy: a terminal pane's shell (sandbox-shell --policy) reaches only 
   [ ! -s outside.log ] || fail "the listener outside was reached"
 '
 
+test_case "proxy: the daemon's exec.run turns each refusal into an audit row and a task.egress_refused event" '
+  python3 "$TEST_TOP/test/helpers/egress-target.py" outside-port outside.log > /dev/null 2>&1 &
+  outside_pid=$!
+  for i in $(seq 1 200); do [ -s outside-port ] && break; sleep 0.05; done
+  OUTSIDE=$(cat outside-port)
+  make_source_repo src
+  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+  printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
+  "$AGOR" daemon --foreground --port 0 2> daemon.log &
+  daemon_pid=$!
+  trap "kill $daemon_pid $outside_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+  for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && break; sleep 0.05; done
+  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && repo=$(json_get reply result.repo.id)
+  rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
+  wt=$(json_get reply result.worktree.id)
+  python3 - "$AGOR_HOME/run/agor.sock" > events.out <<PY &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n")
+buf = s.recv(65536)
+open("subscribed", "w").close()
+try:
+    while b"\"status\":\"completed\"" not in buf and b"\"status\":\"failed\"" not in buf:
+        chunk = s.recv(65536)
+        if not chunk: break
+        buf += chunk
+except socket.timeout:
+    pass
+print(buf.decode())
+PY
+  sub_pid=$!
+  for i in $(seq 1 100); do [ -e subscribed ] && break; sleep 0.05; done
+  rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"curl -sS -m 10 -o /dev/null -w %{http_code} http://127.0.0.1:$OUTSIDE/; curl -sS -m 10 -o /dev/null -w %{http_code} http://127.0.0.1:$OUTSIDE/\"]}" > reply
+  expect_contains reply "\"stdout\":\"403403\""
+  task=$(json_get reply result.task_id)
+  rpc audit.list > audit.json
+  python3 - audit.json "$task" "$OUTSIDE" <<PY
+import json, sys
+rows = json.load(open(sys.argv[1]))
+while isinstance(rows, dict):
+    rows = rows.get("result", rows.get("entries", rows.get("rows", [])))
+mine = [r for r in rows if r.get("action") == "egress.refused" and r.get("target") == sys.argv[2]]
+assert len(mine) == 1, rows[-5:]
+d = json.loads(mine[0]["details"])
+assert d == {"host": "127.0.0.1", "port": int(sys.argv[3]), "reason": "not-allowed", "count": 2}, d
+PY
+  wait $sub_pid
+  grep -q "task.egress_refused" events.out || { cat events.out; fail "no task.egress_refused event"; }
+  grep "task.egress_refused" events.out | grep -q "\"port\": *$OUTSIDE" || fail "the event does not name the port"
+  [ ! -s outside.log ] || fail "the listener outside was reached"
+'
+
 # --- the real Claude Code, as t0080 drives it: the daemon runs as root in insulated mode, every executor (and so
 # the agent) as agor_executor; the network setting is left at its default (none), which an agent run raises to proxy.
 CLAUDE_VERSION=2.1.197
