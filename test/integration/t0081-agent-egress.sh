@@ -216,9 +216,14 @@ SCENE='
   if [ -n "$TLS" ]; then # https://localhost:PORT: the loopback address must be named, and the test CA verifies it
     ALLOW="$ALLOW, 127.0.0.1:$(cat port)" PROVIDER="https://localhost:$(cat port)"
     UPSTREAM_CA="    upstream_ca_file: $PWD/tls/ca.crt"
+    if [ -n "$WRONG_CA" ]; then # another CA than the one that signed the endpoint
+      bash "$TEST_TOP/test/helpers/make-test-ca.sh" other-ca
+      UPSTREAM_CA="    upstream_ca_file: $PWD/other-ca/ca.crt"
+      chmod a+rX other-ca
+    fi
   fi
   printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: %s\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: %s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
-    "$T" "$ALLOW" "$UPSTREAM_CA" "$CLAUDE" "$PROVIDER" "$CODEX" "$(cat openai-port)" > config.yaml
+    "$T" "$ALLOW" "$UPSTREAM_CA" "${AGENT_COMMAND:-$CLAUDE}" "$PROVIDER" "$CODEX" "$(cat openai-port)" > config.yaml
   chmod a+rX "$PWD/tls" 2> /dev/null || true
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
@@ -323,9 +328,20 @@ CODEX_EGRESS='
 '
 
 # agent_scratch TOOL MODE BODY — BODY after SCENE with a session of TOOL in MODE, as root in a private mount namespace.
-agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX='$CODEX' TOOL='$1' MODE='$2' TLS='${TLS:-}' TRACE='${TRACE:-}'
+agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX='$CODEX' TOOL='$1' MODE='$2' TLS='${TLS:-}' WRONG_CA='${WRONG_CA:-}' AGENT_COMMAND='${AGENT_COMMAND:-}' TRACE='${TRACE:-}'
 $SCENE
 $3"; }
+
+# A stand-in for the CLI (no retries to wait through): it sends its sentinel to the https endpoint through the
+# proxy, which must verify that endpoint against upstream_ca_file before the key goes anywhere.
+WRONG_CA_BODY='
+  a prompt "$session" "anything" --json > events.jsonl 2> err || true
+  cat "$wt_path/upstream.txt"
+  grep -q "^502$" "$wt_path/upstream.txt" || fail "the proxy did not refuse an endpoint its CA file does not vouch for"
+  grep -q "verification failed" "$wt_path/body.txt" || { cat "$wt_path/body.txt"; fail "the 502 does not say why"; }
+  [ ! -s server.log ] || { cat server.log; fail "the endpoint received a request"; }
+'
+
 
 # An https provider endpoint: the proxy terminates the agent's TLS with a per-task CA and verifies the real one.
 TLS_EGRESS='
@@ -356,6 +372,18 @@ else
   test_case "claude code: the tools hold a sentinel, the endpoint gets the key; only allowlisted hosts are reached; refusals are events and audit rows" 'agent_scratch claude-code bypassPermissions "$AGENT_EGRESS"'
   test_case "codex: the same through its Authorization header; its own calls elsewhere are refused and reported" 'agent_scratch codex default "$CODEX_EGRESS"'
   test_case "claude code, https endpoint: the proxy terminates TLS with a per-task CA, verifies the endpoint, swaps the key" 'TLS=1 agent_scratch claude-code bypassPermissions "$TLS_EGRESS"'
+fi
+if is_root; then
+  test_case "attack: an https endpoint the upstream CA file does not vouch for never gets the key" '
+    mkdir -p agent && cat > agent/fake-claude <<"SH"
+#!/bin/sh
+cat > /dev/null
+curl -sS -m 10 -o body.txt -w "%{http_code}" -X POST -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/messages" > upstream.txt 2> curl.err
+echo "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s1\"}"
+echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\",\"session_id\":\"s1\"}"
+SH
+    chmod 755 agent agent/fake-claude
+    TLS=1 WRONG_CA=1 AGENT_COMMAND="$PWD/agent/fake-claude" agent_scratch claude-code bypassPermissions "$WRONG_CA_BODY"'
 fi
 
 test_done
