@@ -6,6 +6,7 @@
 #include <mbedtls/ecp.h>
 #include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/rsa.h>
 #include <mbedtls/x509_crt.h>
 
 #include "common.h"
@@ -15,6 +16,7 @@
 
 #define PEM_MAX 4096
 #define VALID_SECONDS (7 * 24 * 3600)
+#define RSA_BITS 2048
 
 struct egress_ca {
 	char ca_pem[PEM_MAX];
@@ -32,12 +34,14 @@ static int fail(struct err *e, int ret, const char *what)
 	return err_set(e, E_SYSTEM, "egress CA: %s failed (-0x%04x)", what, (unsigned)-ret);
 }
 
+/* RSA, not ECDSA: mbedTLS 2.28 writes NULL parameters into an ECDSA signature's AlgorithmIdentifier, which RFC 5758
+ * forbids and rustls (Codex) refuses; for sha256WithRSAEncryption NULL is what the RFC asks for. */
 static int make_key(mbedtls_pk_context *key, struct err *e)
 {
-	int ret = mbedtls_pk_setup(key, mbedtls_pk_info_from_type(MBEDTLS_PK_ECKEY));
+	int ret = mbedtls_pk_setup(key, mbedtls_pk_info_from_type(MBEDTLS_PK_RSA));
 	if (!ret)
-		ret = mbedtls_ecp_gen_key(MBEDTLS_ECP_DP_SECP256R1, mbedtls_pk_ec(*key), crypto_mbedtls_rng, NULL);
-	return ret ? fail(e, ret, "making a P-256 key") : 0;
+		ret = mbedtls_rsa_gen_key(mbedtls_pk_rsa(*key), crypto_mbedtls_rng, NULL, RSA_BITS, 65537);
+	return ret ? fail(e, ret, "making an RSA key") : 0;
 }
 
 static void x509_time(time_t t, char out[16])

@@ -8,7 +8,7 @@
 /*
  * Contract
  * --------
- *   struct egress_ca *ca = egress_ca_new(host, e);  // ECDSA P-256 CA ("agor egress CA <hex>", valid 7 days, CA:TRUE,
+ *   struct egress_ca *ca = egress_ca_new(host, e);  // RSA-2048 CA ("agor egress CA <hex>", valid 7 days, CA:TRUE,
  *                                                   // pathlen 0) and a leaf for host (a DNS name or an address literal
  *                                                   // in its subjectAltName), valid from an hour ago for 7 days
  *   egress_ca_pem(ca)       → the CA certificate, PEM (what NODE_EXTRA_CA_CERTS and the like name)

@@ -200,10 +200,10 @@ SCENE='
   KEY=sk-ant-SECRET-KEY-4242 OPENAI_KEY=sk-openai-SECRET-7777
   if [ -n "$TLS" ]; then bash "$TEST_TOP/test/helpers/make-test-ca.sh" tls; export SCRIPTED_TLS_DIR=$PWD/tls; fi
   python3 "$TEST_TOP/test/helpers/anthropic-server.py" port server.log > /dev/null 2>&1 &
-  unset SCRIPTED_TLS_DIR
   server_pid=$!
   python3 "$TEST_TOP/test/helpers/openai-server.py" openai-port openai.log > /dev/null 2>&1 &
   openai_pid=$!
+  unset SCRIPTED_TLS_DIR
   python3 "$TEST_TOP/test/helpers/egress-target.py" allowed-port allowed.log > /dev/null 2>&1 &
   allowed_pid=$!
   python3 "$TEST_TOP/test/helpers/egress-target.py" outside-port outside.log > /dev/null 2>&1 &
@@ -213,8 +213,10 @@ SCENE='
   ALLOWED=$(cat allowed-port) OUTSIDE=$(cat outside-port)
   mkdir -p data && chmod 755 "$T" data
   ALLOW="127.0.0.1:$ALLOWED" PROVIDER="http://127.0.0.1:$(cat port)" UPSTREAM_CA=""
+  OPENAI_PROVIDER="http://127.0.0.1:$(cat openai-port)/v1"
   if [ -n "$TLS" ]; then # https://localhost:PORT: the loopback address must be named, and the test CA verifies it
-    ALLOW="$ALLOW, 127.0.0.1:$(cat port)" PROVIDER="https://localhost:$(cat port)"
+    ALLOW="$ALLOW, 127.0.0.1:$(cat port), 127.0.0.1:$(cat openai-port)" PROVIDER="https://localhost:$(cat port)"
+    OPENAI_PROVIDER="https://localhost:$(cat openai-port)/v1"
     UPSTREAM_CA="    upstream_ca_file: $PWD/tls/ca.crt"
     if [ -n "$WRONG_CA" ]; then # another CA than the one that signed the endpoint
       bash "$TEST_TOP/test/helpers/make-test-ca.sh" other-ca
@@ -222,8 +224,8 @@ SCENE='
       chmod a+rX other-ca
     fi
   fi
-  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: %s\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: %s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
-    "$T" "$ALLOW" "$UPSTREAM_CA" "${AGENT_COMMAND:-$CLAUDE}" "$PROVIDER" "$CODEX" "$(cat openai-port)" > config.yaml
+  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: %s\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: %s\n  codex:\n    command: %s\n    base_url: %s\n    model: gpt-5.5\n" \
+    "$T" "$ALLOW" "$UPSTREAM_CA" "${AGENT_COMMAND:-$CLAUDE}" "$PROVIDER" "$CODEX" "$OPENAI_PROVIDER" > config.yaml
   chmod a+rX "$PWD/tls" 2> /dev/null || true
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
@@ -332,6 +334,15 @@ agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' CODEX
 $SCENE
 $3"; }
 
+CODEX_TLS='
+  a prompt "$session" "please RUN: env > env.txt" --no --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
+  grep -q "\"status\":\"completed\"" events.jsonl || { tail -5 events.jsonl; fail "the prompt did not complete"; }
+  grep -q "^CODEX_CA_CERTIFICATE=" "$wt_path/env.txt" || fail "codex trusts no per-task CA"
+  ! grep -q "$OPENAI_KEY" "$wt_path/env.txt" || fail "the real key is in the environment of codex'"'"'s commands"
+  grep -qi "\"authorization\": \"Bearer $OPENAI_KEY\"" openai.log || { head -c 1500 openai.log; fail "the https endpoint never received the real key"; }
+  ! grep -q "agor-sentinel" openai.log || fail "the endpoint saw the sentinel"
+'
+
 # A stand-in for the CLI (no retries to wait through): it sends its sentinel to the https endpoint through the
 # proxy, which must verify that endpoint against upstream_ca_file before the key goes anywhere.
 WRONG_CA_BODY='
@@ -372,6 +383,7 @@ else
   test_case "claude code: the tools hold a sentinel, the endpoint gets the key; only allowlisted hosts are reached; refusals are events and audit rows" 'agent_scratch claude-code bypassPermissions "$AGENT_EGRESS"'
   test_case "codex: the same through its Authorization header; its own calls elsewhere are refused and reported" 'agent_scratch codex default "$CODEX_EGRESS"'
   test_case "claude code, https endpoint: the proxy terminates TLS with a per-task CA, verifies the endpoint, swaps the key" 'TLS=1 agent_scratch claude-code bypassPermissions "$TLS_EGRESS"'
+  test_case "codex, https endpoint: it trusts the per-task CA (CODEX_CA_CERTIFICATE) and the endpoint gets the key" 'TLS=1 agent_scratch codex default "$CODEX_TLS"'
 fi
 if is_root; then
   test_case "attack: an https endpoint the upstream CA file does not vouch for never gets the key" '
