@@ -1,5 +1,6 @@
 /* egress.c — the egress proxy (egress.h): a Unix socket outside the sandbox, one process per connection that
  * decides the destination, swaps the sentinel for the key on the provider's requests and relays bytes. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,6 +17,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -106,6 +108,42 @@ static int open_interception(struct egress *eg, const struct egress_config *cfg,
 		       : 0;
 }
 
+/* A proxy killed outright (SIGKILL to the executor and its proxy together) leaves its directory: one of owner's
+ * older than a minute whose socket no longer answers is removed (its known files only; anything else keeps it). */
+static void sweep_one(int tmp, const char *name, uid_t owner)
+{
+	struct stat st;
+	if (strncmp(name, "agor-egress-", 12) || strlen(name) > 32 || fstatat(tmp, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISDIR(st.st_mode) || st.st_uid != owner || st.st_mtime > time(NULL) - 60)
+		return;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/%.32s/egress.sock", name);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int stale = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 && (errno == ECONNREFUSED || errno == ENOENT);
+	if (s >= 0)
+		close(s);
+	int dir = stale ? openat(tmp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (dir < 0)
+		return;
+	static const char *const files[] = { "egress.sock", "ca.pem", "ca-bundle.pem" };
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+		unlinkat(dir, files[i], 0);
+	close(dir);
+	unlinkat(tmp, name, AT_REMOVEDIR);
+}
+
+static void sweep_stale(uid_t owner)
+{
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = tmp >= 0 ? fdopendir(dup(tmp)) : NULL;
+	for (struct dirent *de; d && (de = readdir(d));)
+		sweep_one(tmp, de->d_name, owner);
+	if (d)
+		closedir(d);
+	if (tmp >= 0)
+		close(tmp);
+}
+
 struct egress *egress_open(const struct egress_config *cfg, struct err *e)
 {
 	struct egress *eg = xcalloc(1, sizeof(*eg));
@@ -122,6 +160,7 @@ struct egress *egress_open(const struct egress_config *cfg, struct err *e)
 		egress_host_normalise(eg->provider_host);
 		egress_allow_add(&eg->allow, eg->provider_host, eg->provider_port);
 	}
+	sweep_stale(cfg->run_uid);
 	snprintf(eg->dir, sizeof(eg->dir), "/tmp/agor-egress-XXXXXX");
 	if (!mkdtemp(eg->dir)) {
 		err_errno(e, errno, "creating the egress proxy's directory in /tmp");

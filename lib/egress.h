@@ -20,7 +20,8 @@
  *
  * The directory (/tmp/agor-egress-XXXXXX) is 0700 and owned by whoever the sandboxed run is (cfg.run_uid: the
  * executor itself, or a root executor's root_maps_to); the socket in it is 0666 for that reason. Anyone who can
- * reach the socket can use the proxy, so only the run's own view holds the directory.
+ * reach the socket can use the proxy, so only the run's own view holds the directory. egress_open() first removes
+ * such directories of the same owner that a proxy killed outright left behind (older than a minute, no listener).
  *
  * The proxy (one process, a child process per connection, at most 128 at once — the rest wait in the backlog;
  * killed with the executor) reads a request head of at most 32 KiB within 30 s:

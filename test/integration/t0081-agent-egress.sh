@@ -97,7 +97,7 @@ test_case "proxy: the payload cannot point the proxy variables elsewhere; networ
   expect_json plan.json data.plan.1.sandbox.network proxy
 '
 
-test_case "proxy: a killed root executor leaves no proxy, no sandboxed run and no socket directory behind" "$EXEC"'
+test_case "proxy: a killed root executor leaves no proxy, no sandboxed run and no socket directory behind; stale ones are swept" "$EXEC"'
   ls -d /tmp/agor-egress-* 2> /dev/null | sort > before || true
   python3 -c "import json,sys; print(json.dumps({\"command\":\"exec.run\",\"params\":{\"cwd\":sys.argv[1],\"argv\":[\"/bin/sleep\",\"30\"]}}))" "$W" > payload.json
   "$AGOR" executor --stdin < payload.json > out 2> err &
@@ -114,6 +114,15 @@ test_case "proxy: a killed root executor leaves no proxy, no sandboxed run and n
     for i in $(seq 1 100); do alive $p || break; sleep 0.05; done
     ! alive $p || { ps -o pid,stat,args -p $p; fail "process $p of the executor survived"; }
   done
+  # what a proxy killed outright (SIGKILL to it too) leaves is swept by the next run: stale, of the same owner
+  stale=$(mktemp -d /tmp/agor-egress-XXXXXX) young=$(mktemp -d /tmp/agor-egress-XXXXXX) kept=$(mktemp -d /tmp/agor-egress-XXXXXX)
+  touch "$kept/other"
+  chown 65534:65534 "$stale" "$young" "$kept"
+  touch -d "2 minutes ago" "$stale" "$kept"
+  run "true"
+  [ ! -e "$stale" ] || fail "a stale proxy directory was not swept"
+  [ -d "$young" ] && [ -d "$kept" ] || fail "a young proxy directory, or one holding other files, was removed"
+  rm -rf "$young" "$kept"
 '
 
 test_case "proxy: a terminal pane's shell (sandbox-shell --policy) reaches only the allowlist, and says what was refused" "$EXEC"'
