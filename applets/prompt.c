@@ -179,7 +179,7 @@ static void task_ended(struct stream *s, const json_t *data)
 static void on_event(struct stream *s, const char *type, const json_t *data)
 {
 	const char *task = json_get_str(data, "task_id");
-	if (!strcmp(type, "task.updated"))
+	if (!strncmp(type, "task.", 5)) /* task.updated, task.egress_refused, … name the task "id" */
 		task = json_get_str(data, "id");
 	if (!task || strcmp(task, s->task_id))
 		return;
@@ -192,6 +192,9 @@ static void on_event(struct stream *s, const char *type, const json_t *data)
 		print_message(s, json_get_str(data, "message_type"), json_object_get(data, "data"));
 	else if (!strcmp(type, "permission.requested"))
 		answer_permission(s, data);
+	else if (!strcmp(type, "task.egress_refused") && !s->o->client.json)
+		printf("[egress] refused %s:%lld (%s)\n", json_get_str(data, "host"),
+		       (long long)json_integer_value(json_object_get(data, "port")), json_get_str(data, "reason"));
 	else if (!strcmp(type, "task.updated") && is_final(json_get_str(data, "status")))
 		task_ended(s, data);
 }

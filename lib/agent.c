@@ -374,10 +374,14 @@ static const char *const gemini_state[] = { ".gemini", NULL };
 static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", NULL };
 
 static const struct agent_adapter adapters[] = {
-	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map, NULL, claude_state },
-	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare, codex_state },
-	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, NULL, gemini_state },
-	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map, NULL, opencode_state },
+	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map, NULL, claude_state,
+	  "https://api.anthropic.com" },
+	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare, codex_state,
+	  "https://api.openai.com/v1" },
+	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, NULL, gemini_state,
+	  "https://generativelanguage.googleapis.com" },
+	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map, NULL, opencode_state,
+	  "https://api.anthropic.com" },
 };
 
 const struct agent_adapter *agent_find(const char *tool)

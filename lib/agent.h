@@ -75,6 +75,7 @@ struct agent_adapter {
 	void (*map)(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg);
 	int (*prepare)(const struct agent_invocation *inv, struct err *e); /* files the CLI reads; may be NULL */
 	const char *const *state_dirs; /* below $HOME, kept between runs (sessions to resume, settings) */
+	const char *default_endpoint;  /* the provider's API when agents.<tool>.base_url is unset (egress.h) */
 };
 
 const struct agent_adapter *agent_find(const char *tool);

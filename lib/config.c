@@ -12,6 +12,7 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "egress_allow.h"
 #include "exec_env.h"
 #include "json.h"
 #include "origin.h"
@@ -58,7 +59,7 @@ static char *derive_socket_path(const struct config_state *st);
 static char *derive_worktree_rbac(const struct config_state *st);
 
 static const char *const user_modes[] = {"simple", "insulated", "strict", "sandbox", NULL};
-static const char *const sandbox_networks[] = {"none", "host", NULL}; /* strictest first (policy) */
+static const char *const sandbox_networks[] = {"none", "proxy", "host", NULL}; /* strictest first (policy) */
 _Static_assert(sizeof(enum config_user_mode) == sizeof(int), "enum fields are stored as int");
 
 #define FIELD(member)                                                                              \
@@ -142,6 +143,10 @@ static const struct config_key keys[] = {
 	  FIELD(execution.sandbox.fail_closed) },
 	{ .key = "execution.sandbox.network", .type = CONFIG_ENUM, .def = "none",
 	  .choices = sandbox_networks, FIELD(execution.sandbox.network) },
+	{ .key = "execution.sandbox.egress_allow", .type = CONFIG_NULLABLE_STRING, .check = egress_allow_check,
+	  FIELD(execution.sandbox.egress_allow) },
+	{ .key = "execution.sandbox.upstream_ca_file", .type = CONFIG_NULLABLE_STRING, .check = check_path_list,
+	  FIELD(execution.sandbox.upstream_ca_file) },
 	{ .key = "execution.sandbox.read_only_paths", .type = CONFIG_NULLABLE_STRING,
 	  .check = check_path_list, FIELD(execution.sandbox.read_only_paths) },
 	{ .key = "execution.sandbox.read_write_paths", .type = CONFIG_NULLABLE_STRING,
@@ -1392,7 +1397,7 @@ static const struct {
 	{"execution.sandbox.enabled", TIGHTEN_TRUE},
 	{"execution.sandbox.fail_closed", TIGHTEN_TRUE},
 	{"execution.fallback_to_unified", TIGHTEN_FALSE},
-	{"execution.sandbox.network", TIGHTEN_EARLIER_CHOICE}, /* sandbox_networks: none, host */
+	{"execution.sandbox.network", TIGHTEN_EARLIER_CHOICE}, /* sandbox_networks: none, proxy, host */
 	{"execution.timeout_ms", TIGHTEN_SMALLER},
 	{"execution.sandbox.memory_max_mb", TIGHTEN_LIMIT},
 	{"execution.sandbox.pids_max", TIGHTEN_LIMIT},

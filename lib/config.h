@@ -87,7 +87,7 @@
  * count) wins only where it is stricter:
  *   execution.sandbox.enabled, fail_closed   true is stricter
  *   execution.fallback_to_unified            false is stricter
- *   execution.sandbox.network                none is stricter than host
+ *   execution.sandbox.network                none, then proxy, then host (strictest first)
  *   execution.timeout_ms                     the smaller
  *   limits where 0 means none (memory_max_mb, pids_max, cpu_max_percent, nofile, fsize_mb and
  *   any later execution.sandbox integer named *_mb or *max*)   the smaller non-zero
@@ -124,7 +124,8 @@ enum config_user_mode {
 
 /* execution.sandbox.network */
 enum config_sandbox_network {
-	CONFIG_SANDBOX_NETWORK_NONE,
+	CONFIG_SANDBOX_NETWORK_NONE,  /* loopback only; an agent CLI run gets proxy instead */
+	CONFIG_SANDBOX_NETWORK_PROXY, /* loopback only, and egress through agor's filtering proxy (egress.h) */
 	CONFIG_SANDBOX_NETWORK_HOST,
 };
 
@@ -187,6 +188,8 @@ struct config {
 			bool enabled;	  /* sandbox what the executor starts (agent CLIs, exec.run) */
 			bool fail_closed; /* a missing Landlock/seccomp refuses the run */
 			int network;	  /* enum config_sandbox_network */
+			const char *egress_allow; /* proxy mode: hosts reachable besides the provider (egress.h); NULL: none */
+			const char *upstream_ca_file; /* proxy, https provider: verifies it; NULL: the system bundle */
 			const char *read_only_paths;  /* ':'-separated; NULL: none */
 			const char *read_write_paths; /* ':'-separated; NULL: none */
 			long long memory_max_mb, pids_max, cpu_max_percent, nofile, fsize_mb; /* 0: no limit */

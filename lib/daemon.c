@@ -541,6 +541,44 @@ static void report_git_repairs(struct daemon *d, struct task_run *t)
 	task_event(d, t, "task.git_metadata_repaired", json_pack("{s:s,s:O}", "id", t->task_id, "repaired", repaired));
 }
 
+/* One refusal of a run's egress proxy: an audit row and a task.egress_refused event for the task's audience. */
+static void daemon_egress_refused(struct daemon *d, const char *task_id, const char *actor, const char *created_by,
+				  const char *prompted_by, json_t *one)
+{
+	const char *host = json_string_value(json_object_get(one, "host"));
+	const char *reason = json_string_value(json_object_get(one, "reason"));
+	json_t *port = json_object_get(one, "port"), *count = json_object_get(one, "count");
+	if (!host || !reason || !json_is_integer(port) || strlen(host) > 255 || strlen(reason) > 32)
+		return;
+	json_t *what = json_pack("{s:s,s:O,s:s,s:O*}", "host", host, "port", port, "reason", reason, "count", count);
+	daemon_audit(d, actor, "egress.refused", task_id, reason, json_incref(what));
+	json_object_set_new(what, "id", json_string(task_id));
+	daemon_broadcast_to2(d, created_by, prompted_by, "task.egress_refused", what);
+}
+
+/* The connections the run's egress proxy refused (egress.h): one audit row and one task.egress_refused event each
+ * (identical refusals come counted), unless the executor reported it while the run lived ("reported").
+ * Their place: data.egress, or error.details.egress of a failed prompt. */
+static void report_egress_refusals(struct daemon *d, struct task_run *t)
+{
+	json_t *r = t->res.result;
+	json_t *eg = json_object_get(json_object_get(r, "data"), "egress");
+	if (!eg)
+		eg = json_object_get(json_object_get(json_object_get(r, "error"), "details"), "egress");
+	json_t *refused = json_object_get(eg, "refused"), *one;
+	size_t i;
+	if (!json_is_array(refused))
+		return;
+	json_array_foreach(refused, i, one)
+	{
+		if (!json_is_true(json_object_get(one, "reported")))
+			daemon_egress_refused(d, t->task_id, t->unix_user, t->created_by, t->prompted_by, one);
+	}
+	json_int_t dropped = json_integer_value(json_object_get(eg, "dropped"));
+	if (dropped > 0)
+		log_warn("task %s: %lld more refused connections were only counted", t->task_id, (long long)dropped);
+}
+
 static void finish_run(struct daemon *d, struct task_run *t)
 {
 	pthread_join(t->thread, NULL);
@@ -561,6 +599,7 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	daemon_audit(d, t->unix_user, t->command, t->task_id, status,
 		     json_pack("{s:i,s:O?}", "exitStatus", t->res.exit_status, "error", err_json));
 	report_git_repairs(d, t);
+	report_egress_refusals(d, t);
 	if (t->on_done)
 		t->on_done(d, t->task_id, data, failure, t->arg);
 	json_t *event = json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", status, "command", t->command);
@@ -609,6 +648,13 @@ void daemon_task_event(struct daemon *d, const char *task_id, const char *create
 {
 	struct task_run *t = task_id ? find_live_task(d, task_id) : NULL;
 	daemon_broadcast_to2(d, created_by, t ? t->prompted_by : NULL, type, data);
+}
+
+void daemon_egress_refused_live(struct daemon *d, const char *task_id, const char *actor, const char *created_by,
+				json_t *one)
+{
+	struct task_run *t = find_live_task(d, task_id);
+	daemon_egress_refused(d, task_id, actor, created_by, t ? t->prompted_by : NULL, one);
 }
 
 void daemon_task_message(struct daemon *d, const char *task_id, const char *created_by, const char *session_id,

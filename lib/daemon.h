@@ -186,6 +186,9 @@ int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e);
  * admins): data is stolen. */
 void daemon_task_event(struct daemon *d, const char *task_id, const char *created_by, const char *type, json_t *data);
 /* report_message's event (daemon_broadcast_message) for the same audience as daemon_task_event. */
+/* A refusal the executor's egress proxy reports while the run lives (report_egress): audited and announced now. */
+void daemon_egress_refused_live(struct daemon *d, const char *task_id, const char *actor, const char *created_by,
+				json_t *one);
 void daemon_task_message(struct daemon *d, const char *task_id, const char *created_by, const char *session_id,
 			 const char *message_type, const char *data_text);
 /* Cancels every queued and running task (shutdown). */

@@ -525,6 +525,28 @@ int daemon_report_message_line(struct daemon *d, const char *line, size_t len)
 	return 1;
 }
 
+/* report_egress {session_token, task_id, refused: [{host, port, reason, count}]}: what the run's egress proxy
+ * refused since the last call (egress.h), audited and announced while the run lives. */
+static int report_egress(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct daemon *d = rc->app;
+	struct token_auth a;
+	json_t *refused = json_object_get(params, "refused"), *one;
+	int rv = authenticate(d, "report_egress", params, &a, e);
+	if (rv == 0)
+		rv = check_task_param(d, "report_egress", params, &a, e);
+	if (rv == 0 && (!json_is_array(refused) || json_array_size(refused) > 100))
+		rv = err_set(e, E_INVALID_PAYLOAD, "params.refused: expected an array of at most 100 refusals");
+	if (rv == 0) {
+		size_t i;
+		json_array_foreach(refused, i, one) daemon_egress_refused_live(d, a.claims.tid, a.claims.sub,
+									     json_get_str(a.task, "created_by"), one);
+		*result = json_object();
+	}
+	auth_release(&a);
+	return rv;
+}
+
 static int report_completion(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
@@ -566,6 +588,7 @@ const struct rpc_method daemon_executor_methods[] = {
 	{ "get_execution_context", get_execution_context },
 	{ "heartbeat", heartbeat },
 	{ "report_completion", report_completion },
+	{ "report_egress", report_egress },
 	{ "report_message", report_message },
 	{ "request_permission", request_permission },
 };

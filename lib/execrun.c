@@ -13,6 +13,7 @@
 #include "common.h"
 #include "confine.h"
 #include "crypto.h"
+#include "egress.h"
 #include "execrun.h"
 #include "fsutil.h"
 #include "json.h"
@@ -20,6 +21,7 @@
 #include "sandbox.h"
 #include "strbuf.h"
 #include "strvec.h"
+#include "url.h"
 #include "banned.h"
 
 static char *run_name(void)
@@ -45,6 +47,8 @@ void execrun_confinement_release(struct execrun_confinement *pr)
 	free(pr->binds);
 	strvec_clear(&pr->git_paths);
 	json_decref(pr->git_repairs);
+	egress_free(pr->egress);
+	json_decref(pr->egress_report);
 	sandbox_free(pr->sb);
 	json_decref(pr->fallback);
 	free(pr->name);
@@ -154,6 +158,42 @@ static void plan_binds(const struct execrun_confine_request *req, struct execrun
 		pr->binds[pr->nbinds++] = req->binds[i];
 }
 
+int execrun_network(const struct config *cfg, int agent_cli)
+{
+	int network = cfg->execution.sandbox.network;
+	return agent_cli && network == CONFIG_SANDBOX_NETWORK_NONE ? CONFIG_SANDBOX_NETWORK_PROXY : network;
+}
+
+/* Network proxy: the run's egress proxy opened and started (a dry run only names it); its directory bound
+ * read-only, where the sandbox's relay reaches its socket. */
+static int open_egress(const struct execrun_confine_request *req, struct execrun_confinement *pr,
+		       struct sandbox_request *sr, struct err *e)
+{
+	if (req->plan_only) {
+		sr->egress_socket = "/tmp/agor-egress-(planned)/egress.sock";
+		return 0;
+	}
+	_cleanup_url_ struct url provider = URL_INIT;
+	if (req->provider_url && url_parse(req->provider_url, &provider, e) < 0)
+		return err_prefix(e, "the provider endpoint %s", req->provider_url), -1;
+	struct egress_config ec = {
+		.allow = req->cfg->execution.sandbox.egress_allow,
+		.provider_host = provider.host,
+		.provider_port = provider.port,
+		.provider_tls = provider.scheme && !strcmp(provider.scheme, "https"),
+		.upstream_ca_file = req->cfg->execution.sandbox.upstream_ca_file,
+		.run_uid = geteuid() == 0 ? (uid_t)req->cfg->execution.sandbox.root_maps_to : geteuid(),
+	};
+	if (!(pr->egress = egress_open(&ec, e)))
+		return -1;
+	egress_set_credential(pr->egress, req->sentinel, req->api_key);
+	if (egress_launch(pr->egress, e) < 0)
+		return -1;
+	add_bind(pr, NULL, egress_dir(pr->egress), SANDBOX_READ);
+	sr->egress_socket = egress_socket_path(pr->egress);
+	return 0;
+}
+
 int execrun_confine(const struct execrun_confine_request *req, struct execrun_confinement *pr, struct err *e)
 {
 	memset(pr, 0, sizeof(*pr));
@@ -193,8 +233,12 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 		.plan_only = req->plan_only,
 		.binds = pr->binds,
 		.nbinds = pr->nbinds,
-		.network_host = req->network_host,
 	};
+	int network = execrun_network(req->cfg, req->agent_cli);
+	sc.network_none = network != CONFIG_SANDBOX_NETWORK_HOST;
+	if (network == CONFIG_SANDBOX_NETWORK_PROXY && open_egress(req, pr, &sr, e) < 0)
+		return -1;
+	sr.nbinds = pr->nbinds;
 	pr->sb = sandbox_prepare(&sc, &sr, e);
 	return pr->sb ? 0 : isolation_missing(req->cfg, pr, e);
 }
@@ -217,6 +261,8 @@ void execrun_confinement_apply(const struct execrun_confinement *pr, struct chil
 json_t *execrun_confinement_finish(struct execrun_confinement *pr)
 {
 	json_t *events = pr->sb ? sandbox_finish(pr->sb) : json_object();
+	if (pr->egress && !pr->egress_report)
+		pr->egress_report = egress_finish(pr->egress);
 	if (!pr->git_repairs)
 		pr->git_repairs = git_layout_repair(pr->cfg, &pr->git, pr->name);
 	return events;
@@ -236,6 +282,8 @@ int execrun_confinement_failed(const struct config *cfg, struct execrun_confinem
 		return -1;
 	sandbox_free(pr->sb); /* a control failed in the child before exec: nothing ran yet */
 	pr->sb = NULL;
+	egress_free(pr->egress); /* unconfined, the program has the host's network */
+	pr->egress = NULL;
 	return 0;
 }
 
@@ -252,6 +300,30 @@ int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e
 	return 0;
 }
 
+/* The proxy variables every HTTP client of note reads (curl, git, pip, npm, Node with NODE_USE_ENV_PROXY, Bun,
+ * Rust's reqwest), set last so that the payload's env cannot point them elsewhere. */
+static void set_proxy_environment(const struct egress *eg, struct strvec *env)
+{
+	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+					     "all_proxy" };
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", SANDBOX_EGRESS_PORT);
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		strvec_setenv(env, names[i], url);
+	strvec_setenv(env, "NO_PROXY", "");
+	strvec_setenv(env, "no_proxy", "");
+	strvec_setenv(env, "NODE_USE_ENV_PROXY", "1");
+	if (!egress_ca_file(eg))
+		return;
+	/* An https provider: the per-task CA is trusted — added to Node's roots, and the CA with the system bundle
+	 * where a variable replaces the roots (Codex, OpenSSL, curl, Python requests, git). */
+	strvec_setenv(env, "NODE_EXTRA_CA_CERTS", egress_ca_file(eg));
+	static const char *const bundles[] = { "SSL_CERT_FILE", "CODEX_CA_CERTIFICATE", "CURL_CA_BUNDLE",
+					       "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO" };
+	for (size_t i = 0; i < ARRAY_SIZE(bundles); i++)
+		strvec_setenv(env, bundles[i], egress_ca_bundle(eg));
+}
+
 void execrun_environment(const struct execrun_confinement *pr, json_t *extra, struct strvec *env)
 {
 	strvec_push(env, "PATH=/usr/local/bin:/usr/bin:/bin");
@@ -263,6 +335,8 @@ void execrun_environment(const struct execrun_confinement *pr, json_t *extra, st
 	const char *name;
 	json_t *value;
 	json_object_foreach(extra, name, value) strvec_setenv(env, name, json_string_value(value));
+	if (pr->sb && pr->egress)
+		set_proxy_environment(pr->egress, env);
 }
 
 static void setup_child(const struct execrun_request *req, struct child *c, const struct execrun_confinement *pr)
@@ -310,6 +384,8 @@ static int run_child(const struct execrun_request *req, struct execrun_confineme
 			  (json_int_t)c.err_dropped, "events", events, "sandbox", execrun_confinement_receipt(pr));
 	if (pr->git_repairs)
 		json_object_set(*data, "gitMetadata", pr->git_repairs);
+	if (pr->egress_report)
+		json_object_set(*data, "egress", pr->egress_report);
 	return 0;
 }
 
@@ -369,6 +445,10 @@ int execrun_interactive(const struct config *cfg, const char *cwd, const char *c
 	if (cf.git_repairs && json_array_size(json_object_get(cf.git_repairs, "repaired"))) {
 		_cleanup_free_ char *what = json_dumps(json_object_get(cf.git_repairs, "repaired"), JSON_COMPACT);
 		fprintf(stderr, "agor: the worktree's git metadata was changed and has been put back: %s\n", what);
+	}
+	if (cf.egress_report) {
+		_cleanup_free_ char *what = json_dumps(json_object_get(cf.egress_report, "refused"), JSON_COMPACT);
+		fprintf(stderr, "agor: network connections refused by the egress proxy: %s\n", what);
 	}
 	execrun_confinement_release(&cf);
 	return rc;

@@ -29,6 +29,13 @@
  * req.unsandboxed (host gateway, granted by the daemon: executor.c) runs the program in the worktree with the
  * same environment, timeout and capture but no sandbox; the receipt says {"enabled": false, "host":
  * "gateway", "reason": …}.
+ * Network (execution.sandbox.network): none — loopback only; host — the host's; proxy — loopback only, and an
+ * egress proxy (egress.h) started for the run outside the sandbox, reached through the sandbox's relay: the
+ * program's environment gets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (and their lower-case forms) naming
+ * http://127.0.0.1:SANDBOX_EGRESS_PORT and an empty NO_PROXY; the proxy allows execution.sandbox.egress_allow
+ * (and, for an agent CLI, its provider endpoint). An agent CLI's run (confine request agent_cli) gets proxy
+ * where the setting says none. Refusals come back as data's "egress": {"refused": [{host, port, reason, count}],
+ * "dropped": N}, which the daemon turns into audit rows and task.egress_refused events.
  * Without req.home, $HOME inside is the caller's passwd home on an empty private tmpfs — or EXECRUN_SHARED_HOME
  * when the data home lies in the passwd home (the default ~/.agor): the repository's binds must not lie under a
  * private directory the program may write anything in (sandbox.h refuses that).
@@ -64,6 +71,8 @@ struct execrun_request {
 };
 
 int execrun(const struct execrun_request *req, json_t **data, struct err *e);
+/* The run's enum config_sandbox_network: execution.sandbox.network, proxy where it says none for an agent CLI. */
+int execrun_network(const struct config *cfg, int agent_cli);
 /* $HOME inside (malloc'd) for a caller whose passwd home is passwd_home (when no kept home is used): passwd_home
  * tidied, or EXECRUN_SHARED_HOME when the data home lies in it (compared canonically: "/home/u/" holds ~/.agor). */
 char *execrun_home_inside(const struct config *cfg, const char *passwd_home);
@@ -84,7 +93,9 @@ struct execrun_confine_request {
 	int plan_only;
 	const struct sandbox_bind *binds; /* what this program needs besides the worktree (sandbox_request) */
 	size_t nbinds;
-	int network_host;
+	int agent_cli; /* an agent CLI: network none becomes proxy (its model endpoint must be reachable) */
+	const char *provider_url; /* proxy: the model endpoint (allowed; gets the key in place of the sentinel) */
+	const char *sentinel, *api_key; /* proxy: what the agent holds and what the proxy puts in its place, or NULL */
 	const char *unsandboxed; /* as execrun_request.unsandboxed */
 };
 
@@ -103,6 +114,8 @@ struct execrun_confinement {
 	json_t *git_repairs; /* after execrun_confinement_finish: gitMetadata, or NULL */
 	int cwd_held;	     /* cwd_fd is set: the worktree opened once beneath worktrees/ without following a link */
 	int cwd_fd;	     /* an unsandboxed run starts there (fchdir), never by resolving the path again */
+	struct egress *egress; /* network proxy: the run's egress proxy (egress.h), or NULL */
+	json_t *egress_report; /* after execrun_confinement_finish: the proxy's refusals ("egress"), or NULL */
 };
 
 struct child;

@@ -15,6 +15,7 @@
 #define NR_LANDLOCK_RESTRICT_SELF 446
 #define LANDLOCK_CREATE_RULESET_VERSION 1U
 #define LANDLOCK_RULE_PATH_BENEATH 1
+#define LANDLOCK_RULE_NET_PORT 2
 
 #define FS_EXECUTE (1ULL << 0)
 #define FS_WRITE_FILE (1ULL << 1)
@@ -49,6 +50,11 @@ struct path_beneath_attr {
 	int32_t parent_fd;
 } __attribute__((packed));
 
+struct net_port_attr {
+	uint64_t allowed_access;
+	uint64_t port;
+};
+
 int landlock_abi(void)
 {
 	long abi = syscall(NR_LANDLOCK_CREATE_RULESET, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -67,8 +73,9 @@ static uint64_t fs_rights_of_abi(int abi)
 	return rights;
 }
 
-void landlock_plan_init(struct landlock_plan *plan, int abi, int network_none)
+void landlock_plan_init(struct landlock_plan *plan, int abi, int network_none, int connect_port)
 {
+	plan->connect_port = abi >= 4 && network_none ? connect_port : 0;
 	plan->abi = abi;
 	plan->nrules = 0;
 	plan->handled_fs = fs_rights_of_abi(abi);
@@ -141,6 +148,11 @@ int landlock_apply(const struct landlock_plan *plan)
 	int rc = 0;
 	for (size_t i = 0; i < plan->nrules && rc == 0; i++)
 		rc = add_path_rule((int)ruleset, plan->rules[i].path, rights_of_kind(plan, plan->rules[i].kind));
+	if (rc == 0 && plan->connect_port) {
+		struct net_port_attr port = { .allowed_access = NET_CONNECT_TCP, .port = (uint64_t)plan->connect_port };
+		if (syscall(NR_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_NET_PORT, &port, 0) < 0)
+			rc = -1;
+	}
 	if (rc == 0 && syscall(NR_LANDLOCK_RESTRICT_SELF, ruleset, 0) < 0)
 		rc = -1;
 	int saved = errno;
@@ -170,7 +182,9 @@ json_t *landlock_receipt(const struct landlock_plan *plan)
 		json_array_append_new(scoped, json_string("abstract_unix_socket"));
 	if (plan->scoped & SCOPE_SIGNAL)
 		json_array_append_new(scoped, json_string("signal"));
-	return json_pack("{s:i,s:o,s:s,s:o,s:o}", "abi", plan->abi, "handledFs", right_names(plan->handled_fs), "tcp",
-			 plan->handled_net ? "bind and connect denied" : "not restricted", "scoped", scoped, "rules",
-			 rules);
+	json_t *tcp = !plan->handled_net   ? json_string("not restricted")
+		      : plan->connect_port ? json_sprintf("bind denied; connect to port %d only", plan->connect_port)
+					   : json_string("bind and connect denied");
+	return json_pack("{s:i,s:o,s:o,s:o,s:o}", "abi", plan->abi, "handledFs", right_names(plan->handled_fs), "tcp",
+			 tcp, "scoped", scoped, "rules", rules);
 }

@@ -22,7 +22,8 @@
  *                    sockets, but nothing host git would hang on when it reads a .gitignore).
  * A rule on a file (not a directory) keeps only the rights that apply to files. A path that
  * does not exist when the rule is applied is skipped (it cannot be reached either).
- * network_none: with ABI ≥ 4 every TCP bind and connect is denied. ABI ≥ 6: abstract Unix
+ * network_none: with ABI ≥ 4 every TCP bind and connect is denied, but connect to connect_port when it is
+ * not 0 (the sandbox's own namespace has only loopback: that port is the egress relay's). ABI ≥ 6: abstract Unix
  * sockets and signals are scoped to the sandbox (nothing outside can be reached or signalled).
  */
 
@@ -38,6 +39,7 @@ enum landlock_kind { LANDLOCK_READ, LANDLOCK_WRITE, LANDLOCK_DEVICE, LANDLOCK_DA
 struct landlock_plan {
 	int abi;
 	uint64_t handled_fs, handled_net, scoped;
+	int connect_port; /* network_none: the one TCP port connect() may reach (the egress relay), or 0 */
 	size_t nrules;
 	struct {
 		const char *path; /* borrowed: must outlive landlock_apply() */
@@ -46,7 +48,7 @@ struct landlock_plan {
 };
 
 int landlock_abi(void);
-void landlock_plan_init(struct landlock_plan *plan, int abi, int network_none);
+void landlock_plan_init(struct landlock_plan *plan, int abi, int network_none, int connect_port);
 /* Returns -1 when the plan is full. */
 int landlock_plan_add(struct landlock_plan *plan, const char *path, enum landlock_kind kind);
 /* In the child: 0, or -1 with errno. */

@@ -17,6 +17,7 @@
 #include "child.h"
 #include "common.h"
 #include "confine.h"
+#include "egress.h"
 #include "execrun.h"
 #include "fsutil.h"
 #include "impersonate.h"
@@ -28,6 +29,7 @@
 #include "rpcclient.h"
 #include "strbuf.h"
 #include "strvec.h"
+#include "url.h"
 #include "banned.h"
 
 #define STDERR_TAIL_BYTES 4096
@@ -71,6 +73,10 @@ struct prompt_run {
 	struct err report_error; /* the first failure to reach the daemon */
 	json_t *receipt;	 /* the sandbox controls the agent ran under */
 	json_t *git_metadata;	 /* what git_layout_repair found after the run (gitlayout.h), or NULL */
+	json_t *egress;		 /* the egress proxy's refusals (egress.h), or NULL */
+	char *api_key;		 /* from get_api_key until the proxy (or the agent's environment) has it */
+	char *sentinel;		 /* what the agent holds instead of the key, or NULL */
+	struct egress *proxy;	 /* network proxy: the run's proxy, whose refusals are reported as they come */
 };
 
 static void run_release(struct prompt_run *r)
@@ -87,6 +93,11 @@ static void run_release(struct prompt_run *r)
 		json_decref(r->context);
 	json_decref(r->receipt);
 	json_decref(r->git_metadata);
+	json_decref(r->egress);
+	if (r->api_key)
+		explicit_bzero(r->api_key, strlen(r->api_key));
+	free(r->api_key);
+	free(r->sentinel);
 	rpc_client_close(r->rpc);
 	agent_state_release(&r->agent);
 	strbuf_release(&r->line);
@@ -372,8 +383,14 @@ static int add_state_dirs(struct prompt_run *r, const struct passwd *pw, int pla
 	return 0;
 }
 
-static int confine_agent(struct prompt_run *r, const char *program, const char *self, int plan_only,
-			 struct agent_sandbox *as, struct err *e)
+/* The provider endpoint the agent talks to: agents.<tool>.base_url, else the provider's own. */
+static const char *provider_url(const struct prompt_run *r, const char *base_url)
+{
+	return base_url ? base_url : r->adapter->default_endpoint;
+}
+
+static int confine_agent(struct prompt_run *r, const char *program, const char *self, const char *base_url,
+			 int plan_only, struct agent_sandbox *as, struct err *e)
 {
 	memset(&as->cf, 0, sizeof(as->cf));
 	const char *path_env = getenv("PATH"); /* where the CLI is found; inside, PATH is the sandbox's own */
@@ -401,7 +418,10 @@ static int confine_agent(struct prompt_run *r, const char *program, const char *
 		.plan_only = plan_only,
 		.binds = as->binds,
 		.nbinds = as->nbinds,
-		.network_host = 1, /* the CLI talks to its model endpoint */
+		.agent_cli = 1, /* the CLI talks to its model endpoint: through the egress proxy unless the network is host */
+		.provider_url = provider_url(r, base_url),
+		.sentinel = r->sentinel,
+		.api_key = r->sentinel ? r->api_key : NULL,
 	};
 	return execrun_confine(&cr, &as->cf, e);
 }
@@ -503,6 +523,22 @@ static void request_stop(struct child *c, long long *kill_at)
 	*kill_at = (long long)loop_now_ms() + STOP_GRACE_MS;
 }
 
+/* The egress proxy's new refusals, audited and announced by the daemon while the run lives. */
+static void report_egress(struct prompt_run *r)
+{
+	json_t *fresh = egress_take_new(r->proxy);
+	struct err e = ERR_INIT;
+	json_t *result = NULL;
+	if (json_array_size(fresh) && !err_is_set(&r->report_error) &&
+	    daemon_call(r, "report_egress", json_pack("{s:s,s:O}", "task_id", r->req->task_id, "refused", fresh), &result,
+			&e) == 0)
+		json_decref(result);
+	else if (err_is_set(&e))
+		log_warn("%s", e.message); /* the end's report still holds them */
+	err_clear(&e);
+	json_decref(fresh);
+}
+
 static void pump(struct prompt_run *r, struct child *c)
 {
 	long long kill_at = 0;
@@ -511,12 +547,15 @@ static void pump(struct prompt_run *r, struct child *c)
 			request_stop(c, &kill_at);
 		if (kill_at && (long long)loop_now_ms() >= kill_at)
 			child_kill_group(c, SIGKILL);
-		struct pollfd p[4] = { { .fd = c->out, .events = POLLIN }, { .fd = c->err, .events = POLLIN },
-				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN } };
+		struct pollfd p[5] = { { .fd = c->out, .events = POLLIN }, { .fd = c->err, .events = POLLIN },
+				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN },
+				       { .fd = egress_report_fd(r->proxy), .events = POLLIN } };
 		int tick = child_tick(c); /* the sandbox's write budget is sampled meanwhile */
 		int wait = kill_at ? (tick >= 0 && tick < 200 ? tick : 200) : tick;
-		if (poll(p, 4, wait) < 0 && errno != EINTR)
+		if (poll(p, 5, wait) < 0 && errno != EINTR)
 			break;
+		if (p[4].revents & POLLIN)
+			report_egress(r);
 		if (p[0].revents && !read_stream(&c->out, &r->line))
 			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */
 		relay_lines(r);
@@ -583,6 +622,8 @@ static int conclude(struct prompt_run *r, const struct child *c, json_t **data, 
 				   r->receipt);
 	if (r->git_metadata)
 		json_object_set(result, "gitMetadata", r->git_metadata);
+	if (r->egress)
+		json_object_set(result, "egress", r->egress);
 	if (!reason) {
 		*data = result;
 		return 0;
@@ -621,25 +662,42 @@ static const char *agent_program(const struct prompt_run *r)
 static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, struct agent_sandbox *as, json_t **data,
 			 struct err *e)
 {
-	_cleanup_free_ char *key = NULL;
-	if (agent_prepare(r->adapter, inv, e) < 0 || fetch_api_key(r, &key, e) < 0)
+	if (agent_prepare(r->adapter, inv, e) < 0)
 		return -1;
-	inv->api_key = key;
 	_cleanup_child_ struct child c;
 	_cleanup_strbuf_ struct strbuf input = STRBUF_INIT;
 	int rc = start_agent(r, inv, as, &c, &input, e);
-	explicit_bzero(key, strlen(key));
+	explicit_bzero(r->api_key, strlen(r->api_key));
 	if (rc < 0)
 		return -1;
 	feed_stdin(&c, &input);
+	r->proxy = as->cf.egress;
 	pump(r, &c);
+	r->proxy = NULL;
 	int status;
 	if (child_wait(&c, &status, e) < 0)
 		return -1;
 	json_decref(execrun_confinement_finish(&as->cf));
 	r->receipt = execrun_confinement_receipt(&as->cf);
 	r->git_metadata = json_incref(as->cf.git_repairs);
+	r->egress = json_incref(as->cf.egress_report);
 	return conclude(r, &c, data, e);
+}
+
+/* The agent holds a sentinel instead of the key when the egress proxy swaps it: network proxy, and a provider
+ * endpoint the proxy can read (http, or https, whose TLS it terminates: egress.h). */
+static int key_is_swapped(const struct prompt_run *r, const char *base_url)
+{
+	if (!r->req->cfg->execution.sandbox.enabled ||
+	    execrun_network(r->req->cfg, 1) != CONFIG_SANDBOX_NETWORK_PROXY)
+		return 0;
+	struct url u = URL_INIT;
+	struct err ignored = ERR_INIT;
+	int readable = url_parse(provider_url(r, base_url), &u, &ignored) == 0 &&
+		       (!strcmp(u.scheme, "http") || !strcmp(u.scheme, "https"));
+	url_release(&u);
+	err_clear(&ignored);
+	return readable;
 }
 
 static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
@@ -659,8 +717,12 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
 		return err_is_set(e) ? -1 : err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe)");
 	inv.mcp_config = mcp;
+	if (fetch_api_key(r, &r->api_key, e) < 0)
+		return -1;
+	r->sentinel = key_is_swapped(r, inv.base_url) ? egress_new_sentinel() : NULL;
+	inv.api_key = r->sentinel ? r->sentinel : r->api_key;
 	struct agent_sandbox as = { .paths = STRVEC_INIT };
-	int rc = confine_agent(r, inv.program, self, 0, &as, e);
+	int rc = confine_agent(r, inv.program, self, inv.base_url, 0, &as, e);
 	if (rc == 0) {
 		inv.home = as.cf.home;
 		inv.state_home = as.cf.sb ? as.state_root : NULL; /* bound onto $HOME's state directories inside */
@@ -680,7 +742,8 @@ int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *
 	struct agent_sandbox as = { .paths = STRVEC_INIT };
 	_cleanup_free_ char *self = impersonate_self_path();
 	if (rc == 0)
-		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self, 1, &as, e);
+		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self, settings->base_url, 1,
+				   &as, e);
 	if (rc == 0)
 		*receipt = execrun_confinement_receipt(&as.cf);
 	agent_sandbox_release(&as);

@@ -1,6 +1,7 @@
 /* prompt.h — the executor's prompt command (SPEC §6): the agent's own CLI run in the worktree, its event
  * stream relayed to the daemon, its permission requests brokered, its end reported with token usage.
- * Never puts the API key anywhere but the agent's environment; never gives the agent the session token. */
+ * Never puts the API key anywhere but the egress proxy (network proxy: the agent holds a per-task sentinel, egress.h)
+ * or, with network host, the agent's environment; never gives the agent the session token. */
 #ifndef AGOR_PROMPT_H
 #define AGOR_PROMPT_H
 
@@ -9,7 +10,8 @@
  * --------
  * prompt_run(req, &data, e): connects to req->daemon_url, asks get_execution_context (the CLI's
  * resume id and the daemon's agents.<tool> settings: command, base_url, model), fetches the API key
- * just in time (get_api_key; absent → the run fails with the daemon's NOT_FOUND naming the fix), then
+ * just in time (get_api_key; absent → the run fails with the daemon's NOT_FOUND naming the fix) — handed to the
+ * run's egress proxy with a fresh sentinel for the agent when the network is proxy (execrun.h), then
  * runs the CLI (agent.h) in req->cwd in its own process group, with PATH/HOME/USER/LOGNAME/LANG/TERM,
  * the payload's filtered env and the adapter's variables only. Every line of its stdout becomes
  * report_message notifications in order; Claude Code's permission prompt tool (`agor executor

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -144,6 +147,7 @@ enum stage {
 	ST_CAPS,
 	ST_SECCOMP,
 	ST_IDMAP,
+	ST_EGRESS,
 };
 
 static const char *const stage_controls[] = {
@@ -153,7 +157,7 @@ static const char *const stage_controls[] = {
 	[ST_PROC] = "proc",		 [ST_OLDROOT] = "mount namespace", [ST_SHIELD] = "mount namespace", [ST_HOSTNAME] = "uts namespace",
 	[ST_LOOPBACK] = "network namespace", [ST_RLIMIT] = "rlimits",	 [ST_NO_NEW_PRIVS] = "no_new_privs",
 	[ST_LANDLOCK] = "landlock",	 [ST_CAPS] = "capabilities",	 [ST_SECCOMP] = "seccomp",
-	[ST_IDMAP] = "idmapped mounts",
+	[ST_IDMAP] = "idmapped mounts",	 [ST_EGRESS] = "egress relay",
 };
 
 struct failure_record {
@@ -185,6 +189,9 @@ struct sandbox {
 	json_t *events;
 	struct diskwatch *disk; /* the write budget's watcher while the run lives */
 	char tmpfs_size[32];	/* "size=…" of /tmp and the private home */
+	int use_egress;		/* network proxy: PID 1 relays 127.0.0.1:SANDBOX_EGRESS_PORT to egress_addr */
+	struct sockaddr_un egress_addr;
+	char *egress_socket;
 	double *times; /* SANDBOX_TIMING: one shared page of stamps, else NULL */
 };
 
@@ -205,7 +212,7 @@ void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg)
 	*sc = (struct sandbox_config){
 		.enabled = s->enabled,
 		.fail_closed = s->fail_closed,
-		.network_none = s->network == CONFIG_SANDBOX_NETWORK_NONE,
+		.network_none = s->network != CONFIG_SANDBOX_NETWORK_HOST, /* none and proxy: a namespace of its own */
 		.read_only_paths = s->read_only_paths,
 		.read_write_paths = s->read_write_paths,
 		.limits = { .memory_max_bytes = s->memory_max_mb * 1024 * 1024,
@@ -695,7 +702,7 @@ static int probe_layers(struct sandbox *sb, struct err *e)
 	int abi = landlock_abi();
 	if (abi > 0) {
 		sb->use_landlock = 1;
-		landlock_plan_init(&sb->landlock, abi, sb->cfg.network_none);
+		landlock_plan_init(&sb->landlock, abi, sb->cfg.network_none, sb->use_egress ? SANDBOX_EGRESS_PORT : 0);
 	} else if (sb->cfg.fail_closed) {
 		return unavailable(e, "landlock", strerror(errno));
 	} else {
@@ -793,6 +800,20 @@ static int prepare_cgroup(struct sandbox *sb, const struct sandbox_request *req,
 	return 0;
 }
 
+/* Network proxy: the relay's destination, precomputed for PID 1. */
+static int egress_plan(struct sandbox *sb, const char *socket_path, struct err *e)
+{
+	size_t n = strlen(socket_path);
+	if (n >= sizeof(sb->egress_addr.sun_path))
+		return err_set(e, E_INTERNAL, "sandbox: the egress socket path %s is too long", socket_path);
+	sb->egress_addr.sun_family = AF_UNIX;
+	memcpy(sb->egress_addr.sun_path, socket_path, n + 1);
+	sb->egress_socket = xstrdup(socket_path);
+	sb->use_egress = 1;
+	sb->cfg.network_none = 1; /* the proxy is the only way out */
+	return 0;
+}
+
 struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct sandbox_request *req, struct err *e)
 {
 	struct sandbox *sb = xcalloc(1, sizeof(*sb));
@@ -807,8 +828,10 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 	strvec_init(&sb->protected);
 	for (const char *const *p = req->protected_paths; p && *p; p++)
 		strvec_push_nodup(&sb->protected, fs_canonical(*p));
-	if (req->network_host)
-		sb->cfg.network_none = 0;
+	if (req->egress_socket && egress_plan(sb, req->egress_socket, e) < 0) {
+		sandbox_free(sb);
+		return NULL;
+	}
 	sb->diag[0] = sb->diag[1] = -1;
 	strvec_init(&sb->ro_paths);
 	strvec_init(&sb->rw_paths);
@@ -1158,7 +1181,9 @@ static int become_unprivileged(const struct sandbox *sb)
 	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, id, id, id) < 0 ||
 	    syscall(SYS_setresuid, (uid_t)id, (uid_t)id, (uid_t)id) < 0)
 		return -1;
-	return 0;
+	/* A change of credentials clears the parent-death signal: set it again, or PID 1 (and the whole run) would
+	 * outlive a killed executor. */
+	return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ? -1 : 0;
 }
 
 /* Bounding and ambient sets emptied, securebits locked (uid 0 gains nothing at exec), a root executor's run
@@ -1188,6 +1213,108 @@ static int drop_capabilities(const struct sandbox *sb)
 	return syscall(SYS_capset, &header, data) < 0 ? -1 : 0;
 }
 
+/* ---- the egress relay: 127.0.0.1:SANDBOX_EGRESS_PORT inside, the proxy's Unix socket outside (egress.h) ---- */
+
+static int egress_listener = -1; /* PID 1's, until the relay has it */
+
+static int egress_listen(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(SANDBOX_EGRESS_PORT),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 128) < 0)
+		return -1;
+	egress_listener = s;
+	return 0;
+}
+
+/* Copies one read from `from` to `to`; 0 at end of file, -1 on failure. */
+static int relay_copy(int from, int to, char *buf, size_t size)
+{
+	ssize_t n = read(from, buf, size);
+	if (n < 0 && errno == EINTR)
+		return 1;
+	if (n <= 0)
+		return n == 0 ? 0 : -1;
+	for (ssize_t off = 0; off < n;) {
+		ssize_t w = write(to, buf + off, (size_t)(n - off));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		off += w;
+	}
+	return 1;
+}
+
+static NORETURN void relay_connection(const struct sandbox *sb, int client)
+{
+	char buf[16384];
+	int up = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (up < 0 || connect(up, (const struct sockaddr *)&sb->egress_addr, sizeof(sb->egress_addr)) < 0)
+		_exit(1);
+	int open_in[2] = { 1, 1 }, fds[2] = { client, up };
+	while (open_in[0] || open_in[1]) {
+		struct pollfd p[2] = { { .fd = open_in[0] ? client : -1, .events = POLLIN },
+				       { .fd = open_in[1] ? up : -1, .events = POLLIN } };
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		for (int i = 0; i < 2; i++) {
+			if (!p[i].revents)
+				continue;
+			int rc = relay_copy(fds[i], fds[1 - i], buf, sizeof(buf));
+			if (rc < 0)
+				_exit(1);
+			if (rc == 0) {
+				open_in[i] = 0;
+				shutdown(fds[1 - i], SHUT_WR);
+			}
+		}
+	}
+	_exit(0);
+}
+
+static NORETURN void relay_main(const struct sandbox *sb)
+{
+	/* Nothing of PID 1's but the listener: child.c's exec-report pipe (closed only by an exec, which the relay
+	 * never does) and the program's stdio must not be held open by it. */
+	syscall(SYS_close_range, 0U, (unsigned)egress_listener - 1, 0U);
+	syscall(SYS_close_range, (unsigned)egress_listener + 1, ~0U, 0U);
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigaction(SIGCHLD, &ign, NULL); /* the connections' processes reap themselves */
+	sigaction(SIGPIPE, &ign, NULL);
+	for (;;) {
+		int c = accept4(egress_listener, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE || errno == ENOBUFS)
+				continue;
+			_exit(1);
+		}
+		pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+		if (pid == 0) {
+			close(egress_listener);
+			relay_connection(sb, c);
+		}
+		close(c);
+	}
+}
+
+/* The relay: a child of PID 1, as confined as the program (forked once every control is in force). */
+static int start_relay(const struct sandbox *sb)
+{
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		relay_main(sb);
+	close(egress_listener);
+	egress_listener = -1;
+	return 0;
+}
+
 /* Everything PID 1 does before it forks the program. */
 static int confine_init(const struct sandbox *sb)
 {
@@ -1199,6 +1326,8 @@ static int confine_init(const struct sandbox *sb)
 		return fail(sb, ST_HOSTNAME, -1);
 	if (sb->cfg.network_none && loopback_up() < 0)
 		return fail(sb, ST_LOOPBACK, -1);
+	if (sb->use_egress && egress_listen() < 0)
+		return fail(sb, ST_EGRESS, -1);
 	STAMP(sb, 12);
 	if (apply_rlimits(sb) < 0)
 		return fail(sb, ST_RLIMIT, -1);
@@ -1214,6 +1343,8 @@ static int confine_init(const struct sandbox *sb)
 	if (sb->use_seccomp && seccomp_filter_install(&sb->seccomp) < 0)
 		return fail(sb, ST_SECCOMP, -1);
 	STAMP(sb, 16);
+	if (sb->use_egress && start_relay(sb) < 0)
+		return fail(sb, ST_EGRESS, -1);
 	return 0;
 }
 
@@ -1430,7 +1561,7 @@ static json_t *seccomp_json(const struct sandbox *sb)
 json_t *sandbox_receipt(const struct sandbox *sb)
 {
 	json_t *r = json_pack("{s:b,s:o,s:s,s:{s:o,s:o,s:o},s:o,s:o,s:b,s:s,s:o,s:{s:i,s:I,s:I},s:O}", "enabled", 1,
-			      "namespaces", namespaces_json(sb), "network", sb->cfg.network_none ? "none" : "host",
+			      "namespaces", namespaces_json(sb), "network", sb->use_egress ? "proxy" : sb->cfg.network_none ? "none" : "host",
 			      "mounts", "readOnly", strvec_to_json(&sb->ro_paths), "readWrite",
 			      strvec_to_json(&sb->rw_paths), "private", strvec_to_json(&sb->private_paths), "landlock",
 			      sb->use_landlock ? landlock_receipt(&sb->landlock) : json_null(), "seccomp",
@@ -1444,6 +1575,9 @@ json_t *sandbox_receipt(const struct sandbox *sb)
 							  "idmapped (uid/gid 0 on disk)"));
 	if (sb->events)
 		json_object_set(r, "events", sb->events);
+	if (sb->use_egress)
+		json_object_set_new(r, "egress", json_pack("{s:o,s:s}", "proxy", json_sprintf("127.0.0.1:%d", SANDBOX_EGRESS_PORT),
+							   "socket", sb->egress_socket));
 	return r;
 }
 
@@ -1485,6 +1619,7 @@ void sandbox_free(struct sandbox *sb)
 	long long ignored;
 	diskwatch_stop(sb->disk, &ignored);
 	reap_idmap_helper(sb);
+	free(sb->egress_socket);
 	if (sb->use_cgroup)
 		cgroup_destroy(&sb->cgroup);
 	for (int i = 0; i < sb->nops; i++) {

@@ -57,12 +57,16 @@
  *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace with /proc/sys and
  *      /proc/sysrq-trigger read-only. Every bind is nosuid (and but for /dev's
  *      nodes nodev). Nothing else — not AGOR_HOME, not other worktrees, not other homes. The root is read-only.
- *   3. hostname "agor-sandbox"; loopback up (network none); rlimits core 0, nofile, fsize;
- *      PR_SET_NO_NEW_PRIVS; Landlock (rights matching the mount view; TCP denied with
- *      network none, ABI ≥ 4; abstract Unix sockets and signals scoped, ABI ≥ 6); every
+ *   3. hostname "agor-sandbox"; loopback up (network none or proxy); with req.egress_socket a TCP listener on
+ *      127.0.0.1:SANDBOX_EGRESS_PORT; rlimits core 0, nofile, fsize;
+ *      PR_SET_NO_NEW_PRIVS; Landlock (rights matching the mount view; TCP bind and connect denied with
+ *      network none, connect allowed to SANDBOX_EGRESS_PORT only with proxy, ABI ≥ 4; abstract Unix sockets
+ *      and signals scoped, ABI ≥ 6); every
  *      capability dropped (bounding, ambient, effective, permitted, inheritable; securebits
  *      locked so uid 0 regains nothing); a root executor's run switches to root_maps_to here; the seccomp
- *      filter of seccomp.h (which also refuses setuid and setgid bits);
+ *      filter of seccomp.h (which also refuses setuid and setgid bits); with req.egress_socket PID 1 then forks
+ *      the relay (as confined as the program): each connection to the listener is copied both ways to a new
+ *      connection to egress_socket — the relay holds no privilege; the proxy outside decides everything;
  *   4. PID 1 forks the program's process (which returns 0 to child.c: chdir, exec) and then
  *      only waits (SIGTERM, SIGINT and SIGHUP sent to the run's process group are passed on to
  *      the program, so it can stop gracefully): when the program exits, PID 1 exits with its status (128+signal when
@@ -81,6 +85,8 @@
 #include "child.h"
 #include "config.h"
 #include "err.h"
+
+#define SANDBOX_EGRESS_PORT 3128 /* inside the run's own network namespace */
 
 struct sandbox_config {
 	int enabled;
@@ -129,7 +135,9 @@ struct sandbox_request {
 	 * read-only, the permission broker's directory and its state read-write). */
 	const struct sandbox_bind *binds;
 	size_t nbinds;
-	int network_host; /* the host's network even when execution.sandbox.network is none (a model endpoint) */
+	/* Network proxy (egress.h): the proxy's Unix socket; the run gets a network namespace of its own whose only
+	 * way out is a relay on 127.0.0.1:SANDBOX_EGRESS_PORT to it. NULL: cfg.network_none decides. */
+	const char *egress_socket;
 };
 
 struct sandbox;

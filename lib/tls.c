@@ -153,6 +153,28 @@ fail:
 	return NULL;
 }
 
+struct tls_config *tls_server_config_new_pem(const char *cert_pem, const char *key_pem, struct err *e)
+{
+	struct tls_config *cfg = config_alloc(1);
+	int ret;
+	if ((ret = mbedtls_x509_crt_parse(&cfg->own_cert, (const unsigned char *)cert_pem, strlen(cert_pem) + 1)) != 0 ||
+	    (ret = mbedtls_pk_parse_key(&cfg->own_key, (const unsigned char *)key_pem, strlen(key_pem) + 1, NULL, 0)) != 0 ||
+	    (ret = mbedtls_pk_check_pair(&cfg->own_cert.pk, &cfg->own_key)) != 0) {
+		tls_fail(e, ret, "the TLS certificate and key in memory");
+		goto fail;
+	}
+	if (config_defaults(cfg, e) < 0)
+		goto fail;
+	if ((ret = mbedtls_ssl_conf_own_cert(&cfg->conf, &cfg->own_cert, &cfg->own_key)) != 0) {
+		tls_fail(e, ret, "TLS certificate");
+		goto fail;
+	}
+	return cfg;
+fail:
+	tls_config_free(cfg);
+	return NULL;
+}
+
 static int is_readable_file(const char *path)
 {
 	struct stat st;

@@ -50,6 +50,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 def serve(handler, port_file):
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    tls_dir = os.environ.get("SCRIPTED_TLS_DIR")  # server.crt and server.key (make-test-ca.sh): serve https
+    if tls_dir:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(tls_dir, "server.crt"), os.path.join(tls_dir, "server.key"))
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     with open(port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
     os.rename(port_file + ".tmp", port_file)

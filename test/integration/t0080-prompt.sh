@@ -163,7 +163,8 @@ SECRECY='
     start_streaming_prompt 6 out err
     agent=$(pgrep -u agor_executor -f "stream-json" | head -1)
     [ -n "$agent" ] || fail "the agent process was not found"
-    tr "\0" "\n" < /proc/$agent/environ | grep -qx "ANTHROPIC_API_KEY=$KEY" || fail "positive control: the agent has no key"
+    tr "\0" "\n" < /proc/$agent/environ | grep -qx "ANTHROPIC_API_KEY=agor-sentinel-[0-9a-f]\{32\}" || fail "the agent has no sentinel"
+    ! tr "\0" "\n" < /proc/$agent/environ | grep -q "$KEY" || fail "the agent holds the real key (the egress proxy swaps it)"
     for pid in $(pgrep -f "executor --stdin") $agent $(pgrep -f "mcp-permission"); do
       [ -r /proc/$pid/cmdline ] || continue
       ! tr "\0" "\n" < /proc/$pid/cmdline | grep -q "$KEY" || fail "the key is in the argv of $pid"
@@ -334,7 +335,7 @@ SANDBOXED='
 import json, sys
 t = json.load(open(sys.argv[1]))
 sb = json.loads(t["result"])["sandbox"]
-assert sb["enabled"] is True and sb["network"] == "host", sb
+assert sb["enabled"] is True and sb["network"] == "proxy", sb
 assert all("/agor/agor_executor/run-" in p for p in sb["cgroup"]["paths"]) and sb["cgroup"]["pidsMax"] == 1024, sb["cgroup"]
 assert any(p.endswith("/node_modules") for p in sb["mounts"]["readOnly"]), sb["mounts"]
 assert "/home/agor_executor/.claude" in sb["mounts"]["readWrite"], sb["mounts"]
@@ -377,7 +378,7 @@ test_case "prompt payloads: the token and daemon URL are required; --dry-run pla
   expect_json out data.plan.1.step prompt
   expect_json out data.plan.1.tool codex
   expect_json out data.plan.1.sandbox.enabled true
-  expect_json out data.plan.1.sandbox.network host
+  expect_json out data.plan.1.sandbox.network proxy
   executor "{\"command\":\"prompt\",\"params\":{\"sessionId\":\"s\",\"taskId\":\"t\",\"prompt\":\"p\",\"tool\":\"codex\",\"cwd\":\"$AGOR_HOME/worktrees/w\"},\"sessionToken\":\"x\",\"daemonUrl\":\"unix:/nonexistent\"}"
   expect_error SYSTEM_ERROR 1 || expect_error INTERNAL 1
   expect_contains out "connecting to the daemon"

@@ -1220,3 +1220,34 @@ TEST(execrun_home_moves_aside_when_the_passwd_home_holds_the_data_home)
 	}
 	config_free(cfg);
 }
+
+TEST(config_network_proxy_sits_between_none_and_host)
+{
+	static const struct {
+		const char *user, *policy;
+		int want;
+	} cases[] = {
+		{ "proxy", "host", CONFIG_SANDBOX_NETWORK_PROXY }, /* the user's: stricter */
+		{ "host", "proxy", CONFIG_SANDBOX_NETWORK_PROXY }, /* the daemon's: the user may not loosen it */
+		{ "proxy", "none", CONFIG_SANDBOX_NETWORK_NONE },
+		{ "none", "proxy", CONFIG_SANDBOX_NETWORK_NONE },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct config *cfg = config_new();
+		struct err e = ERR_INIT;
+		_cleanup_free_ char *yaml = xasprintf("execution:\n  sandbox:\n    network: %s\n    egress_allow: "
+						      "\"*.npmjs.org, 127.0.0.1:8080\"\n", cases[i].user);
+		_cleanup_free_ char *policy = xasprintf("{\"execution.sandbox.network\":\"%s\"}", cases[i].policy);
+		CHECK_INT(load(cfg, yaml, &e), 0);
+		CHECK_INT(apply_policy(cfg, policy, &e), 0);
+		CHECK_INT(cfg->execution.sandbox.network, cases[i].want);
+		config_free(cfg);
+	}
+	struct config *cfg = config_new();
+	struct err e = ERR_INIT;
+	CHECK_INT(load(cfg, "execution:\n  sandbox:\n    egress_allow: \"ok.example, bad host:x\"\n", &e), -1);
+	CHECK_CONTAINS(e.message, "execution.sandbox.egress_allow");
+	CHECK_CONTAINS(e.message, "\"host:x\" is not one");
+	err_clear(&e);
+	config_free(cfg);
+}

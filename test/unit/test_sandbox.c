@@ -92,7 +92,7 @@ static int landlocked_reads(void)
 	int abi = landlock_abi();
 	if (abi < 1)
 		return 100; /* reported as a failure below: this kernel should have Landlock */
-	landlock_plan_init(&plan, abi, 1);
+	landlock_plan_init(&plan, abi, 1, 0);
 	landlock_plan_add(&plan, "/usr", LANDLOCK_READ);
 	landlock_plan_add(&plan, scratch, LANDLOCK_WRITE);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || landlock_apply(&plan) < 0)
@@ -127,7 +127,7 @@ static int landlocked_data(void)
 	snprintf(dir, sizeof(dir), "%s/objects", scratch);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return 1;
-	landlock_plan_init(&plan, abi, 1);
+	landlock_plan_init(&plan, abi, 1, 0);
 	landlock_plan_add(&plan, dir, LANDLOCK_DATA);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || landlock_apply(&plan) < 0)
 		return 2;
@@ -192,7 +192,7 @@ TEST(seccomp_filter_refuses_setuid_and_setgid_modes)
 TEST(landlock_receipt_lists_rights_and_scopes_by_abi)
 {
 	struct landlock_plan plan;
-	landlock_plan_init(&plan, 6, 1);
+	landlock_plan_init(&plan, 6, 1, 0);
 	landlock_plan_add(&plan, "/usr", LANDLOCK_READ);
 	json_t *r = landlock_receipt(&plan);
 	CHECK_INT(json_integer_value(json_object_get(r, "abi")), 6);
@@ -200,7 +200,7 @@ TEST(landlock_receipt_lists_rights_and_scopes_by_abi)
 	CHECK_INT(json_array_size(json_object_get(r, "scoped")), 2);
 	CHECK_INT(json_array_size(json_object_get(r, "handledFs")), 16); /* ABI 5+: 13 + refer, truncate, ioctl_dev */
 	json_decref(r);
-	landlock_plan_init(&plan, 3, 0);
+	landlock_plan_init(&plan, 3, 0, 0);
 	r = landlock_receipt(&plan);
 	CHECK_STR(json_string_value(json_object_get(r, "tcp")), "not restricted");
 	CHECK_INT(json_array_size(json_object_get(r, "handledFs")), 15); /* ABI 3: no ioctl_dev */
