@@ -151,6 +151,11 @@ build_mbedtls() {
 }
 
 build_libgit2() {
+  # No CA bundle parsed at git_libgit2_init (4 ms of base64 for every executor, even one that never connects):
+  # agor sets the CA locations itself before a network operation (gitops.c configure_ca_locations).
+  local tls="$1/src/libgit2/streams/mbedtls.c"
+  sed -i 's|^\tchar \*crtpath = GIT_DEFAULT_CERT_LOCATION;$|\tchar *crtpath = NULL; /* agor: set before a network operation */|' "$tls"
+  grep -q 'char \*crtpath = NULL; /\* agor' "$tls" || die "libgit2: the no-default-CA patch did not apply"
   cmake_build "$1" -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF -DBUILD_FUZZERS=OFF \
     -DUSE_HTTPS=mbedTLS -DUSE_SHA1=CollisionDetection -DUSE_SHA256=HTTPS -DUSE_SSH=OFF \
     -DUSE_GSSAPI=OFF -DUSE_NTLMCLIENT=OFF -DUSE_HTTP_PARSER=system -DREGEX_BACKEND=regcomp \
