@@ -664,6 +664,21 @@ void daemon_task_message(struct daemon *d, const char *task_id, const char *crea
 	daemon_broadcast_message(d, created_by, t ? t->prompted_by : NULL, task_id, session_id, message_type, data_text);
 }
 
+static const char *busy_in(const struct task_run *list, const char *worktree_id)
+{
+	for (const struct task_run *t = list; t; t = t->next)
+		if (t->worktree_id && !strcmp(t->worktree_id, worktree_id) && t->command &&
+		    (!strcmp(t->command, "exec.run") || !strcmp(t->command, "prompt")))
+			return t->task_id;
+	return NULL;
+}
+
+const char *daemon_worktree_busy(const struct daemon *d, const char *worktree_id)
+{
+	const char *id = busy_in(d->running, worktree_id);
+	return id ? id : busy_in(d->queued, worktree_id);
+}
+
 int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e)
 {
 	for (struct task_run **p = &d->queued; *p; p = &(*p)->next)

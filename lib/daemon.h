@@ -182,6 +182,9 @@ struct task_spec {
 };
 int daemon_task_submit(struct daemon *d, const struct task_spec *spec, char **task_id, struct err *e);
 int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e);
+/* The id of a queued or running exec.run or prompt task in worktree_id (borrowed), or NULL: what a worktree's
+ * removal must not pull the directory from under. */
+const char *daemon_worktree_busy(const struct daemon *d, const char *worktree_id);
 /* Sends a task's event to its creator and, for a live task prompted by someone else, to them too (and
  * admins): data is stolen. */
 void daemon_task_event(struct daemon *d, const char *task_id, const char *created_by, const char *type, json_t *data);

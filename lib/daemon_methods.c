@@ -303,11 +303,8 @@ static int users_update(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	if (!user || db_exec(D(rc)->db, "SAVEPOINT users_update", e) < 0)
 		return -1;
 	_cleanup_json_ json_t *changes = json_object();
-	struct err ignored = ERR_INIT;
 	if (apply_user_changes(D(rc), user, params, changes, e) < 0) {
-		db_exec(D(rc)->db, "ROLLBACK TO users_update", &ignored);
-		db_exec(D(rc)->db, "RELEASE users_update", &ignored);
-		err_clear(&ignored);
+		db_savepoint_undo(D(rc)->db, "users_update");
 		return -1;
 	}
 	if (db_exec(D(rc)->db, "RELEASE users_update", e) < 0)
@@ -362,10 +359,7 @@ static int reassign_and_delete_user(struct daemon *d, const char *from, const ch
 		if (!to && steps[i].types[1]) /* nothing to move: the refusal above made sure */
 			continue;
 		if (db_run(d->db, e, steps[i].sql, steps[i].types, from, to) < 0) {
-			struct err ignored = ERR_INIT;
-			db_exec(d->db, "ROLLBACK TO users_remove", &ignored);
-			db_exec(d->db, "RELEASE users_remove", &ignored);
-			err_clear(&ignored);
+			db_savepoint_undo(d->db, "users_remove");
 			return -1;
 		}
 	}
@@ -903,10 +897,7 @@ static int delete_worktree_rows(struct daemon *d, const char *worktree_id, struc
 		return -1;
 	for (size_t i = 0; i < ARRAY_SIZE(steps); i++)
 		if (db_run(d->db, e, steps[i], "s", worktree_id) < 0) {
-			struct err ignored = ERR_INIT;
-			db_exec(d->db, "ROLLBACK TO worktree_remove", &ignored);
-			db_exec(d->db, "RELEASE worktree_remove", &ignored);
-			err_clear(&ignored);
+			db_savepoint_undo(d->db, "worktree_remove");
 			return -1;
 		}
 	return db_exec(d->db, "RELEASE worktree_remove", e);
@@ -1006,6 +997,9 @@ static int check_worktree_free(struct daemon *d, const char *worktree_id, int fo
 		"AND t.status IN ('queued','running') ORDER BY t.created_at", "s", worktree_id);
 	if (!busy)
 		return -1;
+	const char *live = daemon_worktree_busy(d, worktree_id); /* exec.run outside a session has no session row */
+	if (live)
+		json_array_append_new(busy, json_pack("{s:s}", "id", live));
 	if (json_array_size(busy))
 		return err_setd(e, E_IN_USE, json_pack("{s:O}", "tasks", busy),
 				"worktree %s has %zu task(s) queued or running, first %s: cancel them (agor task cancel ID) "

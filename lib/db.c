@@ -103,6 +103,16 @@ int db_exec(struct db *db, const char *sql, struct err *e)
 
 int db_begin(struct db *db, struct err *e) { return db_exec(db, "BEGIN IMMEDIATE", e); }
 int db_commit(struct db *db, struct err *e) { return db_exec(db, "COMMIT", e); }
+
+void db_savepoint_undo(struct db *db, const char *name)
+{
+	struct err ignored = ERR_INIT;
+	_cleanup_free_ char *rollback = xasprintf("ROLLBACK TO %s", name), *release = xasprintf("RELEASE %s", name);
+	db_exec(db, rollback, &ignored);
+	err_clear(&ignored);
+	db_exec(db, release, &ignored);
+	err_clear(&ignored);
+}
 void db_rollback(struct db *db) { sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL); }
 
 static int user_version(struct db *db, int *version, struct err *e)

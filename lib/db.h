@@ -49,6 +49,9 @@ int db_schema_version(void);
 int db_exec(struct db *db, const char *sql, struct err *e);
 int db_begin(struct db *db, struct err *e);
 int db_commit(struct db *db, struct err *e);
+/* After a failed step inside `SAVEPOINT name` (a constant): undoes the steps and ends the savepoint. Its own
+ * errors are ignored: the step's error is the one to report. */
+void db_savepoint_undo(struct db *db, const char *name);
 void db_rollback(struct db *db);
 
 /* Prepares sql and binds args described by types: 's' text (NULL → NULL), 'i' int64, 'b' blob (two args:

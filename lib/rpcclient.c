@@ -620,18 +620,11 @@ int rpc_client_recv(struct rpc_client *c, struct strbuf *msg, int timeout_ms, st
 
 /* --- JSON-RPC ---------------------------------------------------------------------------- */
 
+/* The stable code named by s, or NULL when it is none of err.h's (one table: err_code_intern's). */
 static const char *known_code(const char *s)
 {
-	static const char *const codes[] = {
-		E_INVALID_JSON, E_INVALID_PAYLOAD, E_UNKNOWN_COMMAND, E_PAYLOAD_TOO_LARGE, E_PATH_OUTSIDE_DATA_HOME,
-		E_NOT_FOUND, E_ALREADY_EXISTS, E_WORKTREE_DIRTY, E_GIT_ERROR, E_AUTH_FAILED, E_IMPERSONATION_FAILED,
-		E_ISOLATION_UNAVAILABLE, E_PERMISSION_DENIED, E_TIMEOUT, E_CANCELLED, E_NOT_BUILT, E_INTERNAL,
-		E_CONFIG, E_USAGE, E_SYSTEM, E_EXECUTOR_RESULT_MISSING,
-	};
-	for (size_t i = 0; s && i < ARRAY_SIZE(codes); i++)
-		if (!strcmp(s, codes[i]))
-			return codes[i];
-	return NULL;
+	const char *code = err_code_intern(s);
+	return s && !strcmp(code, s) ? code : NULL;
 }
 
 int rpc_error_to_err(const json_t *error, struct err *e)

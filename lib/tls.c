@@ -123,6 +123,23 @@ static int config_defaults(struct tls_config *cfg, struct err *e)
 	return 0;
 }
 
+/* A server config whose certificate and key are loaded and match: defaults and the certificate in force, or NULL
+ * (cfg freed) with e set. */
+static struct tls_config *server_config_finish(struct tls_config *cfg, struct err *e)
+{
+	int ret;
+	if (config_defaults(cfg, e) < 0)
+		goto fail;
+	if ((ret = mbedtls_ssl_conf_own_cert(&cfg->conf, &cfg->own_cert, &cfg->own_key)) != 0) {
+		tls_fail(e, ret, "TLS certificate");
+		goto fail;
+	}
+	return cfg;
+fail:
+	tls_config_free(cfg);
+	return NULL;
+}
+
 struct tls_config *tls_server_config_new(const char *cert_file, const char *key_file, struct err *e)
 {
 	struct tls_config *cfg = config_alloc(1);
@@ -141,13 +158,7 @@ struct tls_config *tls_server_config_new(const char *cert_file, const char *key_
 		tls_fail(e, ret, "the TLS key does not match the certificate");
 		goto fail;
 	}
-	if (config_defaults(cfg, e) < 0)
-		goto fail;
-	if ((ret = mbedtls_ssl_conf_own_cert(&cfg->conf, &cfg->own_cert, &cfg->own_key)) != 0) {
-		tls_fail(e, ret, "TLS certificate");
-		goto fail;
-	}
-	return cfg;
+	return server_config_finish(cfg, e);
 fail:
 	tls_config_free(cfg);
 	return NULL;
@@ -163,13 +174,7 @@ struct tls_config *tls_server_config_new_pem(const char *cert_pem, const char *k
 		tls_fail(e, ret, "the TLS certificate and key in memory");
 		goto fail;
 	}
-	if (config_defaults(cfg, e) < 0)
-		goto fail;
-	if ((ret = mbedtls_ssl_conf_own_cert(&cfg->conf, &cfg->own_cert, &cfg->own_key)) != 0) {
-		tls_fail(e, ret, "TLS certificate");
-		goto fail;
-	}
-	return cfg;
+	return server_config_finish(cfg, e);
 fail:
 	tls_config_free(cfg);
 	return NULL;

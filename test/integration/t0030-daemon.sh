@@ -125,6 +125,14 @@ test_case "a worktree with sessions is refused before anything is removed, namin
   expect_contains err "agor task cancel"
   [ -d "$path" ] || fail "the worktree directory went under a queued task"
   sql "UPDATE tasks SET status = \"cancelled\" WHERE id = \"t-live\""
+  # a command running in the worktree outside any session (no session row) refuses it too
+  "$AGOR" exec "$wt" -- sleep 4 > exec.out 2>&1 &
+  exec_pid=$!
+  for i in $(seq 1 100); do "$AGOR" task list --json | grep -q "\"running\"" && break; sleep 0.05; done
+  expect_exit 1 "$AGOR" worktree remove "$wt" --force
+  expect_contains err IN_USE
+  [ -d "$path" ] || fail "the worktree directory went under a running command"
+  wait $exec_pid || { cat exec.out; fail "the command was disturbed"; }
   expect_exit 0 "$AGOR" worktree remove "$wt" --force
   [ ! -e "$path" ] || fail "the worktree directory stayed"
   for q in "sessions WHERE worktree_id = \"$wt\"" "tasks WHERE session_id = \"$session\"" "messages WHERE session_id = \"$session\"" \
