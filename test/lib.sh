@@ -9,7 +9,8 @@ TEST_TMP_ROOT="$TEST_TOP/build/test-tmp/$TEST_NAME-$AGOR_FLAVOR.$$"   # per run:
 mkdir -p "$TEST_TMP_ROOT"
 _passed=0 _failed=0 _skipped=0 _n=0
 
-# test_case NAME BODY — BODY is shell code; the case passes when it exits 0.
+# test_case NAME BODY — BODY is shell code; the case passes when it exits 0, and is a counted skip when it calls
+# skip_case REASON (this machine lacks what the case needs) — never a silent pass.
 test_case() {
   local name=$1 body=$2 log
   _n=$((_n + 1))
@@ -25,12 +26,21 @@ test_case() {
     eval "$body"
   ) > "$log" 2>&1
   local rc=$?
-  if [ $rc -eq 0 ]; then
+  if [ $rc -eq "$SKIP_CASE_STATUS" ] && [ -s "$T.skip" ]; then
+    _skipped=$((_skipped + 1)); echo "skip $_n - $name ($(cat "$T.skip"))"
+  elif [ $rc -eq 0 ]; then
     _passed=$((_passed + 1)); echo "ok $_n - $name"
   else
     _failed=$((_failed + 1)); echo "FAIL $_n - $name (exit $rc)"
     tail -n 30 "$log" | sed 's/^/    | /'
   fi
+}
+
+# skip_case REASON — inside a test_case body: this machine cannot run the case; it ends here as a counted skip.
+SKIP_CASE_STATUS=77
+skip_case() {
+  printf '%s' "$1" > "$T.skip"
+  exit "$SKIP_CASE_STATUS"
 }
 
 # test_skip NAME REASON — a case this machine cannot run, with the reason printed.
