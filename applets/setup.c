@@ -423,16 +423,10 @@ static int plan_admin_yaml(struct setup *s, struct isolation_plan *p)
 }
 
 /* Every check and every file content, before anything is changed. */
-static bool path_within(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return !strncmp(path, dir, n) && (!path[n] || path[n] == '/');
-}
-
 /* A path of the view below old, moved below SETUP_DATA_HOME. */
 static void move_below(char **path, const char *old)
 {
-	if (!path_within(*path, old))
+	if (!fs_path_is_or_below(*path, old))
 		return;
 	char *moved = xasprintf("%s%s", SETUP_DATA_HOME, *path + strlen(old));
 	free(*path);
@@ -443,7 +437,7 @@ static void move_below(char **path, const char *old)
  * SETUP_DATA_HOME (repos/ and worktrees/ with it, when they were below it) and writes that to config.yaml. */
 static int plan_data_home(struct isolation_plan *p)
 {
-	if (!path_within(p->view.data_home, p->view.agor_home))
+	if (!fs_path_is_or_below(p->view.data_home, p->view.agor_home))
 		return 0;
 	p->move_data_home = true;
 	_cleanup_free_ char *old = xstrdup(p->view.data_home);

@@ -215,6 +215,12 @@ int fs_dir_is_empty(const char *path)
 	return empty;
 }
 
+int fs_path_is_or_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n] || (n == 1 && dir[0] == '/'));
+}
+
 char *fs_tidy_path(const char *path)
 {
 	char *t = xstrdup(path), *w = t;

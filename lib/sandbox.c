@@ -357,19 +357,13 @@ static int refuse_data_below_writable(const struct sandbox *sb, const char *dst,
 	return 0;
 }
 
-/* 1 when path is dir or lies below it (both canonical). */
-static int is_or_below(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n] || (n == 1 && dir[0] == '/'));
-}
 
 /* 1 (e set) when the trusted bind src (canonical) is, or holds, a protected path (an agent installed beside the
  * data home). Compared canonically: "/x/", "//x" and a symlink to /x are /x. */
 static int holds_protected(const struct sandbox *sb, const char *src, struct err *e)
 {
 	for (size_t i = 0; i < sb->protected.nr; i++)
-		if (is_or_below(sb->protected.v[i], src))
+		if (fs_path_is_or_below(sb->protected.v[i], src))
 			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", src, "holds", sb->protected.v[i]),
 					"sandbox: %s would be shown to the run, and it holds %s: install the program (or "
 					"choose the path) elsewhere", src, sb->protected.v[i]), 1;
@@ -407,7 +401,7 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, uns
 	struct sandbox_bind beneath;
 	if (canonical && holds_protected(sb, canonical, e))
 		return -1;
-	if (canonical && sb->data_home && is_or_below(canonical, sb->data_home)) {
+	if (canonical && sb->data_home && fs_path_is_or_below(canonical, sb->data_home)) {
 		beneath = *b; /* "trusted" but in the data home (an agent installed in a worktree): followed like none */
 		beneath.root = sb->data_home;
 		beneath.src = canonical;

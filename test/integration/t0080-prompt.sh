@@ -5,16 +5,7 @@
 # agent crash and garbage output.
 . "$(dirname "$0")/../lib.sh"
 
-CLAUDE_VERSION=2.1.197
-CLI_DIR="$TEST_TOP/build/test-tmp/agent-cli" # shared by both flavors: npm runs once
-CODEX_VERSION=0.169.0
-CLAUDE="$CLI_DIR/node_modules/.bin/claude" CODEX="$CLI_DIR/node_modules/.bin/codex"
-if ! "$CLAUDE" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION" || ! "$CODEX" --version 2>/dev/null | grep -q " $CODEX_VERSION$"; then
-  mkdir -p "$CLI_DIR"
-  (cd "$CLI_DIR" && npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_VERSION" \
-    "@openai/codex@$CODEX_VERSION") > /dev/null 2>&1 || true
-fi
-chmod -R a+rX "$CLI_DIR" 2>/dev/null || true
+. "$TEST_TOP/test/agent-cli.sh"   # $CLAUDE and $CODEX, pinned, installed once
 
 # The daemon runs as root in insulated mode: every executor (and so the agent) runs as agor_executor.
 SCENE='

@@ -193,16 +193,7 @@ PY
 
 # --- the real Claude Code, as t0080 drives it: the daemon runs as root in insulated mode, every executor (and so
 # the agent) as agor_executor; the network setting is left at its default (none), which an agent run raises to proxy.
-CLAUDE_VERSION=2.1.197
-CLI_DIR="$TEST_TOP/build/test-tmp/agent-cli" # shared with t0080: npm runs once
-CODEX_VERSION=0.169.0
-CLAUDE="$CLI_DIR/node_modules/.bin/claude" CODEX="$CLI_DIR/node_modules/.bin/codex"
-if ! "$CLAUDE" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION" || ! "$CODEX" --version 2>/dev/null | grep -q " $CODEX_VERSION$"; then
-  mkdir -p "$CLI_DIR"
-  (cd "$CLI_DIR" && npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_VERSION" \
-    "@openai/codex@$CODEX_VERSION") > /dev/null 2>&1 || true
-fi
-chmod -R a+rX "$CLI_DIR" 2>/dev/null || true
+. "$TEST_TOP/test/agent-cli.sh"   # $CLAUDE and $CODEX, pinned, installed once
 
 SCENE='
   [ -n "${TRACE:-}" ] && set -x

@@ -248,3 +248,12 @@ TEST(confine_hold_holds_the_parent_and_refuses_links_and_the_root)
 	CHECK(!fs_exists(none));
 	CHECK(outside_intact());
 }
+
+TEST(fs_path_is_or_below_compares_whole_components)
+{
+	CHECK(fs_path_is_or_below("/srv/agor", "/srv/agor"));
+	CHECK(fs_path_is_or_below("/srv/agor/repos", "/srv/agor"));
+	CHECK(!fs_path_is_or_below("/srv/agor2", "/srv/agor")); /* a sibling sharing the prefix is not below */
+	CHECK(!fs_path_is_or_below("/srv", "/srv/agor"));
+	CHECK(fs_path_is_or_below("/anything", "/"));
+}
