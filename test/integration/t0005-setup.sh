@@ -289,4 +289,16 @@ fresh_config() {
 }
 test_case "setup isolation for a daemon user without a config.yaml creates ~/.agor (0700) and config.yaml (0600) as that user" fresh_config
 
+data_root_symlink() {
+  # attack: the daemon user (who owns /srv/agor) swaps worktrees/ for a link to a root-owned directory, hoping
+  # setup isolation (root) hands it to agor_users with mode 2770
+  mkdir -p /etc/agor-target && chmod 755 /etc/agor-target
+  rm -rf /srv/agor/worktrees && ln -s /etc/agor-target /srv/agor/worktrees
+  expect_exit 1 "$AGOR" setup isolation
+  expect_contains err "/srv/agor/worktrees"
+  [ "$(stat -c '%a %U %G' /etc/agor-target)" = "755 root root" ] || fail "setup changed the link target: $(stat -c '%a %U %G' /etc/agor-target)"
+  rm /srv/agor/worktrees && rmdir /etc/agor-target
+}
+test_case "attack: a data root swapped for a symlink is refused; the target is never chowned or chmodded" data_root_symlink
+
 test_done
