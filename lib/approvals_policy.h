@@ -1,4 +1,4 @@
-/* approvals_policy.h — exec-approval policy: levels, precedence, globbing, executable resolution and
+/* approvals_policy.h — exec-approval policy: levels, precedence, executable resolution and
  * the analysis of argv and shell text down to the commands that really run. Never trusts text: it fails closed. */
 #ifndef AGOR_APPROVALS_POLICY_H
 #define AGOR_APPROVALS_POLICY_H
@@ -13,12 +13,7 @@
  * defaults. The host (file) value caps the request: effective security = min(requested, host),
  * ask = max(requested, host), askFallback = min(requested or host, host, effective security).
  *
- * Globs (appr_glob_match) match a canonical path, anchored at both ends and case-sensitive:
- *   `**` any characters (also '/'), `*` any characters but '/', `?` one character but '/',
- *   `\x` a literal x, everything else (also '[') literal. A leading `~/` (or a lone `~`) is the
- *   given home directory. appr_pattern_check refuses, at write time, patterns that are not
- *   absolute (`/…` or `~/…`: a pattern without '/' never names a path), `~user`, control
- *   characters, and more than APPR_PATTERN_MAX bytes.
+ * Globs: approvals_glob.h.
  *
  * Resolution (appr_resolve_executable): a word with '/' is taken relative to cwd; a bare name is
  *   looked up in PATH (default APPR_DEFAULT_PATH); an empty or relative PATH entry anywhere refuses
@@ -71,6 +66,7 @@
 
 #include <stddef.h>
 
+#include "approvals_glob.h"
 #include "approvals_pin.h"
 #include "err.h"
 #include "strvec.h"
@@ -81,7 +77,6 @@ enum appr_decision { APPR_ALLOW = 0, APPR_DENY = 1, APPR_ASK = 3 }; /* also `che
 #define APPR_UNSET (-1)
 #define APPR_SHELL_DEPTH 3
 #define APPR_WRAPPER_DEPTH 8
-#define APPR_PATTERN_MAX 1024
 
 /* Parsers return the level or -1; names return NULL for an out-of-range value. */
 int appr_security_parse(const char *s);
@@ -109,12 +104,6 @@ void appr_policy_resolve(const struct appr_levels *request, const struct appr_le
 			 const struct appr_levels *star, const struct appr_levels *defaults,
 			 struct appr_effective *out);
 
-/* 1 when path matches pattern (see the contract), else 0. home may be NULL (then `~` never matches). */
-int appr_glob_match(const char *pattern, const char *path, const char *home);
-/* 0 when pattern may be stored; -1 with E_INVALID_PAYLOAD naming the problem. */
-int appr_pattern_check(const char *pattern, struct err *e);
-/* A pattern matching exactly path (glob characters escaped); caller frees. */
-char *appr_pattern_for_path(const char *path);
 
 /* The canonical path of the executable word would run (see the contract); caller frees. NULL with
  * E_NOT_FOUND (not found / not executable), E_PERMISSION_DENIED (PATH refused) or E_SYSTEM. cwd NULL

@@ -2,7 +2,7 @@
  * Never guesses in a program's favour: an option it cannot place, or a script it cannot parse, runs code. */
 #include <string.h>
 
-#include "approvals_policy.h"
+#include "approvals_glob.h"
 #include "approvals_programs.h"
 #include "strbuf.h"
 #include "banned.h"

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "exec_env.h"
-#include "payload.h"
 #include "banned.h"
 
 static int valid_name(const char *s, size_t n)
@@ -36,11 +35,25 @@ static int listed(const char *list, const char *name)
 	return 0;
 }
 
+int exec_env_name_ours(const char *name)
+{
+	static const char *const exact[] = { "BASH_ENV", "ENV",		 "PATH",    "HOME",
+					     "SHELL",	 "IFS",		 "NODE_OPTIONS", "RUBYOPT" };
+	static const char *const prefixes[] = { "LD_", "DYLD_", "PYTHON", "PERL5", "GIT_CONFIG" };
+	for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
+		if (!strcmp(name, exact[i]))
+			return 1;
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
 const char *exec_env_refusal(const char *list, const char *name)
 {
 	if (!valid_name(name, strlen(name)))
 		return EXEC_ENV_INVALID;
-	if (!payload_env_name_allowed(name) || !strncmp(name, "AGOR_", 5))
+	if (exec_env_name_ours(name) || !strncmp(name, "AGOR_", 5))
 		return EXEC_ENV_KEPT;
 	return listed(list, name) ? NULL : EXEC_ENV_UNLISTED;
 }

@@ -5,7 +5,7 @@
  *   The list is ':'-separated; an entry is a name ([A-Za-z_][A-Za-z0-9_]*) or a name prefix ending in '*'
  *   ("LC_*"); a lone "*" is refused (it would pass GIT_*, SSH_*, LD_*, …). NULL (the setting null) passes none.
  *   exec_env_refusal(list, name) → NULL when name may pass, else why not, one of the EXEC_ENV_* texts below:
- *     not a valid name; kept by agor whatever the list says (payload_env_name_allowed's names — loader, shell
+ *     not a valid name; kept by agor whatever the list says (exec_env_name_ours's names — loader, shell
  *     and interpreter variables, PATH, HOME, GIT_CONFIG* — and AGOR_*); or not on the list.
  *   The daemon refuses an exec.run naming a refused variable (INVALID_PAYLOAD, params.env.NAME, naming the
  *   setting); a node drops it from what it runs and logs it, whatever its gateway sent.
@@ -29,6 +29,9 @@
 	"or as where to connect: GIT_*, SSH_*, *_PROXY, PAGER, EDITOR never qualify)"
 
 const char *exec_env_refusal(const char *list, const char *name);
+/* 1 when name is one agor never lets a payload's env set (loader, shell and interpreter variables, PATH, HOME,
+ * GIT_CONFIG*): the executor refuses a payload naming it, exec_env_refusal keeps it whatever the list says. */
+int exec_env_name_ours(const char *name);
 /* The setting's check (config.c): 0, or -1 with e set and *at the byte offset of the bad entry. */
 int exec_env_list_check(const char *list, size_t *at, struct err *e);
 

@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "json.h"
+#include "exec_env.h"
 #include "payload.h"
 #include "unixperm.h"
 #include "banned.h"
@@ -143,20 +144,6 @@ int payload_valid_user_name(const char *s)
 	return unixperm_user_name_valid(s); /* one rule for user names (SPEC §3.5) */
 }
 
-int payload_env_name_allowed(const char *name)
-{
-	static const char *const exact[] = { "BASH_ENV", "ENV",		 "PATH",    "HOME",
-					     "SHELL",	 "IFS",		 "NODE_OPTIONS", "RUBYOPT" };
-	static const char *const prefixes[] = { "LD_", "DYLD_", "PYTHON", "PERL5", "GIT_CONFIG" };
-	for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
-		if (!strcmp(name, exact[i]))
-			return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++)
-		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
-			return 0;
-	return 1;
-}
-
 static int valid_env_name(const char *s)
 {
 	if (!*s || (*s >= '0' && *s <= '9'))
@@ -175,7 +162,7 @@ static int check_env(json_t *env, const char *path, struct err *e)
 		_cleanup_free_ char *p = join_path(path, name);
 		if (!valid_env_name(name))
 			return invalid(e, p, "not a valid environment variable name (letters, digits, _)");
-		if (!payload_env_name_allowed(name))
+		if (!exec_env_name_ours(name))
 			return invalid(e, p, "not allowed: the executor sets this variable itself (remove it)");
 		if (!json_is_string(value))
 			return invalid(e, p, "expected a string value");

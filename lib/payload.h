@@ -58,8 +58,6 @@ json_t *payload_param(const struct payload *p, const char *name);
 int payload_bool(const struct payload *p, const char *name, int dflt);
 /* The supported command names as a new JSON array. */
 json_t *payload_supported_commands(void);
-/* True when name may be passed to a child through the payload's env. */
-int payload_env_name_allowed(const char *name);
 /* True when s is a valid Unix user name for asUser (^[a-z_][a-z0-9_-]{0,31}$). */
 int payload_valid_user_name(const char *s);
 
