@@ -162,7 +162,7 @@ static int check_env(json_t *env, const char *path, struct err *e)
 		_cleanup_free_ char *p = join_path(path, name);
 		if (!valid_env_name(name))
 			return invalid(e, p, "not a valid environment variable name (letters, digits, _)");
-		if (!exec_env_name_ours(name))
+		if (exec_env_name_ours(name))
 			return invalid(e, p, "not allowed: the executor sets this variable itself (remove it)");
 		if (!json_is_string(value))
 			return invalid(e, p, "expected a string value");

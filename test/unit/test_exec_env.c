@@ -35,6 +35,17 @@ TEST(exec_env_keeps_agors_names_whatever_the_list_says)
 	CHECK_STR(exec_env_refusal(list, ""), EXEC_ENV_INVALID);
 }
 
+TEST(exec_env_names_agor_keeps_are_exactly_the_dangerous_ones)
+{
+	static const char *const ours[] = { "PATH", "HOME", "SHELL", "IFS", "BASH_ENV", "ENV", "NODE_OPTIONS", "RUBYOPT",
+					    "LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "PYTHONPATH", "PERL5LIB", "GIT_CONFIG_COUNT" };
+	for (size_t i = 0; i < ARRAY_SIZE(ours); i++)
+		CHECK(exec_env_name_ours(ours[i]));
+	static const char *const theirs[] = { "LANG", "LC_ALL", "TZ", "TERM", "MY_VAR", "GIT_AUTHOR_NAME" };
+	for (size_t i = 0; i < ARRAY_SIZE(theirs); i++)
+		CHECK(!exec_env_name_ours(theirs[i]));
+}
+
 TEST(exec_env_setting_is_checked)
 {
 	struct config *cfg = config_new();
