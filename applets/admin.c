@@ -1,4 +1,4 @@
-/* admin.c — `agor admin`, the only root code (SPEC §5.2): a fixed table of validated subcommands.
+/* admin.c — `agor admin`, the only root code (docs/admin.md): a fixed table of validated subcommands.
  * Never trusts its caller: paths confined by admin.yaml, agor users only, no shell, ever. */
 #include <dirent.h>
 #include <errno.h>
@@ -183,7 +183,7 @@ static void describe_tree(struct admin *a, const char *path, const char *group,
 	strbuf_release(&acl);
 }
 
-/* The recursive change of SPEC §5.2 (or, dry run, its count). have_gid is false in a dry run
+/* The recursive change of docs/admin.md (or, dry run, its count). have_gid is false in a dry run
  * whose group does not exist yet: then only the description is given. */
 static int apply_tree(struct admin *a, int fd, const char *path, const char *group, gid_t gid,
 		      bool have_gid, enum unixperm_access others)

@@ -10,7 +10,8 @@
 
 #include "applet.h"
 #include "config.h"
-#include "daemon.h"
+#include "daemon_main.h"
+#include "daemon_serve.h"
 #include "log.h"
 #include "banned.h"
 

@@ -4,7 +4,7 @@
 
 #include "approvals_policy.h"
 #include "approvals_store.h"
-#include "daemon_gateway.h"
+#include "daemon_exec_session.h"
 #include "exec_directive.h"
 #include "json.h"
 #include "log.h"

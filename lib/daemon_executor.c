@@ -1,12 +1,16 @@
-/* daemon_executor.c — the executor methods of SPEC §4.3, authenticated by a task-bound session token:
+/* daemon_executor.c — the executor methods (daemon_executor.h, docs/rpc.md), authenticated by a task-bound session token:
  * verified (HS256, iss/aud/exp), known (jti recorded), not revoked, for a task still running; counted.
  * Never returns a secret to anyone but the token's task, never writes a secret to the audit log or logs. */
 #include <string.h>
 
 #include "agent.h"
 #include "crypto.h"
-#include "daemon.h"
-#include "daemon_methods.h"
+#include "daemon_executor.h"
+#include "daemon_limits.h"
+#include "daemon_peer.h"
+#include "daemon_permissions.h"
+#include "daemon_taskauth.h"
+#include "daemon_tasks.h"
 #include "json.h"
 #include "log.h"
 #include "report_scan.h"
@@ -17,230 +21,15 @@
 
 #define API_KEY_FETCHES_PER_TOKEN 20
 
-struct token_auth {
-	struct token_claims claims;
-	json_t *task; /* the task row */
-};
-
-static void auth_release(struct token_auth *a)
-{
-	token_claims_release(&a->claims);
-	if (a->task)
-		json_decref(a->task);
-}
-
-static int refuse(struct daemon *d, const char *method, const char *task, const char *why, struct err *e)
-{
-	daemon_audit_refusal(d, "executor", method, task, json_pack("{s:s}", "reason", why));
-	return err_set(e, E_AUTH_FAILED, "session token refused: %s", why);
-}
-
-/* Executors stream with one token. Its signature and claims are checked once and remembered, by the
- * exact token text, until it expires; so is the finding that it is recorded, not revoked and bound to a
- * running task, but only while d->auth_generation is unchanged (any write to tokens or tasks, any
- * rollback voids it), the database file unchanged by anyone else, and inside a batch of writes (whose
- * BEGIN IMMEDIATE sees other processes' commits). Its calls are counted in memory and added to
- * tokens.uses before the batch commits. */
-#define VERIFIED_TOKENS 16
-
-struct verified_token {
-	char *jwt;
-	struct token_claims claims;
-	json_t *task;		 /* the running task's row when last found live, else NULL */
-	uint64_t generation;	 /* d->auth_generation then */
-	unsigned data_version;	 /* the database file's SQLITE_FCNTL_DATA_VERSION then */
-	long long unsaved_uses; /* calls not yet added to tokens.uses */
-};
-
-static void on_row_change(void *arg, int op, const char *database, const char *table, sqlite3_int64 rowid)
-{
-	(void)op;
-	(void)database;
-	(void)rowid;
-	struct daemon *d = arg;
-	if (!d->saving_token_uses && (!strcmp(table, "tokens") || !strcmp(table, "tasks")))
-		d->auth_generation++;
-}
-
-static void on_rollback(void *arg)
-{
-	struct daemon *d = arg;
-	d->auth_generation++;
-}
-
-void daemon_watch_auth_state(struct daemon *d)
-{
-	sqlite3_update_hook(d->db->sql, on_row_change, d);
-	sqlite3_rollback_hook(d->db->sql, on_rollback, d);
-}
-
-static unsigned data_version(struct daemon *d)
-{
-	unsigned v = 0;
-	if (sqlite3_file_control(d->db->sql, "main", SQLITE_FCNTL_DATA_VERSION, &v) != SQLITE_OK)
-		d->auth_generation++; /* unknown: never trust a remembered check on it */
-	return v;
-}
-
-static void save_uses(struct daemon *d, struct verified_token *v)
-{
-	if (!v->unsaved_uses || !d->db)
-		return;
-	struct err e = ERR_INIT;
-	d->saving_token_uses = 1;
-	if (db_run(d->db, &e, "UPDATE tokens SET uses = uses + ? WHERE jti = ?", "is", v->unsaved_uses, v->claims.jti) < 0)
-		log_error("could not count the uses of token %s: %s", v->claims.jti, e.message);
-	d->saving_token_uses = 0;
-	err_clear(&e);
-	v->unsaved_uses = 0;
-}
-
-void daemon_save_token_uses(struct daemon *d)
-{
-	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++)
-		save_uses(d, &d->verified[i]);
-}
-
-static void forget_live_check(struct verified_token *v)
-{
-	if (v->task)
-		json_decref(v->task);
-	v->task = NULL;
-}
-
-static void forget_slot(struct daemon *d, struct verified_token *v)
-{
-	save_uses(d, v);
-	forget_live_check(v);
-	free(v->jwt);
-	v->jwt = NULL;
-	token_claims_release(&v->claims);
-}
-
-void daemon_forget_verified_tokens(struct daemon *d)
-{
-	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++)
-		forget_slot(d, &d->verified[i]);
-	free(d->verified);
-	d->verified = NULL;
-}
-
-/* Same length and same bytes, in time independent of where they differ. */
-static int same_token(const char *known, const char *jwt, size_t len)
-{
-	return strlen(known) == len && crypto_equal(known, jwt, len);
-}
-
-/* The remembered verification of jwt (signature, claims, not expired), verifying and remembering it
- * first when needed; NULL with why set when it does not verify. */
-static struct verified_token *verify_token(struct daemon *d, const char *jwt, struct err *why)
-{
-	if (!d->verified)
-		d->verified = xcalloc(VERIFIED_TOKENS, sizeof(*d->verified));
-	long long now = daemon_now();
-	size_t len = strlen(jwt);
-	for (int i = 0; i < VERIFIED_TOKENS; i++) {
-		struct verified_token *v = &d->verified[i];
-		if (v->jwt && v->claims.exp > now && same_token(v->jwt, jwt, len))
-			return v;
-	}
-	struct token_claims claims = TOKEN_CLAIMS_INIT;
-	if (token_verify_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), jwt, TOKEN_NOW, &claims, why) < 0)
-		return NULL;
-	struct verified_token *slot = &d->verified[(unsigned)claims.iat % VERIFIED_TOKENS];
-	forget_slot(d, slot);
-	slot->jwt = xstrdup(jwt);
-	slot->claims = claims;
-	return slot;
-}
-
-/* The remembered finding that v is live still holds: nothing that could change it was written since. */
-static int still_live(struct daemon *d, const struct verified_token *v)
-{
-	return v->task && d->write_batch_open && v->generation == d->auth_generation && v->data_version == data_version(d);
-}
-
-/* Looks the token up (recorded for its task, not revoked) and its task (running); on success a->task
- * is set and v remembers the finding. */
-static int check_live(struct daemon *d, const char *method, struct verified_token *v, struct token_auth *a, struct err *e)
-{
-	uint64_t generation = d->auth_generation;
-	unsigned version = data_version(d);
-	json_t *row = db_query_one(d->db, e, "SELECT task_id, revoked_at FROM tokens WHERE jti = ?", "s", v->claims.jti);
-	if (!row)
-		return -1;
-	const char *tid = v->claims.tid;
-	int rc = 0;
-	if (json_is_null(row) || strcmp(json_get_str(row, "task_id"), tid))
-		rc = refuse(d, method, tid, "unknown token", e);
-	else if (!json_is_null(json_object_get(row, "revoked_at")))
-		rc = refuse(d, method, tid, "revoked (its task has ended)", e);
-	json_decref(row);
-	if (rc < 0)
-		return -1;
-	a->task = db_query_one(d->db, e, "SELECT * FROM tasks WHERE id = ?", "s", tid);
-	if (!a->task || json_is_null(a->task) || strcmp(json_get_str(a->task, "status"), "running"))
-		return refuse(d, method, tid, "its task is not running", e);
-	if (generation == d->auth_generation) { /* the refusals above write the audit log, not tokens or tasks */
-		v->task = json_incref(a->task);
-		v->generation = generation;
-		v->data_version = version;
-	}
-	return 0;
-}
-
-/* Verifies the session token jwt (NULL: none given) for method; on success a->claims and a->task are set. */
-static int authenticate_jwt(struct daemon *d, const char *method, const char *jwt, struct token_auth *a, struct err *e)
-{
-	memset(a, 0, sizeof(*a));
-	if (!jwt)
-		return refuse(d, method, NULL, "params.session_token is missing", e);
-	struct err why = ERR_INIT;
-	struct verified_token *v = verify_token(d, jwt, &why);
-	if (!v) {
-		int rc = refuse(d, method, NULL, why.message, e);
-		err_clear(&why);
-		return rc;
-	}
-	token_claims_copy(&a->claims, &v->claims);
-	daemon_write_batch(d); /* executors stream: their writes of one read burst share one transaction */
-	if (still_live(d, v)) {
-		a->task = json_incref(v->task);
-	} else {
-		forget_live_check(v);
-		if (check_live(d, method, v, a, e) < 0)
-			return -1;
-	}
-	v->unsaved_uses++;
-	if (!d->write_batch_open)
-		save_uses(d, v);
-	return 0;
-}
-
-static int authenticate(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
-{
-	return authenticate_jwt(d, method, json_get_str(params, "session_token"), a, e);
-}
-
-int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *params, char **task_id, struct err *e)
-{
-	struct token_auth a;
-	int rc = authenticate(d, method, params, &a, e);
-	if (rc == 0)
-		*task_id = xstrdup(a.claims.tid);
-	auth_release(&a);
-	return rc;
-}
-
 /* A call naming a task (task, may be NULL) must name the token's own task. */
-static int check_task(struct daemon *d, const char *method, const char *task, struct token_auth *a, struct err *e)
+static int check_task(struct daemon *d, const char *method, const char *task, struct daemon_token_auth *a, struct err *e)
 {
 	if (task && strcmp(task, a->claims.tid))
-		return refuse(d, method, a->claims.tid, "the token belongs to another task", e);
+		return daemon_token_refuse(d, method, a->claims.tid, "the token belongs to another task", e);
 	return 0;
 }
 
-static int check_task_param(struct daemon *d, const char *method, json_t *params, struct token_auth *a, struct err *e)
+static int check_task_param(struct daemon *d, const char *method, json_t *params, struct daemon_token_auth *a, struct err *e)
 {
 	return check_task(d, method, json_get_str(params, "task_id"), a, e);
 }
@@ -254,12 +43,12 @@ static json_t *model_config(const struct config *cfg, const char *tool)
 	return json_pack("{s:s?,s:s?,s:s?}", "command", a->command, "base_url", a->base_url, "model", a->model);
 }
 
-static int get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
-	struct token_auth a;
-	if (authenticate(d, "get_execution_context", params, &a, e) < 0) {
-		auth_release(&a);
+	struct daemon_token_auth a;
+	if (daemon_token_authenticate(d, "get_execution_context", params, &a, e) < 0) {
+		daemon_token_auth_release(&a);
 		return -1;
 	}
 	json_t *s = db_query_one(d->db, e,
@@ -280,7 +69,7 @@ static int get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 	}
 	if (s)
 		json_decref(s);
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
 
@@ -360,12 +149,12 @@ int daemon_open_api_key(struct daemon *d, const char *service, const char *user,
 	return rc;
 }
 
-static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
-	struct token_auth a;
+	struct daemon_token_auth a;
 	const char *service = json_get_str(params, "service");
-	int rv = authenticate(d, "get_api_key", params, &a, e);
+	int rv = daemon_token_authenticate(d, "get_api_key", params, &a, e);
 	if (rv == 0 && !service)
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.service: required (anthropic, openai, google, github, …)");
 	if (rv == 0) {
@@ -374,7 +163,7 @@ static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 		if (row)
 			json_decref(row);
 		if (uses >= API_KEY_FETCHES_PER_TOKEN)
-			rv = refuse(d, "get_api_key", a.claims.tid, "rate limited: too many API key requests for one task", e);
+			rv = daemon_token_refuse(d, "get_api_key", a.claims.tid, "rate limited: too many API key requests for one task", e);
 	}
 	if (rv == 0) {
 		struct strbuf key = STRBUF_INIT;
@@ -387,7 +176,7 @@ static int get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 			*result = json_pack("{s:s%}", "api_key", key.buf, key.len);
 		crypto_strbuf_wipe(&key);
 	}
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
 
@@ -440,12 +229,12 @@ static int credential_url(const char *text, struct url *u, struct err *e)
 	return reason ? -1 : 0;
 }
 
-static int get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
-	struct token_auth a;
+	struct daemon_token_auth a;
 	_cleanup_url_ struct url u = URL_INIT;
-	int rv = authenticate(d, "get_credential", params, &a, e);
+	int rv = daemon_token_authenticate(d, "get_credential", params, &a, e);
 	if (rv == 0 && credential_url(json_get_str(params, "url"), &u, e) < 0) {
 		rv = -1;
 		daemon_audit_refusal(d, a.claims.sub, "get_credential", a.claims.tid, json_pack("{s:s}", "reason", e->message));
@@ -461,19 +250,19 @@ static int get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, s
 			*result = json_pack("{s:s,s:s%}", "username", "x-access-token", "password", secret.buf, secret.len);
 		crypto_strbuf_wipe(&secret);
 	}
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
 
-static int request_permission(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_request_permission(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	struct token_auth a;
-	int rv = authenticate(rc->app, "request_permission", params, &a, e);
+	struct daemon_token_auth a;
+	int rv = daemon_token_authenticate(rc->app, "request_permission", params, &a, e);
 	if (rv == 0)
 		rv = check_task_param(rc->app, "request_permission", params, &a, e);
 	if (rv == 0)
 		rv = daemon_permission_request(rc, a.task, a.claims.sid, params, result, e);
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
 
@@ -482,8 +271,8 @@ static int request_permission(struct rpc_ctx *rc, json_t *params, json_t **resul
 static int store_message(struct daemon *d, const char *jwt, const char *task, const char *type, const char *data_text,
 			 struct err *e)
 {
-	struct token_auth a;
-	int rv = authenticate_jwt(d, "report_message", jwt, &a, e);
+	struct daemon_token_auth a;
+	int rv = daemon_token_authenticate_jwt(d, "report_message", jwt, &a, e);
 	if (rv == 0)
 		rv = check_task(d, "report_message", task, &a, e);
 	if (rv == 0 && (!type || !data_text))
@@ -494,11 +283,11 @@ static int store_message(struct daemon *d, const char *jwt, const char *task, co
 		if (rv == 0)
 			daemon_task_message(d, a.claims.tid, json_get_str(a.task, "created_by"), a.claims.sid, type, data_text);
 	}
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
 
-static int report_message(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_report_message(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	json_t *data = json_object_get(params, "data");
 	_cleanup_free_ char *text = data ? json_to_compact(data) : NULL;
@@ -527,12 +316,12 @@ int daemon_report_message_line(struct daemon *d, const char *line, size_t len)
 
 /* report_egress {session_token, task_id, refused: [{host, port, reason, count}]}: what the run's egress proxy
  * refused since the last call (egress.h), audited and announced while the run lives. */
-static int report_egress(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_report_egress(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
-	struct token_auth a;
+	struct daemon_token_auth a;
 	json_t *refused = json_object_get(params, "refused"), *one;
-	int rv = authenticate(d, "report_egress", params, &a, e);
+	int rv = daemon_token_authenticate(d, "report_egress", params, &a, e);
 	if (rv == 0)
 		rv = check_task_param(d, "report_egress", params, &a, e);
 	if (rv == 0 && (!json_is_array(refused) || json_array_size(refused) > 100))
@@ -543,16 +332,16 @@ static int report_egress(struct rpc_ctx *rc, json_t *params, json_t **result, st
 									     json_get_str(a.task, "created_by"), one);
 		*result = json_object();
 	}
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
 
-static int report_completion(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_report_completion(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
-	struct token_auth a;
+	struct daemon_token_auth a;
 	const char *status = json_get_str(params, "status");
-	int rv = authenticate(d, "report_completion", params, &a, e);
+	int rv = daemon_token_authenticate(d, "report_completion", params, &a, e);
 	if (rv == 0)
 		rv = check_task_param(d, "report_completion", params, &a, e);
 	if (rv == 0 && (!status || (strcmp(status, "completed") && strcmp(status, "failed") && strcmp(status, "cancelled"))))
@@ -568,28 +357,16 @@ static int report_completion(struct rpc_ctx *rc, json_t *params, json_t **result
 		daemon_audit(d, a.claims.sub, "report_completion", a.claims.tid, status, NULL);
 		*result = json_pack("{s:b}", "acknowledged", 1);
 	}
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
 
-static int heartbeat(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_heartbeat(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	struct token_auth a;
-	int rv = authenticate(rc->app, "heartbeat", params, &a, e);
+	struct daemon_token_auth a;
+	int rv = daemon_token_authenticate(rc->app, "heartbeat", params, &a, e);
 	if (rv == 0)
 		*result = json_object();
-	auth_release(&a);
+	daemon_token_auth_release(&a);
 	return rv;
 }
-
-const struct rpc_method daemon_executor_methods[] = {
-	{ "get_api_key", get_api_key },
-	{ "get_credential", get_credential },
-	{ "get_execution_context", get_execution_context },
-	{ "heartbeat", heartbeat },
-	{ "report_completion", report_completion },
-	{ "report_egress", report_egress },
-	{ "report_message", report_message },
-	{ "request_permission", request_permission },
-};
-const size_t daemon_executor_nmethods = ARRAY_SIZE(daemon_executor_methods);

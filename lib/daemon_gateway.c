@@ -7,7 +7,14 @@
 #include "approvals_policy.h"
 #include "approvals_socket.h"
 #include "approvals_store.h"
+#include "daemon_access.h"
+#include "daemon_exec_params.h"
 #include "daemon_gateway.h"
+#include "daemon_limits.h"
+#include "daemon_peer.h"
+#include "daemon_permissions.h"
+#include "daemon_taskauth.h"
+#include "daemon_tasks.h"
 #include "json.h"
 #include "log.h"
 #include "rpc.h"
@@ -449,7 +456,7 @@ int daemon_gateway_exec(struct rpc_ctx *rc, json_t *params, json_t **result, str
 
 /* exec.gateway_grant {session_token} → {argv, cwd, env?}: what the token's gateway run may run without the sandbox,
  * with which environment overrides (none: no env). */
-static int gateway_grant(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_gateway_grant(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_free_ char *task_id = NULL;
 	if (daemon_executor_authenticate(D(rc), "exec.gateway_grant", params, &task_id, e) < 0)
@@ -464,8 +471,3 @@ static int gateway_grant(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	*result = json_pack("{s:O,s:s,s:O?}", "argv", r->exec_argv, "cwd", r->cwd, "env", r->env);
 	return 0;
 }
-
-const struct rpc_method daemon_gateway_methods[] = {
-	{ "exec.gateway_grant", gateway_grant },
-};
-const size_t daemon_gateway_nmethods = ARRAY_SIZE(daemon_gateway_methods);

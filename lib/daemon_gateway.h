@@ -28,10 +28,10 @@
 
 #include "crypto.h"
 #include "daemon.h"
-#include "daemon_methods.h"
+#include "daemon_peer.h"
+#include "rpc.h"
 
-extern const struct rpc_method daemon_gateway_methods[];
-extern const size_t daemon_gateway_nmethods;
+RPC_METHOD(method_gateway_grant); /* exec.gateway_grant */
 
 /* exec.run with host "gateway" (params already known to name that host). */
 int daemon_gateway_exec(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e);
@@ -59,17 +59,5 @@ void daemon_exec_approval(struct daemon *d, const struct exec_approval_ask *a);
 void daemon_exec_event(struct daemon *d, const char *task_id, const char *session_id, const char *user_id,
 		       const char *type, json_t *data);
 
-/* The session side (daemon_exec_session.c). A prompt that is a directive (/exec, /elevated: exec_directive.h)
- * updates the session's exec defaults instead of prompting: 1 with *result {session_id, directive, exec}, 0
- * when prompt is no directive, -1 when it is invalid or asks for more security than the gateway's
- * exec-approvals.json allows (PERMISSION_DENIED naming the cap), or when !may_set (only the session's creator
- * or an admin may). session: the session row. */
-int daemon_session_directive(struct daemon *d, const json_t *session, const char *prompt, int may_set,
-			     json_t **result, struct err *e);
-/* The session's exec events its agent has not been shown, as a note to put before the next prompt (NULL when
- * none); *last_id is the last event's message id, to pass to daemon_session_events_seen once the prompt is
- * submitted (so each event is shown exactly once). */
-char *daemon_session_events_note(struct daemon *d, const char *session_id, long long *last_id);
-void daemon_session_events_seen(struct daemon *d, const char *session_id, long long last_id);
 
 #endif

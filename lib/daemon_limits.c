@@ -1,9 +1,9 @@
-/* daemon_limits.c — what keeps a flood from stalling the daemon or filling its disk (daemon.h "Limits"): the descriptor
+/* daemon_limits.c — what keeps a flood from stalling the daemon or filling its disk (daemon_limits.h): the descriptor
  * budget, refused calls audited in counted windows, the browser origins, the database size watch.
  * Never writes an audit row per refusal of a flood; never lets TCP connections take the Unix socket's descriptors. */
 #include <string.h>
 
-#include "daemon.h"
+#include "daemon_limits.h"
 #include "fdlimit.h"
 #include "log.h"
 #include "net.h"

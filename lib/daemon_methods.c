@@ -1,16 +1,23 @@
-/* daemon_methods.c — the client methods of SPEC §4.4 (users, repos, worktrees, sessions, tasks, messages,
- * events, config, audit). Never lets a caller act as another user; never opens the data home itself.
- * Every git change is a task run by an executor (lib/daemon.c); rows are written when the executor succeeds. */
+/* daemon_methods.c — the client methods (daemon_methods.h, docs/rpc.md): users, repos, worktrees, sessions, tasks,
+ * messages, events, config, audit. Never lets a caller act as another user; never opens the data home itself.
+ * Every git change is a task run by an executor (daemon_tasks.c); rows are written when the executor succeeds. */
 #include <pwd.h>
 #include <string.h>
 
 #include "approvals_policy.h"
 #include "audit.h"
 #include "crypto.h"
-#include "daemon.h"
+#include "daemon_access.h"
+#include "daemon_exec_params.h"
+#include "daemon_exec_session.h"
+#include "daemon_executor.h"
 #include "daemon_gateway.h"
+#include "daemon_limits.h"
 #include "daemon_methods.h"
 #include "daemon_nodes.h"
+#include "daemon_peer.h"
+#include "daemon_tasks.h"
+#include "daemon_terminal.h"
 #include "exec_env.h"
 #include "gitops.h"
 #include "json.h"
@@ -22,87 +29,9 @@
 
 /* --- params and identity ------------------------------------------------------------------ */
 
-static int need_str(json_t *params, const char *key, const char **out, struct err *e)
-{
-	json_t *v = json_object_get(params, key);
-	if (!json_is_string(v) || !json_string_length(v))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: required (a non-empty string)", key);
-	*out = json_string_value(v);
-	return 0;
-}
-
-static const char *opt_str(json_t *params, const char *key)
-{
-	return json_get_str(params, key);
-}
-
-static int opt_bool(json_t *params, const char *key, int dflt)
-{
-	json_t *v = json_object_get(params, key);
-	return json_is_boolean(v) ? json_is_true(v) : dflt;
-}
-
-
-static int need_user(struct rpc_ctx *rc, struct err *e)
-{
-	if (daemon_peer_token_live(D(rc), P(rc), e) < 0)
-		return -1;
-	if (P(rc)->user_id)
-		return 0;
-	if (P(rc)->uid == (uid_t)-1)
-		return err_set(e, E_AUTH_FAILED, "a TCP connection must first present a user token: call auth.token "
-						 "{\"token\": …} (tokens are made with `agor user token` on the daemon's host)");
-	return err_set(e, E_AUTH_FAILED, "this connection is not an agor user (uid %u has none: an admin runs "
-					 "`agor user create NAME --unix-user LOGIN`)", (unsigned)P(rc)->uid);
-}
-
-static int need_admin(struct rpc_ctx *rc, struct err *e)
-{
-	if (need_user(rc, e) < 0)
-		return -1;
-	return P(rc)->is_admin ? 0 : err_set(e, E_PERMISSION_DENIED, "only an admin may do this");
-}
-
-static json_t *one_row(struct daemon *d, struct err *e, const char *what, const char *sql, const char *id)
-{
-	json_t *row = db_query_one(d->db, e, sql, "s", id);
-	if (row && json_is_null(row)) {
-		json_decref(row);
-		err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no %s with id %s", what, id);
-		return NULL;
-	}
-	return row;
-}
-
-/* The rows of sql (no parameters) for any agor user. */
-static int list_rows(struct rpc_ctx *rc, const char *sql, json_t **result, struct err *e)
-{
-	if (need_user(rc, e) < 0)
-		return -1;
-	*result = db_query_json(D(rc)->db, e, sql, "");
-	return *result ? 0 : -1;
-}
-
-/* The row params.id selects with sql (one '?', or two for "id or name"), for any agor user. */
-static int get_row(struct rpc_ctx *rc, json_t *params, const char *what, const char *sql, json_t **result, struct err *e)
-{
-	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
-		return -1;
-	*result = one_row(D(rc), e, what, sql, id);
-	return *result ? 0 : -1;
-}
 
 /* --- deferred replies --------------------------------------------------------------------- */
 
-struct pending_reply {
-	struct daemon_pending base;
-	struct daemon_peer *peer; /* NULL once the connection closed */
-	json_t *id;
-	json_t *extra; /* merged into the reply */
-	char *kind;    /* "repo" | "worktree" | "worktree.remove" */
-	char *row_id;
-};
 
 /* Answers a deferred call (result is stolen). */
 static void send_reply(struct pending_reply *pr, const char *task_id, json_t *result, const struct err *error)
@@ -127,38 +56,6 @@ static void send_reply(struct pending_reply *pr, const char *task_id, json_t *re
 	free(text);
 }
 
-static void pending_free(struct pending_reply *pr)
-{
-	if (pr->peer)
-		daemon_peer_forget(pr->peer, pr);
-	if (pr->id)
-		json_decref(pr->id);
-	if (pr->extra)
-		json_decref(pr->extra);
-	free(pr->kind);
-	free(pr->row_id);
-	free(pr);
-}
-
-static void pending_reply_detach(struct daemon_pending *pending)
-{
-	((struct pending_reply *)pending)->peer = NULL;
-}
-
-static struct pending_reply *pending_new(struct rpc_ctx *rc, int wait, const char *kind, json_t *extra)
-{
-	struct pending_reply *pr = xcalloc(1, sizeof(*pr));
-	pr->base.detach = pending_reply_detach;
-	pr->kind = xstrdup(kind);
-	pr->extra = extra;
-	if (wait && rc->id && !rc->in_batch) {
-		pr->id = json_incref(rc->id);
-		pr->peer = P(rc);
-		daemon_peer_remember(pr->peer, pr);
-	}
-	return pr;
-}
-
 /* Submits spec (its on_done answers through pr). A waiting caller gets the answer when the task ends
  * (RPC_DEFERRED); others get {task_id, worktree_id?} now. rv < 0 from the caller's own checks is passed
  * through. pr is freed on failure. */
@@ -170,7 +67,7 @@ static int submit_with_reply(struct rpc_ctx *rc, int rv, struct task_spec *spec,
 	if (rv == 0)
 		rv = daemon_task_submit(D(rc), spec, &task_id, e);
 	if (rv < 0) {
-		pending_free(pr);
+		daemon_reply_free(pr);
 		return -1;
 	}
 	if (pr->peer)
@@ -181,18 +78,12 @@ static int submit_with_reply(struct rpc_ctx *rc, int rv, struct task_spec *spec,
 	return 0;
 }
 
-void daemon_pending_detach(void *pending)
-{
-	struct daemon_pending *p = pending;
-	p->detach(p);
-}
-
 /* --- users --------------------------------------------------------------------------------- */
 
-static int users_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_users_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *name, *unix_user = opt_str(params, "unix_username"), *role = opt_str(params, "role");
-	if (need_admin(rc, e) < 0 || need_str(params, "name", &name, e) < 0)
+	const char *name, *unix_user = daemon_opt_str(params, "unix_username"), *role = daemon_opt_str(params, "role");
+	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "name", &name, e) < 0)
 		return -1;
 	if (unix_user && !payload_valid_user_name(unix_user))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "unix_username"),
@@ -210,30 +101,29 @@ static int users_create(struct rpc_ctx *rc, json_t *params, json_t **result, str
 		return -1;
 	}
 	daemon_audit(D(rc), P(rc)->user_id, "users.create", id, "ok", json_pack("{s:s,s:s?}", "name", name, "unix_username", unix_user));
-	*result = one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ?", id);
+	*result = daemon_one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ?", id);
 	return *result ? 0 : -1;
 }
 
-static int users_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_users_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	return list_rows(rc, "SELECT * FROM users ORDER BY created_at, name", result, e);
+	return daemon_list_rows(rc, "SELECT * FROM users ORDER BY created_at, name", result, e);
 }
 
-static int users_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_users_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	return get_row(rc, params, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", result, e);
+	return daemon_get_row(rc, params, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", result, e);
 }
 
-static int worktree_rbac_on(const struct daemon *d);
 
 /* The users row named by params[key] (id or name), or NULL with NOT_FOUND. */
 static json_t *user_row(struct daemon *d, json_t *params, const char *key, struct err *e)
 {
 	const char *id;
-	if (need_str(params, key, &id, e) < 0)
+	if (daemon_need_str(params, key, &id, e) < 0)
 		return NULL;
-	return one_row(d, e, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", id);
+	return daemon_one_row(d, e, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", id);
 }
 
 /* The daemon's own user stays an admin and stays: identify() maps its uid (and root) to it whatever the row says. */
@@ -260,8 +150,8 @@ static int valid_email(const char *s)
 static int apply_user_changes(struct daemon *d, const json_t *user, json_t *params, json_t *changes, struct err *e)
 {
 	const char *id = json_get_str(user, "id");
-	const char *unix_user = opt_str(params, "unix_username"), *role = opt_str(params, "role");
-	const char *email = opt_str(params, "email");
+	const char *unix_user = daemon_opt_str(params, "unix_username"), *role = daemon_opt_str(params, "role");
+	const char *email = daemon_opt_str(params, "email");
 	if (!unix_user && !role && !email)
 		return err_set(e, E_INVALID_PAYLOAD, "nothing to change: give params.unix_username, params.role or params.email");
 	if (unix_user && *unix_user && !payload_valid_user_name(unix_user))
@@ -295,9 +185,9 @@ static int apply_user_changes(struct daemon *d, const json_t *user, json_t *para
 
 /* users.update {id, unix_username?, role?, email?} (admins): all or nothing, audited with what changed from
  * what; connections of that user are identified again at their next call. */
-static int users_update(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_users_update(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (need_admin(rc, e) < 0)
+	if (daemon_need_admin(rc, e) < 0)
 		return -1;
 	_cleanup_json_ json_t *user = user_row(D(rc), params, "id", e);
 	if (!user || db_exec(D(rc)->db, "SAVEPOINT users_update", e) < 0)
@@ -311,7 +201,7 @@ static int users_update(struct rpc_ctx *rc, json_t *params, json_t **result, str
 		return -1;
 	D(rc)->users_generation++;
 	daemon_audit(D(rc), P(rc)->user_id, "users.update", json_get_str(user, "id"), "ok", json_incref(changes));
-	*result = one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ?", json_get_str(user, "id"));
+	*result = daemon_one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ?", json_get_str(user, "id"));
 	return *result ? 0 : -1;
 }
 
@@ -370,12 +260,12 @@ static int reassign_and_delete_user(struct daemon *d, const char *from, const ch
  * with the counts) unless reassign_to names who takes it all over; in strict mode with worktree_rbac owners
  * are Unix group members, so their worktrees move first with worktrees.owners.add/remove. The Unix user is
  * never touched; the user's client tokens die with it and its connections lose their identity. */
-static int users_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_users_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (need_admin(rc, e) < 0)
+	if (daemon_need_admin(rc, e) < 0)
 		return -1;
 	_cleanup_json_ json_t *user = user_row(D(rc), params, "id", e);
-	_cleanup_json_ json_t *heir = user && opt_str(params, "reassign_to") ? user_row(D(rc), params, "reassign_to", e) : NULL;
+	_cleanup_json_ json_t *heir = user && daemon_opt_str(params, "reassign_to") ? user_row(D(rc), params, "reassign_to", e) : NULL;
 	if (!user || err_is_set(e) || refuse_owner(D(rc), user, "existence", e) < 0)
 		return -1;
 	const char *id = json_get_str(user, "id"), *heir_id = heir ? json_get_str(heir, "id") : NULL;
@@ -394,7 +284,7 @@ static int users_remove(struct rpc_ctx *rc, json_t *params, json_t **result, str
 				json_integer_value(json_object_get(refs, "owned_worktrees")),
 				json_integer_value(json_object_get(refs, "sessions")),
 				json_integer_value(json_object_get(refs, "tasks")), json_get_str(user, "name"));
-	if (json_integer_value(json_object_get(refs, "owned_worktrees")) && worktree_rbac_on(D(rc)))
+	if (json_integer_value(json_object_get(refs, "owned_worktrees")) && daemon_worktree_rbac_on(D(rc)))
 		return err_setd(e, E_IN_USE, json_pack("{s:O}", "references", refs),
 				"user %s owns worktrees whose Unix groups have their Unix user as a member: move each first "
 				"(agor worktree add-owner W USER; agor worktree remove-owner W %s), then remove the user",
@@ -411,24 +301,6 @@ static int users_remove(struct rpc_ctx *rc, json_t *params, json_t **result, str
 
 /* --- execution user --------------------------------------------------------------------- */
 
-static int execution_user_for(struct daemon *d, const char *creator_id, const char **user, struct err *e)
-{
-	json_t *creator = one_row(d, e, "user", "SELECT * FROM users WHERE id = ?", creator_id);
-	if (!creator)
-		return -1;
-	static const enum unix_mode modes[] = { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT, UNIX_MODE_SANDBOX };
-	struct unix_mode_settings s = { .mode = modes[d->cfg->execution.unix_user_mode], .daemon_user = d->daemon_user,
-					.executor_user = d->cfg->execution.executor_unix_user };
-	struct unix_mode_creator c = { .label = json_string_value(json_object_get(creator, "name")),
-				       .unix_username = json_string_value(json_object_get(creator, "unix_username")) };
-	const char *chosen;
-	int rc = unix_mode_execution_user(&s, &c, &chosen, e);
-	if (rc == 0)
-		*user = xstrdup(chosen);
-	json_decref(creator);
-	return rc;
-}
-
 /* --- repos ---------------------------------------------------------------------------------- */
 
 static void repo_cloned(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
@@ -441,7 +313,7 @@ static void repo_cloned(struct daemon *d, const char *task_id, const json_t *dat
 		if (db_run(d->db, &e, "INSERT INTO repos (id, url, path, default_branch, created_by, created_at) VALUES (?,?,?,?,?,?)",
 			   "sssssi", pr->row_id, json_get_str(data, "url"), json_get_str(data, "path"), branch,
 			   json_get_str(pr->extra, "created_by"), daemon_now()) >= 0)
-			row = one_row(d, &e, "repo", "SELECT * FROM repos WHERE id = ?", pr->row_id);
+			row = daemon_one_row(d, &e, "repo", "SELECT * FROM repos WHERE id = ?", pr->row_id);
 		if (row)
 			daemon_broadcast(d, "repo.created", json_incref(row));
 	}
@@ -449,7 +321,7 @@ static void repo_cloned(struct daemon *d, const char *task_id, const json_t *dat
 	if (row)
 		json_decref(row);
 	err_clear(&e);
-	pending_free(pr);
+	daemon_reply_free(pr);
 }
 
 /* repos.clone {progress: true}: each progress line of the clone's executor (git's "Receiving objects: …")
@@ -469,44 +341,44 @@ static void clone_progress(struct daemon *d, const char *task_id, const char *li
 	json_decref(n);
 }
 
-static int repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *url;
 	_cleanup_free_ char *user = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "url", &url, e) < 0 || gitops_check_clone_url(url, e) < 0 ||
-	    execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "url", &url, e) < 0 || gitops_check_clone_url(url, e) < 0 ||
+	    daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0)
 		return -1;
 	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
-	if (opt_str(params, "branch"))
-		json_object_set_new(exec_params, "branch", json_string(opt_str(params, "branch")));
-	int wait = opt_bool(params, "wait", 1);
-	struct pending_reply *pr = pending_new(rc, wait, "repo", json_pack("{s:s,s:b}", "created_by", P(rc)->user_id,
-									   "progress", opt_bool(params, "progress", 0)));
+	if (daemon_opt_str(params, "branch"))
+		json_object_set_new(exec_params, "branch", json_string(daemon_opt_str(params, "branch")));
+	int wait = daemon_opt_bool(params, "wait", 1);
+	struct pending_reply *pr = daemon_reply_new(rc, wait, "repo", json_pack("{s:s,s:b}", "created_by", P(rc)->user_id,
+									   "progress", daemon_opt_bool(params, "progress", 0)));
 	pr->row_id = daemon_new_id();
 	/* an https clone may need credentials: its executor gets a token to ask for them just in time */
 	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
 				  .execution_user = user, .with_token = !strncmp(url, "https://", 8), .on_done = repo_cloned,
-				  .on_progress = pr->peer && opt_bool(params, "progress", 0) ? clone_progress : NULL };
+				  .on_progress = pr->peer && daemon_opt_bool(params, "progress", 0) ? clone_progress : NULL };
 	int rv = submit_with_reply(rc, 0, &spec, pr, result, e);
 	json_decref(exec_params);
 	return rv;
 }
 
-static int repos_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_repos_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	return list_rows(rc, "SELECT * FROM repos ORDER BY created_at, rowid", result, e);
+	return daemon_list_rows(rc, "SELECT * FROM repos ORDER BY created_at, rowid", result, e);
 }
 
-static int repos_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_repos_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	return get_row(rc, params, "repo", "SELECT * FROM repos WHERE id = ?", result, e);
+	return daemon_get_row(rc, params, "repo", "SELECT * FROM repos WHERE id = ?", result, e);
 }
 
-static int repos_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_repos_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_admin(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "id", &id, e) < 0)
 		return -1;
 	json_t *n = db_query_one(D(rc)->db, e, "SELECT count(*) AS n FROM worktrees WHERE repo_id = ?", "s", id);
 	if (!n)
@@ -543,7 +415,7 @@ static char *org_repo_of(const char *repo_path)
 }
 
 /* --- worktree Unix groups: agor admin, reached by the daemon through sudo ---------------------------
- * Who calls admin: the daemon, never the executor. SPEC §5.2 says the daemon reaches admin through
+ * Who calls admin: the daemon, never the executor. The daemon reaches admin (docs/admin.md) through
  * `sudo -n`, and the sudoers rules of `agor setup sudoers` grant `<agor> admin *` to the daemon user
  * only; an executor runs as the session creator or executor_unix_user, is the parent of agent code and
  * is untrusted, so it must not hold a path to root, and it does not know the worktree's id (the group is
@@ -552,12 +424,6 @@ static char *org_repo_of(const char *repo_path)
  * worktrees_dir + the repo's org/repo + the worktree's name, exactly as for git.worktree.add, never the
  * executor's report, and a level from a three-word enum), and admin distrusts it in turn (paths confined
  * by the root-owned admin.yaml). The daemon still never opens the data home: admin does, as root. */
-
-static int worktree_rbac_on(const struct daemon *d)
-{
-	int mode = d->cfg->execution.unix_user_mode;
-	return (mode == CONFIG_MODE_INSULATED || mode == CONFIG_MODE_STRICT) && d->cfg->execution.worktree_rbac;
-}
 
 static int refuse_without_rbac(const struct daemon *d, struct err *e)
 {
@@ -571,7 +437,7 @@ static int refuse_without_rbac(const struct daemon *d, struct err *e)
 
 static int check_word(json_t *params, const char *key, const char *const *words, const char *expected, struct err *e)
 {
-	const char *v = opt_str(params, key);
+	const char *v = daemon_opt_str(params, key);
 	if (!json_object_get(params, key))
 		return 0;
 	for (size_t i = 0; v && words[i]; i++)
@@ -582,7 +448,6 @@ static int check_word(json_t *params, const char *key, const char *const *words,
 }
 
 static const char *const fs_access_words[] = { "none", "read", "write", NULL };
-static const char *const others_can_words[] = { "none", "view", "prompt", "all", NULL };
 
 static int check_access_params(json_t *params, struct err *e)
 {
@@ -616,7 +481,7 @@ static int submit_admin(struct daemon *d, const char *created_by, const char *wo
  * ~/agor/worktrees link), as the creator is made one by worktrees.add: the same condition. */
 static int owners_via_admin(const struct daemon *d)
 {
-	return worktree_rbac_on(d) && d->cfg->execution.unix_user_mode == CONFIG_MODE_STRICT;
+	return daemon_worktree_rbac_on(d) && d->cfg->execution.unix_user_mode == CONFIG_MODE_STRICT;
 }
 
 /* Runs `agor admin update-repo-permissions REPO --group`: the repository's agor_rp_ group gets the
@@ -640,7 +505,7 @@ static int submit_repo_sync(struct daemon *d, const char *created_by, const char
 
 static json_t *worktree_row(struct daemon *d, const char *id, struct err *e)
 {
-	return one_row(d, e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
+	return daemon_one_row(d, e, "worktree", "SELECT * FROM worktrees WHERE id = ?", id);
 }
 
 /* Who may hear of worktree id, by the rule of worktrees.get|list: 1 everyone (its others_can is not none),
@@ -694,7 +559,7 @@ static void reply_with_worktree(struct daemon *d, struct pending_reply *pr, cons
 	send_reply(pr, task_id, row ? json_pack("{s:o}", "worktree", row) : NULL,
 		   error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
-	pending_free(pr);
+	daemon_reply_free(pr);
 }
 
 static void worktree_repo_synced(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
@@ -764,7 +629,7 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 		   json_get_str(data, "worktreeName"), json_get_str(data, "worktreePath"), json_get_str(data, "branch"),
 		   creator, daemon_now(), json_get_str(pr->extra, "others_can")) >= 0 &&
 	    db_run(d->db, &e, "INSERT INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss", pr->row_id, creator) >= 0)
-		row = one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
+		row = daemon_one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
 	if (row) /* others_can is in the row already: a hidden worktree is announced to its creator and admins only */
 		worktree_event(d, pr->row_id, "worktree.created", json_incref(row));
 	if (row && json_get_str(pr->extra, "group_path") && !err_is_set(&e)) {
@@ -778,7 +643,7 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 	if (row)
 		json_decref(row);
 	err_clear(&e);
-	pending_free(pr);
+	daemon_reply_free(pr);
 }
 
 static json_t *worktree_add_params(json_t *params, const char *repo_path, const char *name, const char *path)
@@ -786,8 +651,8 @@ static json_t *worktree_add_params(json_t *params, const char *repo_path, const 
 	json_t *p = json_pack("{s:s,s:s,s:s}", "repoPath", repo_path, "worktreeName", name, "worktreePath", path);
 	static const char *const copy[][2] = { { "branch", "branch" }, { "source_branch", "sourceBranch" } };
 	for (size_t i = 0; i < ARRAY_SIZE(copy); i++)
-		if (opt_str(params, copy[i][0]))
-			json_object_set_new(p, copy[i][1], json_string(opt_str(params, copy[i][0])));
+		if (daemon_opt_str(params, copy[i][0]))
+			json_object_set_new(p, copy[i][1], json_string(daemon_opt_str(params, copy[i][0])));
 	if (json_is_boolean(json_object_get(params, "create_branch")))
 		json_object_set(p, "createBranch", json_object_get(params, "create_branch"));
 	return p;
@@ -799,15 +664,15 @@ static int plan_worktree_group(struct rpc_ctx *rc, json_t *params, const char *r
 			       struct pending_reply *pr, struct err *e)
 {
 	struct daemon *d = D(rc);
-	const char *level = opt_str(params, "others_fs_access");
-	if (!worktree_rbac_on(d))
+	const char *level = daemon_opt_str(params, "others_fs_access");
+	if (!daemon_worktree_rbac_on(d))
 		return level ? refuse_without_rbac(d, e) : 0;
 	_cleanup_free_ char *path = worktree_abs_path(d, repo_path, name);
 	json_object_set_new(pr->extra, "group_path", json_string(path));
 	json_object_set_new(pr->extra, "others_fs_access", json_string(level ? level : "none"));
 	if (d->cfg->execution.unix_user_mode != CONFIG_MODE_STRICT)
 		return 0;
-	json_t *me = one_row(d, e, "user", "SELECT unix_username FROM users WHERE id = ?", P(rc)->user_id);
+	json_t *me = daemon_one_row(d, e, "user", "SELECT unix_username FROM users WHERE id = ?", P(rc)->user_id);
 	if (!me)
 		return -1;
 	const char *unix_user = json_get_str(me, "unix_username");
@@ -817,29 +682,29 @@ static int plan_worktree_group(struct rpc_ctx *rc, json_t *params, const char *r
 	return 0;
 }
 
-static int worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *repo_id, *name;
 	_cleanup_free_ char *user = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "repo_id", &repo_id, e) < 0 || need_str(params, "name", &name, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "repo_id", &repo_id, e) < 0 || daemon_need_str(params, "name", &name, e) < 0)
 		return -1;
-	json_t *repo = one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ?1 OR url = ?1", repo_id);
+	json_t *repo = daemon_one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ?1 OR url = ?1", repo_id);
 	if (!repo)
 		return -1;
 	const char *repo_path = json_get_str(repo, "path");
 	_cleanup_free_ char *org_repo = org_repo_of(repo_path);
 	_cleanup_free_ char *path = xasprintf("%s/%s", org_repo, name);
 	json_t *exec_params = worktree_add_params(params, repo_path, name, path);
-	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree",
+	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree",
 					       json_pack("{s:s,s:O,s:s?,s:O}", "created_by", P(rc)->user_id, "repo_id",
-							 json_object_get(repo, "id"), "others_can", opt_str(params, "others_can"),
+							 json_object_get(repo, "id"), "others_can", daemon_opt_str(params, "others_can"),
 							 "repo_url", json_object_get(repo, "url")));
 	pr->row_id = daemon_new_id();
 	int rv = check_access_params(params, e);
 	if (rv == 0)
 		rv = plan_worktree_group(rc, params, repo_path, name, pr, e);
 	if (rv == 0)
-		rv = execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e);
+		rv = daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e);
 	struct task_spec spec = { .command = "git.worktree.add", .params = exec_params, .created_by = P(rc)->user_id,
 				  .execution_user = user, .worktree_id = pr->row_id, .on_done = worktree_added };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
@@ -918,7 +783,7 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 		struct err ge = ERR_INIT;
 		const char *url = owners_via_admin(d) ? json_get_str(pr->extra, "repo_url") : NULL;
 		char *url_copy = url ? xstrdup(url) : NULL; /* then the repository's group follows */
-		if (worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, url_copy ? worktree_group_deleted : NULL,
+		if (daemon_worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, url_copy ? worktree_group_deleted : NULL,
 							url_copy, &ge) < 0) {
 			log_warn("worktree %s: its Unix group stays: %s", pr->row_id, ge.message);
 			free(url_copy);
@@ -927,17 +792,7 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	}
 	send_reply(pr, task_id, error ? NULL : json_pack("{s:b}", "removed", 1), error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
-	pending_free(pr);
-}
-
-static int owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e)
-{
-	json_t *row = db_query_one(d->db, e, "SELECT 1 AS yes FROM worktree_owners WHERE worktree_id = ? AND user_id = ?",
-				   "ss", worktree_id, user_id);
-	int owns = row && !json_is_null(row);
-	if (row)
-		json_decref(row);
-	return owns;
+	daemon_reply_free(pr);
 }
 
 /* --- who may do what with a worktree: owners, admins, and others_can for everyone else --------------
@@ -947,41 +802,12 @@ static int owns_worktree(struct daemon *d, const char *worktree_id, const char *
  *   view    worktrees.get|list, worktrees.owners.list, sessions.get|list, messages.list and tasks.get of
  *           its sessions;
  *   prompt  also sessions.prompt on its sessions and tasks.cancel of their tasks — the executions still
- *           run as the session creator's execution user (SPEC §4.4), and the prompter is audited;
+ *           run as the session creator's execution user (docs/rpc.md), and the prompter is audited;
  *   all     also sessions.create in it (new sessions, run as their creator's execution user).
  * Whatever others_can says, only owners and admins may run exec.run or open a terminal in a worktree (a
  * command or shell outside any session, as the caller's own execution user: in strict mode an owner's Unix
  * user reaches the files through the worktree's group), remove it, change its access or its owners: sharing
  * those is what worktrees.owners.add is for. */
-enum wt_access { WT_NONE, WT_VIEW, WT_PROMPT, WT_ALL, WT_OWNER }; /* WT_VIEW..WT_ALL = others_can_words[1..3] */
-
-static enum wt_access worktree_access(struct rpc_ctx *rc, const char *worktree_id, struct err *e)
-{
-	if (P(rc)->is_admin || owns_worktree(D(rc), worktree_id, P(rc)->user_id, e))
-		return WT_OWNER;
-	_cleanup_json_ json_t *row = db_query_one(D(rc)->db, e, "SELECT others_can FROM worktrees WHERE id = ?", "s", worktree_id);
-	const char *can = json_is_object(row) ? json_get_str(row, "others_can") : NULL;
-	for (int level = WT_VIEW; can && level <= WT_ALL; level++)
-		if (!strcmp(can, others_can_words[level]))
-			return (enum wt_access)level;
-	return WT_NONE;
-}
-
-/* 0 when the caller has at least `need` on the worktree; else NOT_FOUND ("no WHAT with id ID", as for an
- * unknown id) below view, PERMISSION_DENIED naming the level `action` needs otherwise. */
-static int need_worktree_access(struct rpc_ctx *rc, const char *worktree_id, enum wt_access need, const char *what,
-				const char *id, const char *action, struct err *e)
-{
-	enum wt_access have = worktree_access(rc, worktree_id, e);
-	if (have >= need)
-		return 0;
-	if (have < WT_VIEW)
-		return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no %s with id %s", what, id);
-	if (need == WT_OWNER)
-		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may %s", worktree_id, action);
-	return err_set(e, E_PERMISSION_DENIED, "worktree %s lets others %s: %s needs others_can %s (or an owner)",
-		       worktree_id, others_can_words[have], action, others_can_words[need]);
-}
 
 /* SQL condition "the caller may see worktree w" (?1 the caller's user id, ?2 1 for an admin). */
 #define VISIBLE_WORKTREE_SQL                                                                                              \
@@ -1018,27 +844,27 @@ static int check_worktree_free(struct daemon *d, const char *worktree_id, int fo
 			json_get_str(json_array_get(sessions, 0), "id"), worktree_id);
 }
 
-static int worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
 	_cleanup_free_ char *user = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "id", &id, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "id", &id, e) < 0)
 		return -1;
-	json_t *wt = one_row(D(rc), e, "worktree",
+	json_t *wt = daemon_one_row(D(rc), e, "worktree",
 			     "SELECT w.*, r.url AS repo_url FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id WHERE w.id = ?", id);
 	if (!wt)
 		return -1;
-	int force = opt_bool(params, "force", 0);
-	int rv = need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e);
+	int force = daemon_opt_bool(params, "force", 0);
+	int rv = daemon_need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e);
 	if (rv == 0)
 		rv = check_worktree_free(D(rc), id, force, e);
 	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", force);
-	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.remove",
+	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.remove",
 					       json_pack("{s:s?,s:s,s:s?}", "repo_url", json_get_str(wt, "repo_url"), "name",
 							 json_get_str(wt, "name"), "created_by", json_get_str(wt, "created_by")));
 	pr->row_id = xstrdup(id);
 	if (rv == 0)
-		rv = execution_user_for(D(rc), json_get_str(wt, "created_by"), (const char **)&user, e);
+		rv = daemon_execution_user_for(D(rc), json_get_str(wt, "created_by"), &user, e);
 	struct task_spec spec = { .command = "git.worktree.remove", .params = exec_params, .created_by = P(rc)->user_id,
 				  .execution_user = user, .worktree_id = id, .on_done = worktree_removed };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
@@ -1056,13 +882,13 @@ static json_t *owner_rows(struct daemon *d, const char *worktree_id, struct err 
 			     "WHERE o.worktree_id = ? ORDER BY u.name", "s", worktree_id);
 }
 
-static int owners_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_owners_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0)
 		return -1;
-	_cleanup_json_ json_t *wt = one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id);
-	if (!wt || need_worktree_access(rc, json_get_str(wt, "id"), WT_VIEW, "worktree", id, "", e) < 0)
+	_cleanup_json_ json_t *wt = daemon_one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id);
+	if (!wt || daemon_need_worktree_access(rc, json_get_str(wt, "id"), WT_VIEW, "worktree", id, "", e) < 0)
 		return -1;
 	*result = owner_rows(D(rc), json_get_str(wt, "id"), e);
 	return *result ? 0 : -1;
@@ -1074,14 +900,14 @@ static int owner_change_rows(struct rpc_ctx *rc, json_t *params, json_t **wt, js
 {
 	const char *id, *who;
 	*wt = *user = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || need_str(params, "user_id", &who, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0 || daemon_need_str(params, "user_id", &who, e) < 0)
 		return -1;
-	if (!(*wt = one_row(D(rc), e, "worktree",
+	if (!(*wt = daemon_one_row(D(rc), e, "worktree",
 			    "SELECT w.id, w.name, r.path AS repo_path, r.url AS repo_url FROM worktrees w JOIN repos r "
 			    "ON r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id)) ||
-	    need_worktree_access(rc, json_get_str(*wt, "id"), WT_OWNER, "worktree", id, "change its owners", e) < 0)
+	    daemon_need_worktree_access(rc, json_get_str(*wt, "id"), WT_OWNER, "worktree", id, "change its owners", e) < 0)
 		return -1;
-	*user = one_row(D(rc), e, "user", "SELECT id, unix_username FROM users WHERE id = ?1 OR name = ?1", who);
+	*user = daemon_one_row(D(rc), e, "user", "SELECT id, unix_username FROM users WHERE id = ?1 OR name = ?1", who);
 	return *user ? 0 : -1;
 }
 
@@ -1129,7 +955,7 @@ static void owner_changed_by_admin(struct daemon *d, const char *task_id, const 
 	send_reply(pr, task_id, owners ? json_pack("{s:o}", "owners", owners) : NULL,
 		   error ? error : err_is_set(&e) ? &e : NULL);
 	err_clear(&e);
-	pending_free(pr);
+	daemon_reply_free(pr);
 }
 
 /* Runs `agor admin add-worktree-owner ID UNIX_USER PATH` or `remove-worktree-owner ID UNIX_USER` —
@@ -1147,14 +973,14 @@ static int change_owner_via_admin(struct rpc_ctx *rc, json_t *params, const char
 	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
 	const char *add_argv[] = { "add-worktree-owner", wt_id, unix_user, path, NULL };
 	const char *remove_argv[] = { "remove-worktree-owner", wt_id, unix_user, NULL };
-	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.owners",
+	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.owners",
 					       json_pack("{s:s,s:s,s:s,s:s,s:s?}", "action", action, "owner", json_get_str(user, "id"),
 							 "unix_user", unix_user, "by", P(rc)->user_id, "repo_url",
 							 json_get_str(wt, "repo_url")));
 	pr->row_id = xstrdup(wt_id);
 	if (submit_admin(D(rc), P(rc)->user_id, wt_id, strcmp(action, "add") ? remove_argv : add_argv,
 			 owner_changed_by_admin, pr, e) < 0) {
-		pending_free(pr);
+		daemon_reply_free(pr);
 		return -1;
 	}
 	return pr->peer ? RPC_DEFERRED : (*result = json_pack("{s:s}", "worktree_id", wt_id), 0);
@@ -1163,7 +989,7 @@ static int change_owner_via_admin(struct rpc_ctx *rc, json_t *params, const char
 /* worktrees.owners.add {worktree_id, user_id}: owners and admins only. In strict mode with worktree_rbac
  * admin makes the user's Unix user a member first (deferred reply {task_id, owners}); otherwise the list
  * changes at once (reply: the owners). */
-static int owners_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_owners_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_json_ json_t *wt = NULL, *user = NULL;
 	if (owner_change_rows(rc, params, &wt, &user, e) < 0)
@@ -1173,11 +999,11 @@ static int owners_add(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	if (write_owner_change(D(rc), "add", json_get_str(wt, "id"), json_get_str(user, "id"), e) < 0)
 		return -1;
 	audit_owner_change(D(rc), P(rc)->user_id, "add", json_get_str(wt, "id"), json_get_str(user, "id"), NULL, NULL);
-	return owners_list(rc, params, result, e);
+	return method_worktrees_owners_list(rc, params, result, e);
 }
 
 /* worktrees.owners.remove {worktree_id, user_id}: as add; the last owner stays. */
-static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_json_ json_t *wt = NULL, *user = NULL, *count = NULL;
 	if (owner_change_rows(rc, params, &wt, &user, e) < 0)
@@ -1185,7 +1011,7 @@ static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	const char *wt_id = json_get_str(wt, "id"), *user_id = json_get_str(user, "id");
 	if (!(count = db_query_one(D(rc)->db, e, "SELECT count(*) AS n FROM worktree_owners WHERE worktree_id = ?", "s", wt_id)))
 		return -1;
-	if (!owns_worktree(D(rc), wt_id, user_id, e))
+	if (!daemon_owns_worktree(D(rc), wt_id, user_id, e))
 		return err_is_set(e) ? -1 : err_set(e, E_NOT_FOUND, "%s is not an owner of worktree %s", user_id, wt_id);
 	if (json_integer_value(json_object_get(count, "n")) <= 1)
 		return err_set(e, E_PERMISSION_DENIED, "worktree %s keeps at least one owner: add another before removing this one",
@@ -1195,7 +1021,7 @@ static int owners_remove(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (write_owner_change(D(rc), "remove", wt_id, user_id, e) < 0)
 		return -1;
 	audit_owner_change(D(rc), P(rc)->user_id, "remove", wt_id, user_id, NULL, NULL);
-	return owners_list(rc, params, result, e);
+	return method_worktrees_owners_list(rc, params, result, e);
 }
 
 /* --- worktrees.set_access ------------------------------------------------------------------------- */
@@ -1221,26 +1047,26 @@ static void access_applied(struct daemon *d, const char *task_id, const json_t *
  * (none|read|write) is applied by `agor admin create-worktree-group ID PATH --others LEVEL` — idempotent,
  * and it also makes the group of a worktree created before worktree_rbac was on — and stored once admin
  * succeeded. Without worktree groups (simple, sandbox, worktree_rbac false) others_fs_access is refused. */
-static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &id, e) < 0 || check_access_params(params, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0 || check_access_params(params, e) < 0)
 		return -1;
-	const char *can = opt_str(params, "others_can"), *fs = opt_str(params, "others_fs_access");
+	const char *can = daemon_opt_str(params, "others_can"), *fs = daemon_opt_str(params, "others_fs_access");
 	if (!can && !fs)
 		return err_set(e, E_INVALID_PAYLOAD, "params: give others_can, others_fs_access or both");
-	_cleanup_json_ json_t *wt = one_row(D(rc), e, "worktree",
+	_cleanup_json_ json_t *wt = daemon_one_row(D(rc), e, "worktree",
 					    "SELECT w.id, w.name, r.path AS repo_path FROM worktrees w JOIN repos r ON "
 					    "r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id);
 	if (!wt)
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
-	if (need_worktree_access(rc, wt_id, WT_OWNER, "worktree", id, "change its access", e) < 0) {
+	if (daemon_need_worktree_access(rc, wt_id, WT_OWNER, "worktree", id, "change its access", e) < 0) {
 		daemon_audit_refusal(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id,
 				     json_pack("{s:s}", "reason", "not an owner"));
 		return -1;
 	}
-	if (fs && !worktree_rbac_on(D(rc)))
+	if (fs && !daemon_worktree_rbac_on(D(rc)))
 		return refuse_without_rbac(D(rc), e);
 	if (!fs) {
 		if (db_run(D(rc)->db, e, "UPDATE worktrees SET others_can = ? WHERE id = ?", "ss", can, wt_id) < 0)
@@ -1253,14 +1079,14 @@ static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 		*result = json_pack("{s:o}", "worktree", row);
 		return 0;
 	}
-	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "worktree.access",
+	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.access",
 					       json_pack("{s:s?,s:s,s:s}", "others_can", can, "others_fs_access", fs, "by",
 							 P(rc)->user_id));
 	pr->row_id = xstrdup(wt_id);
 	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
 	const char *argv[] = { "create-worktree-group", wt_id, path, "--others", fs, NULL };
 	if (submit_admin(D(rc), P(rc)->user_id, wt_id, argv, access_applied, pr, e) < 0) {
-		pending_free(pr);
+		daemon_reply_free(pr);
 		return -1;
 	}
 	return pr->peer ? RPC_DEFERRED : (*result = json_pack("{s:s}", "worktree_id", wt_id), 0);
@@ -1268,57 +1094,20 @@ static int worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 
 /* --- exec.run (hosts sandbox and node) ------------------------------------------------------- */
 
-/* A run whose program did not end well (exit ≠ 0, timeout, OOM, pids limit) fails its task; the output
- * and the sandbox receipt stay in the task's result. */
-static int exec_outcome(const json_t *data, struct err *why)
-{
-	const char *outcome = json_get_str(data, "outcome");
-	if (!outcome || !strcmp(outcome, "ok"))
-		return 0;
-	return err_set(why, E_EXEC_FAILED, "the program ended with outcome %s (exit code %lld)", outcome,
-		       (long long)json_integer_value(json_object_get(data, "exitCode")));
-}
-
 /* The caller gets the run's result whenever the program ran (its outcome says how it ended). */
 static void exec_ran(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
 {
 	(void)d;
 	struct pending_reply *pr = arg;
 	send_reply(pr, task_id, data ? json_incref((json_t *)data) : NULL, data ? NULL : error);
-	pending_free(pr);
-}
-
-static int need_argv(json_t *params, json_t **argv, struct err *e)
-{
-	*argv = json_object_get(params, "argv");
-	size_t i;
-	json_t *item;
-	int ok = json_is_array(*argv) && json_array_size(*argv) > 0;
-	json_array_foreach(*argv, i, item) ok = ok && json_is_string(item);
-	return ok ? 0 : err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "argv"), "params.argv: expected a non-empty array of strings");
-}
-
-/* The worktree params.worktree_id names, when the caller owns it (or is an admin). */
-static json_t *run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e)
-{
-	const char *id;
-	if (need_str(params, "worktree_id", &id, e) < 0)
-		return NULL;
-	json_t *wt = one_row(D(rc), e, "worktree",
-			     "SELECT w.*, r.path AS repo_path FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id "
-			     "WHERE w.id = ?1 OR w.name = ?1", id);
-	if (wt && need_worktree_access(rc, json_get_str(wt, "id"), WT_OWNER, "worktree", id, "run commands in it", e) < 0) {
-		json_decref(wt);
-		return NULL;
-	}
-	return wt;
+	daemon_reply_free(pr);
 }
 
 static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	json_t *argv;
 	_cleanup_free_ char *user = NULL;
-	if (need_user(rc, e) < 0 || need_argv(params, &argv, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_argv(params, &argv, e) < 0)
 		return -1;
 	static const char *const node_only[] = { "node", "security", "ask", "env", "cwd", "agent_id", NULL };
 	for (size_t i = 0; node_only[i]; i++)
@@ -1326,7 +1115,7 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", node_only[i]),
 					"params.%s: only for hosts \"gateway\" and \"node\" (the sandbox runs in the "
 					"worktree under its own controls)", node_only[i]);
-	json_t *wt = run_worktree(rc, params, e);
+	json_t *wt = daemon_run_worktree(rc, params, e);
 	if (!wt)
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
@@ -1338,96 +1127,28 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 		json_object_set(exec_params, "timeoutMs", timeout);
 	if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* one kept home per agor user: the caller's */
 		json_object_set_new(exec_params, "home", json_string(P(rc)->user_id));
-	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "exec.run", NULL);
+	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "exec.run", NULL);
 	/* a command outside a session is the caller's own act: it runs as the caller's execution user (an owner
 	 * other than the creator reaches the files through the worktree's group), never as the creator */
-	int rv = execution_user_for(D(rc), P(rc)->user_id, (const char **)&user, e);
+	int rv = daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e);
 	struct task_spec spec = { .command = "exec.run", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .worktree_id = wt_id, .judge = exec_outcome, .on_done = exec_ran };
+				  .execution_user = user, .worktree_id = wt_id, .judge = daemon_exec_outcome, .on_done = exec_ran };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	json_decref(exec_params);
 	json_decref(wt);
 	return rv;
 }
 
-/* A level parameter: absent → dflt; else one of the names parse() knows. */
-static int level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
-		       const char *dflt, const char **out, struct err *e)
-{
-	json_t *v = json_object_get(params, key);
-	*out = v ? json_string_value(v) : dflt;
-	if (v && (!*out || parse(*out) < 0))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: expected one of %s",
-				key, names);
-	return 0;
-}
-
-/* params.env of exec.run on a node or the gateway: an object of strings whose every name passes
- * execution.exec_env_allow (exec_env.h); anything else is refused naming the variable and the setting. */
-static int exec_env_param(struct daemon *d, json_t *params, json_t **env, struct err *e)
-{
-	*env = json_object_get(params, "env");
-	if (!*env)
-		return 0;
-	if (!json_is_object(*env))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "env"), "params.env: expected an object of strings");
-	const char *name, *allow = d->cfg->execution.exec_env_allow;
-	json_t *value;
-	json_object_foreach(*env, name, value) {
-		const char *why = exec_env_refusal(allow, name);
-		if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s+}", "path", "env.", name),
-					"params.env.%s: expected a string value (without NUL bytes)", name);
-		if (why)
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s+,s:s,s:s?}", "path", "env.", name, "setting",
-									EXEC_ENV_SETTING, "allowed", allow),
-					"params.env.%s: not allowed: %s (%s: %s)", name, why, EXEC_ENV_SETTING,
-					allow ? allow : "null, no name passes");
-	}
-	return 0;
-}
-
-static int need_session_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action,
-			       char **wt_id, struct err *e);
-
-/* params.session_id, when given, must be a session the caller may see: a hidden one answers as an unknown
- * id (NOT_FOUND "no session with id ID"), before anything of it (its exec defaults) is used. */
-static int visible_session_param(struct rpc_ctx *rc, json_t *params, struct err *e)
-{
-	const char *sid = opt_str(params, "session_id");
-	return sid ? need_session_access(rc, sid, WT_VIEW, "", NULL, e) : 0;
-}
-
-/* params.session_id, when given, must be a session of the caller (or the caller an admin); one the caller
- * may not even see answers as an unknown id. *owner (may be NULL) gets its creator. */
-static int session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)
-{
-	*session_id = opt_str(params, "session_id");
-	if (!*session_id)
-		return 0;
-	if (visible_session_param(rc, params, e) < 0)
-		return -1;
-	_cleanup_json_ json_t *s = one_row(D(rc), e, "session", "SELECT id, created_by FROM sessions WHERE id = ?", *session_id);
-	if (!s)
-		return -1;
-	if (!P(rc)->is_admin && strcmp(json_get_str(s, "created_by"), P(rc)->user_id))
-		return err_set(e, E_PERMISSION_DENIED, "session %s is not yours: exec.run in a session is for its creator "
-						       "(or an admin)", *session_id);
-	if (owner)
-		*owner = xstrdup(json_get_str(s, "created_by"));
-	return 0;
-}
-
 /* host=node: the command goes to a paired node, which decides under its own approvals file. */
 static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	struct node_exec x = { .query = opt_str(params, "node"), .cwd = opt_str(params, "cwd"),
-			       .agent_id = opt_str(params, "agent_id"), .on_done = exec_ran };
+	struct node_exec x = { .query = daemon_opt_str(params, "node"), .cwd = daemon_opt_str(params, "cwd"),
+			       .agent_id = daemon_opt_str(params, "agent_id"), .on_done = exec_ran };
 	_cleanup_free_ char *owner = NULL;
-	if (need_user(rc, e) < 0 || need_argv(params, &x.argv, e) < 0 || exec_env_param(D(rc), params, &x.env, e) < 0 ||
-	    level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
-	    level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||
-	    session_param(rc, params, &x.session_id, &owner, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_argv(params, &x.argv, e) < 0 || daemon_exec_env_param(rc, params, &x.env, e) < 0 ||
+	    daemon_level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
+	    daemon_level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||
+	    daemon_session_param(rc, params, &x.session_id, &owner, e) < 0)
 		return -1;
 	x.created_by = P(rc)->user_id;
 	x.owner = owner;
@@ -1436,11 +1157,11 @@ static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "timeout_ms"),
 				"params.timeout_ms: expected a positive integer (milliseconds)");
 	x.timeout_ms = timeout ? json_integer_value(timeout) : 0;
-	struct pending_reply *pr = pending_new(rc, opt_bool(params, "wait", 1), "exec.run", NULL);
+	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "exec.run", NULL);
 	x.arg = pr;
 	_cleanup_free_ char *run_id = NULL;
 	if (daemon_node_exec(D(rc), &x, &run_id, e) < 0) {
-		pending_free(pr);
+		daemon_reply_free(pr);
 		return -1;
 	}
 	if (pr->peer)
@@ -1471,7 +1192,7 @@ static int known_exec_params(json_t *params, struct err *e)
 /* The session's exec defaults (/exec, /elevated) fill what an exec.run in that session leaves out. */
 static json_t *with_session_defaults(struct rpc_ctx *rc, json_t *params, struct err *e)
 {
-	const char *sid = opt_str(params, "session_id");
+	const char *sid = daemon_opt_str(params, "session_id");
 	if (!sid)
 		return json_incref(params);
 	_cleanup_json_ json_t *row = db_query_one(D(rc)->db, e, "SELECT exec_defaults FROM sessions WHERE id = ?", "s", sid);
@@ -1491,14 +1212,14 @@ static json_t *with_session_defaults(struct rpc_ctx *rc, json_t *params, struct 
 	return merged;
 }
 
-static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (known_exec_params(params, e) < 0 || visible_session_param(rc, params, e) < 0)
+	if (known_exec_params(params, e) < 0 || daemon_visible_session_param(rc, params, e) < 0)
 		return -1;
 	_cleanup_json_ json_t *p = with_session_defaults(rc, params, e);
 	if (!p)
 		return -1;
-	const char *host = opt_str(p, "host");
+	const char *host = daemon_opt_str(p, "host");
 	if (!host || !strcmp(host, "sandbox"))
 		return exec_run_sandbox(rc, p, result, e);
 	if (!strcmp(host, "node"))
@@ -1509,22 +1230,22 @@ static int exec_run(struct rpc_ctx *rc, json_t *params, json_t **result, struct 
 			"params.host: \"%s\" is not one of sandbox|gateway|node", host);
 }
 
-static int worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (need_user(rc, e) < 0)
+	if (daemon_need_user(rc, e) < 0)
 		return -1;
 	*result = db_query_json(D(rc)->db, e,
 				"SELECT w.* FROM worktrees w WHERE (?3 IS NULL OR w.repo_id = ?3) AND " VISIBLE_WORKTREE_SQL
 				" ORDER BY w.created_at, w.rowid", "sis", P(rc)->user_id, (long long)P(rc)->is_admin,
-				opt_str(params, "repo_id"));
+				daemon_opt_str(params, "repo_id"));
 	return *result ? 0 : -1;
 }
 
-static int worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (get_row(rc, params, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", result, e) < 0)
+	if (daemon_get_row(rc, params, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", result, e) < 0)
 		return -1;
-	if (need_worktree_access(rc, json_get_str(*result, "id"), WT_VIEW, "worktree", json_get_str(params, "id"), "", e) == 0)
+	if (daemon_need_worktree_access(rc, json_get_str(*result, "id"), WT_VIEW, "worktree", json_get_str(params, "id"), "", e) == 0)
 		return 0;
 	json_decref(*result);
 	*result = NULL;
@@ -1533,64 +1254,29 @@ static int worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, st
 
 /* --- tasks, messages, events, config, audit ---------------------------------------------- */
 
-/* A task is its creator's business (and admins'); a task of a session is also that of whoever has `need`
- * on the session's worktree (view: tasks.get, its messages; prompt: tasks.cancel). A task the caller may
- * not see is NOT_FOUND, as an unknown id, so ids do not leak. */
-static int need_task_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action, struct err *e)
-{
-	if (need_user(rc, e) < 0)
-		return -1;
-	_cleanup_json_ json_t *t = one_row(D(rc), e, "task",
-					   "SELECT t.created_by, s.worktree_id FROM tasks t LEFT JOIN sessions s ON s.id = "
-					   "t.session_id WHERE t.id = ?", id);
-	if (!t)
-		return -1;
-	const char *creator = json_get_str(t, "created_by"), *wt_id = json_get_str(t, "worktree_id");
-	if (P(rc)->is_admin || (creator && !strcmp(creator, P(rc)->user_id)))
-		return 0;
-	if (wt_id)
-		return need_worktree_access(rc, wt_id, need, "task", id, action, e);
-	return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no task with id %s", id); /* as one_row's */
-}
-
-/* A session is visible with view on its worktree (NOT_FOUND below, as an unknown id); *wt_id (may be NULL)
- * gets its worktree's id. */
-static int need_session_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action,
-			       char **wt_id, struct err *e)
-{
-	if (need_user(rc, e) < 0)
-		return -1;
-	_cleanup_json_ json_t *s = one_row(D(rc), e, "session", "SELECT worktree_id FROM sessions WHERE id = ?", id);
-	if (!s || need_worktree_access(rc, json_get_str(s, "worktree_id"), need, "session", id, action, e) < 0)
-		return -1;
-	if (wt_id)
-		*wt_id = xstrdup(json_get_str(s, "worktree_id"));
-	return 0;
-}
-
-static int tasks_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_tasks_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_str(params, "id", &id, e) < 0 || need_task_access(rc, id, WT_VIEW, "", e) < 0)
+	if (daemon_need_str(params, "id", &id, e) < 0 || daemon_need_task_access(rc, id, WT_VIEW, "", e) < 0)
 		return -1;
-	return get_row(rc, params, "task", "SELECT * FROM tasks WHERE id = ?", result, e);
+	return daemon_get_row(rc, params, "task", "SELECT * FROM tasks WHERE id = ?", result, e);
 }
 
-static int tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (need_user(rc, e) < 0)
+	if (daemon_need_user(rc, e) < 0)
 		return -1;
-	const char *status = opt_str(params, "status"), *mine = P(rc)->is_admin ? NULL : P(rc)->user_id;
+	const char *status = daemon_opt_str(params, "status"), *mine = P(rc)->is_admin ? NULL : P(rc)->user_id;
 	*result = db_query_json(D(rc)->db, e,
 				"SELECT * FROM tasks WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR created_by = ?2)"
 				" ORDER BY created_at DESC, rowid DESC LIMIT 500", "ss", status, mine); /* ties: newest first too */
 	return *result ? 0 : -1;
 }
 
-static int tasks_cancel(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_tasks_cancel(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_str(params, "id", &id, e) < 0 || need_task_access(rc, id, WT_PROMPT, "cancel its task", e) < 0 ||
+	if (daemon_need_str(params, "id", &id, e) < 0 || daemon_need_task_access(rc, id, WT_PROMPT, "cancel its task", e) < 0 ||
 	    daemon_task_cancel(D(rc), id, e) < 0)
 		return -1;
 	daemon_audit(D(rc), P(rc)->user_id, "tasks.cancel", id, "ok", NULL);
@@ -1598,26 +1284,26 @@ static int tasks_cancel(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	return 0;
 }
 
-static int messages_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_messages_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (need_user(rc, e) < 0)
+	if (daemon_need_user(rc, e) < 0)
 		return -1;
-	const char *task = opt_str(params, "task_id"), *session = opt_str(params, "session_id");
+	const char *task = daemon_opt_str(params, "task_id"), *session = daemon_opt_str(params, "session_id");
 	json_int_t after = json_integer_value(json_object_get(params, "after"));
 	if (!task == !session)
 		return err_set(e, E_INVALID_PAYLOAD, "give exactly one of params.task_id and params.session_id");
-	if (task ? need_task_access(rc, task, WT_VIEW, "", e) < 0
-		 : need_session_access(rc, session, WT_VIEW, "", NULL, e) < 0)
+	if (task ? daemon_need_task_access(rc, task, WT_VIEW, "", e) < 0
+		 : daemon_need_session_access(rc, session, WT_VIEW, "", NULL, e) < 0)
 		return -1;
 	*result = task ? db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE task_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", task, (long long)after)
 		       : db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", session, (long long)after);
 	return *result ? 0 : -1;
 }
 
-static int events_subscribe(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_events_subscribe(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	if (need_user(rc, e) < 0)
+	if (daemon_need_user(rc, e) < 0)
 		return -1;
 	daemon_peer_subscribe(P(rc));
 	*result = json_pack("{s:b}", "subscribed", 1);
@@ -1626,11 +1312,11 @@ static int events_subscribe(struct rpc_ctx *rc, json_t *params, json_t **result,
 
 /* config.get {} → every setting (as `agor config show --json`); {key} → that one (as `agor config get
  * --json KEY`): the daemon's effective values, which a later `agor config set` changes only on restart. */
-static int config_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_config_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (need_user(rc, e) < 0)
+	if (daemon_need_user(rc, e) < 0)
 		return -1;
-	const char *key = opt_str(params, "key");
+	const char *key = daemon_opt_str(params, "key");
 	if (!key) {
 		*result = config_to_json(D(rc)->cfg);
 		return 0;
@@ -1639,9 +1325,9 @@ static int config_get(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	return *result ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.key: unknown setting %s", key);
 }
 
-static int audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	if (need_admin(rc, e) < 0)
+	if (daemon_need_admin(rc, e) < 0)
 		return -1;
 	daemon_flush_refusals(D(rc)); /* the refusals counted so far are part of what is read */
 	json_int_t after = json_integer_value(json_object_get(params, "after"));
@@ -1649,11 +1335,11 @@ static int audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	return *result ? 0 : -1;
 }
 
-static int audit_verify_method(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_audit_verify(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
 	struct audit_report r;
-	if (need_admin(rc, e) < 0 || audit_verify(D(rc)->db, &r, e) < 0)
+	if (daemon_need_admin(rc, e) < 0 || audit_verify(D(rc)->db, &r, e) < 0)
 		return -1;
 	*result = json_pack("{s:b,s:I,s:I,s:s}", "ok", r.first_bad_id == 0, "rows", (json_int_t)r.rows, "firstBadId",
 			    (json_int_t)r.first_bad_id, "reason", r.reason);
@@ -1673,10 +1359,10 @@ static int one_of(const char *value, const char *const *allowed)
 	return 0;
 }
 
-static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *wt_id, *tool, *mode = opt_str(params, "permission_mode");
-	if (need_user(rc, e) < 0 || need_str(params, "worktree_id", &wt_id, e) < 0 || need_str(params, "tool", &tool, e) < 0)
+	const char *wt_id, *tool, *mode = daemon_opt_str(params, "permission_mode");
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &wt_id, e) < 0 || daemon_need_str(params, "tool", &tool, e) < 0)
 		return -1;
 	if (!one_of(tool, tools))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "tool"),
@@ -1684,10 +1370,10 @@ static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (mode && !one_of(mode, permission_modes))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "permission_mode"),
 				"params.permission_mode: expected one of default|acceptEdits|bypassPermissions|plan");
-	json_t *wt = one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", wt_id);
+	json_t *wt = daemon_one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", wt_id);
 	if (!wt)
 		return -1;
-	if (need_worktree_access(rc, json_get_str(wt, "id"), WT_ALL, "worktree", wt_id, "create a session in it", e) < 0) {
+	if (daemon_need_worktree_access(rc, json_get_str(wt, "id"), WT_ALL, "worktree", wt_id, "create a session in it", e) < 0) {
 		json_decref(wt);
 		return -1;
 	}
@@ -1699,14 +1385,14 @@ static int sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (rv < 0)
 		return -1;
 	daemon_audit(D(rc), P(rc)->user_id, "sessions.create", id, "ok", json_pack("{s:s}", "tool", tool));
-	*result = one_row(D(rc), e, "session", "SELECT * FROM sessions WHERE id = ?", id);
+	*result = daemon_one_row(D(rc), e, "session", "SELECT * FROM sessions WHERE id = ?", id);
 	return *result ? 0 : -1;
 }
 
-static int sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	if (need_user(rc, e) < 0)
+	if (daemon_need_user(rc, e) < 0)
 		return -1;
 	*result = db_query_json(D(rc)->db, e,
 				"SELECT s.* FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE " VISIBLE_WORKTREE_SQL
@@ -1714,24 +1400,24 @@ static int sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	return *result ? 0 : -1;
 }
 
-static int sessions_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_sessions_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (need_str(params, "id", &id, e) < 0 || need_session_access(rc, id, WT_VIEW, "", NULL, e) < 0)
+	if (daemon_need_str(params, "id", &id, e) < 0 || daemon_need_session_access(rc, id, WT_VIEW, "", NULL, e) < 0)
 		return -1;
-	return get_row(rc, params, "session", "SELECT * FROM sessions WHERE id = ?", result, e);
+	return daemon_get_row(rc, params, "session", "SELECT * FROM sessions WHERE id = ?", result, e);
 }
 
-/* A session's executions run as its creator's execution user, whoever prompts (SPEC §4.4): owners,
+/* A session's executions run as its creator's execution user, whoever prompts (docs/rpc.md): owners,
  * admins, and others when the worktree's others_can is prompt or all. */
-static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *sid, *prompt;
 	_cleanup_free_ char *user = NULL, *task_id = NULL;
-	if (need_user(rc, e) < 0 || need_str(params, "session_id", &sid, e) < 0 || need_str(params, "prompt", &prompt, e) < 0 ||
-	    need_session_access(rc, sid, WT_PROMPT, "prompt its sessions", NULL, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "session_id", &sid, e) < 0 || daemon_need_str(params, "prompt", &prompt, e) < 0 ||
+	    daemon_need_session_access(rc, sid, WT_PROMPT, "prompt its sessions", NULL, e) < 0)
 		return -1;
-	json_t *s = one_row(D(rc), e, "session",
+	json_t *s = daemon_one_row(D(rc), e, "session",
 			    "SELECT s.*, w.path AS cwd, r.path AS repo_path FROM sessions s JOIN worktrees w ON w.id = s.worktree_id "
 			    "LEFT JOIN repos r ON r.id = w.repo_id WHERE s.id = ?", sid);
 	if (!s)
@@ -1742,7 +1428,7 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 		json_decref(s);
 		return rv < 0 ? -1 : 0;
 	}
-	rv = execution_user_for(D(rc), json_get_str(s, "created_by"), (const char **)&user, e);
+	rv = daemon_execution_user_for(D(rc), json_get_str(s, "created_by"), &user, e);
 	long long seen = 0;
 	_cleanup_free_ char *note = daemon_session_events_note(D(rc), sid, &seen);
 	_cleanup_free_ char *text = note ? xasprintf("%s%s", note, prompt) : NULL;
@@ -1773,11 +1459,11 @@ static int sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 
 /* api_keys.set {service, value, scope?}: scope owner | admins | members says whose tasks may use the key
  * (daemon_methods.h); a new key gets members, a key set again keeps its scope unless one is given. */
-static int api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *given, *value, *scope = opt_str(params, "scope");
+	const char *given, *value, *scope = daemon_opt_str(params, "scope");
 	_cleanup_free_ char *service = NULL;
-	if (need_admin(rc, e) < 0 || need_str(params, "service", &given, e) < 0 || need_str(params, "value", &value, e) < 0 ||
+	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "service", &given, e) < 0 || daemon_need_str(params, "value", &value, e) < 0 ||
 	    daemon_canonical_service(given, &service, e) < 0)
 		return -1;
 	json_t *given_scope = json_object_get(params, "scope"); /* null: as absent (keep, or members when new) */
@@ -1804,19 +1490,19 @@ static int api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	return -1;
 }
 
-static int api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
-	if (need_admin(rc, e) < 0)
+	if (daemon_need_admin(rc, e) < 0)
 		return -1;
 	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
 	return *result ? 0 : -1;
 }
 
-static int api_keys_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_api_keys_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *service;
-	if (need_admin(rc, e) < 0 || need_str(params, "service", &service, e) < 0)
+	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "service", &service, e) < 0)
 		return -1;
 	int n = db_run(D(rc)->db, e, "DELETE FROM api_keys WHERE service = ?", "s", service);
 	if (n < 0)
@@ -1828,153 +1514,11 @@ static int api_keys_remove(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	return 0;
 }
 
-static int ping(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_ping(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)rc;
 	(void)params;
 	(void)e;
 	*result = json_pack("{s:b}", "pong", 1);
 	return 0;
-}
-
-static const struct rpc_method client_methods[] = {
-	{ "api_keys.list", api_keys_list },
-	{ "api_keys.remove", api_keys_remove },
-	{ "api_keys.set", api_keys_set },
-	{ "audit.list", audit_list },
-	{ "audit.verify", audit_verify_method },
-	{ "config.get", config_get },
-	{ "events.subscribe", events_subscribe },
-	{ "exec.run", exec_run },
-	{ "messages.list", messages_list },
-	{ "ping", ping },
-	{ "repos.clone", repos_clone },
-	{ "repos.get", repos_get },
-	{ "repos.list", repos_list },
-	{ "repos.remove", repos_remove },
-	{ "sessions.create", sessions_create },
-	{ "sessions.get", sessions_get },
-	{ "sessions.list", sessions_list },
-	{ "sessions.prompt", sessions_prompt },
-	{ "tasks.cancel", tasks_cancel },
-	{ "tasks.get", tasks_get },
-	{ "tasks.list", tasks_list },
-	{ "users.create", users_create },
-	{ "users.get", users_get },
-	{ "users.list", users_list },
-	{ "users.remove", users_remove },
-	{ "users.update", users_update },
-	{ "worktrees.add", worktrees_add },
-	{ "worktrees.get", worktrees_get },
-	{ "worktrees.list", worktrees_list },
-	{ "worktrees.owners.add", owners_add },
-	{ "worktrees.owners.list", owners_list },
-	{ "worktrees.owners.remove", owners_remove },
-	{ "worktrees.remove", worktrees_remove },
-	{ "worktrees.set_access", worktrees_set_access },
-};
-
-/* Client methods and the executor methods of daemon_executor.c, in one table. */
-static const struct rpc_method *all_methods(size_t *n)
-{
-	static struct rpc_method all[ARRAY_SIZE(client_methods) + 64];
-	static size_t count;
-	if (!count) {
-		memcpy(all, client_methods, sizeof(client_methods));
-		count = ARRAY_SIZE(client_methods);
-		for (size_t i = 0; i < daemon_token_nmethods && count < ARRAY_SIZE(all); i++)
-			all[count++] = daemon_token_methods[i];
-		for (size_t i = 0; i < daemon_node_nmethods && count < ARRAY_SIZE(all); i++)
-			all[count++] = daemon_node_methods[i];
-		for (size_t i = 0; i < daemon_executor_nmethods && count < ARRAY_SIZE(all); i++)
-			all[count++] = daemon_executor_methods[i];
-		for (size_t i = 0; i < daemon_permission_nmethods && count < ARRAY_SIZE(all); i++)
-			all[count++] = daemon_permission_methods[i];
-		for (size_t i = 0; i < daemon_terminal_nmethods && count < ARRAY_SIZE(all); i++)
-			all[count++] = daemon_terminal_methods[i];
-		for (size_t i = 0; i < daemon_gateway_nmethods && count < ARRAY_SIZE(all); i++)
-			all[count++] = daemon_gateway_methods[i];
-	}
-	*n = count;
-	return all;
-}
-
-/* --- for the other method files (daemon_terminal.c) --------------------------------------- */
-
-int daemon_need_user(struct rpc_ctx *rc, struct err *e)
-{
-	return need_user(rc, e);
-}
-
-int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e)
-{
-	return owns_worktree(d, worktree_id, user_id, e);
-}
-
-int daemon_worktree_visible(struct rpc_ctx *rc, const char *worktree_id, struct err *e)
-{
-	return worktree_access(rc, worktree_id, e) >= WT_VIEW;
-}
-
-int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **user, struct err *e)
-{
-	return execution_user_for(d, creator_id, (const char **)user, e);
-}
-
-int daemon_need_argv(json_t *params, json_t **argv, struct err *e)
-{
-	return need_argv(params, argv, e);
-}
-
-int daemon_exec_outcome(const json_t *data, struct err *why)
-{
-	return exec_outcome(data, why);
-}
-
-int daemon_level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
-		       const char *dflt, const char **out, struct err *e)
-{
-	return level_param(params, key, parse, names, dflt, out, e);
-}
-
-int daemon_exec_env_param(struct rpc_ctx *rc, json_t *params, json_t **env, struct err *e)
-{
-	return exec_env_param(D(rc), params, env, e);
-}
-
-int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e)
-{
-	return session_param(rc, params, session_id, owner, e);
-}
-
-json_t *daemon_run_worktree(struct rpc_ctx *rc, json_t *params, struct err *e)
-{
-	return run_worktree(rc, params, e);
-}
-
-struct pending_reply *daemon_reply_defer(struct rpc_ctx *rc)
-{
-	return pending_new(rc, 1, "deferred", NULL);
-}
-
-void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct err *error)
-{
-	if (pr->peer && pr->id) {
-		char *text = error ? rpc_error_text(pr->id, error) : rpc_result_text(pr->id, result);
-		result = NULL;
-		daemon_peer_send(pr->peer, text);
-		free(text);
-	}
-	if (result)
-		json_decref(result);
-	pending_free(pr);
-}
-
-char *daemon_handle_message(struct daemon *d, struct daemon_peer *peer, const char *msg, size_t len)
-{
-	if (daemon_report_message_line(d, msg, len)) /* the executors' stream, read without building JSON */
-		return NULL;
-	size_t n;
-	const struct rpc_method *methods = all_methods(&n);
-	return rpc_process(methods, n, d, peer, msg, len);
 }

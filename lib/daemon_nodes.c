@@ -5,8 +5,11 @@
 #include "approvals_socket.h"
 #include "approvals_store.h"
 #include "crypto.h"
+#include "daemon_access.h"
 #include "daemon_gateway.h"
+#include "daemon_limits.h"
 #include "daemon_nodes.h"
+#include "daemon_peer.h"
 #include "json.h"
 #include "log.h"
 #include "net.h"
@@ -201,7 +204,7 @@ static int pairing_allowed(struct rpc_ctx *rc, const char *from, struct err *e)
 }
 
 /* node.pair {displayName, tokenSha256} → {nodeId, status: "pending"}. */
-static int node_pair(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_node_pair(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *name = json_get_str(params, "displayName"), *hash = json_get_str(params, "tokenSha256");
 	if (!name || !valid_display_name(name))
@@ -269,7 +272,7 @@ static void become_node(struct daemon *d, struct daemon_peer *p, const json_t *r
 }
 
 /* node.hello {nodeId, token} → {status, nodeId, displayName}. */
-static int node_hello(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_node_hello(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id = json_get_str(params, "nodeId"), *token = json_get_str(params, "token");
 	if (!id || !token)
@@ -297,7 +300,7 @@ static int node_hello(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 
 /* --- the operator's commands ------------------------------------------------------------------- */
 
-static int nodes_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_nodes_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
 	if (need_node_admin(rc, e) < 0)
@@ -365,13 +368,13 @@ static int decide(struct rpc_ctx *rc, json_t *params, const char *from_sql, cons
 	return rv < 0 ? -1 : 0;
 }
 
-static int nodes_approve(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_nodes_approve(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	return decide(rc, params, "SELECT id, display_name, requested_from AS last_ip FROM nodes WHERE status = 'pending' "
 				  "ORDER BY created_at", "approved", result, e);
 }
 
-static int nodes_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_nodes_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	return decide(rc, params, "SELECT id, display_name, last_ip FROM nodes WHERE status != 'revoked' "
 				  "ORDER BY created_at", "revoked", result, e);
@@ -602,7 +605,7 @@ static int is_exec_event(const char *type)
 }
 
 /* node.event {runId, type, data}: only from the node that runs runId. */
-static int node_event(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_node_event(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *run_id = json_get_str(params, "runId"), *type = json_get_str(params, "type");
 	json_t *data = json_object_get(params, "data");
@@ -642,7 +645,7 @@ static void node_asked(struct daemon *d, int verdict, const char *why, void *arg
 
 /* node.ask {runId, argvSha256, executables?}: the node's own policy asks; the gateway's approval records decide.
  * executables (what the node's approvals exec checked) is shown to whoever is asked, as the node's claim. */
-static int node_ask(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_node_ask(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)result;
 	const char *run_id = json_get_str(params, "runId"), *hash = json_get_str(params, "argvSha256");
@@ -686,14 +689,3 @@ void daemon_nodes_release(struct daemon *d)
 	free(d->nodes);
 	d->nodes = NULL;
 }
-
-const struct rpc_method daemon_node_methods[] = {
-	{ "node.ask", node_ask },
-	{ "node.event", node_event },
-	{ "node.hello", node_hello },
-	{ "node.pair", node_pair },
-	{ "nodes.approve", nodes_approve },
-	{ "nodes.list", nodes_list },
-	{ "nodes.revoke", nodes_revoke },
-};
-const size_t daemon_node_nmethods = ARRAY_SIZE(daemon_node_methods);

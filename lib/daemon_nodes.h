@@ -30,13 +30,20 @@
 #include <jansson.h>
 
 #include "daemon.h"
-#include "daemon_methods.h"
+#include "daemon_peer.h"
+#include "daemon_tasks.h"
+#include "rpc.h"
 
 #define NODE_ANSWER_GRACE_MS 30000
 #define NODE_DEFAULT_TIMEOUT_MS 300000
 
-extern const struct rpc_method daemon_node_methods[];
-extern const size_t daemon_node_nmethods;
+RPC_METHOD(method_node_ask); /* node.ask */
+RPC_METHOD(method_node_event); /* node.event */
+RPC_METHOD(method_node_hello); /* node.hello */
+RPC_METHOD(method_node_pair); /* node.pair */
+RPC_METHOD(method_nodes_approve); /* nodes.approve */
+RPC_METHOD(method_nodes_list); /* nodes.list */
+RPC_METHOD(method_nodes_revoke); /* nodes.revoke */
 
 struct node_exec {
 	const char *query;	/* params.node (NULL: the only approved node) */
@@ -60,5 +67,7 @@ int daemon_node_exec(struct daemon *d, const struct node_exec *x, char **run_id,
 int daemon_node_take_answer(struct daemon *d, struct daemon_peer *p, const char *msg, size_t len);
 /* A connection closed: when it was a node, its runs fail with the reason. */
 void daemon_node_closed(struct daemon *d, struct daemon_peer *p);
+/* Frees the in-memory state of paired nodes (daemon_nodes.c; daemon_release). */
+void daemon_nodes_release(struct daemon *d);
 
 #endif

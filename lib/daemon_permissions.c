@@ -1,10 +1,11 @@
-/* daemon_permissions.c — agents' tool-permission requests (SPEC §4.3 request_permission, issue 6): decided by
+/* daemon_permissions.c — agents' tool-permission requests (request_permission, docs/rpc.md): decided by
  * the session's permission mode, or asked of the task's creator (or an admin) through events, with a timeout
  * that denies. Every decision and its decider go to the audit log; nobody unasked can answer. */
 #include <string.h>
 
-#include "daemon.h"
-#include "daemon_methods.h"
+#include "daemon_access.h"
+#include "daemon_peer.h"
+#include "daemon_permissions.h"
 #include "json.h"
 #include "log.h"
 #include "rpc.h"
@@ -204,7 +205,7 @@ void daemon_permissions_cancel_task(struct daemon *d, const char *task_id)
 
 /* permissions.respond {request_id, approved, reason?, scope?}: only the task's creator or an admin. scope
  * (allow-once, the default, or allow-always) matters to exec approvals only. */
-static int permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon_peer *p = P(rc);
 	const char *id = json_get_str(params, "request_id");
@@ -227,8 +228,3 @@ static int permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **resu
 	*result = json_pack("{s:s,s:b}", "request_id", id, "approved", json_is_true(approved));
 	return 0;
 }
-
-const struct rpc_method daemon_permission_methods[] = {
-	{ "permissions.respond", permissions_respond },
-};
-const size_t daemon_permission_nmethods = ARRAY_SIZE(daemon_permission_methods);

@@ -1,14 +1,19 @@
-/* daemon_serve.c — the daemon's transports (lib/net) glued to its JSON-RPC methods: caller identity from
- * SO_PEERCRED, deferred replies, event subscribers, /healthz, /metrics and the web terminal's files, the caps and
+/* daemon_serve.c — the daemon's transports (lib/net) glued to its method table (daemon_serve.h): each connection's
+ * identity at open, its messages to daemon_dispatch, /healthz, /metrics and the web terminal's files, the caps and
  * origins of daemon_limits.c, signals and graceful shutdown.
  * Never trusts what a caller claims about itself; never lets one slow subscriber stall the loop. */
 #include <grp.h>
 #include <signal.h>
 #include <string.h>
 
-#include "daemon.h"
-#include "daemon_methods.h"
+#include "daemon_access.h"
+#include "daemon_dispatch.h"
+#include "daemon_limits.h"
 #include "daemon_nodes.h"
+#include "daemon_peer.h"
+#include "daemon_serve.h"
+#include "daemon_tasks.h"
+#include "daemon_terminal.h"
 #include "json.h"
 #include "log.h"
 #include "net.h"
@@ -19,28 +24,6 @@
 #define MAX_MESSAGE (1u << 20)
 
 /* --- peers ---------------------------------------------------------------------------------- */
-
-void daemon_peer_identify(struct daemon *d, struct daemon_peer *p)
-{
-	free(p->user_id);
-	p->user_id = NULL;
-	p->is_admin = 0;
-	p->users_generation = d->users_generation;
-	if (p->uid == 0 || p->uid == d->uid) { /* root and the daemon's own user act as the owner */
-		p->user_id = xstrdup(d->owner_id);
-		p->is_admin = 1;
-		return;
-	}
-	struct err e = ERR_INIT;
-	json_t *row = db_query_one(d->db, &e, "SELECT id, role FROM users WHERE unix_uid = ?", "i", (long long)p->uid);
-	if (row && !json_is_null(row)) {
-		p->user_id = xstrdup(json_string_value(json_object_get(row, "id")));
-		p->is_admin = !strcmp(json_string_value(json_object_get(row, "role")), "admin");
-	}
-	if (row)
-		json_decref(row);
-	err_clear(&e);
-}
 
 static void on_open(struct net_conn *c, void *arg)
 {
@@ -136,149 +119,6 @@ static void on_oversize(struct net_conn *c, void *arg)
 	char *reply = rpc_oversize_text(MAX_MESSAGE);
 	net_send(c, reply, strlen(reply));
 	free(reply);
-}
-
-void daemon_peer_send(struct daemon_peer *peer, const char *text)
-{
-	daemon_commit_write_batch(peer->d);
-	net_send(peer->conn, text, strlen(text));
-}
-
-void daemon_peer_remember(struct daemon_peer *p, void *pending)
-{
-	if (p->npending == p->pending_alloc) {
-		p->pending_alloc = p->pending_alloc ? p->pending_alloc * 2 : 4;
-		p->pending = xrealloc(p->pending, p->pending_alloc * sizeof(*p->pending));
-	}
-	p->pending[p->npending++] = pending;
-}
-
-void daemon_peer_forget(struct daemon_peer *p, void *pending)
-{
-	for (size_t i = 0; i < p->npending; i++)
-		if (p->pending[i] == pending) {
-			p->pending[i] = p->pending[--p->npending];
-			return;
-		}
-}
-
-void daemon_peer_subscribe(struct daemon_peer *p)
-{
-	if (!p->subscribed)
-		daemon_subscribe(p->d, p->conn);
-	p->subscribed = 1;
-}
-
-/* --- events --------------------------------------------------------------------------------- */
-
-void daemon_subscribe(struct daemon *d, struct net_conn *c)
-{
-	if (d->nsubscribers == d->subscribers_alloc) {
-		d->subscribers_alloc = d->subscribers_alloc ? d->subscribers_alloc * 2 : 8;
-		d->subscribers = xrealloc(d->subscribers, d->subscribers_alloc * sizeof(*d->subscribers));
-	}
-	d->subscribers[d->nsubscribers++] = c;
-}
-
-void daemon_unsubscribe(struct daemon *d, struct net_conn *c)
-{
-	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (d->subscribers[i] == c) {
-			d->subscribers[i] = d->subscribers[--d->nsubscribers];
-			return;
-		}
-}
-
-static int is_user(const struct daemon_peer *p, const char *user_id)
-{
-	return user_id && p->user_id && !strcmp(p->user_id, user_id);
-}
-
-/* users NULL: everyone; else admins and the agor users of the NULL-terminated list users. */
-static int may_see(const struct net_conn *c, const char *const *users)
-{
-	const struct daemon_peer *p = net_conn_get_data(c);
-	if (!users)
-		return 1;
-	if (!p)
-		return 0;
-	if (p->is_admin)
-		return 1;
-	for (; *users; users++)
-		if (is_user(p, *users))
-			return 1;
-	return 0;
-}
-
-static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data);
-
-/* {a, b, NULL} without the NULL ones (a NULL user id means nobody but admins). */
-#define USERS2(a, b) ((a) ? (const char *const[]){ (a), (b), NULL } : (const char *const[]){ (b), NULL })
-
-static int has_watcher_among(struct daemon *d, const char *const *users)
-{
-	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], users))
-			return 1;
-	return 0;
-}
-
-int daemon_has_watcher(struct daemon *d, const char *user_id)
-{
-	return has_watcher_among(d, USERS2(user_id, NULL));
-}
-
-void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
-{
-	broadcast(d, NULL, type, data);
-}
-
-void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data)
-{
-	broadcast(d, USERS2(user_id, NULL), type, data);
-}
-
-void daemon_broadcast_to2(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data)
-{
-	broadcast(d, USERS2(user_id, also_to), type, data);
-}
-
-void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const char *type, json_t *data)
-{
-	static const char *const nobody[] = { NULL };
-	broadcast(d, users ? users : nobody, type, data);
-}
-
-static void send_event_text(struct daemon *d, const char *const *users, const char *text, size_t len)
-{
-	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], users))
-			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
-}
-
-void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *also_to, const char *task_id,
-			      const char *session_id, const char *message_type, const char *data_text)
-{
-	d->events_sent++;
-	const char *const *users = USERS2(user_id, also_to);
-	if (!has_watcher_among(d, users))
-		return;
-	json_t *fields = json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
-	char *text = rpc_event_text_raw("message", fields, "data", data_text);
-	send_event_text(d, users, text, strlen(text));
-	free(text);
-}
-
-static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)
-{
-	d->events_sent++;
-	if (!d->nsubscribers) { /* nobody listens: do not even serialise it */
-		json_decref(data);
-		return;
-	}
-	char *text = rpc_event_text(type, data);
-	send_event_text(d, users, text, strlen(text));
-	free(text);
 }
 
 /* --- /healthz and /metrics ------------------------------------------------------------------ */

@@ -9,8 +9,12 @@
 #include <unistd.h>
 
 #include "crypto.h"
-#include "daemon.h"
-#include "daemon_methods.h"
+#include "daemon_access.h"
+#include "daemon_limits.h"
+#include "daemon_peer.h"
+#include "daemon_taskauth.h"
+#include "daemon_tasks.h"
+#include "daemon_terminal.h"
 #include "json.h"
 #include "log.h"
 #include "net.h"
@@ -543,7 +547,7 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 	return 0;
 }
 
-static int terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	if (!rc->id || rc->in_batch)
 		return err_set(e, E_INVALID_PAYLOAD, "terminal.open answers when the terminal is ready: call it with an id, "
@@ -627,7 +631,7 @@ static int adopt_descriptor(struct terminal *t, int fd, json_t *params, struct e
 	return 0;
 }
 
-static int terminal_handover(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_terminal_handover(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_free_ char *task_id = NULL;
 	if (daemon_executor_authenticate(D(rc), "terminal.handover", params, &task_id, e) < 0)
@@ -666,7 +670,7 @@ static int token_matches(const struct terminal *t, const char *token)
 	return token && strlen(token) == TOKEN_HEX && crypto_equal(t->token, token, TOKEN_HEX);
 }
 
-static int terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id, *token;
 	if (need_string(params, "terminal_id", &id, e) < 0 || need_string(params, "token", &token, e) < 0)
@@ -727,7 +731,7 @@ void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_
 	err_clear(&e);
 }
 
-static int terminal_input(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_terminal_input(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct terminal *t;
 	const char *data;
@@ -745,7 +749,7 @@ static int terminal_input(struct rpc_ctx *rc, json_t *params, json_t **result, s
 	return rv;
 }
 
-static int terminal_resize(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_terminal_resize(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct terminal *t;
 	int cols = 0, rows = 0;
@@ -773,7 +777,7 @@ static int owned_terminal(struct rpc_ctx *rc, json_t *params, struct terminal **
 	return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "terminal_id", id), "no terminal %s of yours", id);
 }
 
-static int terminal_close(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_terminal_close(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct terminal *t;
 	if (owned_terminal(rc, params, &t, e) < 0)
@@ -786,7 +790,7 @@ static int terminal_close(struct rpc_ctx *rc, json_t *params, json_t **result, s
 	return 0;
 }
 
-static int terminal_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_terminal_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
 	if (daemon_need_user(rc, e) < 0)
@@ -897,14 +901,3 @@ void daemon_terminals_sweep(struct daemon *d)
 	json_object_foreach(users, user, yes)
 		submit_tmux_close(d, *user ? user : NULL, params, "worktrees removed while the daemon was down");
 }
-
-const struct rpc_method daemon_terminal_methods[] = {
-	{ "terminal.attach", terminal_attach },
-	{ "terminal.close", terminal_close },
-	{ "terminal.handover", terminal_handover },
-	{ "terminal.input", terminal_input },
-	{ "terminal.list", terminal_list },
-	{ "terminal.open", terminal_open },
-	{ "terminal.resize", terminal_resize },
-};
-const size_t daemon_terminal_nmethods = ARRAY_SIZE(daemon_terminal_methods);

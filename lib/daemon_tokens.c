@@ -1,9 +1,11 @@
-/* daemon_tokens.c — user access tokens for clients over TCP (SPEC §4.4): made on the Unix socket, presented
- * with auth.token on a TCP connection, revocable, checked again on every call. The value is never stored. */
+/* daemon_tokens.c — user access tokens for clients over TCP (daemon_tokens.h, docs/rpc.md): made on the Unix
+ * socket, presented with auth.token on a TCP connection, revocable, checked again on every call. The value is
+ * never stored. */
 #include <string.h>
 
-#include "daemon.h"
-#include "daemon_methods.h"
+#include "daemon_access.h"
+#include "daemon_limits.h"
+#include "daemon_tokens.h"
 #include "json.h"
 #include "token.h"
 #include "banned.h"
@@ -14,7 +16,7 @@
 
 /* tokens.create {ttl_ms?, label?, user_id?} → {token, jti, expires_at}: only a caller known by SO_PEERCRED
  * may mint one, for itself — or, an admin, for another user (user_id: id or name). */
-static int tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon_peer *p = P(rc);
 	if (!p->user_id || p->token_jti)
@@ -52,7 +54,7 @@ static int tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	return rv < 0 ? -1 : 0;
 }
 
-static int tokens_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_tokens_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	(void)params;
 	if (!P(rc)->user_id)
@@ -66,7 +68,7 @@ static int tokens_list(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	return *result ? 0 : -1;
 }
 
-static int tokens_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_tokens_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *jti = json_get_str(params, "jti");
 	if (!P(rc)->user_id)
@@ -88,23 +90,8 @@ static int tokens_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	return 0;
 }
 
-/* The row of a live token (not revoked, not expired, its user still there), or NULL with e set. */
-static json_t *live_token(struct daemon *d, const char *jti, struct err *e)
-{
-	json_t *row = db_query_one(d->db, e,
-				   "SELECT t.user_id, u.role FROM client_tokens t JOIN users u ON u.id = t.user_id "
-				   "WHERE t.jti = ? AND t.revoked_at IS NULL AND t.expires_at > ?",
-				   "si", jti, daemon_now());
-	if (row && json_is_null(row)) {
-		json_decref(row);
-		row = NULL;
-		err_set(e, E_AUTH_FAILED, "the token is revoked, expired or unknown");
-	}
-	return row;
-}
-
 /* auth.token {token}: this TCP connection acts as the token's user from now on. */
-static int auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+int method_auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon_peer *p = P(rc);
 	const char *jwt = json_get_str(params, "token");
@@ -119,7 +106,7 @@ static int auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 		err_clear(&why);
 		return -1;
 	}
-	json_t *row = live_token(D(rc), c.jti, e);
+	json_t *row = daemon_live_token(D(rc), c.jti, e);
 	if (row) {
 		free(p->user_id);
 		free(p->token_jti);
@@ -135,30 +122,3 @@ static int auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	token_claims_release(&c);
 	return row ? 0 : -1;
 }
-
-int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *e)
-{
-	if (!p->token_jti) {
-		if (p->uid != (uid_t)-1 && p->users_generation != d->users_generation)
-			daemon_peer_identify(d, p);
-		return 0;
-	}
-	json_t *row = live_token(d, p->token_jti, e);
-	if (!row) {
-		free(p->user_id);
-		p->user_id = NULL;
-		p->is_admin = 0;
-		return -1;
-	}
-	p->is_admin = !strcmp(json_get_str(row, "role") ?: "", "admin"); /* a role changed since auth.token counts now */
-	json_decref(row);
-	return 0;
-}
-
-const struct rpc_method daemon_token_methods[] = {
-	{ "auth.token", auth_token },
-	{ "tokens.create", tokens_create },
-	{ "tokens.list", tokens_list },
-	{ "tokens.revoke", tokens_revoke },
-};
-const size_t daemon_token_nmethods = ARRAY_SIZE(daemon_token_methods);

@@ -1,5 +1,6 @@
 /* rpc.c — JSON-RPC 2.0 parsing, dispatch and replies (rpc.h).
  * Never passes a malformed call to a handler; never builds a reply that is not valid JSON-RPC. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -103,11 +104,21 @@ static int valid_id(const json_t *id)
 	return !id || json_is_string(id) || json_is_integer(id) || json_is_null(id);
 }
 
+static int compare_method(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct rpc_method *)elem)->name);
+}
+
 static const struct rpc_method *find_method(const struct rpc_method *m, size_t n, const char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].name, name))
-			return &m[i];
+	return bsearch(name, m, n, sizeof(*m), compare_method);
+}
+
+const char *rpc_table_unsorted(const struct rpc_method *methods, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(methods[i - 1].name, methods[i].name) >= 0)
+			return methods[i].name;
 	return NULL;
 }
 

@@ -27,15 +27,20 @@ struct rpc_ctx {
 /* Returns 0 with *result set (new reference, NULL → null), RPC_DEFERRED, or -1 with e set. */
 typedef int (*rpc_handler_fn)(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e);
 
+/* A handler's declaration: RPC_METHOD(method_users_create); */
+#define RPC_METHOD(fn) int fn(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+
 struct rpc_method {
 	const char *name;
 	rpc_handler_fn fn;
 };
 
-/* Processes msg; returns the reply to send (malloc'd) or NULL when nothing is to be sent
+/* A method table is sorted by name, strictly (it is searched by bisection): rpc_table_unsorted returns the first
+ * name out of order (or repeated), NULL when the table is sound. Processes msg; returns the reply to send (malloc'd) or NULL when nothing is to be sent
  * (notifications only, or a single deferred call). */
 char *rpc_process(const struct rpc_method *methods, size_t nmethods, void *app, void *peer, const char *msg,
 		  size_t len);
+const char *rpc_table_unsorted(const struct rpc_method *methods, size_t n);
 /* The reply to an oversized message: -32600 with id null. */
 char *rpc_oversize_text(size_t limit);
 char *rpc_result_text(const json_t *id, json_t *result /* stolen */);

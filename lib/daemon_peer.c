@@ -1,0 +1,213 @@
+/* daemon_peer.c — the daemon's connections as its methods see them (daemon_peer.h): sending, replies that come
+ * later, event subscribers. Never lets one slow subscriber stall the loop (net drops it); never shows an event to
+ * a connection that is not its user's or an admin's. */
+#include <string.h>
+
+#include "daemon_peer.h"
+#include "json.h"
+#include "net.h"
+#include "rpc.h"
+#include "banned.h"
+
+/* --- connections ------------------------------------------------------------------------------ */
+
+void daemon_peer_send(struct daemon_peer *peer, const char *text)
+{
+	daemon_commit_write_batch(peer->d);
+	net_send(peer->conn, text, strlen(text));
+}
+
+void daemon_peer_remember(struct daemon_peer *p, void *pending)
+{
+	if (p->npending == p->pending_alloc) {
+		p->pending_alloc = p->pending_alloc ? p->pending_alloc * 2 : 4;
+		p->pending = xrealloc(p->pending, p->pending_alloc * sizeof(*p->pending));
+	}
+	p->pending[p->npending++] = pending;
+}
+
+void daemon_peer_forget(struct daemon_peer *p, void *pending)
+{
+	for (size_t i = 0; i < p->npending; i++)
+		if (p->pending[i] == pending) {
+			p->pending[i] = p->pending[--p->npending];
+			return;
+		}
+}
+
+void daemon_peer_subscribe(struct daemon_peer *p)
+{
+	if (!p->subscribed)
+		daemon_subscribe(p->d, p->conn);
+	p->subscribed = 1;
+}
+
+/* --- events --------------------------------------------------------------------------------- */
+
+void daemon_subscribe(struct daemon *d, struct net_conn *c)
+{
+	if (d->nsubscribers == d->subscribers_alloc) {
+		d->subscribers_alloc = d->subscribers_alloc ? d->subscribers_alloc * 2 : 8;
+		d->subscribers = xrealloc(d->subscribers, d->subscribers_alloc * sizeof(*d->subscribers));
+	}
+	d->subscribers[d->nsubscribers++] = c;
+}
+
+void daemon_unsubscribe(struct daemon *d, struct net_conn *c)
+{
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (d->subscribers[i] == c) {
+			d->subscribers[i] = d->subscribers[--d->nsubscribers];
+			return;
+		}
+}
+
+static int is_user(const struct daemon_peer *p, const char *user_id)
+{
+	return user_id && p->user_id && !strcmp(p->user_id, user_id);
+}
+
+/* users NULL: everyone; else admins and the agor users of the NULL-terminated list users. */
+static int may_see(const struct net_conn *c, const char *const *users)
+{
+	const struct daemon_peer *p = net_conn_get_data(c);
+	if (!users)
+		return 1;
+	if (!p)
+		return 0;
+	if (p->is_admin)
+		return 1;
+	for (; *users; users++)
+		if (is_user(p, *users))
+			return 1;
+	return 0;
+}
+
+static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data);
+
+/* {a, b, NULL} without the NULL ones (a NULL user id means nobody but admins). */
+#define USERS2(a, b) ((a) ? (const char *const[]){ (a), (b), NULL } : (const char *const[]){ (b), NULL })
+
+static int has_watcher_among(struct daemon *d, const char *const *users)
+{
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (may_see(d->subscribers[i], users))
+			return 1;
+	return 0;
+}
+
+int daemon_has_watcher(struct daemon *d, const char *user_id)
+{
+	return has_watcher_among(d, USERS2(user_id, NULL));
+}
+
+void daemon_broadcast(struct daemon *d, const char *type, json_t *data)
+{
+	broadcast(d, NULL, type, data);
+}
+
+void daemon_broadcast_to(struct daemon *d, const char *user_id, const char *type, json_t *data)
+{
+	broadcast(d, USERS2(user_id, NULL), type, data);
+}
+
+void daemon_broadcast_to2(struct daemon *d, const char *user_id, const char *also_to, const char *type, json_t *data)
+{
+	broadcast(d, USERS2(user_id, also_to), type, data);
+}
+
+void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const char *type, json_t *data)
+{
+	static const char *const nobody[] = { NULL };
+	broadcast(d, users ? users : nobody, type, data);
+}
+
+static void send_event_text(struct daemon *d, const char *const *users, const char *text, size_t len)
+{
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (may_see(d->subscribers[i], users))
+			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
+}
+
+void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *also_to, const char *task_id,
+			      const char *session_id, const char *message_type, const char *data_text)
+{
+	d->events_sent++;
+	const char *const *users = USERS2(user_id, also_to);
+	if (!has_watcher_among(d, users))
+		return;
+	json_t *fields = json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
+	char *text = rpc_event_text_raw("message", fields, "data", data_text);
+	send_event_text(d, users, text, strlen(text));
+	free(text);
+}
+
+static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)
+{
+	d->events_sent++;
+	if (!d->nsubscribers) { /* nobody listens: do not even serialise it */
+		json_decref(data);
+		return;
+	}
+	char *text = rpc_event_text(type, data);
+	send_event_text(d, users, text, strlen(text));
+	free(text);
+}
+
+/* --- replies that come later ------------------------------------------------------------------ */
+
+void daemon_reply_free(struct pending_reply *pr)
+{
+	if (pr->peer)
+		daemon_peer_forget(pr->peer, pr);
+	if (pr->id)
+		json_decref(pr->id);
+	if (pr->extra)
+		json_decref(pr->extra);
+	free(pr->kind);
+	free(pr->row_id);
+	free(pr);
+}
+
+static void pending_reply_detach(struct daemon_pending *pending)
+{
+	((struct pending_reply *)pending)->peer = NULL;
+}
+
+struct pending_reply *daemon_reply_new(struct rpc_ctx *rc, int wait, const char *kind, json_t *extra)
+{
+	struct pending_reply *pr = xcalloc(1, sizeof(*pr));
+	pr->base.detach = pending_reply_detach;
+	pr->kind = xstrdup(kind);
+	pr->extra = extra;
+	if (wait && rc->id && !rc->in_batch) {
+		pr->id = json_incref(rc->id);
+		pr->peer = P(rc);
+		daemon_peer_remember(pr->peer, pr);
+	}
+	return pr;
+}
+
+void daemon_pending_detach(void *pending)
+{
+	struct daemon_pending *p = pending;
+	p->detach(p);
+}
+
+struct pending_reply *daemon_reply_defer(struct rpc_ctx *rc)
+{
+	return daemon_reply_new(rc, 1, "deferred", NULL);
+}
+
+void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct err *error)
+{
+	if (pr->peer && pr->id) {
+		char *text = error ? rpc_error_text(pr->id, error) : rpc_result_text(pr->id, result);
+		result = NULL;
+		daemon_peer_send(pr->peer, text);
+		free(text);
+	}
+	if (result)
+		json_decref(result);
+	daemon_reply_free(pr);
+}
