@@ -48,7 +48,7 @@ ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o) $(GEN_OBJS_ASAN)
 MUSL_UNIT_OBJS := $(UNIT_SRCS:%.c=build/musl/%.o)
 ASAN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps deps-musl deps-glibc deps-web test unit integration bench fuzz fuzz-campaign run format clean distclean
+.PHONY: all deps deps-musl deps-glibc deps-web test unit integration bench fuzz fuzz-campaign run man format clean distclean
 .DEFAULT_GOAL := all
 
 all: agor
@@ -234,6 +234,10 @@ bench: agor
 # `make run`: build, then start the daemon on its embedded defaults (AGOR_HOME ~/.agor, port 3030).
 run: agor
 	./agor daemon --foreground
+
+# `make man`: dist/man/*.1 from the binary's own usage texts (t0003-docs fails when they drift apart).
+man: agor
+	rm -rf dist/man && mk/man.sh ./agor dist/man
 
 format:
 	clang-format -i main.c lib/*.[ch] applets/*.[ch] test/unit/*.[ch]

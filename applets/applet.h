@@ -20,7 +20,7 @@ struct applet {
 	const char *built_by; /* for NOT_BUILT applets: which issue builds it */
 };
 
-/* Exit statuses shared by every applet (SPEC §1, §3.3). */
+/* Exit statuses shared by every applet (docs/architecture.md#applets, docs/payloads.md#results). */
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNKNOWN_APPLET = 127 };
 
 /* Prints "agor NAME: message" and a hint to stderr; returns EXIT_USAGE. */

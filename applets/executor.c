@@ -31,7 +31,7 @@ struct executor_args {
 	const char *session_token, *session_id, *task_id, *prompt, *tool, *permission_mode, *daemon_url;
 };
 
-/* Prints the one result line and returns the exit status of SPEC §3.3. */
+/* Prints the one result line and returns the exit status of docs/payloads.md#results. */
 static int print_result(json_t *data, struct err *e)
 {
 	if (err_is_set(e))
@@ -156,7 +156,7 @@ static void set_if_given(json_t *obj, const char *key, const char *value)
 		json_object_set_new(obj, key, json_string(value));
 }
 
-/* Legacy prompt mode (SPEC §3.1): the same payload, built from flags. */
+/* Legacy prompt mode (docs/payloads.md#invocation): the same payload, built from flags. */
 static int run_legacy(const struct executor_args *a)
 {
 	char cwd[4096];
@@ -321,8 +321,8 @@ const struct applet applet_executor = {
 		 "  {\"success\":true,\"data\":{…}}  or  {\"success\":false,\"error\":{\"code\",\"message\",\"details\"}}\n"
 		 "Exit status: 0 success, 1 the command failed, 2 the input was invalid.\n"
 		 "\n"
-		 "Commands: git.clone, git.worktree.add, git.worktree.remove, prompt, tmux.attach, tmux.close,\n"
-		 "          zellij.attach\n"
+		 "Commands: exec.run, git.clone, git.worktree.add, git.worktree.remove, prompt, tmux.attach,\n"
+		 "          tmux.close, zellij.attach\n"
 		 "Base fields: asUser, daemonUrl, sessionToken, env, dataHome, policy (unknown fields are errors).\n"
 		 "policy is the daemon's execution policy, {\"execution.sandbox.enabled\":\"true\",…}: the keys\n"
 		 "execution.sandbox.*, execution.fallback_to_unified and execution.timeout_ms with their text as\n"

@@ -1,5 +1,5 @@
 /* session.c — `agor session`: create, list and show agent sessions on a worktree through the daemon.
- * Never runs an agent itself: prompting is a daemon task (`agor prompt`, SPEC §4.5, lands with issue 6). */
+ * Never runs an agent itself: prompting is a daemon task (`agor prompt`, docs/usage.md#prompts, lands with issue 6). */
 #include <stdio.h>
 
 #include "applet.h"

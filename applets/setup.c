@@ -1,4 +1,4 @@
-/* setup.c — `agor setup sudoers|isolation|validate` (SPEC §5.3): host set-up for isolation.
+/* setup.c — `agor setup sudoers|isolation|validate` (docs/modes.md#set-up-commands): host set-up for isolation.
  * Never installs sudoers visudo rejected; never writes as root into a user's directory. */
 #include <errno.h>
 #include <fcntl.h>

@@ -62,7 +62,7 @@ const struct applet applet_terminal = {
 		 "  --url URL    the daemon: unix:PATH (default: the configured socket), or its TCP listener as\n"
 		 "               ws://HOST:PORT, wss://…, http://HOST:PORT or https://… (a WebSocket at /terminal)\n"
 		 "  --token T    over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN\n"
-		 "The web page at http://HOST:PORT/terminal is the same terminal in a browser (see README).\n",
+		 "The web page at http://HOST:PORT/terminal is the same terminal in a browser (docs/terminals.md).\n",
 	.main = terminal_main,
 	.flags = APPLET_CLIENT,
 };

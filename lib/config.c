@@ -472,7 +472,7 @@ static int parse_value(const struct config_key *k, const struct raw_value *raw, 
 
 /* ---- checks of particular keys -------------------------------------------------------- */
 
-/* SPEC §3.5: ^[a-z_][a-z0-9_-]{0,31}$ */
+/* docs/payloads.md#impersonation: ^[a-z_][a-z0-9_-]{0,31}$ */
 static int check_user_name(const char *value, size_t *at, struct err *e)
 {
 	(void)at;
@@ -730,7 +730,7 @@ static int check_cross_key_rules(const struct config_state *st, struct err *e)
 		struct strbuf sb = STRBUF_INIT;
 		slot_where(st, rbac, &sb);
 		err_set(e, E_CONFIG,
-			"%smust be true when execution.unix_user_mode is strict (SPEC §5.1)",
+			"%smust be true when execution.unix_user_mode is strict (docs/modes.md)",
 			sb.buf);
 		strbuf_release(&sb);
 		return -1;

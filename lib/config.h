@@ -1,4 +1,4 @@
-/* config.h — agor's settings (SPEC §2): one table of typed keys; defaults, file, env, flags.
+/* config.h — agor's settings (docs/config.md): one table of typed keys; defaults, file, env, flags.
  * Never writes config.yaml (lib/config_edit does, for `agor config set`), never keeps an unchecked value,
  * never reads a file others can write. */
 #ifndef AGOR_CONFIG_H
@@ -39,7 +39,7 @@
  *
  * Values, by type (the same rules for file, environment and flags):
  *   string    non-empty, no control characters; some keys add a check (user names follow
- *             SPEC §3.5: ^[a-z_][a-z0-9_-]{0,31}$).
+ *             docs/payloads.md#impersonation: ^[a-z_][a-z0-9_-]{0,31}$).
  *   path      absolute after expanding a leading "~/" (or a lone "~"); trailing slashes dropped;
  *             "~user/" is not expanded and is refused like any relative path.
  *   integer   decimal digits with an optional sign, no leading zeros (YAML 1.1 would read 010
@@ -57,10 +57,10 @@
  * unless repos_dir itself is set): paths.data_home = agor_home; paths.repos_dir,
  * worktrees_dir, zellij_dir = data_home/{repos,worktrees,zellij}; daemon.socket_path =
  * agor_home/run/agor.sock; execution.worktree_rbac = (unix_user_mode == strict). In strict
- * mode an explicit `worktree_rbac: false` is an error (SPEC §5.1: groups are made in strict).
+ * mode an explicit `worktree_rbac: false` is an error (docs/modes.md: groups are made in strict).
  *
  * executor_command_template: placeholders are `{name}` with name of [A-Za-z0-9_]+; only those
- * of SPEC §3.6 are allowed. `${...}` is shell parameter expansion, not a placeholder, and
+ * of docs/payloads.md#spawning are allowed. `${...}` is shell parameter expansion, not a placeholder, and
  * braces around anything else (`{a,b}`, `{print $1}`) are left to the shell.
  * config_template_next() is the one scanner; the spawner must use it too.
  *
@@ -114,7 +114,7 @@ enum config_source {
 	CONFIG_SOURCE_POLICY, /* the daemon's execution policy (config_apply_policy) */
 };
 
-/* execution.unix_user_mode (SPEC §5.1). */
+/* execution.unix_user_mode (docs/modes.md). */
 enum config_user_mode {
 	CONFIG_MODE_SIMPLE,
 	CONFIG_MODE_INSULATED,
@@ -292,10 +292,10 @@ int config_apply_policy(struct config *cfg, const json_t *policy, struct err *e)
  * other than the effective uid or root, or writable by group/others. The message names the fix. */
 int config_check_file_security(const struct stat *st, const char *path, struct err *e);
 
-/* Template placeholders (SPEC §3.6). Finds the next `{name}` at or after s (skipping
+/* Template placeholders (docs/payloads.md#spawning). Finds the next `{name}` at or after s (skipping
  * `${…}`): returns a pointer to its '{' and sets *name and *name_len, or NULL when none is left. */
 const char *config_template_next(const char *s, const char **name, size_t *name_len);
-/* True when name[0..len) is one of the placeholders SPEC §3.6 allows. */
+/* True when name[0..len) is one of the placeholders docs/payloads.md#spawning allows. */
 bool config_template_placeholder_known(const char *name, size_t len);
 
 #endif

@@ -1,4 +1,4 @@
-/* err.h — the error object every lib/ function fills instead of dying: a stable code (SPEC §3.3
+/* err.h — the error object every lib/ function fills instead of dying: a stable code (docs/payloads.md#results
  * strings), a human message, optional JSON details. lib/ never exits; applets turn errors into exit codes. */
 #ifndef AGOR_ERR_H
 #define AGOR_ERR_H
@@ -7,7 +7,7 @@
 
 #include "common.h"
 
-/* Stable codes (SPEC §3.3); the pointer identity is not significant, compare with strcmp. */
+/* Stable codes (docs/payloads.md#results); the pointer identity is not significant, compare with strcmp. */
 #define E_INVALID_JSON "INVALID_JSON"
 #define E_INVALID_PAYLOAD "INVALID_PAYLOAD"
 #define E_UNKNOWN_COMMAND "UNKNOWN_COMMAND"

@@ -23,7 +23,7 @@
 #include "unixperm.h"
 #include "banned.h"
 
-/* Only the stable codes of SPEC §3.3 leave the executor: an internal code is mapped onto one. */
+/* Only the stable codes of docs/payloads.md#results leave the executor: an internal code is mapped onto one. */
 void executor_publish_error(struct err *e)
 {
 	if (!strcmp(e->code, E_SYSTEM)) {
@@ -203,7 +203,7 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 /* --- git.worktree.add / remove ------------------------------------------------------------ */
 
 /* initUnixGroup: a worktree's managed group (agor_wt_ + SHA-256 of its id) is made by `agor admin`, which
- * only the daemon reaches (SPEC §5.2; sudoers grant `agor admin *` to the daemon user alone, and the
+ * only the daemon reaches (docs/admin.md; sudoers grant `agor admin *` to the daemon user alone, and the
  * daemon knows the id and who may ask). An executor is untrusted and may run as the session's user, so it
  * never holds a path to root: the field is refused, saying so, rather than half done. */
 static int refuse_init_unix_group(const struct payload *p, struct err *e)

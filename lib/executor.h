@@ -1,10 +1,10 @@
-/* executor.h — runs one validated executor payload (SPEC §3): resolves and confines its paths, decides
+/* executor.h — runs one validated executor payload (docs/payloads.md): resolves and confines its paths, decides
  * the execution user, and performs (or, for a dry run, plans) the command.
  * Never touches anything outside the data home's repos/ and worktrees/, never prints to stdout.
  *
  * executor_execute(p, ctx, &data, e):
  *   0 with data = the command's result object (or {dryRun, command, user, impersonate, dataHome, plan}
- *   for a dry run), or -1 with e set to one of the SPEC §3.3 codes.
+ *   for a dry run), or -1 with e set to one of the docs/payloads.md#results codes.
  *   Impersonation (asUser ≠ the current user) is the caller's job: executor_needs_impersonation()
  *   tells, and executor_forward_payload() gives the text to hand to the impersonated executor
  *   (with dataHome pinned to this executor's effective data home, and always a policy: the
@@ -39,9 +39,9 @@ int executor_needs_impersonation(const struct payload *p, char **current_user, s
 /* The payload to send to the impersonated executor: p's text with dataHome set, and policy set to
  * cfg's execution policy when p has none. */
 char *executor_forward_payload(const struct payload *p, const struct config *cfg);
-/* Maps internal error codes (SYSTEM_ERROR by errno, CONFIG_ERROR, …) onto the stable SPEC §3.3 codes. */
+/* Maps internal error codes (SYSTEM_ERROR by errno, CONFIG_ERROR, …) onto the stable docs/payloads.md#results codes. */
 void executor_publish_error(struct err *e);
-/* Exit status for an error code (SPEC §3.3): 2 for invalid input, 1 otherwise. */
+/* Exit status for an error code (docs/payloads.md#results): 2 for invalid input, 1 otherwise. */
 int executor_exit_status(const char *code);
 
 #endif

@@ -1,4 +1,4 @@
-/* gitops.c — clone and worktree operations on libgit2 (gitops.h), with errors mapped to SPEC codes.
+/* gitops.c — clone and worktree operations on libgit2 (gitops.h), errors mapped to docs/payloads.md#results.
  * Never runs an external program, never reads global/system git config, never prints to stdout. */
 #include <errno.h>
 #include <fcntl.h>
@@ -413,7 +413,7 @@ static json_t *clone_into(const struct gitops_clone *o, const char *work, struct
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
 	opts.local = GIT_CLONE_NO_LOCAL; /* through the transport: a copy (a run may rewrite its objects, never the source's) with progress */
-	opts.checkout_opts.disable_filters = 1; /* SPEC §3.4: no filters ever run */
+	opts.checkout_opts.disable_filters = 1; /* docs/payloads.md (git): no filters ever run */
 	opts.checkout_branch = o->branch;
 	opts.fetch_opts.callbacks.transfer_progress = on_transfer_progress;
 	opts.fetch_opts.callbacks.sideband_progress = on_sideband;
@@ -824,7 +824,7 @@ static int checkout_stage(struct wt_stage *s, const char *leaf, struct err *e)
 		return git_fail(e, "opening the new worktree");
 	git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
 	co.checkout_strategy = GIT_CHECKOUT_FORCE;
-	/* SPEC §3.4: no filters ever run — and skipping them skips a per-file attribute lookup
+	/* docs/payloads.md (git): no filters ever run — and skipping them skips a per-file attribute lookup
 	 * (a realpath per directory level), which made checkout 2x slower than git's. */
 	co.disable_filters = 1;
 	int rc = git_checkout_head(wt, &co) < 0 ? git_fail(e, "adding the worktree: checkout") : 0;

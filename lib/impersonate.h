@@ -1,4 +1,4 @@
-/* impersonate.h — SPEC §3.5: re-executes the executor as another Unix user through `sudo -n -u USER`,
+/* impersonate.h — docs/payloads.md#impersonation: re-executes the executor as another Unix user through `sudo -n -u USER`,
  * feeds it the payload on stdin and hands back its one result line and exit status.
  * Never puts the payload (which may hold a session token) in argv or the environment.
  *

@@ -1,4 +1,4 @@
-/* paths.c — resolves agor's paths from the config; creates AGOR_HOME and the data home (SPEC §2).
+/* paths.c — resolves agor's paths from the config; creates AGOR_HOME and the data home (docs/config.md).
  * Never follows a symlink at AGOR_HOME or its subdirs, never loosens a mode or adopts others'. */
 #include <errno.h>
 #include <fcntl.h>

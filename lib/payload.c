@@ -141,7 +141,7 @@ static char *join_path(const char *prefix, const char *name)
 
 int payload_valid_user_name(const char *s)
 {
-	return unixperm_user_name_valid(s); /* one rule for user names (SPEC §3.5) */
+	return unixperm_user_name_valid(s); /* one rule for user names (docs/payloads.md#impersonation) */
 }
 
 static int valid_env_name(const char *s)

@@ -1,4 +1,4 @@
-/* payload.h — the executor's typed input (SPEC §3.2): strict schema validation of one JSON payload.
+/* payload.h — the executor's typed input (docs/payloads.md#commands): strict schema validation of one JSON payload.
  * Never accepts an unknown field, a wrong type, a missing field or an empty required string; every
  * refusal is E_INVALID_PAYLOAD with details {"path":"params.url","reason":…} naming the field.
  *

@@ -1,4 +1,4 @@
-/* prompt.h — the executor's prompt command (SPEC §6): the agent's own CLI run in the worktree, its event
+/* prompt.h — the executor's prompt command (docs/usage.md#prompts): the agent's own CLI run in the worktree, its event
  * stream relayed to the daemon, its permission requests brokered, its end reported with token usage.
  * Never puts the API key anywhere but the egress proxy (network proxy: the agent holds a per-task sentinel, egress.h)
  * or, with network host, the agent's environment; never gives the agent the session token. */

@@ -4,7 +4,7 @@
  *
  * Errors: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params
  * (handlers set E_INVALID_PAYLOAD / E_USAGE), -32603 internal; application errors -32000…-32099 with
- * data.code one of the SPEC §3.3 strings (E_AUTH_FAILED → -32001, E_NOT_FOUND → -32004, … see rpc.c).
+ * data.code one of the docs/payloads.md#results strings (E_AUTH_FAILED → -32001, E_NOT_FOUND → -32004, … see rpc.c).
  * A handler may answer later (RPC_DEFERRED) when it is not part of a batch: it keeps rc->id (incref) and
  * replies with rpc_result_text()/rpc_error_text() through its transport.
  */

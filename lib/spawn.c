@@ -15,7 +15,7 @@
 #define RESULT_MAX_BYTES (512u << 20)
 #define STDERR_TAIL_BYTES (16u << 10)
 
-/* PATH, HOME, LANG, TERM — and nothing else of ours (SPEC §3.6). */
+/* PATH, HOME, LANG, TERM — and nothing else of ours (docs/payloads.md#spawning). */
 static void minimal_environment(struct strvec *env)
 {
 	strvec_push(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");

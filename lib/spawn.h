@@ -1,4 +1,4 @@
-/* spawn.h — starting executors (SPEC §3.6) for the daemon and the CLI: local, sudo-wrapped, or through
+/* spawn.h — starting executors (docs/payloads.md#spawning) for the daemon and the CLI: local, sudo-wrapped, or through
  * the operator's command template; the payload goes on stdin, one result line comes back.
  * Never passes the daemon's environment on (only PATH, HOME, LANG, TERM), never builds a shell command
  * from data except the template, whose every substitution is shell-quoted.
@@ -9,7 +9,7 @@
  *   SPAWN_SUDO      `sudo -n -u USER -- <agor> executor --stdin` started directly (one exec less).
  *   SPAWN_TEMPLATE  `/bin/sh -c <template rendered>` (e.g. kubectl run -i … -- agor executor --stdin).
  *   SPAWN_ADMIN     `sudo -n -- <agor> admin ARGS… --json` (just `<agor> admin …` when already root): the
- *                   daemon's one way to root (SPEC §5.2), with the fixed argv it validated; stdin is
+ *                   daemon's one way to root (docs/admin.md), with the fixed argv it validated; stdin is
  *                   empty and admin's --json line has the executor's result shape.
  * Template placeholders: {payload_json} {command} {task_id} {session_id} {worktree_id} {unix_user}
  * {unix_user_uid} {unix_user_gid} {daemon_url}; each value is single-quoted for the shell, uid/gid come

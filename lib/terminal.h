@@ -1,4 +1,4 @@
-/* terminal.h — the executor's half of terminals (SPEC §3.2 tmux.attach): the execution user's tmux server,
+/* terminal.h — the executor's half of terminals (docs/terminals.md): the execution user's tmux server,
  * session and worktree window, a control-mode client on a socket pair, and the hand-over of its descriptor.
  * Never runs tmux with the daemon's environment, never gives the daemon a child: the client it starts is a
  * session leader of its own and is let go once the daemon holds its descriptor.

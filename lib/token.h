@@ -3,7 +3,7 @@
 #ifndef AGOR_TOKEN_H
 #define AGOR_TOKEN_H
 
-/* Contract (SPEC §4.3):
+/* Contract (docs/rpc.md#executor-methods):
  * - Header: exactly {"alg":"HS256","typ":"JWT"} when issued. On verification `alg` must be the
  *   string "HS256" (case-sensitive; "none", "HS512", "hs256", a missing or non-string alg are all
  *   refused); `typ`, if present, must be "JWT"; any `crit` is refused (no extension is understood);
@@ -32,7 +32,7 @@
 #include "err.h"
 
 #define TOKEN_ISSUER "agor"
-#define TOKEN_AUD_EXECUTOR "agor-executor" /* session tokens handed to executors (SPEC §4.3) */
+#define TOKEN_AUD_EXECUTOR "agor-executor" /* session tokens handed to executors (docs/rpc.md#executor-methods) */
 #define TOKEN_AUD_CLIENT "agor-client"     /* user access tokens for clients over TCP (§4.4) */
 #define TOKEN_MAX_LEN 8192
 #define TOKEN_CLOCK_SKEW 60

@@ -1,4 +1,4 @@
-/* unixmode.h — SPEC §5.1 modes: who a session executes as, and the sudoers rules allowing it.
+/* unixmode.h — the modes of docs/modes.md: who a session executes as, and the sudoers rules allowing it.
  * Never picks root or the daemon user for isolation; never grants sudo beyond executor/admin. */
 #ifndef AGOR_UNIXMODE_H
 #define AGOR_UNIXMODE_H

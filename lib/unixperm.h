@@ -11,7 +11,7 @@
  * refuse a malformed name with E_INVALID_PAYLOAD, a group outside the prefixes with
  * E_PERMISSION_DENIED (agor_users is the one other group they may add to or create).
  *   ids (worktree ids)     ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$
- *   user names (SPEC §3.5) ^[a-z_][a-z0-9_-]{0,31}$   (so never "-x", never "--help")
+ *   user names (docs/payloads.md#impersonation) ^[a-z_][a-z0-9_-]{0,31}$   (so never "-x", never "--help")
  *   link names             ^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$
  *   managed groups         agor_wt_ or agor_rp_ followed by exactly 16 lowercase hex digits
  * A worktree's group is agor_wt_ + the first 16 hex digits of SHA-256(id); a repository's is

@@ -1,4 +1,4 @@
-/* zellij.h — zellij for terminals (SPEC §3.2 zellij.attach): the config.kdl agor installs, its path, and the
+/* zellij.h — zellij for terminals (docs/terminals.md#zellij): the config.kdl agor installs, its path, and the
  * command lines the executor runs. Never writes outside the zellij directory it is given.
  *
  * Contract

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0001-dispatch — the multi-call binary (SPEC §1): applet selection, global flags, exit codes, static build.
+# t0001-dispatch — the multi-call binary (docs/architecture.md#applets): applet selection, global flags, exit codes, static build.
 . "$(dirname "$0")/../lib.sh"
 
 test_case "--help prints usage to stdout and exits 0" '

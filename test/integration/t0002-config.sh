@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0002-config — `agor config show` (SPEC §2): defaults, config.yaml with lines, precedence flag > env > file > default, every error form.
+# t0002-config — `agor config show` (docs/config.md): defaults, config.yaml with lines, precedence flag > env > file > default, every error form.
 . "$(dirname "$0")/../lib.sh"
 
 # write_config TEXT — $AGOR_HOME/config.yaml, mode 0600.

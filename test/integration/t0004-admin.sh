@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0004-admin — `agor admin` (SPEC §5.2) as root with real users alice, bob, carol in a private mount namespace: groups, modes, ACLs, owner links, repos, users, and every attack refused.
+# t0004-admin — `agor admin` (docs/admin.md) as root with real users alice, bob, carol in a private mount namespace: groups, modes, ACLs, owner links, repos, users, and every attack refused.
 # It must never touch the host's accounts: everything runs in test/sandbox.sh's scratch /etc, and the outer run checks the host afterwards.
 . "$(dirname "$0")/../sandbox.sh"
 sandbox_enter "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0005-setup — `agor setup sudoers|isolation|validate` (SPEC §5.3) and the installed sudo rules, exercised with real sudo as the daemon user in a private mount namespace.
+# t0005-setup — `agor setup sudoers|isolation|validate` (docs/modes.md#set-up-commands) and the installed sudo rules, exercised with real sudo as the daemon user in a private mount namespace.
 # It must never touch the host's sudoers or accounts: everything runs in test/sandbox.sh's scratch /etc, and the outer run checks the host afterwards.
 . "$(dirname "$0")/../sandbox.sh"
 sandbox_enter "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0010-executor — the executor boundary (SPEC §3): validation, result line, exit codes, dry-run,
+# t0010-executor — the executor boundary (docs/payloads.md): validation, result line, exit codes, dry-run,
 # path confinement, git clone / worktree add / remove through libgit2, commands not built yet.
 . "$(dirname "$0")/../lib.sh"
 

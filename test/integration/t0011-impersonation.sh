@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0011-impersonation — SPEC §3.5 for real: users made in a scratch /etc, sudo rules, an executor that
+# t0011-impersonation — docs/payloads.md#impersonation for real: users made in a scratch /etc, sudo rules, an executor that
 # re-executes itself as asUser; ownership, confinement of the other user's AGOR_HOME, no secrets in argv.
 . "$(dirname "$0")/../lib.sh"
 

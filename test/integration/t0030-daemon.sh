@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0030-daemon — the control plane (SPEC §4): first start makes AGOR_HOME and its secrets 0600, JSON-RPC on
+# t0030-daemon — the control plane (docs/rpc.md): first start makes AGOR_HOME and its secrets 0600, JSON-RPC on
 # the Unix socket, clone and worktree tasks run through executors, audit chain, SIGTERM, restart recovery.
 . "$(dirname "$0")/../lib.sh"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0031-daemon-tokens — session tokens attacked (SPEC §4.3): a token works only for its own running task;
+# t0031-daemon-tokens — session tokens attacked (docs/rpc.md#executor-methods): a token works only for its own running task;
 # forged, alg:none, expired, unknown, foreign-task and replayed-after-completion tokens get AUTH_FAILED,
 # revocation survives a restart, API keys are sealed at rest, returned only to a live task and rate limited.
 . "$(dirname "$0")/../lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0039-insulated-host — an insulated host made with nothing but agor's own commands, as README's insulated page
+# t0039-insulated-host — an insulated host made with nothing but agor's own commands, as docs/modes.md's insulated host
 # says, from a scratch /etc: `agor setup isolation`, `agor setup validate`, the unit's `agor admin cgroup-delegate`,
 # the daemon as its user, `agor user create|token`; then clone, worktree, exec, sharing and a terminal all work,
 # every run as the executor user setup made (shell nologin), files where executors reach them.

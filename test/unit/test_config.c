@@ -518,7 +518,7 @@ TEST(config_worktree_rbac_follows_strict_mode)
 	config_free(cfg);
 	CHECK_LOAD_ERROR("execution:\n  unix_user_mode: strict\n  worktree_rbac: false\n",
 			 "F:3: execution.worktree_rbac: must be true when execution.unix_user_mode "
-			 "is strict (SPEC §5.1)");
+			 "is strict (docs/modes.md)");
 }
 
 /* ---- error forms ----------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* test_token.c — unit tests of token.h: round trips and every refusal of SPEC §4.3, with hand-forged tokens.
+/* test_token.c — unit tests of token.h: round trips and every refusal of docs/rpc.md#executor-methods, with hand-forged tokens.
  * Never trusts token_issue to build a malicious token: forgeries are assembled byte by byte here. */
 #include <jansson.h>
 #include <stdint.h>
