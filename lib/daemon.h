@@ -2,7 +2,7 @@
  * audit helper, the write batch. Never executes untrusted code and never opens the data home: every git or file change is an
  * executor payload run through lib/spawn on a worker thread; the database is touched on the loop thread only.
  *
- * The daemon's files, in layers; a file calls only files of its own layer's lower neighbours, never up
+ * The daemon's files, in layers (docs/architecture.md); a file calls only files of lower layers, never up
  * (`test/integration/t0006-layers.sh` fails on any call or include cycle between lib modules):
  *   base      daemon (this file)
  *   core      daemon_limits (refusals, origins, descriptors, db size) · daemon_peer (connections, deferred
