@@ -14,31 +14,15 @@
 #include <unistd.h>
 
 #include "adminconf.h"
+#include "adminops.h"
 #include "applet.h"
 #include "cgroup.h"
 #include "json.h"
 #include "unixperm.h"
 #include "banned.h"
 
-#define REPO_MODE_GROUP 1
-#define REPO_MODE_WORLD 2
-
-/* Which options a subcommand accepts besides --dry-run, --json and --root-config. */
-enum {
-	OPT_OTHERS = 1 << 0,
-	OPT_LINK_NAME = 1 << 1,
-	OPT_REPO_MODE = 1 << 2,
-	OPT_ARCHIVE = 1 << 3,
-	OPT_PID = 1 << 4,
-};
-
 struct admin {
-	const struct admin_cmd *cmd;
-	bool dry_run, json;
-	const char *root_config;
-	const char *others, *link_name, *archive, *pid;
-	int repo_mode;
-	struct strvec pos;
+	struct admin_call call; /* the operation and its arguments, as adminops_parse read them */
 
 	struct adminconf conf;
 	struct strvec actions; /* what was done (or, dry run, would be done), one line each */
@@ -46,14 +30,6 @@ struct admin {
 	struct strvec notes;   /* comment lines for humans (tree summaries) */
 	json_t *data;	       /* the result object's data */
 	struct err e;
-};
-
-struct admin_cmd {
-	const char *name;
-	int npos;
-	unsigned opts;
-	const char *args; /* for messages */
-	int (*run)(struct admin *a);
 };
 
 /* ---- small helpers ------------------------------------------------------------------------------
@@ -94,7 +70,7 @@ static int load_conf(struct admin *a)
 {
 	if (a->conf.path)
 		return 0;
-	return adminconf_load(a->root_config, &a->conf, &a->e);
+	return adminconf_load(a->call.root_config, &a->conf, &a->e);
 }
 
 /* The directory path, confined below root; the descriptor is O_RDONLY|O_DIRECTORY. */
@@ -191,7 +167,7 @@ static int apply_tree(struct admin *a, int fd, const char *path, const char *gro
 	describe_tree(a, path, group, others);
 	if (!have_gid)
 		return 0;
-	struct unixperm_tree_spec spec = {gid, others, a->dry_run};
+	struct unixperm_tree_spec spec = {gid, others, a->call.dry_run};
 	struct unixperm_tree_stats stats;
 	if (unixperm_apply_tree(fd, &spec, &stats, &a->e) < 0)
 		return -1;
@@ -202,7 +178,7 @@ static int apply_tree(struct admin *a, int fd, const char *path, const char *gro
 		    "# %s: %lu directories, %lu files, %lu %s; skipped %lu symlinks, %lu "
 		    "hard-linked, %lu special, %lu on other filesystems",
 		    path, stats.dirs, stats.files, stats.changed,
-		    a->dry_run ? "would change" : "changed", stats.skipped_symlinks,
+		    a->call.dry_run ? "would change" : "changed", stats.skipped_symlinks,
 		    stats.skipped_hardlinked, stats.skipped_special, stats.skipped_other_fs);
 	strvec_push_nodup(&a->notes, strbuf_detach(&note, NULL));
 	return 0;
@@ -215,7 +191,7 @@ static int ensure_group(struct admin *a, const char *group, gid_t *gid, bool *ha
 	if (*have_gid)
 		return 0;
 	act(a, "groupadd %s", group);
-	if (a->dry_run)
+	if (a->call.dry_run)
 		return 0;
 	if (unixperm_groupadd(group, false, &a->e) < 0)
 		return -1;
@@ -269,21 +245,21 @@ static int set_worktree_tree(struct admin *a, const char *id, const char *path,
 
 static int cmd_create_worktree_group(struct admin *a)
 {
-	const char *id = a->pos.v[0], *path = a->pos.v[1];
+	const char *id = a->call.pos[0], *path = a->call.pos[1];
 	enum unixperm_access others = UNIXPERM_READ;
 	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
 	    check_path(a, "worktree-path", path) < 0 ||
-	    (a->others && check_others(a, a->others, &others) < 0))
+	    (a->call.others && check_others(a, a->call.others, &others) < 0))
 		return -1;
 	return set_worktree_tree(a, id, path, others, true);
 }
 
 static int cmd_set_worktree_permissions(struct admin *a)
 {
-	const char *id = a->pos.v[0], *path = a->pos.v[1];
+	const char *id = a->call.pos[0], *path = a->call.pos[1];
 	enum unixperm_access others;
 	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
-	    check_path(a, "worktree-path", path) < 0 || check_others(a, a->pos.v[2], &others) < 0)
+	    check_path(a, "worktree-path", path) < 0 || check_others(a, a->call.pos[2], &others) < 0)
 		return -1;
 	return set_worktree_tree(a, id, path, others, false);
 }
@@ -298,7 +274,7 @@ static int remove_owner_links(struct admin *a, const struct unixperm_user *u, co
 	char *dir = unixperm_links_dir(u);
 	for (size_t i = 0; rc == 0 && i < found.nr; i++)
 		act(a, "rm %s/%s  # as %s", dir, found.v[i], u->name);
-	if (rc == 0 && !a->dry_run)
+	if (rc == 0 && !a->call.dry_run)
 		rc = unixperm_links_remove(u, &found, &a->e);
 	free(dir);
 	strvec_clear(&found);
@@ -307,7 +283,7 @@ static int remove_owner_links(struct admin *a, const struct unixperm_user *u, co
 
 static int cmd_delete_worktree_group(struct admin *a)
 {
-	const char *id = a->pos.v[0];
+	const char *id = a->call.pos[0];
 	if (unixperm_check_id("worktree-id", id, &a->e) < 0)
 		return -1;
 	char group[UNIXPERM_GROUP_NAME_SIZE];
@@ -333,14 +309,14 @@ static int cmd_delete_worktree_group(struct admin *a)
 	if (rc < 0)
 		return -1;
 	act(a, "groupdel %s", group);
-	return a->dry_run ? 0 : unixperm_groupdel(group, &a->e);
+	return a->call.dry_run ? 0 : unixperm_groupdel(group, &a->e);
 }
 
 /* The link name: --link-name, else the worktree directory's own name. */
 static int owner_link_name(struct admin *a, const char *path, const char *id, char **out)
 {
-	const char *name = a->link_name ? a->link_name : strrchr(path, '/') + 1;
-	if (unixperm_check_link_name(a->link_name ? "--link-name"
+	const char *name = a->call.link_name ? a->call.link_name : strrchr(path, '/') + 1;
+	if (unixperm_check_link_name(a->call.link_name ? "--link-name"
 						  : "worktree directory name (use --link-name)",
 				     name, &a->e) < 0)
 		return -1;
@@ -368,7 +344,7 @@ static int add_owner(struct admin *a, const struct unixperm_user *u, const char 
 {
 	if (!unixperm_user_in_group(u, group)) {
 		act(a, "gpasswd -a %s %s", u->name, group);
-		if (!a->dry_run && unixperm_group_add_member(group, u->name, &a->e) < 0)
+		if (!a->call.dry_run && unixperm_group_add_member(group, u->name, &a->e) < 0)
 			return -1;
 	}
 	int changed = unixperm_link_add(u, link, path, true, &a->e);
@@ -379,12 +355,12 @@ static int add_owner(struct admin *a, const struct unixperm_user *u, const char 
 	char *dir = unixperm_links_dir(u);
 	act(a, "ln -sfn %s %s/%s  # as %s", path, dir, link, u->name);
 	free(dir);
-	return a->dry_run ? 0 : (unixperm_link_add(u, link, path, false, &a->e) < 0 ? -1 : 0);
+	return a->call.dry_run ? 0 : (unixperm_link_add(u, link, path, false, &a->e) < 0 ? -1 : 0);
 }
 
 static int cmd_add_worktree_owner(struct admin *a)
 {
-	const char *id = a->pos.v[0], *user = a->pos.v[1], *path = a->pos.v[2];
+	const char *id = a->call.pos[0], *user = a->call.pos[1], *path = a->call.pos[2];
 	char *link = NULL;
 	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
 	    unixperm_check_user_name("unix-user", user, &a->e) < 0 ||
@@ -417,7 +393,7 @@ out:
 
 static int cmd_remove_worktree_owner(struct admin *a)
 {
-	const char *id = a->pos.v[0], *user = a->pos.v[1];
+	const char *id = a->call.pos[0], *user = a->call.pos[1];
 	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
 	    unixperm_check_user_name("unix-user", user, &a->e) < 0)
 		return -1;
@@ -435,7 +411,7 @@ static int cmd_remove_worktree_owner(struct admin *a)
 		rc = remove_owner_links(a, &u, id, gid);
 		if (rc == 0 && unixperm_user_in_group(&u, group)) {
 			act(a, "gpasswd -d %s %s", user, group);
-			if (!a->dry_run)
+			if (!a->call.dry_run)
 				rc = unixperm_group_remove_member(group, user, &a->e);
 		}
 	}
@@ -573,22 +549,22 @@ static int sync_repo_members(struct admin *a, const char *group, const struct st
 		strbuf_addf(&joined, "%s%s", i ? "," : "", owners->v[i]);
 	act(a, "gpasswd -M '%s' %s", joined.buf, group);
 	strbuf_release(&joined);
-	return a->dry_run ? 0 : unixperm_group_set_members(group, owners, &a->e);
+	return a->call.dry_run ? 0 : unixperm_group_set_members(group, owners, &a->e);
 }
 
 static int cmd_update_repo_permissions(struct admin *a)
 {
-	const char *path = a->pos.v[0];
+	const char *path = a->call.pos[0];
 	if (check_path(a, "repo-path", path) < 0 || load_conf(a) < 0)
 		return -1;
 	const char *rel = unixperm_path_below(a->conf.repos_dir, path);
 	char group[UNIXPERM_GROUP_NAME_SIZE];
 	unixperm_group_name(UNIXPERM_REPO_PREFIX, rel ? rel : path, group);
 	enum unixperm_access others =
-		a->repo_mode == REPO_MODE_WORLD ? UNIXPERM_WRITE : UNIXPERM_NONE;
+		a->call.repo_mode == ADMIN_REPO_WORLD ? UNIXPERM_WRITE : UNIXPERM_NONE;
 	set_str(a, "path", path);
 	set_str(a, "group", group);
-	set_str(a, "mode", a->repo_mode == REPO_MODE_WORLD ? "world" : "group");
+	set_str(a, "mode", a->call.repo_mode == ADMIN_REPO_WORLD ? "world" : "group");
 	int fd = open_confined(a, a->conf.repos_dir, path);
 	if (fd < 0)
 		return -1;
@@ -618,7 +594,7 @@ static bool reserved_user_name(const char *name)
 
 static int cmd_setup_unix_user(struct admin *a)
 {
-	const char *user = a->pos.v[0];
+	const char *user = a->call.pos[0];
 	if (unixperm_check_user_name("unix-user", user, &a->e) < 0)
 		return -1;
 	if (reserved_user_name(user))
@@ -641,12 +617,12 @@ static int cmd_setup_unix_user(struct admin *a)
 	}
 	if (!unixperm_group_lookup(UNIXPERM_USERS_GROUP, NULL)) {
 		act(a, "groupadd --system %s", UNIXPERM_USERS_GROUP);
-		if (!a->dry_run && unixperm_groupadd(UNIXPERM_USERS_GROUP, true, &a->e) < 0)
+		if (!a->call.dry_run && unixperm_groupadd(UNIXPERM_USERS_GROUP, true, &a->e) < 0)
 			return -1;
 	}
 	act(a, "useradd --create-home --user-group --shell /bin/bash --groups %s %s",
 	    UNIXPERM_USERS_GROUP, user);
-	return a->dry_run ? 0 : unixperm_useradd_login(user, &a->e);
+	return a->call.dry_run ? 0 : unixperm_useradd_login(user, &a->e);
 }
 
 /* ---- cgroups
@@ -656,14 +632,14 @@ static int cmd_setup_unix_user(struct admin *a)
 static int delegated_process(struct admin *a, const struct unixperm_user *u, pid_t *pid)
 {
 	*pid = 0;
-	if (!a->pid)
+	if (!a->call.pid)
 		return 0;
 	char *end;
 	errno = 0;
-	long v = strtol(a->pid, &end, 10);
+	long v = strtol(a->call.pid, &end, 10);
 	if (errno || *end || v <= 1 || v > INT32_MAX)
 		return err_setd(&a->e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", "--pid"),
-				"--pid: '%s' is not a process id (the daemon's pid, e.g. $(pidof agor))", a->pid);
+				"--pid: '%s' is not a process id (the daemon's pid, e.g. $(pidof agor))", a->call.pid);
 	char proc[32];
 	struct stat st;
 	snprintf(proc, sizeof(proc), "/proc/%ld", v);
@@ -682,7 +658,7 @@ static int delegated_process(struct admin *a, const struct unixperm_user *u, pid
  * cgroupfs forgets it at reboot, so a boot-time unit (or `agor setup isolation`) runs this again. */
 static int cmd_cgroup_delegate(struct admin *a)
 {
-	const char *user = a->pos.v[0];
+	const char *user = a->call.pos[0];
 	struct unixperm_user u;
 	pid_t pid = 0;
 	if (unixperm_check_user_name("unix-user", user, &a->e) < 0 || unixperm_require_agor_user(user, &u, &a->e) < 0)
@@ -696,7 +672,7 @@ static int cmd_cgroup_delegate(struct admin *a)
 		act(a, "cgroup v2: move process %d into %s/%s/%s/%s (v1 needs no move)", (int)pid, CGROUP_DEFAULT_ROOT,
 		    CGROUP_DEFAULT_PARENT, user, CGROUP_DELEGATED_LEAF);
 	json_t *made = json_array();
-	if (rc == 0 && !a->dry_run)
+	if (rc == 0 && !a->call.dry_run)
 		rc = cgroup_delegate(CGROUP_DEFAULT_ROOT, CGROUP_DEFAULT_PARENT, user, u.uid, u.gid, pid, made, &a->e);
 	json_object_set_new(a->data, "cgroups", made);
 	unixperm_user_release(&u);
@@ -747,7 +723,7 @@ static int archive_home(struct admin *a, const struct unixperm_user *u, int dirf
 	    *parent ? parent : "/", base);
 	set_str(a, "archive", name);
 	int rc = 0;
-	if (!a->dry_run) {
+	if (!a->call.dry_run) {
 		int out = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 				 0600);
 		if (out < 0)
@@ -787,23 +763,23 @@ static int check_deletable(struct admin *a, const struct unixperm_user *u)
 
 static int cmd_delete_unix_user(struct admin *a)
 {
-	const char *user = a->pos.v[0];
+	const char *user = a->call.pos[0];
 	if (unixperm_check_user_name("unix-user", user, &a->e) < 0)
 		return -1;
 	set_str(a, "user", user);
 	int dirfd = -1;
-	if (a->archive && (dirfd = open_archive_dir(a, a->archive)) < 0)
+	if (a->call.archive && (dirfd = open_archive_dir(a, a->call.archive)) < 0)
 		return -1;
 	struct unixperm_user u;
 	int found = unixperm_user_lookup(user, &u, &a->e);
 	int rc = found < 0 ? -1 : 0;
 	if (found == 1) {
 		rc = check_deletable(a, &u);
-		if (rc == 0 && a->archive)
-			rc = archive_home(a, &u, dirfd, a->archive);
+		if (rc == 0 && a->call.archive)
+			rc = archive_home(a, &u, dirfd, a->call.archive);
 		if (rc == 0) {
 			act(a, "userdel --remove %s", user);
-			if (!a->dry_run)
+			if (!a->call.dry_run)
 				rc = unixperm_userdel(user, true, &a->e);
 		}
 		unixperm_user_release(&u);
@@ -816,139 +792,20 @@ static int cmd_delete_unix_user(struct admin *a)
 /* ---- the table and the driver
  * ------------------------------------------------------------------------- */
 
-static const struct admin_cmd commands[] = {
-	{"add-worktree-owner", 3, OPT_LINK_NAME,
-	 "<worktree-id> <unix-user> <worktree-path> [--link-name NAME]", cmd_add_worktree_owner},
-	{"cgroup-delegate", 1, OPT_PID, "<unix-user> [--pid DAEMON_PID]", cmd_cgroup_delegate},
-	{"create-worktree-group", 2, OPT_OTHERS,
-	 "<worktree-id> <worktree-path> [--others none|read|write]", cmd_create_worktree_group},
-	{"delete-unix-user", 1, OPT_ARCHIVE, "<unix-user> [--archive DIR]", cmd_delete_unix_user},
-	{"delete-worktree-group", 1, 0, "<worktree-id>", cmd_delete_worktree_group},
-	{"remove-worktree-owner", 2, 0, "<worktree-id> <unix-user>", cmd_remove_worktree_owner},
-	{"set-worktree-permissions", 3, 0, "<worktree-id> <worktree-path> <none|read|write>",
-	 cmd_set_worktree_permissions},
-	{"setup-unix-user", 1, 0, "<unix-user>", cmd_setup_unix_user},
-	{"update-repo-permissions", 1, OPT_REPO_MODE, "<repo-path> [--group|--world]",
-	 cmd_update_repo_permissions},
+/* What runs each operation of adminops.h's table. */
+static int (*const runners[ADMIN_NOPS])(struct admin *a) = {
+	[ADMIN_ADD_WORKTREE_OWNER] = cmd_add_worktree_owner,
+	[ADMIN_CGROUP_DELEGATE] = cmd_cgroup_delegate,
+	[ADMIN_CREATE_WORKTREE_GROUP] = cmd_create_worktree_group,
+	[ADMIN_DELETE_UNIX_USER] = cmd_delete_unix_user,
+	[ADMIN_DELETE_WORKTREE_GROUP] = cmd_delete_worktree_group,
+	[ADMIN_REMOVE_WORKTREE_OWNER] = cmd_remove_worktree_owner,
+	[ADMIN_SET_WORKTREE_PERMISSIONS] = cmd_set_worktree_permissions,
+	[ADMIN_SETUP_UNIX_USER] = cmd_setup_unix_user,
+	[ADMIN_UPDATE_REPO_PERMISSIONS] = cmd_update_repo_permissions,
 };
 
 extern const struct applet applet_admin;
-
-static const struct admin_cmd *find_command(const char *name)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		if (!strcmp(commands[i].name, name))
-			return &commands[i];
-	return NULL;
-}
-
-/* "--opt VALUE" or "--opt=VALUE"; advances *i past a separate value. */
-static int take_value(int argc, char **argv, int *i, const char *opt, const char **out)
-{
-	size_t n = strlen(opt);
-	if (!strncmp(argv[*i], opt, n) && argv[*i][n] == '=') {
-		*out = argv[*i] + n + 1;
-		return 1;
-	}
-	if (strcmp(argv[*i], opt))
-		return 0;
-	if (*i + 1 >= argc)
-		return -1;
-	*out = argv[++*i];
-	return 1;
-}
-
-static int option_allowed(struct admin *a, unsigned opt, const char *name)
-{
-	if (a->cmd && !(a->cmd->opts & opt))
-		return applet_usage_error(&applet_admin, "%s does not take %s", a->cmd->name, name);
-	return 0;
-}
-
-/* One option at argv[*i]: 1 taken, 0 not an option we know, or an exit status (usage error). */
-static int parse_option(struct admin *a, int argc, char **argv, int *i)
-{
-	const char *arg = argv[*i];
-	static const struct {
-		const char *name;
-		unsigned opt;
-	} valued[] = {
-		{"--root-config", 0},
-		{"--others", OPT_OTHERS},
-		{"--link-name", OPT_LINK_NAME},
-		{"--archive", OPT_ARCHIVE},
-		{"--pid", OPT_PID},
-	};
-	if (!strcmp(arg, "--dry-run") || !strcmp(arg, "-n"))
-		return a->dry_run = true, 1;
-	if (!strcmp(arg, "--json"))
-		return a->json = true, 1;
-	if (!strcmp(arg, "--group") || !strcmp(arg, "--world")) {
-		if (a->repo_mode)
-			return applet_usage_error(&applet_admin,
-						  "--group and --world exclude each other");
-		a->repo_mode = arg[2] == 'g' ? REPO_MODE_GROUP : REPO_MODE_WORLD;
-		return option_allowed(a, OPT_REPO_MODE, arg) ? EXIT_USAGE : 1;
-	}
-	for (size_t k = 0; k < ARRAY_SIZE(valued); k++) {
-		const char *value = NULL;
-		int r = take_value(argc, argv, i, valued[k].name, &value);
-		if (r < 0)
-			return applet_usage_error(&applet_admin, "%s needs a value",
-						  valued[k].name);
-		if (r == 0)
-			continue;
-		if (valued[k].opt && option_allowed(a, valued[k].opt, valued[k].name))
-			return EXIT_USAGE;
-		const char **slot = k == 0   ? &a->root_config
-				    : k == 1 ? &a->others
-				    : k == 2 ? &a->link_name
-				    : k == 3 ? &a->archive
-					     : &a->pid;
-		*slot = value;
-		return 1;
-	}
-	return 0;
-}
-
-static int parse_args(struct admin *a, int argc, char **argv)
-{
-	bool options_done = false;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		if (!options_done && !strcmp(arg, "--")) {
-			options_done = true;
-			continue;
-		}
-		if (!options_done && arg[0] == '-' && arg[1]) {
-			int r = parse_option(a, argc, argv, &i);
-			if (r == 0)
-				return applet_usage_error(&applet_admin, "unknown option '%s'",
-							  arg);
-			if (r != 1)
-				return r;
-			continue;
-		}
-		if (!a->cmd) {
-			if (!(a->cmd = find_command(arg)))
-				return applet_usage_error(&applet_admin, "unknown subcommand '%s'",
-							  arg);
-			continue;
-		}
-		strvec_push(&a->pos, arg);
-	}
-	if (!a->cmd)
-		return applet_usage_error(&applet_admin, "missing subcommand");
-	unsigned used = (a->others ? OPT_OTHERS : 0) | (a->link_name ? OPT_LINK_NAME : 0) |
-			(a->repo_mode ? OPT_REPO_MODE : 0) | (a->archive ? OPT_ARCHIVE : 0) | (a->pid ? OPT_PID : 0);
-	if (used & ~a->cmd->opts)
-		return applet_usage_error(&applet_admin, "an option given does not apply to %s",
-					  a->cmd->name);
-	if ((int)a->pos.nr != a->cmd->npos)
-		return applet_usage_error(&applet_admin, "usage: agor admin %s %s", a->cmd->name,
-					  a->cmd->args);
-	return EXIT_OK;
-}
 
 static int exit_code_for(const struct err *e)
 {
@@ -959,9 +816,9 @@ static int exit_code_for(const struct err *e)
 static int report(struct admin *a, int rc)
 {
 	if (rc < 0) {
-		fprintf(stderr, "agor admin %s: %s\n", a->cmd->name,
+		fprintf(stderr, "agor admin %s: %s\n", adminops[a->call.op].name,
 			a->e.message ? a->e.message : "failed");
-		if (a->json) {
+		if (a->call.json) {
 			json_t *res =
 				json_pack("{s:b,s:o}", "success", 0, "error", err_to_json(&a->e));
 			json_write_line(1, res);
@@ -969,12 +826,12 @@ static int report(struct admin *a, int rc)
 		}
 		return exit_code_for(&a->e);
 	}
-	if (a->json) {
+	if (a->call.json) {
 		json_t *actions = json_array();
 		for (size_t i = 0; i < a->actions.nr; i++)
 			json_array_append_new(actions, json_string(a->actions.v[i]));
-		json_object_set_new(a->data, "command", json_string(a->cmd->name));
-		json_object_set_new(a->data, "dryRun", json_boolean(a->dry_run));
+		json_object_set_new(a->data, "command", json_string(adminops[a->call.op].name));
+		json_object_set_new(a->data, "dryRun", json_boolean(a->call.dry_run));
 		json_object_set_new(a->data, "changed", json_boolean(a->changed));
 		json_object_set_new(a->data, "actions", actions);
 		json_t *res = json_pack("{s:b,s:O}", "success", 1, "data", a->data);
@@ -993,19 +850,21 @@ static int report(struct admin *a, int rc)
 
 static int admin_main(int argc, char **argv)
 {
-	struct admin a = {.pos = STRVEC_INIT, .actions = STRVEC_INIT, .notes = STRVEC_INIT};
-	a.data = json_object();
-	int status = parse_args(&a, argc, argv);
-	if (status == EXIT_OK) {
+	struct admin a = {.actions = STRVEC_INIT, .notes = STRVEC_INIT};
+	int status;
+	if (adminops_parse(argc, argv, &a.call, &a.e) < 0) {
+		status = applet_usage_error(&applet_admin, "%s", a.e.message);
+	} else {
+		a.data = json_object();
 		/* --root-config is judged before anything else, whatever the subcommand */
-		bool refused = a.root_config && adminconf_override_allowed(&a.e) < 0;
-		status = report(&a, refused ? -1 : a.cmd->run(&a));
+		bool refused = a.call.root_config && adminconf_override_allowed(&a.e) < 0;
+		status = report(&a, refused ? -1 : runners[a.call.op](&a));
 	}
-	strvec_clear(&a.pos);
 	strvec_clear(&a.actions);
 	strvec_clear(&a.notes);
 	adminconf_release(&a.conf);
-	json_decref(a.data);
+	if (a.data)
+		json_decref(a.data);
 	err_clear(&a.e);
 	return status;
 }

@@ -7,6 +7,7 @@
 #include "approvals_policy.h"
 #include "audit.h"
 #include "crypto.h"
+#include "adminops.h"
 #include "daemon_access.h"
 #include "daemon_exec_params.h"
 #include "daemon_exec_session.h"
@@ -464,14 +465,14 @@ static char *worktree_abs_path(const struct daemon *d, const char *repo_path, co
 	return xasprintf("%s/%s/%s", d->cfg->paths.worktrees_dir, org_repo, name);
 }
 
-/* Runs `agor admin ARGV… --json` as a task of created_by (its audit row names root and the subcommand). */
-static int submit_admin(struct daemon *d, const char *created_by, const char *worktree_id, const char *const *argv,
-			task_done_fn done, void *arg, struct err *e)
+/* Runs `agor admin` for call as a task of created_by (its audit row names root and the operation). */
+static int submit_admin(struct daemon *d, const char *created_by, const char *worktree_id,
+			const struct admin_call *call, task_done_fn done, void *arg, struct err *e)
 {
-	_cleanup_free_ char *command = xasprintf("admin.%s", argv[0]), *task_id = NULL;
+	_cleanup_free_ char *command = xasprintf("admin.%s", adminops[call->op].name), *task_id = NULL;
 	json_t *params = json_object();
 	struct task_spec spec = { .command = command, .params = params, .created_by = created_by,
-				  .worktree_id = worktree_id, .admin_args = argv, .on_done = done, .arg = arg };
+				  .worktree_id = worktree_id, .admin = call, .on_done = done, .arg = arg };
 	int rc = daemon_task_submit(d, &spec, &task_id, e);
 	json_decref(params);
 	return rc;
@@ -499,8 +500,8 @@ static int submit_repo_sync(struct daemon *d, const char *created_by, const char
 		return -1;
 	}
 	_cleanup_free_ char *path = xasprintf("%s/%s", d->cfg->paths.repos_dir, sub);
-	const char *argv[] = { "update-repo-permissions", path, "--group", NULL };
-	return submit_admin(d, created_by, worktree_id, argv, done, arg, e);
+	struct admin_call call = admin_update_repo_permissions(path, ADMIN_REPO_GROUP);
+	return submit_admin(d, created_by, worktree_id, &call, done, arg, e);
 }
 
 static json_t *worktree_row(struct daemon *d, const char *id, struct err *e)
@@ -599,8 +600,8 @@ static void worktree_group_made(struct daemon *d, const char *task_id, const jso
 			     json_get_str(pr->extra, "others_fs_access"), pr->row_id) < 0)
 		error = &e;
 	if (!error && unix_user) {
-		const char *argv[] = { "add-worktree-owner", pr->row_id, unix_user, json_get_str(pr->extra, "group_path"), NULL };
-		if (submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, argv, worktree_owner_added, pr, &e) == 0)
+		struct admin_call call = admin_add_worktree_owner(pr->row_id, unix_user, json_get_str(pr->extra, "group_path"));
+		if (submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, &call, worktree_owner_added, pr, &e) == 0)
 			return;
 		error = &e;
 	}
@@ -611,9 +612,9 @@ static void worktree_group_made(struct daemon *d, const char *task_id, const jso
 /* A new worktree under worktree_rbac gets its group: create-worktree-group ID PATH --others LEVEL. */
 static int start_worktree_group(struct daemon *d, struct pending_reply *pr, struct err *e)
 {
-	const char *argv[] = { "create-worktree-group", pr->row_id, json_get_str(pr->extra, "group_path"), "--others",
-			       json_get_str(pr->extra, "others_fs_access"), NULL };
-	return submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, argv, worktree_group_made, pr, e);
+	struct admin_call call = admin_create_worktree_group(pr->row_id, json_get_str(pr->extra, "group_path"),
+							     json_get_str(pr->extra, "others_fs_access"));
+	return submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, &call, worktree_group_made, pr, e);
 }
 
 static void worktree_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
@@ -779,11 +780,11 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 	if (!error && delete_worktree_rows(d, pr->row_id, &e) >= 0) {
 		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
 		daemon_terminals_worktree_removed(d, pr->row_id, json_get_str(pr->extra, "name"), openers);
-		const char *argv[] = { "delete-worktree-group", pr->row_id, NULL }; /* its group goes too */
+		struct admin_call call = admin_delete_worktree_group(pr->row_id); /* its group goes too */
 		struct err ge = ERR_INIT;
 		const char *url = owners_via_admin(d) ? json_get_str(pr->extra, "repo_url") : NULL;
 		char *url_copy = url ? xstrdup(url) : NULL; /* then the repository's group follows */
-		if (daemon_worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, argv, url_copy ? worktree_group_deleted : NULL,
+		if (daemon_worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, &call, url_copy ? worktree_group_deleted : NULL,
 							url_copy, &ge) < 0) {
 			log_warn("worktree %s: its Unix group stays: %s", pr->row_id, ge.message);
 			free(url_copy);
@@ -971,15 +972,14 @@ static int change_owner_via_admin(struct rpc_ctx *rc, json_t *params, const char
 				"Unix group: an admin runs `agor user create NAME --unix-user LOGIN`", json_get_str(user, "id"),
 				wt_id);
 	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
-	const char *add_argv[] = { "add-worktree-owner", wt_id, unix_user, path, NULL };
-	const char *remove_argv[] = { "remove-worktree-owner", wt_id, unix_user, NULL };
+	struct admin_call call = strcmp(action, "add") ? admin_remove_worktree_owner(wt_id, unix_user)
+						       : admin_add_worktree_owner(wt_id, unix_user, path);
 	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.owners",
 					       json_pack("{s:s,s:s,s:s,s:s,s:s?}", "action", action, "owner", json_get_str(user, "id"),
 							 "unix_user", unix_user, "by", P(rc)->user_id, "repo_url",
 							 json_get_str(wt, "repo_url")));
 	pr->row_id = xstrdup(wt_id);
-	if (submit_admin(D(rc), P(rc)->user_id, wt_id, strcmp(action, "add") ? remove_argv : add_argv,
-			 owner_changed_by_admin, pr, e) < 0) {
+	if (submit_admin(D(rc), P(rc)->user_id, wt_id, &call, owner_changed_by_admin, pr, e) < 0) {
 		daemon_reply_free(pr);
 		return -1;
 	}
@@ -1084,8 +1084,8 @@ int method_worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 							 P(rc)->user_id));
 	pr->row_id = xstrdup(wt_id);
 	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
-	const char *argv[] = { "create-worktree-group", wt_id, path, "--others", fs, NULL };
-	if (submit_admin(D(rc), P(rc)->user_id, wt_id, argv, access_applied, pr, e) < 0) {
+	struct admin_call call = admin_create_worktree_group(wt_id, path, fs);
+	if (submit_admin(D(rc), P(rc)->user_id, wt_id, &call, access_applied, pr, e) < 0) {
 		daemon_reply_free(pr);
 		return -1;
 	}

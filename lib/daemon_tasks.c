@@ -253,9 +253,9 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	t->command = xstrdup(s->command);
 	_cleanup_free_ char *token = NULL;
 	t->template = d->cfg->execution.executor_command_template ? xstrdup(d->cfg->execution.executor_command_template) : NULL;
-	if (s->admin_args)
-		strvec_pushv(&t->admin_args, s->admin_args);
-	t->unix_user = xstrdup(s->admin_args ? "root" : s->execution_user ? s->execution_user : d->daemon_user);
+	if (s->admin)
+		adminops_argv(s->admin, &t->admin_args);
+	t->unix_user = xstrdup(s->admin ? "root" : s->execution_user ? s->execution_user : d->daemon_user);
 	t->session_id = s->session_id ? xstrdup(s->session_id) : NULL;
 	t->worktree_id = s->worktree_id ? xstrdup(s->worktree_id) : NULL;
 	t->created_by = s->created_by ? xstrdup(s->created_by) : NULL;

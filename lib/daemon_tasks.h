@@ -4,6 +4,7 @@
 #define AGOR_DAEMON_TASKS_H
 
 #include <jansson.h>
+#include "adminops.h"
 #include "daemon.h"
 #include "err.h"
 
@@ -32,9 +33,9 @@ struct task_spec {
 	const char *worktree_id;
 	int with_token; /* issue a session token bound to this task (prompt tasks, gateway runs) */
 	const char *task_id; /* NULL: a new id; else this id (one the caller made with daemon_new_id) */
-	/* Instead of an executor: `sudo -n <agor> admin ARGS… --json` (NULL-terminated, validated by the
-	 * caller; command names it, e.g. "admin.set-worktree-permissions"). The task runs as root. */
-	const char *const *admin_args;
+	/* Instead of an executor: `sudo -n <agor> admin … --json` for this call (adminops.h, built by the caller from
+	 * its own config and database; command names it, e.g. "admin.create-worktree-group"). The task runs as root. */
+	const struct admin_call *admin;
 	task_judge_fn judge;
 	task_done_fn on_done;
 	task_progress_fn on_progress; /* NULL: the executor's stderr is only kept for errors */
