@@ -202,12 +202,12 @@ static int read_request_line(int fd, struct strbuf *line)
 	return 0;
 }
 
-static json_t *decide_permission(struct prompt_run *r, json_t *request)
+/* The daemon's answer {approved, reason} to one tool call (request_permission); a failure is a deny. */
+static json_t *ask_daemon(const char *tool_name, json_t *input, json_t *tool_use_id, void *arg)
 {
-	json_t *params = json_pack("{s:s,s:s,s:O?,s:O?}", "task_id", r->req->task_id, "tool_name",
-				   json_get_str(request, "tool_name") ? json_get_str(request, "tool_name") : "",
-				   "tool_input", json_object_get(request, "input"), "tool_use_id",
-				   json_object_get(request, "tool_use_id"));
+	struct prompt_run *r = arg;
+	json_t *params = json_pack("{s:s,s:s,s:O?,s:O?}", "task_id", r->req->task_id, "tool_name", tool_name ? tool_name : "",
+				   "tool_input", input, "tool_use_id", tool_use_id);
 	json_t *result = NULL;
 	struct err e = ERR_INIT;
 	if (daemon_call(r, "request_permission", params, &result, &e) < 0) {
@@ -224,7 +224,8 @@ static void serve_one_permission(struct prompt_run *r)
 		return;
 	struct strbuf line = STRBUF_INIT;
 	json_t *request = read_request_line(fd, &line) == 0 ? json_loadb(line.buf, strcspn(line.buf, "\n"), 0, NULL) : NULL;
-	json_t *answer = json_is_object(request) ? decide_permission(r, request)
+	json_t *answer = json_is_object(request) ? ask_daemon(json_get_str(request, "tool_name"), json_object_get(request, "input"),
+							      json_object_get(request, "tool_use_id"), r)
 						 : json_pack("{s:b,s:s}", "approved", 0, "reason", "malformed permission request");
 	_cleanup_free_ char *text = json_to_compact(answer);
 	strbuf_reset(&line);
@@ -466,11 +467,29 @@ static int start_agent(struct prompt_run *r, struct agent_invocation *inv, struc
 	return rc;
 }
 
-static void feed_stdin(struct child *c, const struct strbuf *text)
+/* Writes the opening text; the stdin of a conversing CLI stays open for answer_agent. */
+static void feed_stdin(struct prompt_run *r, struct child *c, const struct strbuf *text)
 {
 	(void)fs_write_all(c->in, text->buf, text->len);
-	close(c->in);
-	c->in = -1;
+	if (!r->agent.channel) {
+		close(c->in);
+		c->in = -1;
+	}
+}
+
+/* A conversing CLI's answers (agent.h): written to its stdin, which is closed once the conversation is over. */
+static void answer_agent(struct prompt_run *r, struct child *c)
+{
+	struct agent_channel *ch = r->agent.channel;
+	if (!ch || c->in < 0)
+		return;
+	if (ch->to_cli.len && fs_write_all(c->in, ch->to_cli.buf, ch->to_cli.len) < 0)
+		ch->done = 1; /* the CLI is gone */
+	strbuf_reset(&ch->to_cli);
+	if (ch->done) {
+		close(c->in);
+		c->in = -1;
+	}
 }
 
 /* --- relaying the agent's output ------------------------------------------------------------------ */
@@ -559,6 +578,7 @@ static void pump(struct prompt_run *r, struct child *c)
 		if (p[0].revents && !read_stream(&c->out, &r->line))
 			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */
 		relay_lines(r);
+		answer_agent(r, c);
 		if (p[1].revents && read_stream(&c->err, &r->err_tail))
 			keep_stderr_tail(r);
 		if (p[2].revents & POLLIN)
@@ -670,10 +690,14 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	explicit_bzero(r->api_key, strlen(r->api_key));
 	if (rc < 0)
 		return -1;
-	feed_stdin(&c, &input);
+	struct agent_channel channel = { .inv = inv, .ask = ask_daemon, .ask_arg = r, .to_cli = STRBUF_INIT };
+	r->agent.channel = r->adapter->converses ? &channel : NULL;
+	feed_stdin(r, &c, &input);
 	r->proxy = as->cf.egress;
 	pump(r, &c);
 	r->proxy = NULL;
+	r->agent.channel = NULL;
+	agent_channel_release(&channel);
 	int status;
 	if (child_wait(&c, &status, e) < 0)
 		return -1;
