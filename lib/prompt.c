@@ -390,6 +390,13 @@ static const char *provider_url(const struct prompt_run *r, const char *base_url
 	return base_url ? base_url : r->adapter->default_endpoint;
 }
 
+/* The session's permission mode: the request's, else the daemon's context's, else default. */
+static const char *permission_mode(const struct prompt_run *r)
+{
+	const char *mode = r->req->permission_mode ? r->req->permission_mode : context_str(r, "permission_mode");
+	return mode ? mode : "default";
+}
+
 static int confine_agent(struct prompt_run *r, const char *program, const char *self, const char *base_url,
 			 int plan_only, struct agent_sandbox *as, struct err *e)
 {
@@ -417,6 +424,7 @@ static int confine_agent(struct prompt_run *r, const char *program, const char *
 		.home = r->req->home,
 		.repo_path = r->req->repo_path,
 		.plan_only = plan_only,
+		.read_only = !strcmp(permission_mode(r), "plan"), /* nothing may change: not the agent's own promise */
 		.binds = as->binds,
 		.nbinds = as->nbinds,
 		.agent_cli = 1, /* the CLI talks to its model endpoint: through the egress proxy unless the network is host */
@@ -726,11 +734,10 @@ static int key_is_swapped(const struct prompt_run *r, const char *base_url)
 
 static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 {
-	const char *mode = r->req->permission_mode ? r->req->permission_mode : context_str(r, "permission_mode");
 	struct agent_invocation inv = {
 		.program = agent_program(r),
 		.prompt = r->req->prompt,
-		.permission_mode = mode ? mode : "default",
+		.permission_mode = permission_mode(r),
 		.resume_id = context_str(r, "agent_session_id"),
 		.model = model_config_str(r, "model"),
 		.base_url = model_config_str(r, "base_url"),
