@@ -142,6 +142,33 @@ BYPASS='
   [ -e "$wt_path/made.txt" ] || { cat out; fail "bypassPermissions did not run the command"; }
 '
 
+# The creator is connected but never answers; the task is cancelled while Codex waits for the decision.
+CANCEL_WAITING='
+  python3 - /run/agor/agor.sock events.out > /dev/null 2>&1 <<PY &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\",\"params\":{}}\n")
+with open(sys.argv[2], "w") as out:
+    for line in s.makefile():
+        out.write(line); out.flush()
+PY
+  watcher=$!
+  for i in $(seq 1 100); do grep -q subscribed events.out 2> /dev/null && break; sleep 0.1; done
+  rpc sessions.prompt "{\"session_id\":\"$session\",\"prompt\":\"please RUN: echo late > late.txt\"}" > reply
+  task=$(json_get reply result.task_id)
+  for i in $(seq 1 300); do grep -q permission.requested events.out && break; sleep 0.1; done
+  grep -q permission.requested events.out || { kill $watcher; fail "codex never asked"; }
+  a task cancel "$task" > /dev/null
+  for i in $(seq 1 100); do a task get "$task" --json > task.json && [ "$(json_get task.json status)" = cancelled ] && break; sleep 0.1; done
+  kill $watcher
+  expect_json task.json status cancelled
+  mine() { for p in $(pgrep -u agor_executor); do case $(readlink /proc/$p/cwd 2>/dev/null) in "$T"*) echo $p;; esac; done; }
+  for i in $(seq 1 50); do [ -z "$(mine)" ] && break; sleep 0.1; done
+  [ -z "$(mine)" ] || { ps -fp "$(mine | tr "\n" ,)0"; fail "codex or its executor survived the cancel"; }
+  sleep 1
+  [ ! -e "$wt_path/late.txt" ] || fail "the command ran after the cancel"
+'
+
 scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CODEX='$CODEX' MODE='$1' TRACE='${TRACE:-}'
 $SCENE
 $2"; }
@@ -156,6 +183,7 @@ else
   test_case "attack: plan mode: a read-only command works (no nested bwrap), a write or patch fails" 'scratch plan "$PLAN"'
   test_case "acceptEdits: a patch is approved by the mode, a command still asks" 'scratch acceptEdits "$ACCEPT_EDITS"'
   test_case "bypassPermissions: the command runs without asking" 'scratch bypassPermissions "$BYPASS"'
+  test_case "attack: a task cancelled while Codex waits for a decision ends; nothing is left running, nothing ran" 'scratch default "$CANCEL_WAITING"'
 fi
 
 test_done
