@@ -1,11 +1,11 @@
 /* agent.c — the agent CLI adapters (agent.h): command lines per tool and the mapping of each CLI's JSON
- * event stream onto agor's message types. Formats: Claude Code stream-json, `codex exec --json`,
- * Gemini CLI stream-json, `opencode run --format json`. */
+ * event stream onto agor's message types. Formats: Claude Code stream-json, Gemini CLI stream-json,
+ * `opencode run --format json`; Codex's app-server in agent_codex.c. */
 #include <string.h>
 
 #include "agent.h"
+#include "agent_codex.h"
 #include "common.h"
-#include "fsutil.h"
 #include "json.h"
 #include "banned.h"
 
@@ -17,7 +17,7 @@ static const char *str_or(const json_t *obj, const char *key, const char *fallba
 	return s ? s : fallback;
 }
 
-static void remember_session(struct agent_state *st, const char *id)
+void agent_remember_session(struct agent_state *st, const char *id)
 {
 	if (!id || !*id || (st->agent_session_id && !strcmp(st->agent_session_id, id)))
 		return;
@@ -25,7 +25,7 @@ static void remember_session(struct agent_state *st, const char *id)
 	st->agent_session_id = xstrdup(id);
 }
 
-static void finish(struct agent_state *st, int failed, const char *reason, json_t *usage)
+void agent_finish(struct agent_state *st, int failed, const char *reason, json_t *usage)
 {
 	st->finished = 1;
 	st->failed = st->failed || failed;
@@ -122,7 +122,7 @@ static void claude_result(json_t *event, struct agent_state *st, agent_emit_fn e
 	if (cost)
 		json_object_set(usage, "total_cost_usd", cost);
 	const char *reason = json_get_str(event, "result");
-	finish(st, failed, reason && *reason ? reason : subtype, usage);
+	agent_finish(st, failed, reason && *reason ? reason : subtype, usage);
 	json_decref(usage);
 	emit("result", json_incref(event), arg);
 }
@@ -130,7 +130,7 @@ static void claude_result(json_t *event, struct agent_state *st, agent_emit_fn e
 static void claude_map(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg)
 {
 	const char *type = str_or(event, "type", "");
-	remember_session(st, json_get_str(event, "session_id"));
+	agent_remember_session(st, json_get_str(event, "session_id"));
 	if (!strcmp(type, "system"))
 		emit("system", json_incref(event), arg);
 	else if (!strcmp(type, "assistant") || !strcmp(type, "user"))
@@ -141,97 +141,6 @@ static void claude_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 		claude_result(event, st, emit, arg);
 	else
 		emit_unknown(event, emit, arg);
-}
-
-/* --- Codex: codex exec --json (prompt on stdin as "-") ------------------------------------------ */
-
-static void codex_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
-			  struct strbuf *in)
-{
-	strvec_pushv(argv, (const char *const[]){ "exec", "--json", "--skip-git-repo-check", NULL });
-	const char *mode = inv->permission_mode;
-	if (!strcmp(mode, "bypassPermissions"))
-		strvec_push(argv, "--dangerously-bypass-approvals-and-sandbox");
-	else if (strcmp(mode, "plan") && inv->in_sandbox) /* agor's kernel sandbox keeps writes in the worktree; */
-		strvec_pushv(argv, (const char *const[]){ "-s", "danger-full-access", NULL }); /* codex's bwrap can't nest */
-	else
-		strvec_pushv(argv, (const char *const[]){ "-s", !strcmp(mode, "plan") ? "read-only" : "workspace-write", NULL });
-	if (inv->model)
-		strvec_pushv(argv, (const char *const[]){ "-m", inv->model, NULL });
-	if (inv->resume_id)
-		strvec_pushv(argv, (const char *const[]){ "resume", inv->resume_id, NULL });
-	strvec_push(argv, "-");
-	if (inv->api_key)
-		strvec_setenv(env, "OPENAI_API_KEY", inv->api_key);
-	strvec_pushf(env, "CODEX_HOME=%s/.agor/codex", inv->home ? inv->home : inv->run_dir);
-	strbuf_addstr(in, inv->prompt);
-}
-
-static int codex_prepare(const struct agent_invocation *inv, struct err *e)
-{
-	const char *home = inv->state_home ? inv->state_home : inv->home ? inv->home : inv->run_dir;
-	_cleanup_free_ char *dir = xasprintf("%s/.agor/codex", home); /* CODEX_HOME as the host sees it */
-	_cleanup_free_ char *path = xasprintf("%s/config.toml", dir);
-	struct strbuf toml = STRBUF_INIT;
-	strbuf_addstr(&toml, "# written by agor for each prompt: the provider the daemon configured\n");
-	if (inv->base_url)
-		strbuf_addf(&toml,
-			    "model_provider = \"agor\"\n\n[model_providers.agor]\nname = \"agor\"\nbase_url = \"%s\"\n"
-			    "wire_api = \"responses\"\nenv_key = \"OPENAI_API_KEY\"\n",
-			    inv->base_url); /* config.c refused quotes and spaces in base_url */
-	int rc = fs_mkdir_p(dir, 0700, e) < 0 ? -1 : fs_write_file_atomic(path, toml.buf, toml.len, 0600, e);
-	strbuf_release(&toml);
-	return rc;
-}
-
-static void codex_item(const char *phase, json_t *item, agent_emit_fn emit, void *arg)
-{
-	const char *type = str_or(item, "type", "");
-	int done = !strcmp(phase, "item.completed");
-	if (!strcmp(type, "agent_message")) {
-		if (done)
-			emit("text", json_pack("{s:O?}", "text", json_object_get(item, "text")), arg);
-	} else if (!strcmp(type, "reasoning")) {
-		if (done)
-			emit("thinking", json_pack("{s:O?}", "text", json_object_get(item, "text")), arg);
-	} else if (!strcmp(type, "command_execution")) {
-		json_t *code = json_object_get(item, "exit_code");
-		if (!done)
-			emit("tool_use", json_pack("{s:O?,s:s,s:{s:O?}}", "id", json_object_get(item, "id"), "name",
-						   "command_execution", "input", "command", json_object_get(item, "command")), arg);
-		else
-			emit("tool_result", json_pack("{s:O?,s:O?,s:O?,s:b}", "tool_use_id", json_object_get(item, "id"), "content",
-						      json_object_get(item, "aggregated_output"), "exit_code", code ? code : json_null(),
-						      "is_error", json_integer_value(code) != 0 || !json_is_integer(code)), arg);
-	} else if (!strcmp(type, "error")) {
-		emit("error", json_pack("{s:O?}", "message", json_object_get(item, "message")), arg);
-	} else if (done) {
-		emit("tool_use", json_pack("{s:O?,s:s,s:O?}", "id", json_object_get(item, "id"), "name", type, "input", item), arg);
-	}
-}
-
-static void codex_map(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg)
-{
-	const char *type = str_or(event, "type", "");
-	if (!strcmp(type, "thread.started")) {
-		remember_session(st, json_get_str(event, "thread_id"));
-		emit("system", json_incref(event), arg);
-	} else if (!strcmp(type, "turn.started")) {
-		emit("system", json_incref(event), arg);
-	} else if (!strncmp(type, "item.", 5)) {
-		if (strcmp(type, "item.updated"))
-			codex_item(type, json_object_get(event, "item"), emit, arg);
-	} else if (!strcmp(type, "turn.completed")) {
-		finish(st, 0, NULL, json_object_get(event, "usage"));
-		emit("result", json_incref(event), arg);
-	} else if (!strcmp(type, "turn.failed") || !strcmp(type, "error")) {
-		json_t *err = json_object_get(event, "error");
-		const char *msg = json_get_str(err ? err : event, "message");
-		finish(st, 1, msg ? msg : type, NULL);
-		emit("error", json_pack("{s:s}", "message", msg ? msg : type), arg);
-	} else {
-		emit_unknown(event, emit, arg);
-	}
 }
 
 /* --- Gemini CLI: gemini --output-format stream-json (prompt on stdin) -------------------------- */
@@ -265,7 +174,7 @@ static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 {
 	const char *type = str_or(event, "type", "");
 	if (!strcmp(type, "init")) {
-		remember_session(st, json_get_str(event, "session_id"));
+		agent_remember_session(st, json_get_str(event, "session_id"));
 		emit("system", json_incref(event), arg);
 	} else if (!strcmp(type, "message")) {
 		if (strcmp(str_or(event, "role", ""), "assistant"))
@@ -284,7 +193,7 @@ static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 	} else if (!strcmp(type, "result")) {
 		int failed = strcmp(str_or(event, "status", ""), "success") != 0;
 		json_t *err = json_object_get(event, "error");
-		finish(st, failed, json_get_str(err, "message") ? json_get_str(err, "message") : "gemini reported an error",
+		agent_finish(st, failed, json_get_str(err, "message") ? json_get_str(err, "message") : "gemini reported an error",
 		       json_object_get(event, "stats"));
 		emit("result", json_incref(event), arg);
 	} else {
@@ -337,7 +246,7 @@ static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn em
 {
 	const char *type = str_or(event, "type", "");
 	json_t *part = json_object_get(event, "part");
-	remember_session(st, json_get_str(event, "sessionID"));
+	agent_remember_session(st, json_get_str(event, "sessionID"));
 	if (!strcmp(type, "step_start")) {
 		emit("system", json_incref(event), arg);
 	} else if (!strcmp(type, "text")) {
@@ -351,7 +260,7 @@ static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn em
 		if (usage && json_object_get(part, "cost"))
 			json_object_set(usage, "cost", json_object_get(part, "cost"));
 		if (strcmp(str_or(part, "reason", ""), "tool-calls"))
-			finish(st, 0, NULL, usage);
+			agent_finish(st, 0, NULL, usage);
 		if (usage)
 			json_decref(usage);
 		emit("result", json_incref(event), arg);
@@ -359,7 +268,7 @@ static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn em
 		json_t *err = json_object_get(event, "error");
 		const char *msg = json_get_str(json_object_get(err, "data"), "message");
 		msg = msg ? msg : str_or(err, "name", "opencode reported an error");
-		finish(st, 1, msg, NULL);
+		agent_finish(st, 1, msg, NULL);
 		emit("error", json_pack("{s:s}", "message", msg), arg);
 	} else {
 		emit_unknown(event, emit, arg);
@@ -377,7 +286,7 @@ static const struct agent_adapter adapters[] = {
 	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map, NULL, claude_state,
 	  "https://api.anthropic.com" },
 	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare, codex_state,
-	  "https://api.openai.com/v1" },
+	  "https://api.openai.com/v1", 1 },
 	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, NULL, gemini_state,
 	  "https://generativelanguage.googleapis.com" },
 	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map, NULL, opencode_state,
@@ -444,6 +353,14 @@ void agent_map_line(const struct agent_adapter *a, const char *line, size_t len,
 	}
 	if (event)
 		json_decref(event);
+}
+
+void agent_channel_release(struct agent_channel *ch)
+{
+	strbuf_release(&ch->to_cli);
+	if (ch->pending)
+		json_decref(ch->pending);
+	ch->pending = NULL;
 }
 
 void agent_state_release(struct agent_state *st)

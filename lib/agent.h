@@ -18,9 +18,15 @@
  * "acceptEdits" add the permission prompt tool served by `agor executor mcp-permission` (inv->mcp_config
  * names its config file; NULL: no prompt tool, Claude Code then denies what needs asking).
  *
- * Codex runs with CODEX_HOME = inv->home/.agor/codex (kept between prompts so `codex exec resume` finds
- * its sessions; under /tmp Codex refuses to install its sandbox helpers), whose config.toml agent_prepare
- * rewrites each run: a provider "agor" at inv->base_url (wire_api responses, key from OPENAI_API_KEY).
+ * Codex runs as `codex app-server` (agent_codex.h), with CODEX_HOME = inv->home/.agor/codex (kept between
+ * prompts so thread/resume finds its sessions; under /tmp Codex refuses to install its sandbox helpers), whose
+ * config.toml agent_prepare rewrites each run: a provider "agor" at inv->base_url (wire_api responses, key from
+ * OPENAI_API_KEY).
+ *
+ * A conversing adapter (a->converses: Codex) keeps the CLI's stdin open: the caller sets st->channel before the
+ * first line, writes channel->to_cli to the CLI's stdin after each line (then empties it) and closes the stdin
+ * once channel->done. channel->ask(tool_name, input, tool_use_id, ask_arg) asks the daemon (request_permission)
+ * and returns {"approved": bool, "reason"?} (never NULL; fail closed).
  *
  * agent_map_line(a, line, len, st, emit, arg): one line of the CLI's stdout. Each message it yields goes
  * to emit(type, data) (data is stolen) in order. Message types: "system", "text", "text_delta",
@@ -37,6 +43,8 @@
 #include "strbuf.h"
 #include "strvec.h"
 
+struct agent_channel;
+
 struct agent_state {
 	char *agent_session_id; /* the CLI's conversation id (resume), or NULL */
 	json_t *usage;		/* token usage from the final event, or NULL */
@@ -45,6 +53,7 @@ struct agent_state {
 	char *failure;		/* its reason, or NULL */
 	size_t garbage_lines;	/* stdout lines that were not JSON */
 	size_t messages;	/* messages emitted */
+	struct agent_channel *channel; /* a conversing CLI's way back (the caller's), or NULL */
 };
 
 struct agent_invocation {
@@ -65,6 +74,17 @@ struct agent_invocation {
 
 typedef void (*agent_emit_fn)(const char *type, json_t *data, void *arg);
 
+struct agent_channel {
+	const struct agent_invocation *inv;
+	json_t *(*ask)(const char *tool_name, json_t *input, json_t *tool_use_id, void *ask_arg);
+	void *ask_arg;
+	struct strbuf to_cli; /* lines for the CLI's stdin */
+	int done;	      /* the conversation is over: close the CLI's stdin */
+	json_t *pending;      /* the adapter's own bookkeeping (Codex: file changes by item id), or NULL */
+};
+
+void agent_channel_release(struct agent_channel *ch);
+
 struct agent_adapter {
 	const char *tool;	  /* the payload's tool name */
 	const char *config_name;  /* its section under agents. in config.yaml */
@@ -76,6 +96,7 @@ struct agent_adapter {
 	int (*prepare)(const struct agent_invocation *inv, struct err *e); /* files the CLI reads; may be NULL */
 	const char *const *state_dirs; /* below $HOME, kept between runs (sessions to resume, settings) */
 	const char *default_endpoint;  /* the provider's API when agents.<tool>.base_url is unset (egress.h) */
+	int converses;		       /* stdin stays open for the adapter's answers (struct agent_channel) */
 };
 
 const struct agent_adapter *agent_find(const char *tool);
@@ -89,6 +110,10 @@ int agent_prepare(const struct agent_adapter *a, const struct agent_invocation *
 void agent_map_line(const struct agent_adapter *a, const char *line, size_t len, struct agent_state *st,
 		    agent_emit_fn emit, void *arg);
 void agent_state_release(struct agent_state *st);
+
+/* For the adapters (agent.c, agent_codex.c): the CLI's session id seen; a final event seen (usage copied). */
+void agent_remember_session(struct agent_state *st, const char *id);
+void agent_finish(struct agent_state *st, int failed, const char *reason, json_t *usage);
 
 /* The Claude Code tool name of the permission prompt tool agor serves. */
 #define AGENT_PERMISSION_TOOL "mcp__agor__approve"

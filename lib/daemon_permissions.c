@@ -27,7 +27,7 @@ static struct permission_request *requests; /* the daemon's pending requests (lo
 
 static int is_edit_tool(const char *tool)
 {
-	static const char *const edits[] = { "Edit", "Write", "MultiEdit", "NotebookEdit" };
+	static const char *const edits[] = { "Edit", "Write", "MultiEdit", "NotebookEdit", "file_change" /* Codex */ };
 	for (size_t i = 0; i < ARRAY_SIZE(edits); i++)
 		if (!strcmp(tool, edits[i]))
 			return 1;

@@ -130,7 +130,7 @@ static const char *keep_path(struct execrun_confinement *pr, const char *base, c
 }
 
 /* The worktree's git metadata as the sandbox shows it (paths kept in pr->git_paths until release). */
-static void plan_git_binds(const struct config *cfg, struct execrun_confinement *pr)
+static void plan_git_binds(const struct config *cfg, struct execrun_confinement *pr, int read_only)
 {
 	const struct git_layout *g = &pr->git;
 	const char *repos = cfg->paths.repos_dir;
@@ -142,8 +142,9 @@ static void plan_git_binds(const struct config *cfg, struct execrun_confinement 
 		{ "/refs", SANDBOX_DATA },   { "/logs", SANDBOX_DATA },	     { "/worktrees", SANDBOX_COVER },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(repository); i++)
-		add_bind(pr, repos, keep_path(pr, g->common, repository[i].name), repository[i].access);
-	add_bind(pr, repos, g->admin, SANDBOX_DATA); /* HEAD, index, logs: files and directories only */
+		add_bind(pr, repos, keep_path(pr, g->common, repository[i].name),
+			 read_only && repository[i].access == SANDBOX_DATA ? SANDBOX_READ : repository[i].access);
+	add_bind(pr, repos, g->admin, read_only ? SANDBOX_READ : SANDBOX_DATA); /* HEAD, index, logs: files and dirs only */
 	add_bind(pr, repos, keep_path(pr, g->admin, "/gitdir"), SANDBOX_READ);
 	add_bind(pr, repos, keep_path(pr, g->admin, "/commondir"), SANDBOX_READ);
 	add_bind(pr, cfg->paths.worktrees_dir, keep_path(pr, g->worktree, "/.git"), SANDBOX_READ);
@@ -153,7 +154,7 @@ static void plan_binds(const struct execrun_confine_request *req, struct execrun
 {
 	pr->binds = xcalloc(16 + req->nbinds, sizeof(*pr->binds));
 	if (pr->git.common)
-		plan_git_binds(req->cfg, pr);
+		plan_git_binds(req->cfg, pr, req->read_only);
 	for (size_t i = 0; i < req->nbinds; i++)
 		pr->binds[pr->nbinds++] = req->binds[i];
 }
@@ -231,6 +232,7 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 		.home_is_kept = pr->home_kept,
 		.name = pr->name,
 		.plan_only = req->plan_only,
+		.worktree_read_only = req->read_only,
 		.binds = pr->binds,
 		.nbinds = pr->nbinds,
 	};

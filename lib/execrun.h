@@ -91,6 +91,7 @@ struct execrun_confine_request {
 	const char *home; /* as execrun_request.home */
 	const char *repo_path; /* as execrun_request.repo_path */
 	int plan_only;
+	int read_only; /* the permission mode plan: the worktree and its git metadata are bound read-only */
 	const struct sandbox_bind *binds; /* what this program needs besides the worktree (sandbox_request) */
 	size_t nbinds;
 	int agent_cli; /* an agent CLI: network none becomes proxy (its model endpoint must be reachable) */

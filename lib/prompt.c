@@ -202,12 +202,12 @@ static int read_request_line(int fd, struct strbuf *line)
 	return 0;
 }
 
-static json_t *decide_permission(struct prompt_run *r, json_t *request)
+/* The daemon's answer {approved, reason} to one tool call (request_permission); a failure is a deny. */
+static json_t *ask_daemon(const char *tool_name, json_t *input, json_t *tool_use_id, void *arg)
 {
-	json_t *params = json_pack("{s:s,s:s,s:O?,s:O?}", "task_id", r->req->task_id, "tool_name",
-				   json_get_str(request, "tool_name") ? json_get_str(request, "tool_name") : "",
-				   "tool_input", json_object_get(request, "input"), "tool_use_id",
-				   json_object_get(request, "tool_use_id"));
+	struct prompt_run *r = arg;
+	json_t *params = json_pack("{s:s,s:s,s:O?,s:O?}", "task_id", r->req->task_id, "tool_name", tool_name ? tool_name : "",
+				   "tool_input", input, "tool_use_id", tool_use_id);
 	json_t *result = NULL;
 	struct err e = ERR_INIT;
 	if (daemon_call(r, "request_permission", params, &result, &e) < 0) {
@@ -224,7 +224,8 @@ static void serve_one_permission(struct prompt_run *r)
 		return;
 	struct strbuf line = STRBUF_INIT;
 	json_t *request = read_request_line(fd, &line) == 0 ? json_loadb(line.buf, strcspn(line.buf, "\n"), 0, NULL) : NULL;
-	json_t *answer = json_is_object(request) ? decide_permission(r, request)
+	json_t *answer = json_is_object(request) ? ask_daemon(json_get_str(request, "tool_name"), json_object_get(request, "input"),
+							      json_object_get(request, "tool_use_id"), r)
 						 : json_pack("{s:b,s:s}", "approved", 0, "reason", "malformed permission request");
 	_cleanup_free_ char *text = json_to_compact(answer);
 	strbuf_reset(&line);
@@ -389,6 +390,13 @@ static const char *provider_url(const struct prompt_run *r, const char *base_url
 	return base_url ? base_url : r->adapter->default_endpoint;
 }
 
+/* The session's permission mode: the request's, else the daemon's context's, else default. */
+static const char *permission_mode(const struct prompt_run *r)
+{
+	const char *mode = r->req->permission_mode ? r->req->permission_mode : context_str(r, "permission_mode");
+	return mode ? mode : "default";
+}
+
 static int confine_agent(struct prompt_run *r, const char *program, const char *self, const char *base_url,
 			 int plan_only, struct agent_sandbox *as, struct err *e)
 {
@@ -416,6 +424,7 @@ static int confine_agent(struct prompt_run *r, const char *program, const char *
 		.home = r->req->home,
 		.repo_path = r->req->repo_path,
 		.plan_only = plan_only,
+		.read_only = !strcmp(permission_mode(r), "plan"), /* nothing may change: not the agent's own promise */
 		.binds = as->binds,
 		.nbinds = as->nbinds,
 		.agent_cli = 1, /* the CLI talks to its model endpoint: through the egress proxy unless the network is host */
@@ -466,11 +475,29 @@ static int start_agent(struct prompt_run *r, struct agent_invocation *inv, struc
 	return rc;
 }
 
-static void feed_stdin(struct child *c, const struct strbuf *text)
+/* Writes the opening text; the stdin of a conversing CLI stays open for answer_agent. */
+static void feed_stdin(struct prompt_run *r, struct child *c, const struct strbuf *text)
 {
 	(void)fs_write_all(c->in, text->buf, text->len);
-	close(c->in);
-	c->in = -1;
+	if (!r->agent.channel) {
+		close(c->in);
+		c->in = -1;
+	}
+}
+
+/* A conversing CLI's answers (agent.h): written to its stdin, which is closed once the conversation is over. */
+static void answer_agent(struct prompt_run *r, struct child *c)
+{
+	struct agent_channel *ch = r->agent.channel;
+	if (!ch || c->in < 0)
+		return;
+	if (ch->to_cli.len && fs_write_all(c->in, ch->to_cli.buf, ch->to_cli.len) < 0)
+		ch->done = 1; /* the CLI is gone */
+	strbuf_reset(&ch->to_cli);
+	if (ch->done) {
+		close(c->in);
+		c->in = -1;
+	}
 }
 
 /* --- relaying the agent's output ------------------------------------------------------------------ */
@@ -559,6 +586,7 @@ static void pump(struct prompt_run *r, struct child *c)
 		if (p[0].revents && !read_stream(&c->out, &r->line))
 			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */
 		relay_lines(r);
+		answer_agent(r, c);
 		if (p[1].revents && read_stream(&c->err, &r->err_tail))
 			keep_stderr_tail(r);
 		if (p[2].revents & POLLIN)
@@ -670,10 +698,14 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	explicit_bzero(r->api_key, strlen(r->api_key));
 	if (rc < 0)
 		return -1;
-	feed_stdin(&c, &input);
+	struct agent_channel channel = { .inv = inv, .ask = ask_daemon, .ask_arg = r, .to_cli = STRBUF_INIT };
+	r->agent.channel = r->adapter->converses ? &channel : NULL;
+	feed_stdin(r, &c, &input);
 	r->proxy = as->cf.egress;
 	pump(r, &c);
 	r->proxy = NULL;
+	r->agent.channel = NULL;
+	agent_channel_release(&channel);
 	int status;
 	if (child_wait(&c, &status, e) < 0)
 		return -1;
@@ -702,11 +734,10 @@ static int key_is_swapped(const struct prompt_run *r, const char *base_url)
 
 static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 {
-	const char *mode = r->req->permission_mode ? r->req->permission_mode : context_str(r, "permission_mode");
 	struct agent_invocation inv = {
 		.program = agent_program(r),
 		.prompt = r->req->prompt,
-		.permission_mode = mode ? mode : "default",
+		.permission_mode = permission_mode(r),
 		.resume_id = context_str(r, "agent_session_id"),
 		.model = model_config_str(r, "model"),
 		.base_url = model_config_str(r, "base_url"),

@@ -647,7 +647,8 @@ static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, st
 	    plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
 		return -1;
 	const struct sandbox_bind home = { .root = req->home_root, .src = req->home, .access = SANDBOX_WRITE };
-	const struct sandbox_bind worktree = { .root = req->worktree_root, .src = req->worktree, .access = SANDBOX_TREE };
+	const struct sandbox_bind worktree = { .root = req->worktree_root, .src = req->worktree,
+					       .access = req->worktree_read_only ? SANDBOX_READ : SANDBOX_TREE };
 	if ((req->home_is_kept && plan_bind_ruled(sb, &home, 0, e) < 0) || plan_bind_ruled(sb, &worktree, 0, e) < 0 ||
 	    plan_request_binds(sb, req, 0, &shields, e) < 0)
 		return -1;

@@ -49,7 +49,8 @@
  *      network_none) namespaces, as PID 1, and in a new user namespace unless it is root; it joins the cgroup.
  *   2. PID 1 builds the mount view on a fresh tmpfs root and pivots into it:
  *      read-only: /usr, /bin, /sbin, /lib* (symlinks kept as symlinks), selected /etc files (on a
- *      tmpfs /etc made read-only), cfg.read_only_paths; read-write: the worktree (its .git file read-only),
+ *      tmpfs /etc made read-only), cfg.read_only_paths; read-write: the worktree (its .git file read-only;
+ *      all of it with req.worktree_read_only),
  *      cfg.read_write_paths, the request's binds (for a worktree of a repository: the repository
  *      read-only but for objects/, refs/ and logs/, where no symlink, device, fifo or socket can be made,
  *      objects/info read-only, worktrees/ covered but for this worktree's own entry — files and directories
@@ -130,6 +131,7 @@ struct sandbox_request {
 	int home_is_kept;	   /* home is a real directory bound read-write, not a fresh tmpfs */
 	const char *name;	   /* names the cgroup (letters, digits, '-', '_', '.') */
 	int plan_only;		   /* a dry run: no cgroup, no directories; only the receipt */
+	int worktree_read_only;	   /* the worktree bound read-only (the permission mode plan: nothing may change) */
 	/* Bound after the worktree, in this order (a bind inside an earlier one comes after it): the worktree's
 	 * git metadata, and what one kind of program needs (the agent CLI: its installation and this executable
 	 * read-only, the permission broker's directory and its state read-write). */

@@ -267,7 +267,7 @@ PY
 
 CODEX_E2E='
     write_config; prepare_session default codex
-    a prompt "$session" "please RUN: echo hi > made.txt" --no > out 2> err || { cat out err; fail "prompt failed"; }
+    a prompt "$session" "please RUN: echo hi > made.txt" --yes > out 2> err || { cat out err; fail "prompt failed"; }
     expect_contains out "[tool] command_execution"
     expect_contains out "All done."
     expect_contains out "[completed]"

@@ -314,7 +314,7 @@ PY
 
 CODEX_EGRESS='
   write_probe
-  a prompt "$session" "please RUN: sh probe.sh" --no --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
+  a prompt "$session" "please RUN: sh probe.sh" --yes --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
   cat "$wt_path/probe.txt"
   grep -q probe-done "$wt_path/probe.txt" || fail "the probe did not run to its end"
   ! grep -q "$OPENAI_KEY" "$wt_path/env.txt" || fail "the real key is in the environment of codex'"'"'s commands"
@@ -335,7 +335,7 @@ $SCENE
 $3"; }
 
 CODEX_TLS='
-  a prompt "$session" "please RUN: env > env.txt" --no --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
+  a prompt "$session" "please RUN: env > env.txt" --yes --json > events.jsonl 2> err || { cat events.jsonl err daemon.log; fail "prompt failed"; }
   grep -q "\"status\":\"completed\"" events.jsonl || { tail -5 events.jsonl; fail "the prompt did not complete"; }
   grep -q "^CODEX_CA_CERTIFICATE=" "$wt_path/env.txt" || fail "codex trusts no per-task CA"
   ! grep -q "$OPENAI_KEY" "$wt_path/env.txt" || fail "the real key is in the environment of codex'"'"'s commands"

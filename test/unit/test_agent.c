@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent_codex.h"
+#include "common.h"
 #include "fsutil.h"
 #include "json.h"
 #include "mcp_permission.h"
@@ -96,43 +98,118 @@ TEST(agent_claude_error_result_and_garbage)
 	strbuf_release(&out);
 }
 
-TEST(agent_codex_exec_json)
+/* The daemon's stand-in for the Codex conversation: approves what names "yes", records every question. */
+static json_t *ask_recorded(const char *tool, json_t *input, json_t *tool_use_id, void *arg)
+{
+	struct strbuf *asked = arg;
+	char *text = json_to_compact(input);
+	strbuf_addf(asked, "%s %s %s\n", tool, json_string_value(tool_use_id), text);
+	json_t *answer = json_pack("{s:b}", "approved", strstr(text, "yes") != NULL);
+	free(text);
+	return answer;
+}
+
+TEST(agent_codex_app_server_conversation_and_approvals)
 {
 	static const char *const lines[] = {
-		"{\"type\":\"thread.started\",\"thread_id\":\"th-9\"}",
-		"{\"type\":\"turn.started\"}",
-		"{\"type\":\"item.started\",\"item\":{\"id\":\"i1\",\"type\":\"command_execution\",\"command\":\"ls\","
-		"\"aggregated_output\":\"\",\"status\":\"in_progress\"}}",
-		"{\"type\":\"item.updated\",\"item\":{\"id\":\"i1\",\"type\":\"command_execution\"}}",
-		"{\"type\":\"item.completed\",\"item\":{\"id\":\"i1\",\"type\":\"command_execution\",\"command\":\"ls\","
-		"\"aggregated_output\":\"x\\n\",\"exit_code\":0,\"status\":\"completed\"}}",
-		"{\"type\":\"item.completed\",\"item\":{\"id\":\"i2\",\"type\":\"reasoning\",\"text\":\"think\"}}",
-		"{\"type\":\"item.completed\",\"item\":{\"id\":\"i3\",\"type\":\"agent_message\",\"text\":\"done\"}}",
-		"{\"type\":\"item.completed\",\"item\":{\"id\":\"i4\",\"type\":\"file_change\",\"changes\":[]}}",
-		"{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":7,\"cached_input_tokens\":0,\"output_tokens\":3}}",
+		"{\"id\":1,\"result\":{\"userAgent\":\"x\"}}",
+		"{\"id\":2,\"result\":{\"thread\":{\"id\":\"th-9\"}}}",
+		"{\"method\":\"turn/started\",\"params\":{\"threadId\":\"th-9\"}}",
+		"{\"method\":\"thread/status/changed\",\"params\":{}}",
+		"{\"method\":\"item/started\",\"params\":{\"item\":{\"type\":\"commandExecution\",\"id\":\"c1\","
+		"\"command\":\"echo yes\"}}}",
+		"{\"method\":\"item/commandExecution/requestApproval\",\"id\":0,\"params\":{\"itemId\":\"c1\","
+		"\"command\":\"echo yes\",\"cwd\":\"/w\"}}",
+		"{\"method\":\"item/completed\",\"params\":{\"item\":{\"type\":\"commandExecution\",\"id\":\"c1\","
+		"\"status\":\"completed\",\"aggregatedOutput\":\"yes\\n\",\"exitCode\":0}}}",
+		"{\"method\":\"item/started\",\"params\":{\"item\":{\"type\":\"fileChange\",\"id\":\"f1\","
+		"\"changes\":[{\"path\":\"/w/x\",\"diff\":\"no\"}]}}}",
+		"{\"method\":\"item/fileChange/requestApproval\",\"id\":\"r2\",\"params\":{\"itemId\":\"f1\"}}",
+		"{\"method\":\"item/completed\",\"params\":{\"item\":{\"type\":\"fileChange\",\"id\":\"f1\","
+		"\"status\":\"declined\"}}}",
+		"{\"method\":\"item/tool/requestUserInput\",\"id\":7,\"params\":{}}",
+		"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"do\"}}",
+		"{\"method\":\"item/completed\",\"params\":{\"item\":{\"type\":\"agentMessage\",\"id\":\"m\",\"text\":\"done\"}}}",
+		"{\"method\":\"thread/tokenUsage/updated\",\"params\":{\"tokenUsage\":{\"last\":{\"inputTokens\":40,"
+		"\"outputTokens\":2}}}}",
+		"{\"method\":\"thread/tokenUsage/updated\",\"params\":{\"tokenUsage\":{\"last\":{\"inputTokens\":2,"
+		"\"outputTokens\":1}}}}",
+		"{\"method\":\"model/rerouted\",\"params\":{}}",
+		"{\"method\":\"turn/completed\",\"params\":{\"turn\":{\"status\":\"completed\"}}}",
 		NULL,
 	};
-	struct agent_state st = { 0 };
-	struct strbuf out = STRBUF_INIT;
+	struct agent_invocation inv = { .prompt = "do it", .permission_mode = "default", .model = "gpt-5.5",
+					.in_sandbox = 1 };
+	struct strbuf out = STRBUF_INIT, asked = STRBUF_INIT;
+	struct agent_channel ch = { .inv = &inv, .ask = ask_recorded, .ask_arg = &asked, .to_cli = STRBUF_INIT };
+	struct agent_state st = { .channel = &ch };
 	feed("codex", lines, &st, &out);
 	CHECK_STR(st.agent_session_id, "th-9");
-	CHECK_HAS(&out, "tool_use:{\"id\":\"i1\",\"name\":\"command_execution\",\"input\":{\"command\":\"ls\"}}\n");
-	CHECK_HAS(&out, "tool_result:{\"tool_use_id\":\"i1\",\"content\":\"x\\n\",\"exit_code\":0,\"is_error\":false}\n");
-	CHECK_HAS(&out, "thinking:{\"text\":\"think\"}\n");
+	CHECK_HAS(&ch.to_cli, "{\"jsonrpc\":\"2.0\",\"method\":\"initialized\"}\n");
+	CHECK_HAS(&ch.to_cli, "\"id\":2,\"method\":\"thread/start\",\"params\":{\"approvalPolicy\":\"untrusted\","
+			      "\"sandbox\":\"danger-full-access\",\"model\":\"gpt-5.5\"}");
+	CHECK_HAS(&ch.to_cli, "\"id\":3,\"method\":\"turn/start\",\"params\":{\"threadId\":\"th-9\",\"input\":[{\"type\":"
+			      "\"text\",\"text\":\"do it\"}]}");
+	CHECK_HAS(&ch.to_cli, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"decision\":\"accept\"}}\n");
+	CHECK_HAS(&ch.to_cli, "{\"jsonrpc\":\"2.0\",\"id\":\"r2\",\"result\":{\"decision\":\"decline\"}}\n");
+	CHECK_HAS(&ch.to_cli, "\"id\":7,\"error\":{\"code\":-32601");
+	CHECK_HAS(&asked, "command_execution c1 {\"command\":\"echo yes\",\"cwd\":\"/w\",\"reason\":null}\n");
+	CHECK_HAS(&asked, "file_change f1 {\"changes\":[{\"path\":\"/w/x\",\"diff\":\"no\"}],\"reason\":null}\n");
+	CHECK_HAS(&out, "tool_use:{\"id\":\"c1\",\"name\":\"command_execution\",\"input\":{\"command\":\"echo yes\"}}\n");
+	CHECK_HAS(&out, "tool_result:{\"tool_use_id\":\"c1\",\"content\":\"yes\\n\",\"exit_code\":0,\"status\":\"completed\","
+			"\"is_error\":false}\n");
+	CHECK_HAS(&out, "tool_result:{\"tool_use_id\":\"f1\",\"content\":\"declined\",\"is_error\":true}\n");
+	CHECK_HAS(&out, "text_delta:{\"text\":\"do\"}\n");
 	CHECK_HAS(&out, "text:{\"text\":\"done\"}\n");
-	CHECK_HAS(&out, "tool_use:{\"id\":\"i4\",\"name\":\"file_change\"");
-	CHECK(st.finished && !st.failed);
+	CHECK_HAS(&out, "unknown:{\"type\":\"model/rerouted\"");
+	CHECK(!strstr(out.buf, "status/changed"));
+	CHECK(st.finished && !st.failed && ch.done);
+	CHECK_INT(json_integer_value(json_object_get(st.usage, "input_tokens")), 42);
 	CHECK_INT(json_integer_value(json_object_get(st.usage, "output_tokens")), 3);
 	agent_state_release(&st);
+	agent_channel_release(&ch);
+	strbuf_release(&out);
+	strbuf_release(&asked);
+}
+
+TEST(agent_codex_resume_failure_and_mode_policies)
+{
+	static const char *const lines[] = {
+		"{\"id\":1,\"result\":{}}",
+		"{\"id\":2,\"error\":{\"code\":-1,\"message\":\"no rollout found\"}}",
+		NULL,
+	};
+	struct agent_invocation inv = { .prompt = "p", .permission_mode = "plan", .resume_id = "th-1", .in_sandbox = 1 };
+	struct strbuf out = STRBUF_INIT;
+	struct agent_channel ch = { .inv = &inv, .to_cli = STRBUF_INIT };
+	struct agent_state st = { .channel = &ch };
+	feed("codex", lines, &st, &out);
+	CHECK_HAS(&ch.to_cli, "\"method\":\"thread/resume\",\"params\":{\"approvalPolicy\":\"never\","
+			      "\"sandbox\":\"danger-full-access\",\"threadId\":\"th-1\"}");
+	CHECK(st.failed && ch.done);
+	CHECK_STR(st.failure, "no rollout found");
+	agent_state_release(&st);
+	agent_channel_release(&ch);
 	strbuf_release(&out);
 
-	static const char *const failing[] = { "{\"type\":\"turn.failed\",\"error\":{\"message\":\"quota\"}}", NULL };
-	struct agent_state st2 = { 0 };
+	static const char *const modes[] = { "default", "acceptEdits", "bypassPermissions", "plan" };
+	static const char *const approval[] = { "untrusted", "untrusted", "never", "never" };
+	static const char *const unconfined[] = { "workspace-write", "workspace-write", "danger-full-access", "read-only" };
+	for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
+		const char *a, *sb;
+		codex_mode_policy(modes[i], 1, &a, &sb);
+		CHECK_STR(a, approval[i]);
+		CHECK_STR(sb, "danger-full-access");
+		codex_mode_policy(modes[i], 0, &a, &sb);
+		CHECK_STR(sb, unconfined[i]);
+	}
+	/* without a channel nothing is approved and nothing is sent */
+	static const char *const ask[] = { "{\"method\":\"item/commandExecution/requestApproval\",\"id\":0,\"params\":{}}", NULL };
+	struct agent_state alone = { 0 };
 	struct strbuf out2 = STRBUF_INIT;
-	feed("codex", failing, &st2, &out2);
-	CHECK(st2.failed);
-	CHECK_STR(st2.failure, "quota");
-	agent_state_release(&st2);
+	feed("codex", ask, &alone, &out2);
+	CHECK(out2.len == 0);
+	agent_state_release(&alone);
 	strbuf_release(&out2);
 }
 
@@ -195,8 +272,7 @@ TEST(agent_commands_map_permission_modes_and_keep_the_key_out_of_argv)
 					.base_url = "http://127.0.0.1:9", .resume_id = "r-1", .mcp_config = "/x/mcp.json",
 					.run_dir = "/tmp/r" };
 	static const char *const tools[] = { "claude-code", "codex", "gemini", "opencode" };
-	static const char *const expect_flag[] = { "bypassPermissions", "--dangerously-bypass-approvals-and-sandbox", "yolo",
-						   "run" };
+	static const char *const expect_flag[] = { "bypassPermissions", "app-server", "yolo", "run" };
 	for (size_t t = 0; t < 4; t++) {
 		struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
 		struct strbuf in = STRBUF_INIT;
