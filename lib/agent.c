@@ -17,27 +17,6 @@ static const char *str_or(const json_t *obj, const char *key, const char *fallba
 	return s ? s : fallback;
 }
 
-void agent_remember_session(struct agent_state *st, const char *id)
-{
-	if (!id || !*id || (st->agent_session_id && !strcmp(st->agent_session_id, id)))
-		return;
-	free(st->agent_session_id);
-	st->agent_session_id = xstrdup(id);
-}
-
-void agent_finish(struct agent_state *st, int failed, const char *reason, json_t *usage)
-{
-	st->finished = 1;
-	st->failed = st->failed || failed;
-	if (failed && reason && !st->failure)
-		st->failure = xstrdup(reason);
-	if (usage && json_is_object(usage)) {
-		if (st->usage)
-			json_decref(st->usage);
-		st->usage = json_deep_copy(usage);
-	}
-}
-
 static void emit_unknown(json_t *event, agent_emit_fn emit, void *arg)
 {
 	emit("unknown", json_pack("{s:s,s:O?}", "type", str_or(event, "type", ""), "raw", event), arg);
@@ -355,19 +334,3 @@ void agent_map_line(const struct agent_adapter *a, const char *line, size_t len,
 		json_decref(event);
 }
 
-void agent_channel_release(struct agent_channel *ch)
-{
-	strbuf_release(&ch->to_cli);
-	if (ch->pending)
-		json_decref(ch->pending);
-	ch->pending = NULL;
-}
-
-void agent_state_release(struct agent_state *st)
-{
-	free(st->agent_session_id);
-	free(st->failure);
-	if (st->usage)
-		json_decref(st->usage);
-	memset(st, 0, sizeof(*st));
-}

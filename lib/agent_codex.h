@@ -45,7 +45,9 @@
  * codex_mode_policy(mode, in_sandbox, &approval, &sandbox) gives that table's two values.
  */
 
-#include "agent.h"
+#include "agent_stream.h"
+#include "err.h"
+#include "strvec.h"
 
 void codex_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env, struct strbuf *in);
 int codex_prepare(const struct agent_invocation *inv, struct err *e);
