@@ -1,5 +1,5 @@
 /* session.c — `agor session`: create, list and show agent sessions on a worktree through the daemon.
- * Never runs an agent itself: prompting is a daemon task (`agor prompt`, docs/usage.md#prompts, lands with issue 6). */
+ * Never runs an agent itself: prompting is a daemon task (`agor prompt`, docs/usage.md#prompts). */
 #include <stdio.h>
 
 #include "applet.h"
@@ -12,6 +12,17 @@ static int print_session(const json_t *s)
 	printf("session %s\n  worktree  %s\n  tool      %s\n  mode      %s\n", json_get_str(s, "id") ?: "?",
 	       json_get_str(s, "worktree_id") ?: "?", json_get_str(s, "tool") ?: "?",
 	       json_get_str(s, "permission_mode") ?: "default");
+	if (json_get_str(s, "egress_allow"))
+		printf("  egress    %s (besides execution.sandbox.egress_allow)\n", json_get_str(s, "egress_allow"));
+	return 0;
+}
+
+static int print_egress(const json_t *r)
+{
+	const json_t *list = json_object_get(r, "egress_allow");
+	printf("session %s may also reach: %s", json_get_str(r, "session_id") ?: "?", json_array_size(list) ? "" : "nothing more\n");
+	for (size_t i = 0; i < json_array_size(list); i++)
+		printf("%s%s", json_string_value(json_array_get(list, i)), i + 1 < json_array_size(list) ? ", " : "\n");
 	return 0;
 }
 
@@ -21,7 +32,8 @@ static int print_sessions(const json_t *rows)
 	return 0;
 }
 
-static const char *const create_args[] = { "worktree_id", NULL }, *const id_arg[] = { "id", NULL };
+static const char *const create_args[] = { "worktree_id", NULL }, *const id_arg[] = { "id", NULL },
+		       *const egress_args[] = { "session_id", "entry", NULL };
 static const struct client_flag create_flags[] = {
 	{ "--tool", "tool", CLIENT_FLAG_STRING },
 	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING },
@@ -35,6 +47,10 @@ static const struct client_command commands[] = {
 	{ "list", "sessions.list", NULL, NULL, "", print_sessions, .example = "agor session list" },
 	{ "get", "sessions.get", id_arg, NULL, "ID", print_session,
 	  .example = "agor session get 8c1d0e6b3f7a4b2c9d5e1f0a2b3c4d5e" },
+	{ "allow-host", "sessions.egress.add", egress_args, NULL, "ID HOST[:PORT]|*.SUFFIX[:PORT]", print_egress,
+	  .example = "agor session allow-host 8c1d0e6b3f7a4b2c9d5e1f0a2b3c4d5e registry.npmjs.org" },
+	{ "disallow-host", "sessions.egress.remove", egress_args, NULL, "ID ENTRY", print_egress,
+	  .example = "agor session disallow-host 8c1d0e6b3f7a4b2c9d5e1f0a2b3c4d5e registry.npmjs.org" },
 };
 
 static int session_main(int argc, char **argv)
@@ -45,7 +61,10 @@ static int session_main(int argc, char **argv)
 const struct applet applet_session = {
 	.name = "session",
 	.summary = "create, list and show agent sessions (through the daemon)",
-	.usage = "Usage: agor session create WORKTREE --tool T [--permission-mode M] | list | get ID   [--json] [--url URL]\n",
+	.usage = "Usage: agor session create WORKTREE --tool T [--permission-mode M] | list | get ID\n"
+		 "       agor session allow-host ID ENTRY | disallow-host ID ENTRY   [--json] [--url URL]\n"
+		 "allow-host: the session's runs (prompts, exec.run naming it) may also reach ENTRY through the egress\n"
+		 "proxy (its creator or an admin; ENTRY as in execution.sandbox.egress_allow).\n",
 	.main = session_main,
 	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
 };

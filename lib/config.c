@@ -143,7 +143,7 @@ static const struct config_key keys[] = {
 	  FIELD(execution.sandbox.fail_closed) },
 	{ .key = "execution.sandbox.network", .type = CONFIG_ENUM, .def = "none",
 	  .choices = sandbox_networks, FIELD(execution.sandbox.network) },
-	{ .key = "execution.sandbox.egress_allow", .type = CONFIG_NULLABLE_STRING, .check = egress_allow_check,
+	{ .key = EGRESS_ALLOW_KEY, .type = CONFIG_NULLABLE_STRING, .check = egress_allow_check,
 	  FIELD(execution.sandbox.egress_allow) },
 	{ .key = "execution.sandbox.upstream_ca_file", .type = CONFIG_NULLABLE_STRING, .check = check_path_list,
 	  FIELD(execution.sandbox.upstream_ca_file) },

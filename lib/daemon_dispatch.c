@@ -1,6 +1,7 @@
 /* daemon_dispatch.c — every JSON-RPC method the daemon serves, in one table sorted by name (daemon_dispatch.h).
  * Never serves a method that is not in the table; a table out of order stops the daemon at start. */
 #include "daemon_dispatch.h"
+#include "daemon_egress.h"
 #include "daemon_executor.h"
 #include "daemon_gateway.h"
 #include "daemon_methods.h"
@@ -44,6 +45,8 @@ static const struct rpc_method methods[] = {
 	{ "repos.remove", method_repos_remove },
 	{ "request_permission", method_request_permission },
 	{ "sessions.create", method_sessions_create },
+	{ "sessions.egress.add", method_sessions_egress_add },
+	{ "sessions.egress.remove", method_sessions_egress_remove },
 	{ "sessions.get", method_sessions_get },
 	{ "sessions.list", method_sessions_list },
 	{ "sessions.prompt", method_sessions_prompt },

@@ -1103,6 +1103,24 @@ static void exec_ran(struct daemon *d, const char *task_id, const json_t *data, 
 	daemon_reply_free(pr);
 }
 
+/* params.session_id of a sandboxed exec.run: a session of the caller's (or the caller an admin) on the run's very
+ * worktree, whose egress additions the run gets; *session NULL when none is named. */
+static int run_session(struct rpc_ctx *rc, json_t *params, const char *wt_id, json_t **session, struct err *e)
+{
+	const char *sid;
+	if (daemon_session_param(rc, params, &sid, NULL, e) < 0)
+		return -1;
+	if (!sid)
+		return 0;
+	*session = daemon_one_row(D(rc), e, "session", "SELECT id, worktree_id, egress_allow FROM sessions WHERE id = ?", sid);
+	if (!*session)
+		return -1;
+	if (strcmp(json_get_str(*session, "worktree_id"), wt_id))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "session_id"),
+				"params.session_id: session %s is on another worktree than params.worktree_id %s", sid, wt_id);
+	return 0;
+}
+
 static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	json_t *argv;
@@ -1119,6 +1137,11 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 	if (!wt)
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
+	_cleanup_json_ json_t *session = NULL;
+	if (run_session(rc, params, wt_id, &session, e) < 0) {
+		json_decref(wt);
+		return -1;
+	}
 	json_t *exec_params = json_pack("{s:O,s:s}", "argv", argv, "cwd", json_get_str(wt, "path"));
 	if (json_get_str(wt, "repo_path")) /* the executor checks the worktree's .git against it */
 		json_object_set_new(exec_params, "repoPath", json_string(json_get_str(wt, "repo_path")));
@@ -1132,7 +1155,8 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 	 * other than the creator reaches the files through the worktree's group), never as the creator */
 	int rv = daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e);
 	struct task_spec spec = { .command = "exec.run", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .worktree_id = wt_id, .judge = daemon_exec_outcome, .on_done = exec_ran };
+				  .execution_user = user, .worktree_id = wt_id, .judge = daemon_exec_outcome, .on_done = exec_ran,
+				  .session_id = json_get_str(session, "id"), .egress_allow = json_get_str(session, "egress_allow") };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	json_decref(exec_params);
 	json_decref(wt);
@@ -1441,7 +1465,8 @@ int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 		if (json_get_str(s, "repo_path")) /* the executor checks the worktree's .git against it */
 			json_object_set(p, "repoPath", json_object_get(s, "repo_path"));
 		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
-					  .prompted_by = P(rc)->user_id, .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1 };
+					  .prompted_by = P(rc)->user_id, .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1,
+					  .egress_allow = json_get_str(s, "egress_allow") };
 		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
 		json_decref(p);
 	}

@@ -8,6 +8,7 @@
 #include "daemon_peer.h"
 #include "daemon_taskauth.h"
 #include "daemon_tasks.h"
+#include "egress_allow.h"
 #include "json.h"
 #include "log.h"
 #include "spawn.h"
@@ -147,13 +148,24 @@ static void relay_progress(struct daemon *d)
 	}
 }
 
+/* The daemon's policy, its egress allowlist extended by extra (a session's additions, checked when added). */
+static json_t *policy_with_egress(const struct config *cfg, const char *extra)
+{
+	json_t *policy = config_execution_policy(cfg);
+	if (!extra || !*extra)
+		return policy;
+	const char *mine = json_get_str(policy, EGRESS_ALLOW_KEY);
+	json_object_set_new(policy, EGRESS_ALLOW_KEY, mine && *mine ? json_sprintf("%s, %s", mine, extra) : json_string(extra));
+	return policy;
+}
+
 /* Every payload carries the daemon's execution policy: the executor, whoever it runs as, applies it over its
  * own config, which may only tighten it (config.h). */
 static char *build_payload(struct daemon *d, const char *command, json_t *params, json_t *env,
-			   const char *execution_user, const char *token)
+			   const char *execution_user, const char *token, const char *egress_extra)
 {
 	json_t *p = json_pack("{s:s,s:O,s:s,s:o}", "command", command, "params", params, "dataHome", d->paths.data_home,
-			      "policy", config_execution_policy(d->cfg));
+			      "policy", policy_with_egress(d->cfg, egress_extra));
 	if (env)
 		json_object_set(p, "env", env);
 	if (execution_user && strcmp(execution_user, d->daemon_user))
@@ -276,7 +288,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	json_t *params = json_deep_copy(s->params);
 	if (s->with_token && !strcmp(s->command, "prompt")) /* the prompt payload names its task */
 		json_object_set_new(params, "taskId", json_string(t->task_id));
-	t->payload = build_payload(d, s->command, params, s->env, s->execution_user, token);
+	t->payload = build_payload(d, s->command, params, s->env, s->execution_user, token, s->egress_allow);
 	json_decref(params);
 	if (token)
 		explicit_bzero(token, strlen(token));

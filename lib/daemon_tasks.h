@@ -33,6 +33,7 @@ struct task_spec {
 	const char *worktree_id;
 	int with_token; /* issue a session token bound to this task (prompt tasks, gateway runs) */
 	const char *task_id; /* NULL: a new id; else this id (one the caller made with daemon_new_id) */
+	const char *egress_allow; /* entries added to execution.sandbox.egress_allow for this run (a session's), or NULL */
 	/* Instead of an executor: `sudo -n <agor> admin … --json` for this call (adminops.h, built by the caller from
 	 * its own config and database; command names it, e.g. "admin.create-worktree-group"). The task runs as root. */
 	const struct admin_call *admin;

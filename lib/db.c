@@ -79,6 +79,8 @@ static const char *const migrations[] = {
 	"ALTER TABLE api_keys ADD COLUMN set_by TEXT;",
 	/* 6: users.update (issue 22): an e-mail address to reach the user by */
 	"ALTER TABLE users ADD COLUMN email TEXT;",
+	/* 7: per-session egress additions (issue 21): entries of the egress allowlist only this session's runs get */
+	"ALTER TABLE sessions ADD COLUMN egress_allow TEXT;",
 };
 
 int db_schema_version(void)

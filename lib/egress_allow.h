@@ -40,6 +40,8 @@ struct egress_allow {
 	size_t n;
 };
 #define EGRESS_ALLOW_INIT { NULL, 0 }
+/* The setting that holds the operator's allowlist. */
+#define EGRESS_ALLOW_KEY "execution.sandbox.egress_allow"
 
 int egress_allow_check(const char *list, size_t *at, struct err *e);
 /* Adds list's entries (checked as above); -1 with e set on the first bad one. */

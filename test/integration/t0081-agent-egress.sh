@@ -191,6 +191,72 @@ PY
   [ ! -s outside.log ] || fail "the listener outside was reached"
 '
 
+test_case "a session's own egress entries: its creator or an admin adds them, only its runs reach them, each change is audited" '
+  python3 "$TEST_TOP/test/helpers/egress-target.py" extra-port extra.log > /dev/null 2>&1 &
+  extra_pid=$!
+  for i in $(seq 1 200); do [ -s extra-port ] && break; sleep 0.05; done
+  EXTRA=$(cat extra-port)
+  make_source_repo src
+  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+  printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
+  "$AGOR" daemon --foreground --port 0 2> daemon.log &
+  daemon_pid=$!
+  trap "kill $daemon_pid $extra_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+  for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && break; sleep 0.05; done
+  PORT=$(sed -n "s/.*serving on .* http:\/\/[^:]*:\([0-9]*\) .*/\1/p" daemon.log | head -1)
+  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && repo=$(json_get reply result.repo.id)
+  rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
+  wt=$(json_get reply result.worktree.id)
+  rpc sessions.create "{\"worktree_id\":\"$wt\",\"tool\":\"claude-code\"}" > reply && session=$(json_get reply result.id)
+  # curl_run [SESSION] — exec.run of a curl to the extra listener, in the session when one is named
+  curl_run() {
+    in_session=${1:+,\"session_id\":\"$1\"}
+    rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"curl -sS -m 10 -o /dev/null -w %{http_code} http://127.0.0.1:$EXTRA/\"]$in_session}" > reply
+  }
+  curl_run "$session"
+  expect_contains reply "\"stdout\":\"403\""
+  expect_exit 0 "$AGOR" session allow-host "$session" "127.0.0.1:$EXTRA"
+  expect_contains out "may also reach: 127.0.0.1:$EXTRA"
+  curl_run "$session"
+  expect_contains reply "\"stdout\":\"200\""
+  curl_run
+  expect_contains reply "\"stdout\":\"403\""   # a run outside the session does not get its entries
+  "$AGOR" session get "$session" > out && expect_contains out "egress    127.0.0.1:$EXTRA"
+  # bad entries are refused naming the field; adding one twice changes nothing
+  for bad in "evil.example, other.example" "*" "http://x.example/" "a b"; do
+    expect_exit 1 "$AGOR" session allow-host "$session" "$bad"
+    expect_contains err "params.entry"
+  done
+  expect_exit 0 "$AGOR" session allow-host "$session" "127.0.0.1:$EXTRA" --json
+  [ "$(json_get out egress_allow | grep -c "127.0.0.1:$EXTRA")" = 1 ] || fail "the entry was stored twice"
+  # another user (over TCP with their token) can neither see nor change the session
+  rpc users.create "{\"name\":\"bob\"}" > reply && bob=$(json_get reply result.id)
+  rpc tokens.create "{\"user_id\":\"$bob\"}" > reply && bob_token=$(json_get reply result.token)
+  expect_exit 1 "$AGOR" session allow-host "$session" "*.example.com" --url "ws://127.0.0.1:$PORT/ws" --token "$bob_token"
+  expect_contains err "no session"
+  expect_exit 1 "$AGOR" session disallow-host "$session" "127.0.0.1:$EXTRA" --url "ws://127.0.0.1:$PORT/ws" --token "$bob_token"
+  curl_run "$session"
+  expect_contains reply "\"stdout\":\"200\""
+  # removal takes the entry away again; removing it twice is NOT_FOUND
+  expect_exit 0 "$AGOR" session disallow-host "$session" "127.0.0.1:$EXTRA"
+  expect_contains out "nothing more"
+  curl_run "$session"
+  expect_contains reply "\"stdout\":\"403\""
+  expect_exit 1 "$AGOR" session disallow-host "$session" "127.0.0.1:$EXTRA"
+  expect_contains err "no egress entry"
+  # a session on another worktree cannot lend its entries to a run here
+  rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w2\",\"branch\":\"w2\",\"create_branch\":true}" > reply
+  wt2=$(json_get reply result.worktree.id)
+  rpc sessions.create "{\"worktree_id\":\"$wt2\",\"tool\":\"claude-code\"}" > reply && other=$(json_get reply result.id)
+  rpc sessions.egress.add "{\"session_id\":\"$other\",\"entry\":\"127.0.0.1:$EXTRA\"}" > /dev/null
+  curl_run "$other"
+  expect_contains reply "another worktree"
+  rpc audit.list > audit.json
+  [ "$(grep -o "sessions.egress.add" audit.json | wc -l)" -ge 3 ] || fail "the additions were not audited"
+  grep -q "sessions.egress.remove" audit.json || fail "the removal was not audited"
+'
+
 # --- the real Claude Code, as t0080 drives it: the daemon runs as root in insulated mode, every executor (and so
 # the agent) as agor_executor; the network setting is left at its default (none), which an agent run raises to proxy.
 . "$TEST_TOP/test/agent-cli.sh"   # $CLAUDE and $CODEX, pinned, installed once
