@@ -19,6 +19,10 @@
 #include "cgroup.h"
 #include "json.h"
 #include "unixperm.h"
+#include "unixperm_acl.h"
+#include "unixperm_account.h"
+#include "unixperm_links.h"
+#include "unixperm_tree.h"
 #include "banned.h"
 
 struct admin {

@@ -18,6 +18,7 @@
 #include "sandbox.h"
 #include "unixmode.h"
 #include "unixperm.h"
+#include "unixperm_account.h"
 #include "zellij.h"
 #include "banned.h"
 

@@ -6,20 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-
-/* musl's headers carry no kernel uapi: the openat2 ABI (stable since Linux 5.6) is declared here. */
-struct agor_open_how {
-	unsigned long long flags, mode, resolve;
-};
-#define AGOR_RESOLVE_NO_MAGICLINKS 0x02
-#define AGOR_RESOLVE_NO_SYMLINKS 0x04
-#define AGOR_RESOLVE_BENEATH 0x08
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
 
 #include "confine.h"
+#include "openat2.h"
 #include "strbuf.h"
 #include "strvec.h"
 #include "banned.h"
@@ -30,71 +19,23 @@ static int outside(struct err *e, const char *path, const char *root, const char
 			"%s is outside %s (%s)", path, root, why);
 }
 
-static int open_beneath_openat2(int rootfd, const char *rel)
-{
-	struct agor_open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = AGOR_RESOLVE_BENEATH | AGOR_RESOLVE_NO_MAGICLINKS,
-	};
-	return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
-}
-
-/* Fallback without openat2: walk component by component, refusing every symlink and ".."; the last
- * component is opened with final_flags. */
-static int open_beneath_walk(int rootfd, const char *rel, int final_flags)
-{
-	_cleanup_free_ char *copy = xstrdup(rel);
-	if (rel[0] == '/')
-		return errno = EXDEV, -1;
-	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
-	char *save = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0;) {
-		char *next_name = strtok_r(NULL, "/", &save);
-		if (!strcmp(c, "..")) {
-			close(fd);
-			errno = EXDEV;
-			return -1;
-		}
-		int next = openat(fd, c, (next_name ? O_PATH : final_flags) | O_NOFOLLOW | O_CLOEXEC);
-		close(fd);
-		fd = next;
-		struct stat st;
-		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
-			close(fd);
-			errno = ELOOP;
-			return -1;
-		}
-		c = next_name;
-	}
-	return fd;
-}
-
-static int have_openat2 = 1;
-
+/* rel beneath rootfd: symlinks that stay beneath are followed (openat2), or none at all (the walk without it). */
 static int open_beneath(int rootfd, const char *rel)
 {
-	if (have_openat2) {
-		int fd = open_beneath_openat2(rootfd, rel);
-		if (fd >= 0 || errno != ENOSYS)
-			return fd;
-		have_openat2 = 0;
-	}
-	return open_beneath_walk(rootfd, rel, O_PATH);
+	int fd = openat2_call(rootfd, rel, O_PATH, OPENAT2_RESOLVE_BENEATH | OPENAT2_RESOLVE_NO_MAGICLINKS);
+	if (fd >= 0 || !openat2_unavailable(errno))
+		return fd;
+	return openat2_walk_nofollow(rootfd, rel, O_PATH);
 }
 
 int confine_openat(int rootfd, const char *rel, int flags)
 {
-	if (have_openat2) {
-		struct agor_open_how how = {
-			.flags = (unsigned long long)((flags | O_CLOEXEC) & ~O_NOFOLLOW), /* a final link is refused, not opened */
-			.resolve = AGOR_RESOLVE_BENEATH | AGOR_RESOLVE_NO_SYMLINKS | AGOR_RESOLVE_NO_MAGICLINKS,
-		};
-		int fd = (int)syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
-		if (fd >= 0 || errno != ENOSYS)
-			return fd;
-		have_openat2 = 0;
-	}
-	return open_beneath_walk(rootfd, *rel ? rel : ".", flags);
+	rel = *rel ? rel : ".";
+	int fd = openat2_call(rootfd, rel, (uint64_t)(flags & ~O_NOFOLLOW), /* a final link is refused, not opened */
+			      OPENAT2_RESOLVE_BENEATH | OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS);
+	if (fd >= 0 || !openat2_unavailable(errno))
+		return fd;
+	return openat2_walk_nofollow(rootfd, rel, flags);
 }
 
 int confine_open(const char *root, const char *rel, int flags)

@@ -21,6 +21,7 @@
 #include "prompt.h"
 #include "terminal.h"
 #include "unixperm.h"
+#include "unixperm_tree.h"
 #include "banned.h"
 
 /* Only the stable codes of docs/payloads.md#results leave the executor: an internal code is mapped onto one. */

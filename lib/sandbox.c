@@ -33,6 +33,7 @@
 #include "fsutil.h"
 #include "landlock.h"
 #include "log.h"
+#include "openat2.h"
 #include "sandbox.h"
 #include "seccomp.h"
 #include "strbuf.h"
@@ -87,9 +88,6 @@ enum op_kind {
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
 #define OPEN_TREE_CLONE_ 1
 #define OPEN_TREE_CLOEXEC_ O_CLOEXEC
 #define MOVE_MOUNT_F_EMPTY_PATH_ 0x04
@@ -100,16 +98,9 @@ enum op_kind {
 #define MOUNT_ATTR_NODEV_ 0x4
 #define MOUNT_ATTR_NOEXEC_ 0x8
 #define MOUNT_ATTR_IDMAP_ 0x100000
-#define RESOLVE_NO_MAGICLINKS_ 0x02
-#define RESOLVE_NO_SYMLINKS_ 0x04
-#define RESOLVE_BENEATH_ 0x08
 
 struct mount_attr_ {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
-
-struct open_how_ {
-	uint64_t flags, mode, resolve;
 };
 
 struct mount_op {
@@ -944,9 +935,8 @@ static int close_keeping_errno(int fd)
 /* openat2 from dirfd (AT_FDCWD: an absolute path from the view's root) following no symlink on the way. */
 static int open_no_symlinks(int dirfd, const char *path, uint64_t resolve)
 {
-	struct open_how_ how = { .flags = O_PATH | O_CLOEXEC, /* no O_NOFOLLOW: a final symlink is refused, not opened */
-				 .resolve = resolve | RESOLVE_NO_SYMLINKS_ | RESOLVE_NO_MAGICLINKS_ };
-	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	/* no O_NOFOLLOW: a final symlink is refused, not opened */
+	return openat2_call(dirfd, path, O_PATH, resolve | OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS);
 }
 
 /* The bind's source: beneath its trusted root following nothing, or a trusted host path. */
@@ -957,7 +947,7 @@ static int open_source(const struct mount_op *op)
 	int rootfd = open(op->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return -1;
-	int fd = open_no_symlinks(rootfd, op->src, RESOLVE_BENEATH_);
+	int fd = open_no_symlinks(rootfd, op->src, OPENAT2_RESOLVE_BENEATH);
 	close_keeping_errno(rootfd);
 	return fd;
 }

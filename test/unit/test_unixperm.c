@@ -10,7 +10,12 @@
 #include "adminconf.h"
 #include "unit.h"
 #include "unixmode.h"
+#include "openat2.h"
 #include "unixperm.h"
+#include "unixperm_acl.h"
+#include "unixperm_account.h"
+#include "unixperm_links.h"
+#include "unixperm_tree.h"
 #include "banned.h"
 
 static char *tmp_path(const char *rel)
@@ -237,7 +242,7 @@ TEST(unixperm_open_beneath_confines_paths)
 
 TEST(unixperm_open_beneath_without_openat2_follows_no_symlink_at_all)
 {
-	unixperm_disable_openat2_for_tests(true);
+	openat2_disable_for_tests(true);
 	int rootfd = make_confinement_tree();
 	struct err e = ERR_INIT;
 	int fd = open_below(rootfd, "wt/a", &e);
@@ -252,7 +257,7 @@ TEST(unixperm_open_beneath_without_openat2_follows_no_symlink_at_all)
 	CHECK_STR(e.code, E_PATH_OUTSIDE_DATA_HOME);
 	close(rootfd);
 	err_clear(&e);
-	unixperm_disable_openat2_for_tests(false);
+	openat2_disable_for_tests(false);
 }
 
 static bool running_as_root(void)
