@@ -10,7 +10,7 @@
  *   access    daemon_access (who is calling, what they may see and change, parameter helpers)
  *   services  daemon_permissions (asking a person) · daemon_exec_params (exec.run's shared checks) ·
  *             daemon_exec_session (a session's exec defaults)
- *   features  daemon_tokens · daemon_executor · daemon_terminal · daemon_gateway · daemon_nodes ·
+ *   features  daemon_tokens · daemon_executor · daemon_egress · daemon_terminal · daemon_gateway · daemon_nodes ·
  *             daemon_methods (users, repos, worktrees, sessions, tasks, …): each exports its method handlers
  *   top       daemon_dispatch (the one sorted method table) · daemon_serve (listeners, the loop) ·
  *             daemon_main (init and release, which set the hooks below)

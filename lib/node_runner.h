@@ -1,0 +1,45 @@
+/* node_runner.h — the headless node's engine: one authenticated WebSocket to its gateway at a time, the gateway's
+ * system.run requests run through `agor approvals exec` under this host's own approvals file, every descriptor
+ * on lib/loop. Never runs a request its own policy has not admitted; the gateway's security/ask only tighten it.
+ */
+#ifndef AGOR_NODE_RUNNER_H
+#define AGOR_NODE_RUNNER_H
+
+/*
+ * Contract
+ * --------
+ * node_runner_run(cfg, e) connects to cfg->url (pinning cfg->fingerprint when given), says node.hello with the
+ * node's id and token, and while approved serves the connection:
+ *   - system.run {runId, argv, cwd?, env?, security?, ask?, agentId?, timeoutMs?}: at most NODE_MAX_RUNS at
+ *     once; runs `SELF approvals exec --ask-stdin --agent A [--security S] [--ask K] [--timeout T] -- ARGV…`
+ *     (security deny when the request names none) in its own process group, with only the env overrides
+ *     cfg->env_allow lists (exec_env.h) and AGOR_HOME; its exec.* events go to the gateway as node.event, an
+ *     exec.ask becomes node.ask and the gateway's answer the child's stdin; the answer to system.run is
+ *     {runId, exitCode, output, success, timedOut, denied?, reason?, error?}, cut to fit the gateway's limit.
+ *     A run outliving timeoutMs by NODE_BACKSTOP_GRACE_MS is killed.
+ *   - anything else with an id is answered UNKNOWN_COMMAND.
+ * When the connection ends its runs are killed; the runner reconnects with jittered exponential backoff
+ * (NODE_BACKOFF_MIN_MS .. NODE_BACKOFF_MAX_MS). A pending pairing is waited for the same way.
+ * Returns -1 with E_AUTH_FAILED when the gateway refuses the token (revoked); with cfg->once, after the first
+ * attempt: 0 when a connection was served, else -1 with why. It never returns otherwise.
+ */
+
+#define NODE_MAX_RUNS 8
+#define NODE_BACKOFF_MIN_MS 500
+#define NODE_BACKOFF_MAX_MS 30000
+#define NODE_BACKSTOP_GRACE_MS 10000
+
+#include "err.h"
+
+struct node_runner_config {
+	const char *url, *fingerprint;		  /* the gateway; fingerprint: its certificate's SHA-256, or NULL */
+	const char *node_id, *display_name, *token; /* from node.json */
+	const char *home;			  /* this host's AGOR_HOME (the runs get it) */
+	const char *env_allow;			  /* this host's execution.exec_env_allow, or NULL */
+	const char *self;			  /* the agor binary */
+	int once;
+};
+
+int node_runner_run(const struct node_runner_config *cfg, struct err *e);
+
+#endif
