@@ -852,8 +852,30 @@ static int report(struct admin *a, int rc)
 	return EXIT_OK;
 }
 
+/* `agor admin [SUB] … --help`: the usage (of SUB when it is one), nothing else done; -1 when help is not asked.
+ * No argument admin acts on can be spelled --help or -h (names are checked against their patterns). */
+static int help_asked(int argc, char **argv)
+{
+	int op = -1, asked = 0;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		asked |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+		if (op < 0 && argv[i][0] != '-')
+			op = adminops_find(argv[i]);
+	}
+	if (!asked)
+		return -1;
+	if (op < 0)
+		fputs(applet_admin.usage, stdout);
+	else
+		printf("Usage: agor admin %s %s [--dry-run] [--json]\n", adminops[op].name, adminops[op].args);
+	return EXIT_OK;
+}
+
 static int admin_main(int argc, char **argv)
 {
+	int help = help_asked(argc, argv);
+	if (help >= 0)
+		return help;
 	struct admin a = {.actions = STRVEC_INIT, .notes = STRVEC_INIT};
 	int status;
 	if (adminops_parse(argc, argv, &a.call, &a.e) < 0) {

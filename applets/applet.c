@@ -27,7 +27,7 @@ int applet_wants_help(const struct applet *a, int argc, char **argv)
 {
 	if (argc == 2 && is_help(argv[1]))
 		return 1;
-	if (a->flags & (APPLET_SUBCOMMAND_HELP | APPLET_ROOT_ONLY)) /* root's admin refuses it: an argument, never help */
+	if (a->flags & (APPLET_SUBCOMMAND_HELP | APPLET_ROOT_ONLY)) /* they answer a subcommand's --help themselves */
 		return 0;
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
 		if (is_help(argv[i]))

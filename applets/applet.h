@@ -25,9 +25,9 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNKNOWN_APPLET = 127 }
 
 /* Prints "agor NAME: message" and a hint to stderr; returns EXIT_USAGE. */
 int applet_usage_error(const struct applet *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* True when `agor NAME --help` (or -h) is asked, or, unless a has APPLET_SUBCOMMAND_HELP or is root-only (admin
- * refuses such an argument as an injection), when --help or -h is among the arguments before a "--"
- * (`agor setup isolation --help`): main.c then prints a's usage, exit 0. */
+/* True when `agor NAME --help` (or -h) is asked, or, unless a has APPLET_SUBCOMMAND_HELP or is root-only (those
+ * answer `agor NAME SUB --help` with the subcommand's own usage), when --help or -h is among the arguments before
+ * a "--" (`agor setup isolation --help`): main.c then prints a's usage, exit 0. */
 int applet_wants_help(const struct applet *a, int argc, char **argv);
 
 #endif
