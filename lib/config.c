@@ -14,6 +14,7 @@
 #include "config.h"
 #include "egress_allow.h"
 #include "exec_env.h"
+#include "fsutil.h"
 #include "json.h"
 #include "origin.h"
 #include "banned.h"
@@ -46,6 +47,7 @@ struct config_key {
 
 static int check_user_name(const char *value, size_t *at, struct err *e);
 static int check_path_list(const char *value, size_t *at, struct err *e);
+static int check_home_entries(const char *value, size_t *at, struct err *e);
 static int check_one_path(const char *value, size_t *at, struct err *e);
 static int check_cgroup_name(const char *value, size_t *at, struct err *e);
 static int check_host(const char *value, size_t *at, struct err *e);
@@ -147,6 +149,8 @@ static const struct config_key keys[] = {
 	  FIELD(execution.sandbox.egress_allow) },
 	{ .key = "execution.sandbox.upstream_ca_file", .type = CONFIG_NULLABLE_STRING, .check = check_path_list,
 	  FIELD(execution.sandbox.upstream_ca_file) },
+	{ .key = "execution.sandbox.home_expose", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_home_entries, FIELD(execution.sandbox.home_expose) },
 	{ .key = "execution.sandbox.read_only_paths", .type = CONFIG_NULLABLE_STRING,
 	  .check = check_path_list, FIELD(execution.sandbox.read_only_paths) },
 	{ .key = "execution.sandbox.read_write_paths", .type = CONFIG_NULLABLE_STRING,
@@ -490,6 +494,22 @@ static int check_user_name(const char *value, size_t *at, struct err *e)
 }
 
 /* ':'-separated absolute paths without "..": extra paths of the sandbox's mount view. */
+/* ':'-separated paths relative to a home: plain names joined by '/', none of them "." or "..", nothing absolute. */
+static int check_home_entries(const char *value, size_t *at, struct err *e)
+{
+	for (const char *p = value; *p;) {
+		size_t len = strcspn(p, ":");
+		*at = (size_t)(p - value);
+		_cleanup_free_ char *entry = xstrndup(p, len);
+		if (!fs_relative_path_is_clean(entry))
+			return err_set(e, E_CONFIG, "expected ':'-separated paths relative to the home (\".ssh\", "
+					      "\".config/gh\"), got \"%s\" at byte %zu: no '/' at either end, no '.', '..' or "
+					      "empty component", entry, *at);
+		p += len + (p[len] == ':');
+	}
+	return 0;
+}
+
 static int check_path_list(const char *value, size_t *at, struct err *e)
 {
 	for (const char *p = value; *p;) {

@@ -190,6 +190,8 @@ struct config {
 			int network;	  /* enum config_sandbox_network */
 			const char *egress_allow; /* proxy mode: hosts reachable besides the provider (egress.h); NULL: none */
 			const char *upstream_ca_file; /* proxy, https provider: verifies it; NULL: the system bundle */
+			const char *home_expose; /* ':'-separated paths relative to the user's home, bound read-only
+						  * into the private home of exec.run and terminal runs; NULL: none */
 			const char *read_only_paths;  /* ':'-separated; NULL: none */
 			const char *read_write_paths; /* ':'-separated; NULL: none */
 			long long memory_max_mb, pids_max, cpu_max_percent, nofile, fsize_mb; /* 0: no limit */

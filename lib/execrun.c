@@ -53,6 +53,8 @@ void execrun_confinement_release(struct execrun_confinement *pr)
 	json_decref(pr->fallback);
 	free(pr->name);
 	free(pr->home);
+	free(pr->passwd_home);
+	json_decref(pr->home_exposed);
 	free(pr->user);
 }
 
@@ -98,6 +100,7 @@ static int resolve_home(const struct config *cfg, const char *home, int plan_onl
 	struct passwd *pw = getpwuid(geteuid());
 	int usable = pw && pw->pw_dir && pw->pw_dir[0] == '/' && pw->pw_dir[1];
 	pr->user = xstrdup(pw ? pw->pw_name : "agor");
+	pr->passwd_home = usable ? fs_canonical(pw->pw_dir) : NULL;
 	if (!home) {
 		pr->home = execrun_home_inside(cfg, usable ? pw->pw_dir : "/home/agor");
 		return 0;
@@ -150,13 +153,74 @@ static void plan_git_binds(const struct config *cfg, struct execrun_confinement 
 	add_bind(pr, cfg->paths.worktrees_dir, keep_path(pr, g->worktree, "/.git"), SANDBOX_READ);
 }
 
+static size_t count_entries(const char *list)
+{
+	size_t n = list && *list ? 1 : 0;
+	for (const char *p = list; p && *p; p++)
+		n += *p == ':';
+	return n;
+}
+
+static void skip_entry(json_t *skipped, const char *entry, const char *why)
+{
+	json_array_append_new(skipped, json_pack("{s:s,s:s}", "entry", entry, "reason", why));
+}
+
+/* Why entry of the real home may not be shown inside (NULL: it may): it must be there, reached without any
+ * symlink, and hold none of agor's own files (AGOR_HOME, the data home) nor lie within them. */
+static const char *expose_refusal(const struct config *cfg, int homefd, const char *home, const char *entry)
+{
+	int fd = confine_openat(homefd, entry, O_PATH);
+	if (fd < 0)
+		return errno == ENOENT ? "missing" : errno == ELOOP || errno == EXDEV ? "a symlink on the way" : "unreadable";
+	close(fd);
+	_cleanup_free_ char *path = xasprintf("%s/%s", home, entry);
+	const char *const ours[] = { cfg->paths.agor_home, cfg->paths.data_home };
+	for (size_t i = 0; i < ARRAY_SIZE(ours); i++) {
+		_cleanup_free_ char *c = fs_canonical(ours[i]);
+		if (fs_path_is_or_below(c, path) || fs_path_is_or_below(path, c))
+			return "holds agor's own files";
+	}
+	return NULL;
+}
+
+/* execution.sandbox.home_expose: each entry of the caller's real home bound read-only at the same place in the
+ * private one (never into a kept home, never for an agent CLI: its prompts could make it send them away). */
+static void plan_home_expose(const struct execrun_confine_request *req, struct execrun_confinement *pr)
+{
+	const char *list = req->cfg->execution.sandbox.home_expose;
+	if (!list || !*list || req->agent_cli || pr->home_kept)
+		return;
+	json_t *bound = json_array(), *skipped = json_array();
+	pr->home_exposed = json_pack("{s:o,s:o}", "bound", bound, "skipped", skipped);
+	int homefd = pr->passwd_home ? open(pr->passwd_home, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ":");
+		_cleanup_free_ char *entry = xstrndup(p, len);
+		p += len + (p[len] == ':');
+		const char *why = homefd < 0 ? "no home" : expose_refusal(req->cfg, homefd, pr->passwd_home, entry);
+		if (why) {
+			skip_entry(skipped, entry, why);
+			continue;
+		}
+		_cleanup_free_ char *tail = xasprintf("/%s", entry);
+		pr->binds[pr->nbinds++] = (struct sandbox_bind){ .root = pr->passwd_home,
+								 .src = keep_path(pr, pr->passwd_home, tail),
+								 .dst = keep_path(pr, pr->home, tail), .access = SANDBOX_READ };
+		json_array_append_new(bound, json_string(entry));
+	}
+	if (homefd >= 0)
+		close(homefd);
+}
+
 static void plan_binds(const struct execrun_confine_request *req, struct execrun_confinement *pr)
 {
-	pr->binds = xcalloc(16 + req->nbinds, sizeof(*pr->binds));
+	pr->binds = xcalloc(16 + req->nbinds + count_entries(req->cfg->execution.sandbox.home_expose), sizeof(*pr->binds));
 	if (pr->git.common)
 		plan_git_binds(req->cfg, pr, req->read_only);
 	for (size_t i = 0; i < req->nbinds; i++)
 		pr->binds[pr->nbinds++] = req->binds[i];
+	plan_home_expose(req, pr);
 }
 
 int execrun_network(const struct config *cfg, int agent_cli)
@@ -272,7 +336,10 @@ json_t *execrun_confinement_finish(struct execrun_confinement *pr)
 
 json_t *execrun_confinement_receipt(const struct execrun_confinement *pr)
 {
-	return pr->sb ? sandbox_receipt(pr->sb) : json_incref(pr->fallback);
+	json_t *receipt = pr->sb ? sandbox_receipt(pr->sb) : json_incref(pr->fallback);
+	if (pr->sb && pr->home_exposed)
+		json_object_set(receipt, "homeExposed", pr->home_exposed);
+	return receipt;
 }
 
 int execrun_confinement_failed(const struct config *cfg, struct execrun_confinement *pr, struct err *e)

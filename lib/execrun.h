@@ -115,6 +115,8 @@ struct execrun_confinement {
 	json_t *git_repairs; /* after execrun_confinement_finish: gitMetadata, or NULL */
 	int cwd_held;	     /* cwd_fd is set: the worktree opened once beneath worktrees/ without following a link */
 	int cwd_fd;	     /* an unsandboxed run starts there (fchdir), never by resolving the path again */
+	char *passwd_home; /* the caller's real home (passwd), canonical, or NULL */
+	json_t *home_exposed; /* execution.sandbox.home_expose: {bound: [entries], skipped: [{entry, reason}]}, or NULL */
 	struct egress *egress; /* network proxy: the run's egress proxy (egress.h), or NULL */
 	json_t *egress_report; /* after execrun_confinement_finish: the proxy's refusals ("egress"), or NULL */
 };

@@ -215,6 +215,24 @@ int fs_dir_is_empty(const char *path)
 	return empty;
 }
 
+int fs_relative_path_is_clean(const char *path)
+{
+	if (!*path || *path == '/')
+		return 0;
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		if (!n || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+				return 0;
+		p += n;
+		if (*p == '/' && !*++p)
+			return 0;
+	}
+	return 1;
+}
+
 int fs_path_is_or_below(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);

@@ -42,6 +42,9 @@ int fs_write_all(int fd, const void *buf, size_t len);
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct err *e);
 /* path with repeated and trailing slashes dropped ("/x//y/" → "/x/y"; "/" stays), malloc'd. */
 char *fs_tidy_path(const char *path);
+/* 1 when path is a non-empty relative path of plain names joined by single '/' (no '.', '..' or empty
+ * component, no '/' at either end): what a setting may name below a directory. */
+int fs_relative_path_is_clean(const char *path);
 /* 1 when path is dir or lies below it, compared as strings (give both tidy or canonical; "/" holds everything). */
 int fs_path_is_or_below(const char *path, const char *dir);
 /* The canonical form of path (realpath, then tidied: musl keeps a leading "//"), malloc'd; or, when it does not

@@ -820,6 +820,62 @@ test_case "a non-root executor: cgroups fail closed naming the fix; agor admin c
   in_scratch_system "$NONROOT_CGROUP"
 '
 
+# execution.sandbox.home_expose: a non-root executor (insulated/strict) whose user chose to see their own git and ssh
+# credentials in exec.run and terminals. The data home lies outside the user's home, as setup makes it.
+HOME_EXPOSE='
+  groupadd agor_users
+  useradd --create-home --groups agor_users hx
+  trap "rmdir /sys/fs/cgroup/*/agor/hx /sys/fs/cgroup/agor/hx 2> /dev/null || true" EXIT
+  D=/home/hxdata
+  mkdir -p $D/worktrees/w && chown -R hx $D
+  as_hx() { setpriv --reuid=hx --regid=hx --init-groups env -i HOME=/home/hx PATH=/usr/bin:/bin "$@"; }
+  as_hx sh -c "mkdir -p ~/.ssh ~/.config/gh ~/.agor && echo KEY-hx > ~/.ssh/id_ed25519 && chmod 600 ~/.ssh/id_ed25519 &&
+    printf \"[user]\\n\\tname = hx\\n\" > ~/.gitconfig && echo gh-token > ~/.config/gh/hosts.yml && echo private > ~/notes.txt &&
+    ln -s /etc/shadow ~/.netrc && mkdir ~/real && echo via-link > ~/real/f && ln -s real ~/linked"
+  setpriv --reuid=hx --regid=hx --init-groups sleep 30 &
+  sleeper=$!
+  until [ "$(stat -c %U /proc/$sleeper)" = hx ]; do sleep 0.05; done
+  "$AGOR" admin cgroup-delegate hx --pid $sleeper > /dev/null
+  kill $sleeper
+  # run POLICY SCRIPT — exec.run of SCRIPT as hx with that policy
+  run() {
+    python3 -c "import json,sys; print(json.dumps({\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[\"/bin/sh\",\"-c\",sys.argv[2]]},\"dataHome\":sys.argv[3],\"policy\":json.loads(sys.argv[1])}))" "$1" "$2" $D > p.json
+    as_hx "$AGOR" executor --stdin < p.json > out || true
+  }
+  SCRIPT="cat ~/.ssh/id_ed25519 ~/.gitconfig ~/.config/gh/hosts.yml; ls -A ~; cat ~/notes.txt 2>&1; (echo x > ~/.ssh/planted) 2>&1;
+    (echo x >> ~/.gitconfig) 2>&1; cat ~/.netrc 2>&1; cat ~/linked/f 2>&1; ls ~/.agor 2>&1"
+  run "{\"execution.sandbox.home_expose\":\".ssh:.gitconfig:.config/gh:.netrc:linked:.missing:.agor\"}" "$SCRIPT"
+  expect_json out success true
+  json_get out data.stdout > stdout
+  cat stdout
+  for want in KEY-hx "name = hx" gh-token; do grep -q "$want" stdout || fail "$want is not shown inside"; done
+  ! grep -q private stdout || fail "an entry not listed (notes.txt) is visible"
+  ! grep -q "root:" stdout || fail "a symlinked entry led to /etc/shadow"
+  ! grep -q via-link stdout || fail "a symlinked entry was followed"
+  [ "$(grep -c "Read-only file system" stdout)" -ge 2 ] || fail "an exposed entry is writable"
+  [ ! -e /home/hx/.ssh/planted ] || fail "the run wrote into the real ~/.ssh"
+  expect_json out data.sandbox.homeExposed.bound.0 .ssh
+  expect_json out data.sandbox.homeExposed.bound.1 .gitconfig
+  expect_json out data.sandbox.homeExposed.bound.2 .config/gh
+  python3 - out <<PY
+import json, sys
+skipped = {s["entry"]: s["reason"] for s in json.load(open(sys.argv[1]))["data"]["sandbox"]["homeExposed"]["skipped"]}
+assert skipped == {".netrc": "a symlink on the way", "linked": "a symlink on the way", ".missing": "missing",
+                   ".agor": "holds agor\u0027s own files"}, skipped
+PY
+  # without the setting nothing of the home is there; a bad setting is refused naming it
+  run "{}" "$SCRIPT"
+  json_get out data.stdout > stdout
+  ! grep -q "KEY-hx\|gh-token" stdout || fail "credentials are shown without home_expose"
+  run "{\"execution.sandbox.home_expose\":\"../hxdata\"}" "true"
+  expect_json out success false
+  expect_contains out "home_expose"
+'
+
+test_case "home_expose: the user's chosen credentials are read-only in the private home; symlinks, other files and agor's own are not" '
+  in_scratch_system "$HOME_EXPOSE"
+'
+
 test_case "exec.run validates argv and timeoutMs with the field named" '
   executor "{\"command\":\"exec.run\",\"params\":{\"cwd\":\"w\",\"argv\":[]}}"
   expect_error INVALID_PAYLOAD 2
