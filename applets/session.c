@@ -47,5 +47,5 @@ const struct applet applet_session = {
 	.summary = "create, list and show agent sessions (through the daemon)",
 	.usage = "Usage: agor session create WORKTREE --tool T [--permission-mode M] | list | get ID   [--json] [--url URL]\n",
 	.main = session_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };
