@@ -6,14 +6,22 @@
 #   . "$(dirname "$0")/../sandbox.sh"
 #   sandbox_enter "$@"          # outer: runs this script again inside the namespace, checks the host, exits
 #   . "$(dirname "$0")/../lib.sh"
-#   if ! sandbox_active; then test_skip "…" "needs root, unshare and setpriv"; test_done; exit; fi
+#   sandbox_needs "…"           # outside (the sandbox was not possible): a counted skip with the reason; ends the file
 #   sandbox_setup               # inside: the mounts (uses $TEST_TMP_ROOT from lib.sh)
+. "$(dirname "${BASH_SOURCE[0]}")/needs.sh"
+SANDBOX_NEEDS=root,unshare,setpriv,acl
 
 sandbox_active() { [ -n "${AGOR_SANDBOX:-}" ]; }
 
-sandbox_possible() {
-  [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v setpriv >/dev/null &&
-    command -v getfacl >/dev/null
+sandbox_possible() { ! unmet_needs "$SANDBOX_NEEDS" > /dev/null; }
+
+# sandbox_needs NAME [NEEDS] — after lib.sh: outside the sandbox, NAME is a counted skip with the reason the sandbox
+# could not start and the file ends; inside, the same for anything else in NEEDS this machine lacks.
+sandbox_needs() {
+  if sandbox_active; then file_needs "${2:-root}" "$1"; return; fi
+  test_skip "$1" "$(unmet_needs "$SANDBOX_NEEDS")"
+  test_done
+  exit
 }
 
 # What must not change on the host.

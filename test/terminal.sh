@@ -3,18 +3,7 @@
 
 # need_real_tmux NAME — the rest of the test file runs real tmux terminals: when this machine cannot (no tmux, not
 # root for a private /tmp), NAME is skipped with the reason and the test file ends here.
-need_real_tmux() {
-  local reason=""
-  if ! command -v tmux > /dev/null; then
-    reason="tmux is not installed (Debian: tmux)"
-  elif [ "$(id -u)" != 0 ] || ! unshare --mount true 2> /dev/null; then
-    reason="needs root for a private /tmp (unshare --mount)"
-  fi
-  [ -z "$reason" ] && return 0
-  test_skip "$1" "$reason"
-  test_done
-  exit
-}
+need_real_tmux() { file_needs tmux,root,mountns "$1"; }
 
 # PRIVATE_TMP — shell code (run as root inside a private mount namespace) that puts an empty tmpfs on /tmp
 # while keeping the checkout reachable at the same path when it lives under /tmp (CI clones may).

@@ -3,10 +3,7 @@
 # `sudo -n agor admin` with the generated sudoers; worktrees.set_access by owners only; other users' file access as attacks.
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root || ! command -v sudo > /dev/null || ! command -v unshare > /dev/null || ! command -v getfacl > /dev/null; then
-  test_skip "worktree Unix groups through agor admin" "needs root, sudo, unshare and getfacl (acl)"
-  test_done; exit
-fi
+file_needs root,sudo,unshare,acl "worktree Unix groups through agor admin"
 
 # The scene (root, in the scratch /etc): daemon user agord, agor users alice (the creator) and bob (not an owner),
 # carol (a Unix user outside agor_users); /etc/agor/admin.yaml confines admin to the data home; the sudoers file is

@@ -5,10 +5,7 @@
 # (everything moves in one step; the Unix user is never touched; the user's tokens die with it).
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root || ! command -v unshare > /dev/null || ! command -v setpriv > /dev/null; then
-  test_skip "agor users linked, changed and removed with real Unix users" "needs root, unshare and setpriv"
-  test_done; exit
-fi
+file_needs root,unshare,setpriv "agor users linked, changed and removed with real Unix users"
 
 # The scene (root, in the scratch /etc): the daemon runs as root in simple mode on /run/agor/agor.sock (opened to
 # everyone here so that alice and bob, Unix users, can connect); agor users al (not linked yet) and bob (linked).

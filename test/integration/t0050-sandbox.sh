@@ -3,10 +3,7 @@
 # abuse is contained, missing controls fail closed (or fall back loudly when the operator said so), receipts.
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root; then
-  test_skip "sandbox tests" "need root for cgroups (run as root in CI)"
-  test_done; exit
-fi
+file_needs root "sandbox tests (cgroups)"
 
 DENY="$TEST_TOP/build/deny-syscall"
 SETUP='

@@ -184,18 +184,14 @@ test_case "zellij terminals: a PTY master handed over (fake zellij on PATH): arg
 BODY
 '
 
-if command -v zellij > /dev/null; then
-  test_case "zellij terminals with the real zellij: echo through zellij attach --create" '
-    in_private_tmp <<"BODY"
-      start_daemon
-      worktree
-      TERM_MULTIPLEXER=zellij term $wt "sleep:2" "type:echo real\$((2*4))zellij\n" "expect:real8zellij" > z.out || { cat z.out daemon.log; false; }
-      stop_daemon
+test_case --needs zellij "zellij terminals with the real zellij: echo through zellij attach --create" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    TERM_MULTIPLEXER=zellij term $wt "sleep:2" "type:echo real\$((2*4))zellij\n" "expect:real8zellij" > z.out || { cat z.out daemon.log; false; }
+    stop_daemon
 BODY
-  '
-else
-  test_skip "zellij terminals with the real zellij" "zellij is not on PATH (not packaged for Debian 12): the command line, environment, config and PTY hand-over are tested with a fake above"
-fi
+'
 
 # Insulated mode for real (users in a scratch /etc): the daemon runs as agord, terminals as alice through sudo.
 ISO_SCENE="TEST_TOP='$TEST_TOP'
@@ -273,10 +269,7 @@ test_case "insulated mode: an execution user with a nologin shell (as agor setup
 '"'"'
 '
 
-if ! ws_reason=$(npm_package "$WS_DIR" ws@8); then
-  test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
-  test_done; exit
-fi
+file_needs node-ws "terminals over WebSocket (binary frames, two clients, another user's attacks)"
 
 test_case "WebSocket /terminal: binary frames, two clients see the same output, bad sizes refused" '
   in_private_tmp <<"BODY"
