@@ -97,6 +97,8 @@ npm_package() {
 . "$TEST_TOP/test/asserts.sh"
 # the prerequisite table: test_case --needs, case_needs, file_needs
 . "$TEST_TOP/test/needs.sh"
+# the daemon scene: start_daemon, rpc, stop_daemon
+. "$TEST_TOP/test/daemon.sh"
 
 # in_scratch_system BODY — runs BODY (with `set -e`) as root in a private mount namespace where /etc is a
 # scratch copy and /home, /run are empty tmpfs: users, groups and sudoers made there never reach the host.

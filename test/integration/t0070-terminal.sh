@@ -62,7 +62,7 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen an
     head -1 first.out > open.json
     expect_json open.json open.result.tmux.server "agor-$(id -un)"
     expect_json open.json open.result.tmux.session agor
-    kill -9 $daemon_pid; wait $daemon_pid 2> /dev/null || true
+    kill_daemon
     start_daemon
     term $wt "expect:STATE=kept-\\\$\\(\\(40\\+2\\)\\)" "type:echo \"[\$STATE]\"\n" "expect:\[kept-42\]" "type:exit\n" expect-exit > second.out || { cat second.out daemon.log; false; }
     expect_contains second.out "\"reason\": \"exited\""
