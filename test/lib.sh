@@ -101,20 +101,13 @@ npm_package() {
 . "$TEST_TOP/test/daemon.sh"
 
 # in_scratch_system BODY — runs BODY (with `set -e`) as root in a private mount namespace where /etc is a
-# scratch copy and /home, /run are empty tmpfs: users, groups and sudoers made there never reach the host.
-# Every set-up step is checked on its own, and BODY runs only once /etc is proven to be the scratch copy.
+# scratch copy and /home, /run are empty tmpfs (test/sandbox.sh's scratch_system): users, groups and sudoers made
+# there never reach the host, and BODY runs only once /etc is proven to be the scratch copy.
 in_scratch_system() {
-  local script="$T/.scratch-body.sh" marker
-  marker="agor-scratch-$$-$RANDOM"
+  local script="$T/.scratch-body.sh"
   { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
-  T="$T" AGOR="$AGOR" MARKER="$marker" unshare --mount --propagation private -- bash -c '
-    set -e
-    rm -rf "$T/.etc"
-    cp -a /etc "$T/.etc"
-    touch "$T/.etc/$MARKER"
-    mount --bind "$T/.etc" /etc
-    mount -t tmpfs -o mode=755 tmpfs /home
-    mount -t tmpfs -o mode=755 tmpfs /run
-    if [ ! -e "/etc/$MARKER" ]; then echo "scratch /etc is not in place: refusing to run" >&2; exit 99; fi
-    exec bash "$1"' _ "$script"
+  T="$T" AGOR="$AGOR" unshare --mount --propagation private -- bash -c '
+    . "$2/test/sandbox.sh"
+    scratch_system "$T/.scratch" /home /run
+    exec bash "$1"' _ "$script" "$TEST_TOP"
 }
