@@ -100,12 +100,13 @@ npm_package() {
 # the daemon scene: start_daemon, rpc, stop_daemon
 . "$TEST_TOP/test/daemon.sh"
 
-# in_scratch_system BODY — runs BODY (with `set -e`) as root in a private mount namespace where /etc is a
-# scratch copy and /home, /run are empty tmpfs (test/sandbox.sh's scratch_system): users, groups and sudoers made
-# there never reach the host, and BODY runs only once /etc is proven to be the scratch copy.
+# in_scratch_system BODY — runs BODY (with `set -e` and test/daemon.sh) as root in a private mount namespace where
+# /etc is a scratch copy and /home, /run are empty tmpfs (test/sandbox.sh's scratch_system): users, groups and
+# sudoers made there never reach the host, and BODY runs only once /etc is proven to be the scratch copy.
 in_scratch_system() {
   local script="$T/.scratch-body.sh"
-  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
+  { echo "set -e"; echo "TEST_TOP='$TEST_TOP'; . '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'"; echo "cd '$T'"
+    printf '%s\n' "$1"; } > "$script"
   T="$T" AGOR="$AGOR" unshare --mount --propagation private -- bash -c '
     . "$2/test/sandbox.sh"
     scratch_system "$T/.scratch" /home /run

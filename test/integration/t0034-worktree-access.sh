@@ -106,10 +106,7 @@ test_case "set_access: only owners (and admins) may change it; read then write r
 
 test_case "simple mode: others_fs_access is refused clearly (no groups); others_can alone is stored" '
   make_source_repo src
-  "$AGOR" daemon --foreground --port 0 2> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  start_daemon
   "$AGOR" repo clone "$PWD/src" --json > clone.json
   expect_exit 1 "$AGOR" worktree add "$(json_get clone.json repo.id)" x --others-fs-access read
   expect_contains err "worktree Unix groups are off (execution.unix_user_mode: simple"
@@ -120,7 +117,7 @@ test_case "simple mode: others_fs_access is refused clearly (no groups); others_
   expect_exit 0 "$AGOR" worktree set-access "$id" --others-can prompt --json
   expect_json out worktree.others_can prompt
   expect_json out worktree.others_fs_access none
-  kill -TERM $daemon_pid; wait $daemon_pid
+  stop_daemon
 '
 
 test_case "strict: owners.add|remove run admin add-/remove-worktree-owner first; a failing admin leaves the owners unchanged" '
