@@ -47,7 +47,10 @@ kill_daemon() {
 # daemon_cleanup — the EXIT trap start_daemon sets: no daemon outlives its case (one the body already ended is
 # fine), then the scene's own scene_cleanup.
 daemon_cleanup() {
-  if [ -n "${daemon_pid:-}" ]; then kill -9 "$daemon_pid" 2> /dev/null || true; wait "$daemon_pid" 2> /dev/null || true; fi
+  if [ -n "${daemon_pid:-}" ]; then
+    kill -9 "$daemon_pid" 2> /dev/null || true
+    wait "$daemon_pid" 2> /dev/null || true
+  fi
   if declare -F scene_cleanup > /dev/null; then scene_cleanup; fi
 }
 

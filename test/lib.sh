@@ -105,8 +105,8 @@ npm_package() {
 # sudoers made there never reach the host, and BODY runs only once /etc is proven to be the scratch copy.
 in_scratch_system() {
   local script="$T/.scratch-body.sh"
-  { echo "set -e"; echo "TEST_TOP='$TEST_TOP'; . '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'"; echo "cd '$T'"
-    printf '%s\n' "$1"; } > "$script"
+  { echo "set -e"; echo "TEST_TOP='$TEST_TOP'"; echo ". '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'"
+    echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
   T="$T" AGOR="$AGOR" unshare --mount --propagation private -- bash -c '
     . "$2/test/sandbox.sh"
     scratch_system "$T/.scratch" /home /run

@@ -10,7 +10,7 @@ PREREQUISITES=(
   'node-ws|npm_package "$TEST_TOP/build/test-tmp/node-ws" ws@8|the npm package ws@8 is not installed'
   "python3-sqlite3|python3 -c 'import sqlite3'|needs python3 with sqlite3 to read the database"
   "tmux|command -v tmux|tmux is not installed (Debian: tmux)"
-  "zellij|command -v zellij|zellij is not on PATH (not packaged for Debian 12; t0070 tests its command line with a fake)"
+  "zellij|command -v zellij|zellij is not on PATH (not packaged for Debian 12; t0070 also tests it with a fake)"
   "strace|/usr/bin/strace -f -qq -e trace=execve -o /dev/null /bin/true|strace is missing or ptrace is not allowed here"
   "acl|command -v getfacl|getfacl is not installed (Debian: acl)"
   "clang|command -v clang|clang (with libFuzzer) is not installed: apt-get install clang"
