@@ -5,6 +5,8 @@
 #   DAEMON_HOST    AGOR_DAEMON_HOST for the daemon alone (e.g. 0.0.0.0 for nodes in other network namespaces)
 #   DAEMON_PORT    its TCP port (default 0: any free one, read back into $port)
 #   DAEMON_ULIMIT  ulimit arguments applied to the daemon alone (e.g. "-Sn 1024")
+#   DAEMON_AS      a command prefix that execs what follows, to run the daemon as another user (setpriv … env -i …)
+#   DAEMON_BIN     the agor binary to run (default $AGOR)
 # A scene with more to stop when the body ends (nodes, floods) defines scene_cleanup; it runs after the daemon dies.
 
 # start_daemon [daemon flags…] — starts `agor daemon --foreground` in the background, its log appended to daemon.log,
@@ -13,7 +15,7 @@ start_daemon() {
   (
     [ -z "${DAEMON_HOST:-}" ] || export AGOR_DAEMON_HOST=$DAEMON_HOST
     [ -z "${DAEMON_ULIMIT:-}" ] || ulimit $DAEMON_ULIMIT
-    exec "$AGOR" daemon --foreground --port "${DAEMON_PORT:-0}" "$@"
+    exec ${DAEMON_AS:-} "${DAEMON_BIN:-$AGOR}" daemon --foreground --port "${DAEMON_PORT:-0}" "$@"
   ) 2>> daemon.log &
   daemon_pid=$!
   trap daemon_cleanup EXIT

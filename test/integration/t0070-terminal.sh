@@ -212,12 +212,13 @@ $PRIVATE_TMP"'
   as_agord mkdir -m 700 /home/agord/.agor
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
-    AGOR_SECRET_ENV=daemon-only "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null; sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+  scene_cleanup() { # the tmux server of alice, then the cgroups of her shells
+    setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true
+    sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true
+  }
+  DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor"
+  DAEMON_AS="$DAEMON_AS PATH=/usr/bin:/bin AGOR_SECRET_ENV=daemon-only" DAEMON_BIN=$BIN
+  start_daemon
 '
 
 test_case "insulated mode: the shell runs as the execution user with its own environment, not the daemon's" '
@@ -256,16 +257,13 @@ test_case "insulated mode: an execution user with a nologin shell (as agor setup
   as_agord "$BIN" worktree add "$repo" feature --json > wt.json
   as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt.json worktree.id)" "expect:@agor-sandbox:" \
     "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/bash>" > out || { cat out daemon.log; false; }
-  kill $daemon_pid && wait $daemon_pid 2> /dev/null || true
+  stop_daemon
   printf "  terminal_shell: /bin/sh\n" >> config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
-    "$BIN" daemon --foreground --port 0 2> daemon2.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null || true; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true; sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon2.log && break; sleep 0.05; done
+  DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin"
+  start_daemon
   as_agord "$BIN" worktree add "$repo" second --json > wt2.json
   as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt2.json worktree.id)" "expect:[$]" \
-    "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/sh>" > out2 || { cat out2 daemon2.log; false; }
+    "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/sh>" > out2 || { cat out2 daemon.log; false; }
 '"'"'
 '
 
