@@ -199,8 +199,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -Wno-string-concatenation -g -O1 -D_GNU_SOURCE -I. -Ilib -isystem $(DEPS_GLIBC)/include \
 	$(FUZZ_SAN)
 FUZZ_LIB_OBJS := $(patsubst lib/%.c,build/fuzz/lib/%.o,$(wildcard lib/*.c))
-FUZZ_NAMES := ws_frame_fuzz http_fuzz tmux_control_fuzz token_fuzz payload_fuzz report_scan_fuzz url_fuzz \
-	shell_split_fuzz rpc_fuzz
+FUZZ_NAMES := $(basename $(notdir $(wildcard test/fuzz/*_fuzz.c)))   # every target: none can be left out
 FUZZ_TARGETS := $(addprefix build/fuzz/,$(FUZZ_NAMES))
 FUZZ_LIBS := -L$(DEPS_GLIBC)/lib -Wl,--start-group build/fuzz/libagor.a -lgit2 -lhttp_parser -lmbedtls -lmbedx509 -lmbedcrypto -lz -lsqlite3 \
 	-ljansson -lyaml -Wl,--end-group -lpthread -ldl -lm

@@ -54,9 +54,7 @@ static void print_main_usage(FILE *out)
 		     "       agor --list [--verbose] | --install [-s] DIR | --version | --help\n\n"
 		     "Applets:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(applets); i++)
-		if (!(applets[i]->flags & APPLET_HIDDEN))
-			fprintf(out, "  %-10s %s%s\n", applets[i]->name, applets[i]->summary,
-				(applets[i]->flags & APPLET_NOT_BUILT) ? " (not built yet)" : "");
+		fprintf(out, "  %-10s %s\n", applets[i]->name, applets[i]->summary);
 	fprintf(out, "\nRun 'agor APPLET --help' for an applet's usage.\n");
 }
 
@@ -69,16 +67,13 @@ static int run_list(int argc, char **argv)
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(applets); i++) {
 		const struct applet *a = applets[i];
-		if (a->flags & APPLET_HIDDEN)
-			continue;
 		if (!verbose) {
 			printf("%s\n", a->name);
 			continue;
 		}
-		printf("%-10s %-10s %-10s %s\n", a->name,
-		       (a->flags & APPLET_NOT_BUILT) ? "not-built" : "built",
-		       (a->flags & APPLET_ROOT_ONLY) ? "root-only" : "any-user",
-		       (a->flags & APPLET_NOT_BUILT) ? a->built_by : a->summary);
+		/* every registered applet is built: the column stays for the documented --list --verbose format */
+		printf("%-10s %-10s %-10s %s\n", a->name, "built",
+		       (a->flags & APPLET_ROOT_ONLY) ? "root-only" : "any-user", a->summary);
 	}
 	return EXIT_OK;
 }
@@ -161,8 +156,7 @@ static int run_install(int argc, char **argv)
 	}
 	int failed = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(applets); i++)
-		if (!(applets[i]->flags & APPLET_HIDDEN))
-			failed |= install_link(dir, applets[i]->name, target, symbolic) < 0;
+		failed |= install_link(dir, applets[i]->name, target, symbolic) < 0;
 	free(target);
 	return failed ? EXIT_FAILED : EXIT_OK;
 }

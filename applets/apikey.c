@@ -115,5 +115,4 @@ const struct applet applet_apikey = {
 		 "admins, or owner (the admin who sets it); setting a key again keeps its scope unless --scope is given.\n"
 		 "Values are sealed with the daemon's master key and never returned by any command.\n",
 	.main = apikey_main,
-	.flags = APPLET_CLIENT,
 };

@@ -5,10 +5,7 @@
 
 enum applet_flags {
 	APPLET_ROOT_ONLY = 1 << 0, /* main.c refuses to run it unless euid is 0 */
-	APPLET_NOT_BUILT = 1 << 1, /* registered with usage, answers "not built yet" (exit 2) */
-	APPLET_HIDDEN = 1 << 2,	   /* not listed by --list / --install */
-	APPLET_CLIENT = 1 << 3,	   /* a client command talking to a running daemon */
-	APPLET_SUBCOMMAND_HELP = 1 << 4, /* answers `agor NAME SUB --help` itself (client_main: one subcommand) */
+	APPLET_SUBCOMMAND_HELP = 1 << 1, /* answers `agor NAME SUB --help` itself (client_main: one subcommand) */
 };
 
 struct applet {
@@ -17,7 +14,6 @@ struct applet {
 	const char *usage;   /* full text for `agor NAME --help` */
 	int (*main)(int argc, char **argv); /* argv[0] is the applet name */
 	unsigned flags;
-	const char *built_by; /* for NOT_BUILT applets: which issue builds it */
 };
 
 /* Exit statuses shared by every applet (docs/architecture.md#applets, docs/payloads.md#results). */

@@ -38,5 +38,5 @@ const struct applet applet_audit = {
 	.summary = "list the audit log and verify its hash chain (through the daemon)",
 	.usage = "Usage: agor audit list | verify   [--json] [--url URL]\n",
 	.main = audit_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };

@@ -282,5 +282,4 @@ const struct applet applet_config = {
 	.summary = "show, get or set the configuration (and where each setting came from)",
 	.usage = CONFIG_USAGE,
 	.main = config_main,
-	.flags = APPLET_CLIENT,
 };

@@ -264,5 +264,4 @@ const struct applet applet_exec = {
 		 "terminal ([o]nce, [a]lways, [N]o), or by --yes (allow once), --always (allow always) or --no.\n"
 		 "Prints the command's output; exits with its exit status, 126 when denied, 1 on other errors.\n",
 	.main = exec_main,
-	.flags = APPLET_CLIENT,
 };

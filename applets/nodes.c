@@ -44,5 +44,5 @@ const struct applet applet_nodes = {
 	.usage = "Usage: agor nodes list | approve ID | revoke ID   [--json] [--url URL]\n"
 		 "ID is a node id, an id prefix of 6+ characters, an IP or a display name.\n",
 	.main = nodes_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };

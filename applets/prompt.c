@@ -324,5 +324,4 @@ const struct applet applet_prompt = {
 		 "        [node=QUERY]        (alone: show them; /exec reset: clear them)\n"
 		 "  /elevated on|off         host gateway with security full (up to the gateway's exec approvals)\n",
 	.main = prompt_main,
-	.flags = APPLET_CLIENT,
 };

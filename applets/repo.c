@@ -54,5 +54,5 @@ const struct applet applet_repo = {
 	.usage = "Usage: agor repo clone URL [--branch B] | list | get ID | remove ID   [--json] [--url URL]\n"
 		 "(clone shows git's progress as one updating line when stderr is a terminal, never with --json)\n",
 	.main = repo_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };

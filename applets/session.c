@@ -66,5 +66,5 @@ const struct applet applet_session = {
 		 "allow-host: the session's runs (prompts, exec.run naming it) may also reach ENTRY through the egress\n"
 		 "proxy (its creator or an admin; ENTRY as in execution.sandbox.egress_allow).\n",
 	.main = session_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };

@@ -42,5 +42,5 @@ const struct applet applet_task = {
 	.summary = "show, list and cancel tasks (through the daemon)",
 	.usage = "Usage: agor task get ID | list [--status S] | cancel ID   [--json] [--url URL]\n",
 	.main = task_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };

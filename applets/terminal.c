@@ -64,5 +64,4 @@ const struct applet applet_terminal = {
 		 "  --token T    over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN\n"
 		 "The web page at http://HOST:PORT/terminal is the same terminal in a browser (docs/terminals.md).\n",
 	.main = terminal_main,
-	.flags = APPLET_CLIENT,
 };

@@ -115,5 +115,5 @@ const struct applet applet_user = {
 		 "       agor user link ID LOGIN | remove ID [--reassign-to USER]\n"
 		 "       agor user token [--label L] [--for USER] | tokens | revoke-token JTI   [--json] [--url URL] [--token T]\n",
 	.main = user_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };

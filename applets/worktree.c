@@ -91,5 +91,5 @@ const struct applet applet_worktree = {
 		 "       agor worktree set-access ID [--others-can none|view|prompt|all] [--others-fs-access L]\n"
 		 "(others-fs-access needs worktree Unix groups: unix_user_mode insulated|strict, worktree_rbac)\n",
 	.main = worktree_main,
-	.flags = APPLET_CLIENT | APPLET_SUBCOMMAND_HELP,
+	.flags = APPLET_SUBCOMMAND_HELP,
 };

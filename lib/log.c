@@ -43,7 +43,6 @@ void log_init(const char *applet)
 }
 
 void log_set_level(enum log_level level) { current_level = level; }
-enum log_level log_get_level(void) { return current_level; }
 
 int log_open_file(const char *path)
 {

@@ -12,7 +12,6 @@ void log_init(const char *applet);
 /* Parses debug|info|warn|error|off; -1 when unknown. */
 int log_level_parse(const char *s);
 void log_set_level(enum log_level level);
-enum log_level log_get_level(void);
 /* Sends logs to path (appended, 0600) instead of stderr; -1 with errno on failure. */
 int log_open_file(const char *path);
 /* Reopens the log file (after rotation); no-op on stderr. */

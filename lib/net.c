@@ -1561,15 +1561,6 @@ void net_server_stats(const struct net_server *s, struct net_stats *out)
 	out->unauthenticated_open = s->unauthenticated;
 }
 
-void net_server_foreach(struct net_server *s, void (*fn)(struct net_conn *c, void *arg), void *arg)
-{
-	for (struct net_conn *c = s->conns, *next; c; c = next) {
-		next = c->next; /* closing c does not unlink it before the end of the iteration */
-		if (c->state == ST_OPEN)
-			fn(c, arg);
-	}
-}
-
 /* --- connection API ---------------------------------------------------------------------- */
 
 static int send_line(struct net_conn *c, const char *data, size_t len)
@@ -1693,14 +1684,4 @@ const char *net_conn_remote_addr(const struct net_conn *c)
 const char *net_conn_remote_ip(const struct net_conn *c)
 {
 	return c->ip;
-}
-
-int net_conn_is_tls(const struct net_conn *c)
-{
-	return c->tls != NULL;
-}
-
-uint64_t net_conn_id(const struct net_conn *c)
-{
-	return c->id;
 }

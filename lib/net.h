@@ -162,8 +162,6 @@ void net_server_stop_accepting(struct net_server *s);
 void net_server_close_all(struct net_server *s);
 void net_server_free(struct net_server *s);
 void net_server_stats(const struct net_server *s, struct net_stats *out);
-/* Calls fn for every open connection (for broadcasts); fn may send to or close any connection. */
-void net_server_foreach(struct net_server *s, void (*fn)(struct net_conn *c, void *arg), void *arg);
 
 int net_send(struct net_conn *c, const char *data, size_t len);
 int net_send_binary(struct net_conn *c, const void *data, size_t len);
@@ -188,8 +186,5 @@ int net_conn_peer_cred(const struct net_conn *c, uid_t *uid, gid_t *gid, pid_t *
 const char *net_conn_remote_addr(const struct net_conn *c);
 /* The same without the port: "127.0.0.1", "::1", or "unix". */
 const char *net_conn_remote_ip(const struct net_conn *c);
-int net_conn_is_tls(const struct net_conn *c);
-/* A number unique within the server, for logs. */
-uint64_t net_conn_id(const struct net_conn *c);
 
 #endif

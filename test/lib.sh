@@ -9,9 +9,13 @@ TEST_TMP_ROOT="$TEST_TOP/build/test-tmp/$TEST_NAME-$AGOR_FLAVOR.$$"   # per run:
 mkdir -p "$TEST_TMP_ROOT"
 _passed=0 _failed=0 _skipped=0 _n=0
 
-# test_case NAME BODY — BODY is shell code; the case passes when it exits 0, and is a counted skip when it calls
-# skip_case REASON (this machine lacks what the case needs) — never a silent pass.
+# test_case [--needs LIST] NAME BODY — BODY is shell code; the case passes when it exits 0. It is a counted skip,
+# with the reason, when this machine lacks a prerequisite in LIST (comma-separated names, see PREREQUISITES) or
+# when BODY calls skip_case REASON — never a silent pass.
 test_case() {
+  local needs="" reason
+  if [ "$1" = --needs ]; then needs=$2; shift 2; fi
+  if reason=$(unmet_needs "$needs"); then test_skip "$1" "$reason"; return; fi
   local name=$1 body=$2 log
   _n=$((_n + 1))
   T="$TEST_TMP_ROOT/$_n"
@@ -41,6 +45,22 @@ SKIP_CASE_STATUS=77
 skip_case() {
   printf '%s' "$1" > "$T.skip"
   exit "$SKIP_CASE_STATUS"
+}
+
+# case_needs LIST — inside a test_case body: the case ends as a counted skip unless this machine has LIST.
+case_needs() {
+  local reason
+  if reason=$(unmet_needs "$1"); then skip_case "$reason"; fi
+}
+
+# file_needs LIST NAME — at the top of a test file: unless this machine has LIST, NAME is a counted skip with the
+# reason and the file ends here.
+file_needs() {
+  local reason
+  reason=$(unmet_needs "$1") || return 0
+  test_skip "$2" "$reason"
+  test_done
+  exit
 }
 
 # test_skip NAME REASON — a case this machine cannot run, with the reason printed.
@@ -75,22 +95,20 @@ npm_package() {
 
 # assertions and helpers usable inside bodies (also sourced inside private namespaces)
 . "$TEST_TOP/test/asserts.sh"
+# the prerequisite table: test_case --needs, case_needs, file_needs
+. "$TEST_TOP/test/needs.sh"
+# the daemon scene: start_daemon, rpc, stop_daemon
+. "$TEST_TOP/test/daemon.sh"
 
-# in_scratch_system BODY — runs BODY (with `set -e`) as root in a private mount namespace where /etc is a
-# scratch copy and /home, /run are empty tmpfs: users, groups and sudoers made there never reach the host.
-# Every set-up step is checked on its own, and BODY runs only once /etc is proven to be the scratch copy.
+# in_scratch_system BODY — runs BODY (with `set -e` and test/daemon.sh) as root in a private mount namespace where
+# /etc is a scratch copy and /home, /run are empty tmpfs (test/sandbox.sh's scratch_system): users, groups and
+# sudoers made there never reach the host, and BODY runs only once /etc is proven to be the scratch copy.
 in_scratch_system() {
-  local script="$T/.scratch-body.sh" marker
-  marker="agor-scratch-$$-$RANDOM"
-  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'"; echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
-  T="$T" AGOR="$AGOR" MARKER="$marker" unshare --mount --propagation private -- bash -c '
-    set -e
-    rm -rf "$T/.etc"
-    cp -a /etc "$T/.etc"
-    touch "$T/.etc/$MARKER"
-    mount --bind "$T/.etc" /etc
-    mount -t tmpfs -o mode=755 tmpfs /home
-    mount -t tmpfs -o mode=755 tmpfs /run
-    if [ ! -e "/etc/$MARKER" ]; then echo "scratch /etc is not in place: refusing to run" >&2; exit 99; fi
-    exec bash "$1"' _ "$script"
+  local script="$T/.scratch-body.sh"
+  { echo "set -e"; echo "TEST_TOP='$TEST_TOP'"; echo ". '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'"
+    echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
+  T="$T" AGOR="$AGOR" unshare --mount --propagation private -- bash -c '
+    . "$2/test/sandbox.sh"
+    scratch_system "$T/.scratch" /home /run
+    exec bash "$1"' _ "$script" "$TEST_TOP"
 }

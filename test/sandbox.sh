@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# test/sandbox.sh — runs an integration script as root inside a private mount namespace with a scratch copy of /etc and tmpfs over /home, /run, /srv, /usr/local/bin, /var/log, /var/mail, so it may create users, groups and sudoers.
+# test/sandbox.sh — runs an integration script as root inside a private mount namespace with a scratch copy of /etc and tmpfs over /home, /run, /srv, /usr/local/bin, /var/log, /var/mail, so it may create users, groups and sudoers; scratch_system, which makes them, is also what lib.sh's in_scratch_system uses.
 # It must never let a change reach the host: the outer run compares the host's account files, sudoers and /home before and after, and counts a failure when anything differs.
 #
 # Use at the very top of a tNNNN script:
 #   . "$(dirname "$0")/../sandbox.sh"
 #   sandbox_enter "$@"          # outer: runs this script again inside the namespace, checks the host, exits
 #   . "$(dirname "$0")/../lib.sh"
-#   if ! sandbox_active; then test_skip "…" "needs root, unshare and setpriv"; test_done; exit; fi
+#   sandbox_needs "…"           # outside (the sandbox was not possible): a counted skip with the reason; ends the file
 #   sandbox_setup               # inside: the mounts (uses $TEST_TMP_ROOT from lib.sh)
+. "$(dirname "${BASH_SOURCE[0]}")/needs.sh"
+SANDBOX_NEEDS=root,unshare,setpriv,acl
 
 sandbox_active() { [ -n "${AGOR_SANDBOX:-}" ]; }
 
-sandbox_possible() {
-  [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v setpriv >/dev/null &&
-    command -v getfacl >/dev/null
+sandbox_possible() { ! unmet_needs "$SANDBOX_NEEDS" > /dev/null; }
+
+# sandbox_needs NAME [NEEDS] — after lib.sh: outside the sandbox, NAME is a counted skip with the reason the sandbox
+# could not start and the file ends; inside, the same for anything else in NEEDS this machine lacks.
+sandbox_needs() {
+  if sandbox_active; then file_needs "${2:-root}" "$1"; return; fi
+  test_skip "$1" "$(unmet_needs "$SANDBOX_NEEDS")"
+  test_done
+  exit
 }
 
 # What must not change on the host.
@@ -56,22 +64,28 @@ sandbox_enter() {
   exit "$rc"
 }
 
-# The mounts. /etc becomes a copy on the test's own filesystem (so hard links to it are possible).
+# scratch_system DIR TMPFS_DIR… — the one way a test gets a scratch /etc: as root in a private mount namespace, /etc
+# becomes a copy in DIR/etc (on the test's own filesystem, so hard links to it are possible) and each TMPFS_DIR that
+# exists an empty tmpfs. Every step is checked, and it exits 99 unless /etc is proven to be the copy: users, groups
+# and sudoers made afterwards never reach the host.
+scratch_system() {
+  local dir=$1 marker="agor-scratch-$$-$RANDOM" d
+  shift
+  mkdir -p "$dir" && rm -rf "$dir/etc" || { echo "scratch: cannot make $dir" >&2; exit 99; }
+  cp -a /etc "$dir/etc" || { echo "scratch: cannot copy /etc" >&2; exit 99; }
+  touch "$dir/etc/$marker"
+  mount --bind "$dir/etc" /etc || { echo "scratch: cannot bind the scratch /etc" >&2; exit 99; }
+  [ -e "/etc/$marker" ] || { echo "scratch: /etc is not the scratch copy: refusing to run" >&2; exit 99; }
+  for d in "$@"; do
+    if [ -d "$d" ]; then mount -t tmpfs -o mode=755 tmpfs "$d" || { echo "scratch: cannot mount $d" >&2; exit 99; }; fi
+  done
+}
+
+# The mounts for a whole script: a scratch /etc, and /home, /run, /srv, /usr/local/bin and the logs empty.
 sandbox_setup() {
   SANDBOX="$TEST_TMP_ROOT/sandbox"
-  mkdir -p "$SANDBOX"
   mount --make-rprivate / || { echo "sandbox: cannot make / private" >&2; exit 99; }
-  rm -rf "$SANDBOX/etc"
-  cp -a /etc "$SANDBOX/etc" || { echo "sandbox: cannot copy /etc" >&2; exit 99; }
-  local marker="agor-sandbox-$$"
-  touch "$SANDBOX/etc/$marker"
-  mount --bind "$SANDBOX/etc" /etc || { echo "sandbox: cannot bind the scratch /etc" >&2; exit 99; }
-  # never go on against the host's /etc: users and sudoers would leak
-  [ -e "/etc/$marker" ] || { echo "sandbox: /etc is not the scratch copy: refusing to run" >&2; exit 99; }
-  local d
-  for d in /home /run /srv /usr/local/bin /var/log /var/mail; do
-    [ -d "$d" ] && mount -t tmpfs -o mode=755 tmpfs "$d"
-  done
+  scratch_system "$SANDBOX" /home /run /srv /usr/local/bin /var/log /var/mail
   mkdir -p /run/lock /run/sudo
   chmod 1777 /run/lock
 }

@@ -125,15 +125,11 @@ test_case "--install refuses a missing directory and bad usage" '
   expect_exit 2 "$AGOR" --install -x dir extra
 '
 
-if is_root && command -v setpriv >/dev/null; then
-test_case "a root-only applet refuses a non-root caller (checked centrally)" '
+test_case --needs root,setpriv "a root-only applet refuses a non-root caller (checked centrally)" '
   cp "$AGOR" ./agorbin && chmod 755 . ./agorbin
   expect_exit 1 setpriv --reuid=65534 --regid=65534 --clear-groups ./agorbin admin setup-unix-user alice
   expect_contains err "must run as root"
 '
-else
-test_skip "root-only applet refusal" "needs root and setpriv"
-fi
 
 if is_musl; then
 test_case "the product binary is static, stripped, and at most 4 MB" '
@@ -142,16 +138,12 @@ test_case "the product binary is static, stripped, and at most 4 MB" '
   ! readelf -l "$AGOR" | grep -q INTERP || fail "has PT_INTERP"
   size=$(stat -c %s "$AGOR"); [ "$size" -le 4194304 ] || fail "size $size > 4 MB"
 '
-  if is_root && command -v chroot >/dev/null; then
-test_case "agor --version runs alone in an empty root (chroot)" '
+test_case --needs root,chroot "agor --version runs alone in an empty root (chroot)" '
   mkdir root && cp "$AGOR" root/agor
   expect_exit 0 chroot root /agor --version
   expect_contains out "libgit2"
   [ "$(ls root)" = agor ] || fail "chroot gained files: $(ls root)"
 '
-  else
-test_skip "version in an empty chroot" "needs root and chroot"
-  fi
 fi
 
 test_done

@@ -227,8 +227,7 @@ test_case "a group- or world-writable config.yaml is refused with the fix" '
   expect_exit 0 "$AGOR" config show
 '
 
-if is_root; then
-test_case "a config.yaml owned by another user is refused" '
+test_case --needs root "a config.yaml owned by another user is refused" '
   write_config "daemon: {port: 4000}
 "
   chown 4242 "$AGOR_HOME/config.yaml"
@@ -236,9 +235,6 @@ test_case "a config.yaml owned by another user is refused" '
   expect_contains err "refusing a config file owned by uid 4242"
   expect_contains err "fix: chown"
 '
-else
-test_skip "config.yaml owned by another user" "needs root to chown"
-fi
 
 # ---- agor config get / set -----------------------------------------------------------------------------
 

@@ -4,11 +4,7 @@
 . "$(dirname "$0")/../sandbox.sh"
 sandbox_enter "$@"
 . "$(dirname "$0")/../lib.sh"
-if ! sandbox_active; then
-  test_skip "agor admin with real users" "needs root, unshare, setpriv and getfacl"
-  test_done
-  exit
-fi
+sandbox_needs "agor admin with real users"
 sandbox_setup
 sandbox_forget_accounts agor agor_executor agor_users alice bob carol dave
 

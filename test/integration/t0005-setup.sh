@@ -68,30 +68,7 @@ bad_inputs() {
 }
 test_case "setup sudoers refuses names and paths that could widen the rules (exit 2, nothing printed)" bad_inputs
 
-if ! sandbox_active; then
-  test_skip "setup isolation, validate and the installed sudo rules" "needs root, unshare, setpriv and getfacl"
-  fresh_config() {
-  useradd --system --create-home --home-dir /home/svc --shell /bin/bash svc
-  expect_exit 0 "$AGOR" setup isolation --mode insulated --daemon-user svc
-  [ "$(stat -c '%a %U' /home/svc/.agor)" = "700 svc" ] || fail "AGOR_HOME mode/owner"
-  [ "$(stat -c '%a %U' /home/svc/.agor/config.yaml)" = "600 svc" ] || fail "config.yaml mode/owner"
-  expect_contains /home/svc/.agor/config.yaml "unix_user_mode: insulated"
-  expect_contains /home/svc/.agor/config.yaml "socket_path: /run/agor/agor.sock"
-  # the default data home was AGOR_HOME (0700): moved where executors reach it through agor_users
-  expect_contains /home/svc/.agor/config.yaml "data_home: /srv/agor"
-  for d in /srv/agor /srv/agor/repos /srv/agor/worktrees; do
-    [ "$(stat -c '%a %U %G' $d)" = "2770 svc agor_users" ] || fail "$d: $(stat -c '%a %U %G' $d)"
-  done
-  grep -qx 'svc ALL = (agor_executor) NOPASSWD: /usr/local/bin/agor executor --stdin' /etc/sudoers.d/agor
-  [ "$(stat -c '%U' /run/agor)" = svc ] || fail "/run/agor not the daemon user's"
-  expect_exit 0 "$AGOR" setup isolation --mode insulated --daemon-user svc
-  expect_contains out "nothing to change"
-}
-test_case "setup isolation for a daemon user without a config.yaml creates ~/.agor (0700) and config.yaml (0600) as that user" fresh_config
-
-test_done
-  exit
-fi
+sandbox_needs "setup isolation, validate and the installed sudo rules"
 sandbox_setup
 sandbox_forget_accounts agor agor_executor agor_users alice bob carol
 
@@ -282,6 +259,11 @@ fresh_config() {
   [ "$(stat -c '%a %U' /home/svc/.agor/config.yaml)" = "600 svc" ] || fail "config.yaml mode/owner"
   expect_contains /home/svc/.agor/config.yaml "unix_user_mode: insulated"
   expect_contains /home/svc/.agor/config.yaml "socket_path: /run/agor/agor.sock"
+  # the default data home was AGOR_HOME (0700): moved where executors reach it through agor_users
+  expect_contains /home/svc/.agor/config.yaml "data_home: /srv/agor"
+  for d in /srv/agor /srv/agor/repos /srv/agor/worktrees; do
+    [ "$(stat -c '%a %U %G' $d)" = "2770 svc agor_users" ] || fail "$d: $(stat -c '%a %U %G' $d)"
+  done
   grep -qx 'svc ALL = (agor_executor) NOPASSWD: /usr/local/bin/agor executor --stdin' /etc/sudoers.d/agor
   [ "$(stat -c '%U' /run/agor)" = svc ] || fail "/run/agor not the daemon user's"
   expect_exit 0 "$AGOR" setup isolation --mode insulated --daemon-user svc

@@ -410,7 +410,7 @@ test_case "worktree remove of a main repository or a plain directory is refused"
 '
 
 test_case "a data home the executor may not write is PERMISSION_DENIED (a stable code), nothing else" '
-  is_root && { command -v setpriv >/dev/null || skip_case "as root it needs setpriv to write as another user"; }
+  ! is_root || case_needs setpriv   # as root it writes as another user
   make_source_repo src
   mkdir -p dh/repos && chmod 555 dh/repos
   if is_root; then
@@ -450,25 +450,22 @@ test_case "legacy prompt flags build the same payload (validated, then run again
   expect_json out error.details.path params.tool
 '
 
-if ! command -v kubectl > /dev/null; then
-  test_skip "dist/k8s: the pod manifest and the documented kubectl template render" "kubectl is not on PATH"
-else
-  test_case "dist/k8s: the pod manifest and the documented kubectl template render (kubectl dry run, loopback discovery)" '
-    python3 "$TEST_TOP/test/helpers/kube-discovery.py" kport & stub=$!
-    trap "kill $stub 2> /dev/null || true" EXIT
-    for i in $(seq 1 100); do [ -s kport ] && break; sleep 0.05; done
-    k() { kubectl --server "http://127.0.0.1:$(cat kport)" "$@"; }
-    k create --dry-run=client --validate=false -o json -f "$TEST_TOP/dist/k8s/executor-template.yaml" > manifest.json
-    python3 -c "import json; p=json.load(open(\"manifest.json\")); del p[\"metadata\"][\"name\"]; json.dump(p, open(\"pod.json\", \"w\"))"
-    # the template of the README, as pasted into config.yaml: it loads (placeholders known)
-    mkdir -p "$AGOR_HOME"
-    sed -n "/^execution:/,/^\`\`\`/p" "$TEST_TOP/dist/k8s/README.md" | grep -v "^\`\`\`" > "$AGOR_HOME/config.yaml"
-    "$AGOR" config get execution.executor_command_template > template || { cat template; fail "the template does not load"; }
-    expect_contains template "kubectl run agor-exec-{task_id}"
-    # rendered as the daemon would (task id substituted, the overrides file read), without -i/--rm (no dry run with them)
-    args=$(sed "s/{task_id}/0123abcd/; s| --rm -i --quiet||; s|/etc/agor/executor-pod.json|pod.json|; s|^kubectl ||; s| -- | --dry-run=client -o json -- |" template)
-    eval "k $args" > rendered.json || { cat rendered.json; fail "kubectl run did not render"; }
-    python3 - rendered.json <<PY
+test_case --needs kubectl "dist/k8s: the pod manifest and the documented kubectl template render (kubectl dry run, loopback discovery)" '
+  python3 "$TEST_TOP/test/helpers/kube-discovery.py" kport & stub=$!
+  trap "kill $stub 2> /dev/null || true" EXIT
+  for i in $(seq 1 100); do [ -s kport ] && break; sleep 0.05; done
+  k() { kubectl --server "http://127.0.0.1:$(cat kport)" "$@"; }
+  k create --dry-run=client --validate=false -o json -f "$TEST_TOP/dist/k8s/executor-template.yaml" > manifest.json
+  python3 -c "import json; p=json.load(open(\"manifest.json\")); del p[\"metadata\"][\"name\"]; json.dump(p, open(\"pod.json\", \"w\"))"
+  # the template of the README, as pasted into config.yaml: it loads (placeholders known)
+  mkdir -p "$AGOR_HOME"
+  sed -n "/^execution:/,/^\`\`\`/p" "$TEST_TOP/dist/k8s/README.md" | grep -v "^\`\`\`" > "$AGOR_HOME/config.yaml"
+  "$AGOR" config get execution.executor_command_template > template || { cat template; fail "the template does not load"; }
+  expect_contains template "kubectl run agor-exec-{task_id}"
+  # rendered as the daemon would (task id substituted, the overrides file read), without -i/--rm (no dry run with them)
+  args=$(sed "s/{task_id}/0123abcd/; s| --rm -i --quiet||; s|/etc/agor/executor-pod.json|pod.json|; s|^kubectl ||; s| -- | --dry-run=client -o json -- |" template)
+  eval "k $args" > rendered.json || { cat rendered.json; fail "kubectl run did not render"; }
+  python3 - rendered.json <<PY
 import json, sys
 p = json.load(open(sys.argv[1]))
 c = p["spec"]["containers"][0]
@@ -478,7 +475,6 @@ assert c["args"] == ["executor", "--stdin"] and c["stdin"] is True, c
 assert p["spec"]["securityContext"]["runAsNonRoot"] is True and p["spec"]["automountServiceAccountToken"] is False, p["spec"]
 assert c["securityContext"]["capabilities"]["drop"] == ["ALL"] and c["securityContext"]["readOnlyRootFilesystem"], c
 PY
-  '
-fi
+'
 
 test_done

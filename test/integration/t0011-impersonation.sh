@@ -3,10 +3,7 @@
 # re-executes itself as asUser; ownership, confinement of the other user's AGOR_HOME, no secrets in argv.
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root || ! command -v sudo >/dev/null || ! command -v unshare >/dev/null; then
-  test_skip "impersonation through sudo" "needs root, sudo and unshare"
-  test_done; exit
-fi
+file_needs root,sudo,unshare "impersonation through sudo"
 
 # The common scene, run inside the private namespace: a daemon user `agord` whose AGOR_HOME is 0700,
 # an execution user `alice` it may run `BIN executor --stdin` as, a user `bob` it may not, a shared data home.

@@ -3,9 +3,7 @@
 # server with a throwaway CA: trusted via SSL_CERT_FILE, refused when the CA is unknown, auth required.
 . "$(dirname "$0")/../lib.sh"
 
-if ! command -v openssl >/dev/null || ! command -v python3 >/dev/null; then
-  test_skip "HTTPS clone" "needs openssl and python3"; test_done; exit
-fi
+file_needs openssl,python3 "HTTPS clone"
 
 # serve [--user U --password P] — starts the server on a free port; sets $port; stops it when the body ends.
 SERVE='

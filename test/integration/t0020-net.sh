@@ -5,20 +5,7 @@
 
 NET_ECHO="$TEST_TOP/build/$AGOR_FLAVOR/net-echo"
 WS_CLIENT="$TEST_TOP/test/helpers/ws-client.mjs"
-WS_DIR="$TEST_TOP/build/test-tmp/node-ws" # shared by both flavors: npm runs once
-export WS_MODULE_DIR="$WS_DIR"
-
-node_reason=""
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  node_reason="node and npm are not installed (Debian: nodejs npm)"
-elif [ ! -f "$WS_DIR/node_modules/ws/package.json" ] &&
-  ! { mkdir -p "$WS_DIR" && npm install --prefix "$WS_DIR" --no-audit --no-fund ws@8 > "$WS_DIR.log" 2>&1; }; then
-  node_reason="npm install ws@8 failed (see $WS_DIR.log)"
-fi
-curl_reason=""
-command -v curl >/dev/null || curl_reason="curl is not installed"
-tls_reason=""
-command -v openssl >/dev/null || tls_reason="openssl is not installed"
+export WS_MODULE_DIR="$TEST_TOP/build/test-tmp/node-ws" # node-ws: shared by both flavors, npm runs once
 
 # start_echo ARGS… — runs net-echo on ./s.sock and a free TCP port: sets $port and $echo_pid; stopped when the body ends.
 START='
@@ -44,51 +31,35 @@ test_case "net-echo is built for this flavor" '
   [ -x "$NET_ECHO" ] || fail "missing $NET_ECHO (make build/$AGOR_FLAVOR/net-echo)"
 '
 
-if [ -n "$curl_reason" ]; then
-  test_skip "curl: POST /rpc, 204, /healthz, 404, 405, keep-alive" "$curl_reason"
-  test_skip "curl: oversized bodies are answered and the connection kept" "$curl_reason"
-else
-  test_case "curl: POST /rpc, 204, /healthz, 404, 405, keep-alive" "$START"'
-    start_echo
-    curl -sS -H "Content-Type: application/json" -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}" \
-      "http://127.0.0.1:$port/rpc" > out
-    expect_json out method x
-    expect_eq "$(curl -s -o /dev/null -w "%{http_code}" -X POST --data-binary "" "http://127.0.0.1:$port/rpc")" 204
-    expect_eq "$(curl -sS "http://127.0.0.1:$port/healthz")" ok
-    expect_eq "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/nope")" 404
-    expect_eq "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/rpc")" 405
-    expect_eq "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/ws")" 426
-    before=$(stat_of connections_total)
-    curl -sS -d "{\"k\":1}" "http://127.0.0.1:$port/rpc?[1-50]" > many
-    expect_eq "$(count_of "{\"k\":1}" many)" 50
-    expect_eq "$(( $(stat_of connections_total) - before ))" 2 # the 50 POSTs shared one connection
-  '
+test_case --needs curl "curl: POST /rpc, 204, /healthz, 404, 405, keep-alive" "$START"'
+  start_echo
+  curl -sS -H "Content-Type: application/json" -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}" \
+    "http://127.0.0.1:$port/rpc" > out
+  expect_json out method x
+  expect_eq "$(curl -s -o /dev/null -w "%{http_code}" -X POST --data-binary "" "http://127.0.0.1:$port/rpc")" 204
+  expect_eq "$(curl -sS "http://127.0.0.1:$port/healthz")" ok
+  expect_eq "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/nope")" 404
+  expect_eq "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/rpc")" 405
+  expect_eq "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/ws")" 426
+  before=$(stat_of connections_total)
+  curl -sS -d "{\"k\":1}" "http://127.0.0.1:$port/rpc?[1-50]" > many
+  expect_eq "$(count_of "{\"k\":1}" many)" 50
+  expect_eq "$(( $(stat_of connections_total) - before ))" 2 # the 50 POSTs shared one connection
+'
 
-  test_case "curl: oversized bodies are answered and the connection kept" "$START"'
-    start_echo --max-message 1000
-    head -c 5000 /dev/zero | tr "\0" "x" > big
-    curl -sS --data-binary @big "http://127.0.0.1:$port/rpc" > out
-    expect_eq "$(cat out)" "{\"error\":\"oversize\"}"
-    before=$(stat_of connections_total)
-    curl -sS --data-binary @big "http://127.0.0.1:$port/rpc?[1-200]" > many
-    expect_eq "$(count_of oversize many)" 200
-    expect_eq "$(( $(stat_of connections_total) - before ))" 2
-    expect_eq "$(stat_of oversize_refusals)" 201
-  '
-fi
+test_case --needs curl "curl: oversized bodies are answered and the connection kept" "$START"'
+  start_echo --max-message 1000
+  head -c 5000 /dev/zero | tr "\0" "x" > big
+  curl -sS --data-binary @big "http://127.0.0.1:$port/rpc" > out
+  expect_eq "$(cat out)" "{\"error\":\"oversize\"}"
+  before=$(stat_of connections_total)
+  curl -sS --data-binary @big "http://127.0.0.1:$port/rpc?[1-200]" > many
+  expect_eq "$(count_of oversize many)" 200
+  expect_eq "$(( $(stat_of connections_total) - before ))" 2
+  expect_eq "$(stat_of oversize_refusals)" 201
+'
 
-if [ -n "$node_reason" ]; then
-  for name in "node ws: echo, unicode, 7/16/64-bit lengths, fragmentation, binary, ping, close code" \
-    "node ws over TLS with the test CA; an unknown CA is refused" \
-    "a flood of oversized and malformed messages leaves the server serving" \
-    "SIGTERM: WebSocket clients get 1001, the server exits 0 and removes its socket"; do
-    test_skip "$name" "$node_reason"
-  done
-  test_done
-  exit
-fi
-
-test_case "node ws: echo, unicode, 7/16/64-bit lengths, fragmentation, binary, ping, close code" "$START"'
+test_case --needs node-ws "node ws: echo, unicode, 7/16/64-bit lengths, fragmentation, binary, ping, close code" "$START"'
   start_echo
   node "$WS_CLIENT" echo "ws://127.0.0.1:$port/ws" > out
   expect_contains out "echo ok"
@@ -96,25 +67,21 @@ test_case "node ws: echo, unicode, 7/16/64-bit lengths, fragmentation, binary, p
   expect_contains out "echo ok"
 '
 
-if [ -n "$tls_reason" ]; then
-  test_skip "node ws over TLS with the test CA; an unknown CA is refused" "$tls_reason"
-else
-  test_case "node ws over TLS with the test CA; an unknown CA is refused" "$START"'
-    "$TEST_TOP/test/helpers/make-test-ca.sh" ca
-    start_echo --tls-cert ca/server.crt --tls-key ca/server.key
-    node "$WS_CLIENT" echo "wss://localhost:$port/ws" --ca ca/ca.crt > out
-    expect_contains out "echo ok"
-    node "$WS_CLIENT" refused "wss://localhost:$port/ws" > out
-    expect_contains out "refused"
-    if command -v curl >/dev/null; then
-      expect_eq "$(curl -sS --cacert ca/ca.crt "https://localhost:$port/healthz")" ok
-      curl -sS --cacert ca/ca.crt -d "{\"tls\":true}" "https://localhost:$port/rpc" > out
-      expect_json out tls true
-    fi
-  '
-fi
+test_case --needs node-ws,openssl "node ws over TLS with the test CA; an unknown CA is refused" "$START"'
+  "$TEST_TOP/test/helpers/make-test-ca.sh" ca
+  start_echo --tls-cert ca/server.crt --tls-key ca/server.key
+  node "$WS_CLIENT" echo "wss://localhost:$port/ws" --ca ca/ca.crt > out
+  expect_contains out "echo ok"
+  node "$WS_CLIENT" refused "wss://localhost:$port/ws" > out
+  expect_contains out "refused"
+  if command -v curl >/dev/null; then
+    expect_eq "$(curl -sS --cacert ca/ca.crt "https://localhost:$port/healthz")" ok
+    curl -sS --cacert ca/ca.crt -d "{\"tls\":true}" "https://localhost:$port/rpc" > out
+    expect_json out tls true
+  fi
+'
 
-test_case "a flood of oversized and malformed messages leaves the server serving" "$START"'
+test_case --needs node-ws "a flood of oversized and malformed messages leaves the server serving" "$START"'
   start_echo --max-message 4096
   node "$WS_CLIENT" oversize "ws://127.0.0.1:$port/ws" 10000 5000 > out
   expect_contains out "oversize 10000"
@@ -138,7 +105,7 @@ test_case "a flood of oversized and malformed messages leaves the server serving
   stop_echo
 '
 
-test_case "SIGTERM: WebSocket clients get 1001, the server exits 0 and removes its socket" "$START"'
+test_case --needs node-ws "SIGTERM: WebSocket clients get 1001, the server exits 0 and removes its socket" "$START"'
   start_echo
   node "$WS_CLIENT" hold "ws://127.0.0.1:$port/ws" > hold.out &
   holder=$!

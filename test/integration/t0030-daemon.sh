@@ -3,27 +3,7 @@
 # the Unix socket, clone and worktree tasks run through executors, audit chain, SIGTERM, restart recovery.
 . "$(dirname "$0")/../lib.sh"
 
-DAEMON='
-  start_daemon() {
-    "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
-    daemon_pid=$!
-    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && return 0; sleep 0.05; done
-    cat daemon.log; fail "daemon did not start"
-  }
-  stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "daemon exited $rc"; }; }
-  rpc() { # METHOD PARAMS_JSON → the raw reply line on stdout
-    python3 -c "
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall((json.dumps({\"jsonrpc\":\"2.0\",\"id\":1,\"method\":sys.argv[2],\"params\":json.loads(sys.argv[3])})+\"\n\").encode())
-buf = b\"\"
-while not buf.endswith(b\"\n\"): buf += s.recv(65536)
-print(buf.decode().strip())" "$AGOR_HOME/run/agor.sock" "$1" "${2:-{\}}"
-  }
-'
-
-test_case "first start creates AGOR_HOME 0700, agor.db and secrets 0600, and serves" "$DAEMON"'
+test_case "first start creates AGOR_HOME 0700, agor.db and secrets 0600, and serves" '
   start_daemon
   expect_mode "$AGOR_HOME" 700
   expect_mode "$AGOR_HOME/agor.db" 600
@@ -34,14 +14,14 @@ test_case "first start creates AGOR_HOME 0700, agor.db and secrets 0600, and ser
   stop_daemon
 '
 
-test_case "a second daemon on the same AGOR_HOME is refused" "$DAEMON"'
+test_case "a second daemon on the same AGOR_HOME is refused" '
   start_daemon
   expect_exit 1 "$AGOR" daemon --foreground --port 0
   expect_contains err "another agor daemon is running"
   stop_daemon
 '
 
-test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks and audit recorded" "$DAEMON"'
+test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks and audit recorded" '
   make_source_repo src
   start_daemon
   expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
@@ -65,7 +45,7 @@ test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks a
   stop_daemon
 '
 
-test_case "sessions and worktree owners through the CLI: create/list/get, add/remove owners, never the last one" "$DAEMON"'
+test_case "sessions and worktree owners through the CLI: create/list/get, add/remove owners, never the last one" '
   make_source_repo src
   start_daemon
   expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
@@ -97,7 +77,7 @@ test_case "sessions and worktree owners through the CLI: create/list/get, add/re
   stop_daemon
 '
 
-test_case "a worktree with sessions is refused before anything is removed, naming them; --force removes it with its sessions, tasks and messages" "$DAEMON"'
+test_case "a worktree with sessions is refused before anything is removed, naming them; --force removes it with its sessions, tasks and messages" '
   make_source_repo src
   start_daemon
   expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
@@ -144,7 +124,7 @@ test_case "a worktree with sessions is refused before anything is removed, namin
   stop_daemon
 '
 
-test_case "repo clone on a terminal shows git progress as one updating line; --json and a pipe stay clean" "$DAEMON"'
+test_case "repo clone on a terminal shows git progress as one updating line; --json and a pipe stay clean" '
   git init -q -b main big
   for i in $(seq 1 3000); do echo "file $i" > big/f$i; done
   git -C big add . && git -C big -c user.name=t -c user.email=t@t commit -qm many
@@ -171,7 +151,7 @@ test_case "repo clone on a terminal shows git progress as one updating line; --j
   stop_daemon
 '
 
-test_case "a failing executor task reports its code; the CLI exits 1" "$DAEMON"'
+test_case "a failing executor task reports its code; the CLI exits 1" '
   start_daemon
   expect_exit 1 "$AGOR" repo clone "$PWD/missing-repo"
   expect_contains err GIT_ERROR
@@ -180,7 +160,7 @@ test_case "a failing executor task reports its code; the CLI exits 1" "$DAEMON"'
   stop_daemon
 '
 
-test_case "malformed, oversized and unknown messages get JSON-RPC errors and the daemon keeps serving" "$DAEMON"'
+test_case "malformed, oversized and unknown messages get JSON-RPC errors and the daemon keeps serving" '
   start_daemon
   python3 - "$AGOR_HOME/run/agor.sock" <<PY
 import json, socket, sys
@@ -204,8 +184,7 @@ PY
   stop_daemon
 '
 
-test_case "another Unix user can read neither the database nor the secrets" "$DAEMON"'
-  is_root || skip_case "needs root to read as another Unix user (setpriv)"
+test_case --needs root,setpriv "another Unix user can read neither the database nor the secrets" '
   start_daemon
   chmod 755 "$HOME"
   for f in agor.db jwt.secret master.key; do
@@ -215,10 +194,9 @@ test_case "another Unix user can read neither the database nor the secrets" "$DA
   stop_daemon
 '
 
-test_case "tasks running when the daemon dies are failed: interrupted after a restart; the audit chain still verifies" "$DAEMON"'
+test_case --needs python3-sqlite3 "tasks running when the daemon dies are failed: interrupted after a restart; the audit chain still verifies" '
   start_daemon
-  python3 -c "import sqlite3" 2>/dev/null || skip_case "needs python3 with sqlite3 to read the database"
-  kill -9 $daemon_pid; wait $daemon_pid 2>/dev/null || true; trap - EXIT
+  kill_daemon
   python3 - "$AGOR_HOME/agor.db" <<PY
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])

@@ -6,20 +6,11 @@
 
 # The executor here is a template that records its payload and keeps the task running.
 SCENE='
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
   code_of() { python3 -c "import json,sys; r=json.loads(sys.argv[1]); print(r.get(\"error\",{}).get(\"data\",{}).get(\"code\",\"OK\"))" "$1"; }
-  start_daemon() {
-    "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
-    daemon_pid=$!
-    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && rpc ping >/dev/null 2>&1 && return 0; sleep 0.05; done
-    cat daemon.log; fail "daemon did not start"
-  }
-  stop_daemon() { kill -TERM $daemon_pid; wait $daemon_pid || true; trap - EXIT; }
   printf "execution:\n  executor_command_template: \"cat > %s/payload.json; sleep 60\"\n  executor_pool:\n    max_executors: ${MAX_EXECUTORS:-10}\n" "$PWD" > config.yaml
   chmod 600 config.yaml
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
-  start_daemon
+  start_daemon --config "$T/config.yaml"
   owner=$(rpc users.list | python3 -c "import json,sys; print(json.load(sys.stdin)[\"result\"][0][\"id\"])")
   python3 - "$AGOR_HOME/agor.db" "$owner" <<PY
 import sqlite3, sys
@@ -159,7 +150,7 @@ test_case "a token replayed after its task ended is refused, also after a daemon
   for i in $(seq 1 100); do rpc tasks.get "{\"id\":\"$task\"}" | grep -q "\"status\":\"cancelled\"" && break; sleep 0.05; done
   reply=$(ctx "$token"); echo "$reply" | grep -q revoked || fail "$reply"
   stop_daemon
-  start_daemon
+  start_daemon --config "$T/config.yaml"
   [ "$(code_of "$(ctx "$token")")" = AUTH_FAILED ]
   stop_daemon
 '
@@ -273,10 +264,10 @@ PY
   streamer=$!
   for i in $(seq 1 200); do [ -e connected ] && break; sleep 0.05; done   # a loaded machine starts python slowly
   sleep 1.5
-  kill -9 $daemon_pid; wait $daemon_pid 2>/dev/null || true; trap - EXIT
+  kill_daemon
   wait $streamer
   [ "$(cat sent)" -gt 100 ] || fail "the executor hardly streamed: $(cat sent)"
-  start_daemon
+  start_daemon --config "$T/config.yaml"
   python3 - "$AGOR_HOME/agor.db" "$task" "$(cat sent)" <<PY
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
@@ -293,14 +284,14 @@ PY
 '
 
 test_case "git credentials just in time: the executor asks the daemon (get_credential) only when the server demands them" "$SCENE"'
-  command -v openssl >/dev/null || skip_case "needs openssl to make the test CA"
+  case_needs openssl   # for the test CA
   prompt_task
   "$TEST_TOP/test/helpers/make-test-ca.sh" ca
   mkdir -p srv/acme && make_source_repo src && git clone -q --bare src srv/acme/widget.git
   python3 "$TEST_TOP/test/helpers/git-https-server.py" --root "$PWD/srv" --cert ca/server.crt --key ca/server.key \
     --port-file port --user x-access-token --password s3cret-pass 2> server.log &
   server=$!
-  trap "kill $server $daemon_pid 2>/dev/null" EXIT
+  scene_cleanup() { kill $server 2> /dev/null || true; }
   for i in $(seq 1 100); do [ -s port ] && break; sleep 0.05; done
   clone() {
     python3 -c "import json,sys; print(json.dumps({\"command\":\"git.clone\",\"params\":{\"url\":sys.argv[1],\"outputPath\":sys.argv[2]},\"daemonUrl\":\"unix:\"+sys.argv[3],\"sessionToken\":sys.argv[4]}))" \
@@ -321,18 +312,18 @@ test_case "git credentials just in time: the executor asks the daemon (get_crede
   grep -q get_credential audit || fail "get_credential not audited"
   clone forged.git "x.y.z"
   expect_error AUTH_FAILED 1
-  kill $server; wait $server 2>/dev/null || true # before stop_daemon clears the EXIT trap that kills it
+  kill $server; wait $server 2>/dev/null || true
   stop_daemon
 '
 
 # A second scene for git credentials: a throwaway CA, a bare repository to serve, bob (a member) with a session of
 # his own, and helpers to start HTTPS servers, ask get_credential directly and clone through an executor.
 GIT_SCENE="$SCENE"'
-  command -v openssl > /dev/null || skip_case "needs openssl to make the test CA"
+  case_needs openssl   # for the test CA
   "$TEST_TOP/test/helpers/make-test-ca.sh" ca
   mkdir -p srv/acme && make_source_repo src && git clone -q --bare src srv/acme/widget.git
   SERVERS=""
-  trap "kill \$SERVERS $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+  scene_cleanup() { kill $SERVERS 2> /dev/null || true; }
   serve() { # serve NAME ARGS… — an HTTPS git server; its port in NAME.port, its Authorization log in NAME.auth
     python3 "$TEST_TOP/test/helpers/git-https-server.py" --root "$PWD/srv" --cert ca/server.crt --key ca/server.key \
       --port-file "$1.port" --auth-log "$1.auth" "${@:2}" 2>> "$1.log" &

@@ -4,18 +4,8 @@
 # TCP callers carry no Unix identity: client methods need a user token presented with auth.token first.
 . "$(dirname "$0")/../lib.sh"
 
-WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
-export WS_MODULE_DIR="$WS_DIR"
-reason=""
-command -v curl >/dev/null || reason="curl is not installed"
-command -v openssl >/dev/null || reason="openssl is not installed"
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  reason="node and npm are not installed (Debian: nodejs npm)"
-elif [ ! -f "$WS_DIR/node_modules/ws/package.json" ] &&
-  ! { mkdir -p "$WS_DIR" && npm install --prefix "$WS_DIR" --no-audit --no-fund ws@8 > "$WS_DIR.log" 2>&1; }; then
-  reason="npm install ws@8 failed (see $WS_DIR.log)"
-fi
-if [ -n "$reason" ]; then test_skip "daemon over WebSocket and HTTP" "$reason"; test_done; exit; fi
+export WS_MODULE_DIR="$TEST_TOP/build/test-tmp/node-ws"
+file_needs curl,openssl,node-ws "daemon over WebSocket and HTTP"
 
 SCENE='
   cat > client.mjs <<JS
@@ -36,15 +26,6 @@ ws.on("open", async () => {
 });
 ws.on("error", (e) => { console.log(JSON.stringify({ error: e.code || e.message })); process.exit(0); });
 JS
-  start_daemon() {
-    "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
-    daemon_pid=$!
-    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
-    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
-  }
-  stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "exit $rc"; }; }
 '
 
 test_case "JSON-RPC over WebSocket with the npm ws client; TCP callers get no client methods" "$SCENE"'

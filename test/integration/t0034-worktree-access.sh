@@ -3,10 +3,7 @@
 # `sudo -n agor admin` with the generated sudoers; worktrees.set_access by owners only; other users' file access as attacks.
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root || ! command -v sudo > /dev/null || ! command -v unshare > /dev/null || ! command -v getfacl > /dev/null; then
-  test_skip "worktree Unix groups through agor admin" "needs root, sudo, unshare and getfacl (acl)"
-  test_done; exit
-fi
+file_needs root,sudo,unshare,acl "worktree Unix groups through agor admin"
 
 # The scene (root, in the scratch /etc): daemon user agord, agor users alice (the creator) and bob (not an owner),
 # carol (a Unix user outside agor_users); /etc/agor/admin.yaml confines admin to the data home; the sudoers file is
@@ -32,12 +29,9 @@ SCENE='
   as_agord mkdir -m 700 /home/agord/.agor
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: strict\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord PATH=/usr/bin:/bin \
-    AGOR_HOME=/home/agord/.agor "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself: the trap ends it
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+  DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord PATH=/usr/bin:/bin"
+  DAEMON_AS="$DAEMON_AS AGOR_HOME=/home/agord/.agor" DAEMON_BIN=$BIN
+  start_daemon
   as_agord "$BIN" user create alice --unix-user alice > /dev/null
   as_agord "$BIN" user create bob --unix-user bob > /dev/null
   agor_as() { local u=$1; shift; as "$u" AGOR_HOME="/home/$u/.agor" "$BIN" "$@" --url unix:/run/agor/agor.sock; }
@@ -109,10 +103,7 @@ test_case "set_access: only owners (and admins) may change it; read then write r
 
 test_case "simple mode: others_fs_access is refused clearly (no groups); others_can alone is stored" '
   make_source_repo src
-  "$AGOR" daemon --foreground --port 0 2> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
+  start_daemon
   "$AGOR" repo clone "$PWD/src" --json > clone.json
   expect_exit 1 "$AGOR" worktree add "$(json_get clone.json repo.id)" x --others-fs-access read
   expect_contains err "worktree Unix groups are off (execution.unix_user_mode: simple"
@@ -123,7 +114,7 @@ test_case "simple mode: others_fs_access is refused clearly (no groups); others_
   expect_exit 0 "$AGOR" worktree set-access "$id" --others-can prompt --json
   expect_json out worktree.others_can prompt
   expect_json out worktree.others_fs_access none
-  kill -TERM $daemon_pid; wait $daemon_pid
+  stop_daemon
 '
 
 test_case "strict: owners.add|remove run admin add-/remove-worktree-owner first; a failing admin leaves the owners unchanged" '
@@ -199,7 +190,7 @@ test_case "strict: a command and a terminal outside a session run as the caller:
   id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path)
   agor_as alice worktree add-owner "$id" bob --json > /dev/null 2> add.err || { cat add.err daemon.log; false; }
   for u in alice bob; do "$BIN" admin cgroup-delegate $u > /dev/null; done
-  trap "kill $daemon_pid 2> /dev/null || true; for u in alice bob; do as \$u tmux -L agor-\$u kill-server 2> /dev/null || true; done" EXIT
+  scene_cleanup() { for u in alice bob; do as $u tmux -L agor-$u kill-server 2> /dev/null || true; done; }
   exec_as() { local u=$1; shift; as "$u" AGOR_HOME="/home/$u/.agor" "$BIN" exec --url unix:/run/agor/agor.sock "$@"; }
   exec_as bob "$id" -- sh -c "id -un > by-exec.txt; id -un" > bob.out 2> bob.err || { cat bob.out bob.err daemon.log; false; }
   grep -qx bob bob.out || { cat bob.out; fail "the command of bob ran as someone else"; }
@@ -291,7 +282,7 @@ for line in s.makefile():
   }
   listen bob bob-events; bob_pid=$!
   listen alice alice-events; alice_pid=$!
-  trap "kill $bob_pid $alice_pid $daemon_pid 2> /dev/null || true" EXIT
+  scene_cleanup() { kill $bob_pid $alice_pid 2> /dev/null || true; }
   for i in $(seq 1 200); do grep -q subscribed bob-events && grep -q subscribed alice-events && break; sleep 0.1; done
   grep -q subscribed bob-events && grep -q subscribed alice-events || { cat bob-events alice-events; fail "no subscription"; }
   agor_as alice worktree add "$repo" gone --json > gone.json 2> gone.err || { cat gone.err daemon.log; false; }

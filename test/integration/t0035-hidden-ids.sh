@@ -6,16 +6,10 @@
 
 # The executor is a template that keeps its task running, so that a prompt task can ask for a permission.
 SCENE='
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
   mkdir -p -m 700 "$AGOR_HOME"
   printf "execution:\n  executor_command_template: \"cat > %s/payload.json; sleep 60\"\n" "$PWD" > "$AGOR_HOME/config.yaml"
   chmod 600 "$AGOR_HOME/config.yaml"
-  "$AGOR" daemon --foreground --port 0 2> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-  for _ in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-  port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
-  [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
+  start_daemon
   owner=$(rpc users.list | python3 -c "import json,sys; print(json.load(sys.stdin)[\"result\"][0][\"id\"])")
   "$AGOR" user create bob > /dev/null
   bob=$(rpc users.list | python3 -c "import json,sys; print([u[\"id\"] for u in json.load(sys.stdin)[\"result\"] if u[\"name\"] == \"bob\"][0])")

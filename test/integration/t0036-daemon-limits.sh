@@ -6,24 +6,10 @@
 . "$(dirname "$0")/../lib.sh"
 
 SCENE='
-  # start_daemon "ULIMIT ARGS" [daemon flags…] — e.g. start_daemon "-Sn 1024" --set daemon.max_unauthenticated=0
-  start_daemon() {
-    local lim=$1; shift
-    ( if [ -n "$lim" ]; then ulimit $lim; fi; exec "$AGOR" daemon --foreground --port 0 "$@" ) 2> daemon.log &
-    daemon_pid=$!
-    trap "kill \$flood_pid \$daemon_pid 2>/dev/null; wait \$daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
-    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
-  }
-  stop_daemon() {
-    stop_flood
-    kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT
-    [ $rc -eq 0 ] || { tail -n 30 daemon.log; fail "daemon exited $rc"; }
-  }
   flood_pid=
   # measured TEXT — a number worth reading: in the case log and in build/test-tmp/t0036-daemon-limits-FLAVOR.measured
   measured() { echo "MEASURED $*" | tee -a "$TEST_TOP/build/test-tmp/$TEST_NAME-$AGOR_FLAVOR.measured"; }
+  scene_cleanup() { stop_flood; }   # a failed case leaves no flood behind
   stop_flood() { if [ -n "$flood_pid" ]; then kill $flood_pid 2>/dev/null || true; wait $flood_pid 2>/dev/null || true; flood_pid=; fi; }
   # flood COUNT [conn-flood.py flags…] — holds COUNT idle connections in the background; their summary in flood.json
   flood() {
@@ -45,36 +31,35 @@ SCENE='
     json_get clone.out repo.id > /dev/null
   }
   soft_nofile() { awk "/Max open files/ {print \$4}" /proc/$daemon_pid/limits; }
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
 '
 
 test_case "2,000 idle connections from 20 addresses under a soft open-file limit of 1024: the limit is raised, a Unix ping is fast, a clone runs" "$SCENE"'
   make_source_repo src
-  start_daemon "-Sn 1024"
+  DAEMON_ULIMIT="-Sn 1024" start_daemon
   [ "$(soft_nofile)" -ge 5120 ] || { cat daemon.log; fail "the soft open-file limit is $(soft_nofile)"; }
   grep -q "open-file limit" daemon.log || { cat daemon.log; fail "the raised limit is not logged"; }
   flood 2000 --ws --sources 20
   unix_ping_fast "2,000 idle connections, default caps"
   clone_works
   unix_ping_fast "after the clone"
-  stop_daemon
+  stop_flood; stop_daemon
 '
 
 test_case "2,000 idle WebSocket connections held open (caps lifted): all upgraded, a Unix ping is fast, a clone runs" "$SCENE"'
   make_source_repo src
-  start_daemon "-Sn 1024" --set daemon.max_connections_per_ip=0 --set daemon.max_unauthenticated=0
+  DAEMON_ULIMIT="-Sn 1024" start_daemon --set daemon.max_connections_per_ip=0 --set daemon.max_unauthenticated=0
   flood 2000 --ws
   expect_json flood.json upgraded 2000
   unix_ping_fast "2,000 upgraded idle WebSockets"
   clone_works
   curl -sS "http://127.0.0.1:$port/metrics" > m
   awk "/^agor_connections_open / { exit !(\$2 >= 2000) }" m || { cat m; fail "/metrics does not count the connections"; }
-  stop_daemon
+  stop_flood; stop_daemon
 '
 
 test_case "a hard open-file limit of 1024: TCP connections capped below it and the log says so; the Unix socket and executors keep working" "$SCENE"'
   make_source_repo src
-  start_daemon "-n 1024" --set daemon.max_connections_per_ip=0 --set daemon.max_unauthenticated=0
+  DAEMON_ULIMIT="-n 1024" start_daemon --set daemon.max_connections_per_ip=0 --set daemon.max_unauthenticated=0
   grep -q "serving at most [0-9]* TCP connections" daemon.log || { cat daemon.log; fail "the lowered cap is not logged"; }
   flood 2000 --ws
   up=$(json_get flood.json upgraded)
@@ -83,11 +68,11 @@ test_case "a hard open-file limit of 1024: TCP connections capped below it and t
   clone_works
   python3 "$TEST_TOP/test/helpers/ping-time.py" "$AGOR_HOME/run/agor.sock" 10 > /dev/null
   grep -q "No file descriptors\|Too many open files" daemon.log && { grep -m3 "descriptors\|open files" daemon.log; fail "the daemon ran out of descriptors"; }
-  stop_daemon
+  stop_flood; stop_daemon
 '
 
 test_case "per-address cap; an unauthenticated WebSocket that completes nothing is closed (slowloris), an authenticated one stays" "$SCENE"'
-  start_daemon ""
+  start_daemon
   flood 300 --ws
   up=$(json_get flood.json upgraded)
   [ "$up" -eq 256 ] || fail "$up connections from one address upgraded (daemon.max_connections_per_ip is 256)"
@@ -150,11 +135,11 @@ print("unauthenticated WebSockets closed after %.1f s (idle) and %.1f s (drippin
       % (idle_closed, drip_closed))
 PY
   measured "$(cat slowloris.out)"
-  stop_daemon
+  stop_flood; stop_daemon
 '
 
 test_case "a flood of 20,000 refused heartbeats and 2,000 distinct refusals: the database grows < 1 MB, the audit counts them, the WAL stays small" "$SCENE"'
-  start_daemon ""
+  start_daemon
   rpc ping > /dev/null
   sleep 0.5; before=$(stat -c %s "$AGOR_HOME/agor.db")
   python3 "$TEST_TOP/test/helpers/rpc-flood.py" "$port" 20000 "{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"heartbeat\",\"params\":{\"session_token\":\"x.y.z\"}}" > flood1
@@ -183,21 +168,21 @@ print("%d audit rows for 22,000 refusals" % (len(beats) + len(hellos) + len(supp
 PY
   measured "$(cat rows.out)"
   expect_exit 0 "$AGOR" audit verify
-  stop_daemon
+  stop_flood; stop_daemon
 '
 
 test_case "past daemon.db_size_alarm_mb the log says so and /metrics shows the alarm and the sizes" "$SCENE"'
-  start_daemon ""
-  stop_daemon
+  start_daemon
+  stop_flood; stop_daemon
   python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"CREATE TABLE pad (x BLOB)\"); db.execute(\"INSERT INTO pad VALUES (zeroblob(3000000))\"); db.commit()" "$AGOR_HOME/agor.db"
-  start_daemon "" --set daemon.db_size_alarm_mb=1
+  start_daemon --set daemon.db_size_alarm_mb=1
   for i in $(seq 1 100); do grep -q "db_size_alarm_mb" daemon.log && break; sleep 0.1; done
   grep "db_size_alarm_mb" daemon.log || { cat daemon.log; fail "no size alarm in the log"; }
   curl -sS "http://127.0.0.1:$port/metrics" > m
   grep -q "^agor_db_size_alarm 1$" m || { cat m; fail "no alarm on /metrics"; }
   awk "/^agor_db_bytes / { exit !(\$2 >= 3000000) }" m || { cat m; fail "agor_db_bytes"; }
   grep -q "^agor_db_wal_bytes [0-9]" m || { cat m; fail "agor_db_wal_bytes"; }
-  stop_daemon
+  stop_flood; stop_daemon
 '
 
 test_case "the systemd unit gives the daemon the open-file limit its defaults need" '

@@ -4,18 +4,9 @@
 # clients sending no Origin are served; a browser without a user token files no node.pair; node.pair floods are capped.
 . "$(dirname "$0")/../lib.sh"
 
-command -v curl > /dev/null || { test_skip "Origin checks" "curl is not installed"; test_done; exit; }
+file_needs curl "Origin checks"
 
 SCENE='
-  start_daemon() {
-    "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
-    daemon_pid=$!
-    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
-    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
-  }
-  stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "exit $rc"; }; }
   PING="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"
   ws() { python3 "$TEST_TOP/test/helpers/ws-rpc.py" "$@"; }
   # upgrade ORIGIN PATH — "101" when the WebSocket opened (and answered a ping), else the refusal
@@ -30,7 +21,6 @@ SCENE='
     local o=(); [ -n "$1" ] && o=(-H "Origin: $1")
     curl -sS -o post.out -w "%{http_code}" "${o[@]}" -H "Content-Type: text/plain" -d "$PING" "http://127.0.0.1:$port/rpc"
   }
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
   pair_msg() { echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"node.pair\",\"params\":{\"displayName\":\"$1\",\"tokenSha256\":\"$(printf %064d 0)\"}}"; }
   pending() { rpc nodes.list | python3 -c "import json,sys; print(sum(n[\"status\"] == \"pending\" for n in json.load(sys.stdin)[\"result\"]))"; }
 '

@@ -5,10 +5,7 @@
 # (everything moves in one step; the Unix user is never touched; the user's tokens die with it).
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root || ! command -v unshare > /dev/null || ! command -v setpriv > /dev/null; then
-  test_skip "agor users linked, changed and removed with real Unix users" "needs root, unshare and setpriv"
-  test_done; exit
-fi
+file_needs root,unshare,setpriv "agor users linked, changed and removed with real Unix users"
 
 # The scene (root, in the scratch /etc): the daemon runs as root in simple mode on /run/agor/agor.sock (opened to
 # everyone here so that alice and bob, Unix users, can connect); agor users al (not linked yet) and bob (linked).
@@ -18,11 +15,7 @@ SCENE='
   export HOME="$T/root" AGOR_HOME="$T/root/.agor"
   mkdir -p "$AGOR_HOME" && chmod 755 "$T" && d="$T"; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
   printf "daemon:\n  socket_path: /run/agor/agor.sock\n" > "$AGOR_HOME/config.yaml"
-  "$AGOR" daemon --foreground --port 0 2> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+  start_daemon
   chmod 666 /run/agor/agor.sock
   as() { local u=$1; shift; setpriv --reuid="$u" --regid="$u" --init-groups env -i HOME="/home/$u" PATH=/usr/bin:/bin "$@"; }
   agor_as() { local u=$1; shift; as "$u" "$AGOR" "$@" --url unix:/run/agor/agor.sock; }

@@ -7,10 +7,7 @@
 sandbox_enter "$@"
 . "$(dirname "$0")/../lib.sh"
 
-if ! sandbox_active; then
-  test_skip "an insulated host from agor setup alone" "needs root, unshare, setpriv and sudo"
-  test_done; exit
-fi
+sandbox_needs "an insulated host from agor setup alone" sudo
 sandbox_setup
 if ! command -v tmux > /dev/null; then
   test_skip "an insulated host from agor setup alone" "needs tmux"

@@ -316,8 +316,7 @@ test_case "socket: rate limited per uid, not per process: 25 forked children are
   stop_server
 '
 
-if is_root && command -v setpriv >/dev/null; then
-test_case "socket: a second uid is refused (no access to the socket; SO_PEERCRED when access is forced)" '
+test_case --needs root,setpriv "socket: a second uid is refused (no access to the socket; SO_PEERCRED when access is forced)" '
   start_server
   d="$T"; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
   chmod 755 "$HOME"
@@ -328,13 +327,9 @@ test_case "socket: a second uid is refused (no access to the socket; SO_PEERCRED
   served
   stop_server
 '
-else
-test_skip "socket: second uid refused" "needs root and setpriv"
-fi
 
 # ---- the UI, through tmux ------------------------------------------------------------------------------------
 
-if command -v tmux >/dev/null; then
 TMUX_UI='
   TM="tmux -L agor-t0040-$$-$RANDOM"
   $TM new-session -d -s ui -x 200 -y 60 "env AGOR_HOME=$AGOR_HOME HOME=$HOME PATH=$PATH $AGOR approvals serve; sleep 60"
@@ -345,7 +340,7 @@ TMUX_UI='
   wait_pane "serving on"
   ask_in_bg() { ( rc=0; "$AGOR" approvals exec --ask-timeout 20 -- "$@" > bg.out 2> bg.err || rc=$?; echo $rc > bg.rc ) & bg=$!; }
 '
-test_case "serve in tmux: allow once, allow always (next run needs no prompt), deny" '
+test_case --needs tmux "serve in tmux: allow once, allow always (next run needs no prompt), deny" '
   eval "$TMUX_UI"
   expect_exit 0 "$AGOR" approvals set --security allowlist --ask on-miss --ask-fallback deny
   ask_in_bg id -u; wait_pane "command: id -u"
@@ -373,7 +368,7 @@ test_case "serve in tmux: allow once, allow always (next run needs no prompt), d
   [ ! -e denied-file ]
 '
 
-test_case "serve in tmux: no answer in time is approval-timeout; allow-always on shell text refused is allow-once" '
+test_case --needs tmux "serve in tmux: no answer in time is approval-timeout; allow-always on shell text refused is allow-once" '
   eval "$TMUX_UI"
   expect_exit 0 "$AGOR" approvals set --security allowlist --ask on-miss --ask-fallback deny
   start=$(date +%s)
@@ -388,8 +383,5 @@ test_case "serve in tmux: no answer in time is approval-timeout; allow-always on
   wait_pane "-> allow-once (allow-always not recorded"
   expect_not_contains '"$F"' bash
 '
-else
-test_skip "serve in tmux" "needs tmux"
-fi
 
 test_done

@@ -143,8 +143,7 @@ test_case "attack 7: the socket rate limit holds per uid across forked children"
   [ "$n" -ge 5 ] || { cat r; fail "only $n of 25 forked requests limited"; }
 '
 
-if is_root && command -v setpriv >/dev/null; then
-test_case "as an unprivileged agent: its own writable bin first in PATH is never used inside shell text or wrappers" "$COMMON"'
+test_case --needs root,setpriv "as an unprivileged agent: its own writable bin first in PATH is never used inside shell text or wrappers" "$COMMON"'
   mkdir -p nb/home/bin; chown -R 65534:65534 nb; chmod 755 nb
   trojan nb/home/bin ls; trojan nb/home/bin time; chown 65534 nb/home/bin/*
   chmod 777 "$T"   # the trojans leave their PWNED file here
@@ -159,11 +158,7 @@ test_case "as an unprivileged agent: its own writable bin first in PATH is never
   grep -qx / out
   no_pwned
 '
-else
-test_skip "as an unprivileged agent: its own writable bin in PATH" "needs root and setpriv"
-fi
 
-if command -v tmux >/dev/null; then
 TMUX_UI='
   TM="tmux -L agor-t0041-$$-$RANDOM"
   $TM new-session -d -s ui -x 250 -y 80 "env AGOR_HOME=$AGOR_HOME HOME=$HOME PATH=$SYS $AGOR approvals serve; sleep 60"
@@ -175,7 +170,7 @@ TMUX_UI='
   answered() { $TM send-keys -t ui "$1" Enter; wait $bg; }
   wait_pane "serving on"
 '
-test_case "attack 4: a trojan dropped into PATH (or the checked file changed) while the prompt waits never runs" "$COMMON$TMUX_UI"'
+test_case --needs tmux "attack 4: a trojan dropped into PATH (or the checked file changed) while the prompt waits never runs" "$COMMON$TMUX_UI"'
   policy --security full --ask always --ask-fallback deny
   mkdir -m 755 tools
   ask_in_bg "$T/tools:$SYS" sh -c "ls -d /"
@@ -204,7 +199,7 @@ test_case "attack 4: a trojan dropped into PATH (or the checked file changed) wh
   no_pwned
 '
 
-test_case "attack 6: the prompt shows each executable; allow-always records what was checked; never an interpreter's code" "$COMMON$TMUX_UI"'
+test_case --needs tmux "attack 6: the prompt shows each executable; allow-always records what was checked; never an interpreter's code" "$COMMON$TMUX_UI"'
   policy --security allowlist --ask on-miss --ask-fallback deny
   mkdir -m 755 tools; cp /usr/bin/ls tools/ls
   sum=$(sha256sum tools/ls | cut -c1-16)
@@ -238,9 +233,5 @@ s.sendall((json.dumps({\"type\": \"request\", \"x\u001b]0;PWN\u0007\u202ey\": 1}
     "$AGOR_HOME/approvals.sock"
   wait_pane "unknown field x\\x1b]0;PWN\\x07\\u{202e}y"
 '
-else
-test_skip "attack 4: trojan dropped during the prompt" "needs tmux"
-test_skip "attack 6: honest prompt and allow-always" "needs tmux"
-fi
 
 test_done

@@ -7,11 +7,7 @@
 
 DIFF="$TEST_TOP/test/helpers/approvals-differential.py"
 
-if [ -x /usr/bin/strace ] && /usr/bin/strace -f -qq -e trace=execve -o /dev/null /bin/true 2>/dev/null; then
-  STRACE=--strace
-else
-  STRACE=
-fi
+STRACE=; strace_reason=$(unmet_needs strace) || STRACE=--strace
 
 # The shims must live where the caller cannot write (else shell text refuses them all): probe once.
 probe_dir="$TEST_TMP_ROOT/probe"; mkdir -p -m 700 "$probe_dir/home"
@@ -28,6 +24,6 @@ test_case "differential: no snippet runs a program the analyser did not allow${S
 else
 test_skip "differential: no snippet runs a program the analyser did not allow" "$probe"
 fi
-[ -n "$STRACE" ] || test_skip "differential: execve tracing" "strace is missing or ptrace is not allowed here (the shim log still counts)"
+[ -n "$STRACE" ] || test_skip "differential: execve tracing" "$strace_reason (the shim log still counts)"
 
 test_done

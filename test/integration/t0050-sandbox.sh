@@ -3,10 +3,7 @@
 # abuse is contained, missing controls fail closed (or fall back loudly when the operator said so), receipts.
 . "$(dirname "$0")/../lib.sh"
 
-if ! is_root; then
-  test_skip "sandbox tests" "need root for cgroups (run as root in CI)"
-  test_done; exit
-fi
+file_needs root "sandbox tests (cgroups)"
 
 DENY="$TEST_TOP/build/deny-syscall"
 SETUP='
@@ -158,12 +155,7 @@ test_case "attack: a symlink planted in the worktree to /etc/shadow or AGOR_HOME
 '
 
 test_case "attack: connect to the daemon Unix socket and TCP port" "$SETUP"'
-  "$AGOR" daemon --foreground --port 0 2> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-  port=$(sed -n "s/.*http:\/\/127.0.0.1:\([0-9]*\).*/\1/p" daemon.log | head -1)
-  [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
+  start_daemon
   curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null || fail "the daemon is not reachable from the host"
   refused "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect(\\\"$AGOR_HOME/run/agor.sock\\\")\""
   expect_contains stderr "No such file"
@@ -657,26 +649,7 @@ test_case "the environment is rebuilt: no executor variable reaches the program"
   expect_contains stdout "GIT_AUTHOR_NAME=t"
 '
 
-DAEMON='
-  start_daemon() {
-    "$AGOR" daemon --foreground --port 0 2> daemon.log &
-    daemon_pid=$!
-    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && return 0; sleep 0.05; done
-    cat daemon.log; fail "daemon did not start"
-  }
-  rpc() { # METHOD PARAMS_JSON → the reply line on stdout
-    python3 -c "
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-s.sendall((json.dumps({\"jsonrpc\":\"2.0\",\"id\":1,\"method\":sys.argv[2],\"params\":json.loads(sys.argv[3])})+\"\n\").encode())
-buf = b\"\"
-while not buf.endswith(b\"\n\"): buf += s.recv(1 << 20)
-print(buf.decode().strip())" "$AGOR_HOME/run/agor.sock" "$1" "$2"
-  }
-'
-
-test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a failed task" "$DAEMON"'
+test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a failed task" '
   make_source_repo src
   mkdir -p "$AGOR_HOME"; printf "execution:\n  sandbox:\n    pids_max: 64\n" > "$AGOR_HOME/config.yaml"
   start_daemon
@@ -706,7 +679,7 @@ test_case "daemon exec.run: the task stores the receipt; a fork bomb makes a fai
   expect_contains reply "params.argv"
 '
 
-test_case "daemon exec.run: every payload carries the daemon's policy, which beats the config its executor reads" "$DAEMON"'
+test_case "daemon exec.run: every payload carries the daemon's policy, which beats the config its executor reads" '
   make_source_repo src
   printf "execution:\n  sandbox:\n    enabled: false\n    memory_max_mb: 0\n" > user.yaml   # what the executor reads
   mkdir -p "$AGOR_HOME"
@@ -730,7 +703,7 @@ assert "execution.sandbox.cgroup_root" in p and "daemon.port" not in p and "exec
 PY
 '
 
-test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox required" "$DAEMON"'
+test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox required" '
   make_source_repo src
   mkdir -p "$AGOR_HOME"; printf "execution:\n  unix_user_mode: sandbox\n  sandbox:\n    enabled: false\n" > "$AGOR_HOME/config.yaml"
   expect_exit 1 "$AGOR" config show
@@ -759,7 +732,7 @@ test_case "unix_user_mode sandbox: no sudo, a kept per-user home, the sandbox re
   "
 '
 
-test_case "containment: through the daemon, metadata a run outside the sandbox changed is put back, audited and reported on the task" "$DAEMON"'
+test_case "containment: through the daemon, metadata a run outside the sandbox changed is put back, audited and reported on the task" '
   make_source_repo src
   mkdir -p "$AGOR_HOME"; printf "execution:\n  sandbox:\n    enabled: false\n" > "$AGOR_HOME/config.yaml"
   start_daemon

@@ -26,13 +26,11 @@ vm_kernel() {
 
 # Why this machine cannot boot the guest, or nothing.
 why_no_guest() {
-  if ! is_root; then echo "needs root (as in CI)"
+  if unmet_needs root,qemu,mkfs.ext4; then return
   elif ! is_musl; then echo "the guest holds static binaries only: run with the musl flavor"
   elif [ "$(uname -m)" != x86_64 ]; then echo "the guest kernel is x86_64"
-  elif ! command -v qemu-system-x86_64 > /dev/null; then echo "qemu is not installed (Debian: qemu-system-x86)"
   elif [ ! -x /bin/busybox ] || readelf -l /bin/busybox | grep -q "program interpreter"; then
     echo "no static busybox (Debian: busybox-static)"
-  elif ! command -v mkfs.ext4 > /dev/null; then echo "no mkfs.ext4 for the guest's data disk (Debian: e2fsprogs)"
   elif ! vm_kernel > /dev/null; then echo "Debian's linux-image-cloud-amd64 could not be fetched"
   fi
 }

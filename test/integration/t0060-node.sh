@@ -11,31 +11,17 @@ if [ -z "${T0060_NETNS:-}" ] && [ "$(id -u)" = 0 ] && command -v ip > /dev/null 
 fi
 . "$(dirname "$0")/../lib.sh"
 
-RPC="$TEST_TOP/test/helpers/rpc.py"
 NETNS=${T0060_NETNS:-}
 [ -n "$NETNS" ] && ip link set lo up
 
 SCENE='
   GW_HOME="$AGOR_HOME"
-  HOLDERS=""; NODE_PIDS=""; DAEMON_PID=""
-  cleanup() {
-    for p in $NODE_PIDS $DAEMON_PID $HOLDERS; do kill -9 "$p" 2>/dev/null || true; done
-    for p in $NODE_PIDS $DAEMON_PID $HOLDERS; do wait "$p" 2>/dev/null || true; done
+  HOLDERS=""; NODE_PIDS=""; DAEMON_HOST=0.0.0.0 DAEMON_SOCKET="$GW_HOME/run/agor.sock"
+  scene_cleanup() { # the nodes, when the body ends (after the daemon: daemon_cleanup runs it)
+    for p in $NODE_PIDS $HOLDERS; do kill -9 "$p" 2>/dev/null || true; done
+    for p in $NODE_PIDS $HOLDERS; do wait "$p" 2>/dev/null || true; done
   }
-  trap cleanup EXIT
-  start_daemon() { # [PORT]
-    AGOR_DAEMON_HOST=0.0.0.0 "$AGOR" daemon --foreground --port "${1:-0}" 2>> daemon.log &
-    DAEMON_PID=$!
-    for _ in $(seq 1 300); do grep -q "serving.*(pid $DAEMON_PID" daemon.log 2>/dev/null && break; sleep 0.05; done
-    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $DAEMON_PID.*/\1/p" daemon.log | tail -1)
-    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
-  }
-  stop_daemon() { # SIGTERM: a clean exit (under ASan also: no leaks)
-    kill -TERM "$DAEMON_PID"; local rc=0; wait "$DAEMON_PID" || rc=$?; DAEMON_PID=""
-    [ $rc -eq 0 ] || { tail -n 40 daemon.log; fail "daemon exited $rc"; }
-  }
-  kill_daemon() { kill -9 "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=""; }
-  rpc() { python3 "$RPC" "$GW_HOME/run/agor.sock" "$@"; }
+  trap daemon_cleanup EXIT
   # host N — a machine for node N: its own network namespace and veth when we can, else loopback.
   host() {
     mkdir -p -m 700 "$T/n$1"
@@ -123,7 +109,7 @@ test_case "pairing approved and revoked: a revoked token stops working at once a
   expect_contains node1.log "was revoked"
   exec_on "$id" "$HOME_ARGV" "\"security\":\"full\""
   expect_json reply error.data.code NOT_FOUND
-  kill_daemon; start_daemon "$port"
+  kill_daemon; DAEMON_PORT=$port start_daemon
   on 1 "$AGOR" node run --once 2> again.err && fail "revocation did not survive the restart"
   expect_contains again.err "was revoked"
   rpc audit.list > audit; expect_contains audit "node.hello"
@@ -235,7 +221,7 @@ test_case "daemon killed: nodes reconnect when it returns; node killed mid-comma
   for n in 1 2; do "$AGOR" nodes approve "$(cat id$n)" > /dev/null; policy $n --security full --ask off; done
   start_node 1; start_node 2
   kill_daemon
-  start_daemon "$port"
+  DAEMON_PORT=$port start_daemon
   start_node_wait() { for _ in $(seq 1 300); do rpc nodes.list > nl; grep -q "\"id\":\"$(cat id$1)\"[^}]*\"connected\":true" nl && return 0; sleep 0.1; done; cat nl node$1.log; fail "node $1 did not reconnect"; }
   start_node_wait 1; start_node_wait 2
   exec_on alpha "$HOME_ARGV" "\"security\":\"full\""; ran_on 1
@@ -283,10 +269,7 @@ test_case "TLS: a node pins the gateway certificate; a wrong pin is refused befo
   "$TEST_TOP/test/helpers/make-test-ca.sh" ca
   pin=$(openssl x509 -in ca/server.crt -outform DER | sha256sum | cut -d" " -f1)
   bad=$(printf "%064d" 0)
-  AGOR_DAEMON_HOST=127.0.0.1 "$AGOR" daemon --foreground --port 0 --set daemon.tls_cert="$PWD/ca/server.crt" \
-    --set daemon.tls_key="$PWD/ca/server.key" 2> daemon.log & DAEMON_PID=$!
-  for _ in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-  port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
+  DAEMON_HOST=127.0.0.1 start_daemon --set daemon.tls_cert="$PWD/ca/server.crt" --set daemon.tls_key="$PWD/ca/server.key"
   mkdir -p -m 700 n1 n2
   AGOR_HOME="$T/n2" "$AGOR" node pair --gateway "wss://localhost:$port/ws" --name evil --tls-fingerprint "$bad" 2> bad.err && fail "a wrong pin was accepted"
   [ ! -e n2/node.json ] || fail "node.json written after a failed pairing"

@@ -5,30 +5,17 @@
 # that turns the sandbox off without the daemon. Kills only the pids it started.
 . "$(dirname "$0")/../lib.sh"
 
-RPC="$TEST_TOP/test/helpers/rpc.py"
 ASK="$TEST_TOP/test/helpers/exec-ask.py"
 
 SCENE='
-  GW_HOME="$AGOR_HOME"; NODE_PIDS=""; DAEMON_PID=""
-  cleanup() {
-    for p in $NODE_PIDS $DAEMON_PID; do kill -9 "$p" 2>/dev/null || true; done
-    for p in $NODE_PIDS $DAEMON_PID; do wait "$p" 2>/dev/null || true; done
+  GW_HOME="$AGOR_HOME"; NODE_PIDS=""; DAEMON_HOST=127.0.0.1 DAEMON_SOCKET="$GW_HOME/run/agor.sock"
+  scene_cleanup() { # the nodes, when the body ends (after the daemon: daemon_cleanup runs it)
+    for p in $NODE_PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    for p in $NODE_PIDS; do wait "$p" 2>/dev/null || true; done
   }
-  trap cleanup EXIT
+  trap daemon_cleanup EXIT
   mkdir -p -m 700 "$GW_HOME"
   printf "execution:\n  permission_timeout_ms: 1500\n" > "$GW_HOME/config.yaml"
-  start_daemon() {
-    AGOR_DAEMON_HOST=127.0.0.1 "$AGOR" daemon --foreground --port 0 2>> daemon.log &
-    DAEMON_PID=$!
-    for _ in $(seq 1 300); do grep -q "serving.*(pid $DAEMON_PID" daemon.log 2>/dev/null && break; sleep 0.05; done
-    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $DAEMON_PID.*/\1/p" daemon.log | tail -1)
-    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
-  }
-  stop_daemon() {
-    kill -TERM "$DAEMON_PID"; local rc=0; wait "$DAEMON_PID" || rc=$?; DAEMON_PID=""
-    [ $rc -eq 0 ] || { tail -n 40 daemon.log; fail "daemon exited $rc"; }
-  }
-  rpc() { python3 "$RPC" "$GW_HOME/run/agor.sock" "$@"; }
   ask() { python3 "$ASK" "$GW_HOME/run/agor.sock" "$@"; }   # ask PARAMS_JSON once|always|deny|ignore
   gw_policy() { "$AGOR" approvals set "$@" > /dev/null; }
   worktree() {

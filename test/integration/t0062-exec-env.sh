@@ -10,25 +10,13 @@ RPC="$TEST_TOP/test/helpers/rpc.py"
 
 SCENE='
   # nodes run with TERM=dumb: git without an EDITOR then fails at once instead of starting vi
-  GW_HOME="$AGOR_HOME"; PIDS=""; DAEMON_PID=""
-  cleanup() {
-    for p in $PIDS $DAEMON_PID; do kill -9 "$p" 2>/dev/null || true; done
-    for p in $PIDS $DAEMON_PID; do wait "$p" 2>/dev/null || true; done
+  GW_HOME="$AGOR_HOME"; PIDS=""; DAEMON_HOST=127.0.0.1 DAEMON_SOCKET="$GW_HOME/run/agor.sock"
+  scene_cleanup() { # the nodes, when the body ends (after the daemon: daemon_cleanup runs it)
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    for p in $PIDS; do wait "$p" 2>/dev/null || true; done
   }
-  trap cleanup EXIT
+  trap daemon_cleanup EXIT
   mkdir -p -m 700 "$GW_HOME"
-  start_daemon() {
-    AGOR_DAEMON_HOST=127.0.0.1 "$AGOR" daemon --foreground --port 0 2>> daemon.log &
-    DAEMON_PID=$!
-    for _ in $(seq 1 300); do grep -q "serving.*(pid $DAEMON_PID" daemon.log 2>/dev/null && break; sleep 0.05; done
-    port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid $DAEMON_PID.*/\1/p" daemon.log | tail -1)
-    [ -n "$port" ] || { cat daemon.log; fail "daemon did not start"; }
-  }
-  stop_daemon() {
-    kill -TERM "$DAEMON_PID"; local rc=0; wait "$DAEMON_PID" || rc=$?; DAEMON_PID=""
-    [ $rc -eq 0 ] || { tail -n 40 daemon.log; fail "daemon exited $rc"; }
-  }
-  rpc() { python3 "$RPC" "$GW_HOME/run/agor.sock" "$@"; }
   # a node whose own policy is an allowlist of git, the two shells, true and printenv, and nothing else
   node_policy() { # node_policy HOME
     AGOR_HOME="$1" "$AGOR" approvals set --security allowlist --ask off > /dev/null

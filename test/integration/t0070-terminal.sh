@@ -62,7 +62,7 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen an
     head -1 first.out > open.json
     expect_json open.json open.result.tmux.server "agor-$(id -un)"
     expect_json open.json open.result.tmux.session agor
-    kill -9 $daemon_pid; wait $daemon_pid 2> /dev/null || true
+    kill_daemon
     start_daemon
     term $wt "expect:STATE=kept-\\\$\\(\\(40\\+2\\)\\)" "type:echo \"[\$STATE]\"\n" "expect:\[kept-42\]" "type:exit\n" expect-exit > second.out || { cat second.out daemon.log; false; }
     expect_contains second.out "\"reason\": \"exited\""
@@ -184,18 +184,14 @@ test_case "zellij terminals: a PTY master handed over (fake zellij on PATH): arg
 BODY
 '
 
-if command -v zellij > /dev/null; then
-  test_case "zellij terminals with the real zellij: echo through zellij attach --create" '
-    in_private_tmp <<"BODY"
-      start_daemon
-      worktree
-      TERM_MULTIPLEXER=zellij term $wt "sleep:2" "type:echo real\$((2*4))zellij\n" "expect:real8zellij" > z.out || { cat z.out daemon.log; false; }
-      stop_daemon
+test_case --needs zellij "zellij terminals with the real zellij: echo through zellij attach --create" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    TERM_MULTIPLEXER=zellij term $wt "sleep:2" "type:echo real\$((2*4))zellij\n" "expect:real8zellij" > z.out || { cat z.out daemon.log; false; }
+    stop_daemon
 BODY
-  '
-else
-  test_skip "zellij terminals with the real zellij" "zellij is not on PATH (not packaged for Debian 12): the command line, environment, config and PTY hand-over are tested with a fake above"
-fi
+'
 
 # Insulated mode for real (users in a scratch /etc): the daemon runs as agord, terminals as alice through sudo.
 ISO_SCENE="TEST_TOP='$TEST_TOP'
@@ -216,12 +212,13 @@ $PRIVATE_TMP"'
   as_agord mkdir -m 700 /home/agord/.agor
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
-    AGOR_SECRET_ENV=daemon-only "$BIN" daemon --foreground --port 0 2> daemon.log &   # $! is the daemon itself
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null; sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon.log && break; sleep 0.05; done
-  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+  scene_cleanup() { # the tmux server of alice, then the cgroups of her shells
+    setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true
+    sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true
+  }
+  DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor"
+  DAEMON_AS="$DAEMON_AS PATH=/usr/bin:/bin AGOR_SECRET_ENV=daemon-only" DAEMON_BIN=$BIN
+  start_daemon
 '
 
 test_case "insulated mode: the shell runs as the execution user with its own environment, not the daemon's" '
@@ -260,23 +257,17 @@ test_case "insulated mode: an execution user with a nologin shell (as agor setup
   as_agord "$BIN" worktree add "$repo" feature --json > wt.json
   as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt.json worktree.id)" "expect:@agor-sandbox:" \
     "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/bash>" > out || { cat out daemon.log; false; }
-  kill $daemon_pid && wait $daemon_pid 2> /dev/null || true
+  stop_daemon
   printf "  terminal_shell: /bin/sh\n" >> config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin \
-    "$BIN" daemon --foreground --port 0 2> daemon2.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid 2> /dev/null || true; setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true; sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true" EXIT
-  for i in $(seq 1 200); do grep -q serving daemon2.log && break; sleep 0.05; done
+  DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor PATH=/usr/bin:/bin"
+  start_daemon
   as_agord "$BIN" worktree add "$repo" second --json > wt2.json
   as_agord python3 bin/term-client.py /run/agor/agor.sock "$(json_get wt2.json worktree.id)" "expect:[$]" \
-    "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/sh>" > out2 || { cat out2 daemon2.log; false; }
+    "type:echo \"<\$SHELL>\"\n" "expect:<\/bin\/sh>" > out2 || { cat out2 daemon.log; false; }
 '"'"'
 '
 
-if ! ws_reason=$(npm_package "$WS_DIR" ws@8); then
-  test_skip "terminals over WebSocket (binary frames, two clients, another user's attacks)" "$ws_reason"
-  test_done; exit
-fi
+file_needs node-ws "terminals over WebSocket (binary frames, two clients, another user's attacks)"
 
 test_case "WebSocket /terminal: binary frames, two clients see the same output, bad sizes refused" '
   in_private_tmp <<"BODY"
