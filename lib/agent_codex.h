@@ -1,7 +1,7 @@
 /* agent_codex.h — Codex driven through `codex app-server` (JSON-RPC 2.0 over stdio, one message a line), the
  * CLI's approval-capable interface: the conversation agor leads, the mapping of its notifications onto agor's
  * message types, and its approval requests turned into permission questions. Pure: the caller (prompt.c) does
- * the I/O and asks the daemon through the channel (agent.h). */
+ * the I/O and asks the daemon through the channel (agent_stream.h). */
 #ifndef AGOR_AGENT_CODEX_H
 #define AGOR_AGENT_CODEX_H
 

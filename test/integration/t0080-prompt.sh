@@ -23,14 +23,12 @@ SCENE='
       "$T" "${1:-}" "${AGENT_COMMAND:-$CLAUDE}" "$(cat port)" "$CODEX" "$(cat openai-port)" > config.yaml
     chmod 600 config.yaml
   }
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" /run/agor/agor.sock "$@"; }
-  start_daemon() {
-    "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
-    daemon_pid=$!
-    trap "kill $daemon_pid $server_pid $openai_pid 2>/dev/null; wait $daemon_pid 2>/dev/null; rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2>/dev/null || true" EXIT
-    for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && return 0; sleep 0.05; done
-    cat daemon.log; fail "daemon did not start"
+  DAEMON_SOCKET=/run/agor/agor.sock
+  scene_cleanup() {
+    kill $server_pid $openai_pid 2> /dev/null || true
+    rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2> /dev/null || true
   }
+  start_scene_daemon() { start_daemon --config "$PWD/config.yaml"; }
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
   prepare_session() { # [PERMISSION_MODE [TOOL]]
     groupadd agor_users
@@ -40,7 +38,7 @@ SCENE='
     "$AGOR" admin cgroup-delegate agor_executor > /dev/null # cgroup limits for the agent sandbox of a non-root user
     make_source_repo src && chmod -R a+rX src
     mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
-    start_daemon
+    start_scene_daemon
     a repo clone "$PWD/src" --json > clone.json || { cat clone.json daemon.log; fail "clone failed"; }
     repo=$(json_get clone.json repo.id)
     a worktree add "$repo" wt1 --branch feat --create-branch --json > wt.json || { cat wt.json; fail "worktree add failed"; }
@@ -195,7 +193,7 @@ TIMEOUT='
     expect_json task.json status failed
     grep -q TIMEOUT task.json || { cat task.json; fail "not a timeout"; }
     no_agent_left
-    write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    write_config; stop_daemon; start_scene_daemon
     start_streaming_prompt 30 out err
     pkill -KILL -u agor_executor -f "executor --stdin"
     prompt_exit=0; wait $prompt_pid || prompt_exit=$?; expect_eq "$prompt_exit" 1
@@ -215,7 +213,7 @@ ASKING='
     useradd --groups agor_users mallory
     rpc users.create "{\"name\":\"mallory\",\"unix_username\":\"mallory\"}" > /dev/null
     write_config "  permission_timeout_ms: 1500" && sed -i "/permission_timeout_ms: 20000/d" config.yaml
-    kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    stop_daemon; start_scene_daemon
     # The answer must reach the daemon within the 1.5 s timeout, under load too: both listeners are running
     # and subscribed before the prompt, the watcher hands the request id over in a file, and mallory, already
     # connected, answers at once (no interpreter start-up, su or parsing in between).
@@ -298,7 +296,7 @@ CRASH='
     expect_json task.json status failed
     grep -q "out of cheese" task.json || { cat task.json; fail "the stderr tail is not on the task"; }
     printf "#!/bin/sh\necho garbage only\n" > agent/babble.sh && chmod 755 agent/babble.sh
-    AGENT_COMMAND="$PWD/agent/babble.sh" write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    AGENT_COMMAND="$PWD/agent/babble.sh" write_config; stop_daemon; start_scene_daemon
     expect_exit 1 a prompt "$session" "anything" --no > out 2> err
     expect_contains err "without a final result"
 '

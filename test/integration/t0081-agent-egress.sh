@@ -146,11 +146,8 @@ test_case "proxy: the daemon's exec.run turns each refusal into an audit row and
   make_source_repo src
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
   printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
-  "$AGOR" daemon --foreground --port 0 2> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid $outside_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-  for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && break; sleep 0.05; done
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  scene_cleanup() { kill $outside_pid 2> /dev/null || true; }
+  start_daemon
   rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && repo=$(json_get reply result.repo.id)
   rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
   wt=$(json_get reply result.worktree.id)
@@ -199,12 +196,8 @@ test_case "a session's own egress entries: its creator or an admin adds them, on
   make_source_repo src
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
   printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
-  "$AGOR" daemon --foreground --port 0 2> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid $extra_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-  for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && break; sleep 0.05; done
-  PORT=$(sed -n "s/.*serving on .* http:\/\/[^:]*:\([0-9]*\) .*/\1/p" daemon.log | head -1)
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "$AGOR_HOME/run/agor.sock" "$@"; }
+  scene_cleanup() { kill $extra_pid 2> /dev/null || true; }
+  start_daemon
   rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && repo=$(json_get reply result.repo.id)
   rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
   wt=$(json_get reply result.worktree.id)
@@ -233,9 +226,9 @@ test_case "a session's own egress entries: its creator or an admin adds them, on
   # another user (over TCP with their token) can neither see nor change the session
   rpc users.create "{\"name\":\"bob\"}" > reply && bob=$(json_get reply result.id)
   rpc tokens.create "{\"user_id\":\"$bob\"}" > reply && bob_token=$(json_get reply result.token)
-  expect_exit 1 "$AGOR" session allow-host "$session" "*.example.com" --url "ws://127.0.0.1:$PORT/ws" --token "$bob_token"
+  expect_exit 1 "$AGOR" session allow-host "$session" "*.example.com" --url "ws://127.0.0.1:$port/ws" --token "$bob_token"
   expect_contains err "no session"
-  expect_exit 1 "$AGOR" session disallow-host "$session" "127.0.0.1:$EXTRA" --url "ws://127.0.0.1:$PORT/ws" --token "$bob_token"
+  expect_exit 1 "$AGOR" session disallow-host "$session" "127.0.0.1:$EXTRA" --url "ws://127.0.0.1:$port/ws" --token "$bob_token"
   curl_run "$session"
   expect_contains reply "\"stdout\":\"200\""
   # removal takes the entry away again; removing it twice is NOT_FOUND
@@ -302,13 +295,13 @@ SCENE='
   "$AGOR" admin cgroup-delegate agor_executor > /dev/null
   make_source_repo src && chmod -R a+rX src
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
-  "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid $server_pid $openai_pid $allowed_pid $outside_pid 2>/dev/null; wait $daemon_pid 2>/dev/null; rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2>/dev/null || true" EXIT
-  for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && break; sleep 0.05; done
-  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
-  DAEMON_PORT=$(sed -n "s/.*serving on .* http:\/\/[^:]*:\([0-9]*\) .*/\1/p" daemon.log | head -1)
-  [ -n "$DAEMON_PORT" ] || { cat daemon.log; fail "no daemon port in the log"; }
+  scene_cleanup() {
+    kill $server_pid $openai_pid $allowed_pid $outside_pid 2> /dev/null || true
+    rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2> /dev/null || true
+  }
+  DAEMON_SOCKET=/run/agor/agor.sock
+  start_daemon --config "$PWD/config.yaml"
+  daemon_port=$port
   a repo clone "$PWD/src" --json > clone.json || { cat clone.json daemon.log; fail "clone failed"; }
   a worktree add "$(json_get clone.json repo.id)" wt1 --branch feat --create-branch --json > wt.json || { cat wt.json; fail "worktree add failed"; }
   wt=$(json_get wt.json worktree.id)
@@ -319,7 +312,7 @@ SCENE='
   echo "$OPENAI_KEY" | a api-key set openai > /dev/null
   # write_probe — the worktree gets probe.sh (test/helpers/egress-probe.sh with the ports it needs)
   write_probe() {
-    { echo "ALLOWED=$ALLOWED OUTSIDE=$OUTSIDE DAEMON_PORT=$DAEMON_PORT"; cat "$TEST_TOP/test/helpers/egress-probe.sh"; } > "$wt_path/probe.sh"
+    { echo "ALLOWED=$ALLOWED OUTSIDE=$OUTSIDE DAEMON_PORT=$daemon_port"; cat "$TEST_TOP/test/helpers/egress-probe.sh"; } > "$wt_path/probe.sh"
   }
   expect_refusals() {
     grep -q "^sentinel-seen agor$" "$wt_path/probe.txt" || fail "the probe found no sentinel"
@@ -350,7 +343,7 @@ AGENT_EGRESS='
   ! grep -q "agor-sentinel\|/leak" allowed.log || { cat allowed.log; fail "the sentinel reached another host"; }
   ! grep -rq "$KEY" daemon.log events.jsonl err || fail "the key leaked into a log or the output"
   # each refusal: an event on the task and an audit row
-  python3 - events.jsonl "$OUTSIDE" "$DAEMON_PORT" "$ALLOWED" <<PY
+  python3 - events.jsonl "$OUTSIDE" "$daemon_port" "$ALLOWED" <<PY
 import json, sys
 events = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
 got = {(e["data"]["host"], e["data"]["port"], e["data"]["reason"]) for e in events if e.get("type") == "task.egress_refused"}

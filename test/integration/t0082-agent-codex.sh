@@ -21,7 +21,7 @@ SCENE='
     "$T" "$CODEX" "$(cat openai-port)" > config.yaml
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
-  rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" /run/agor/agor.sock "$@"; }
+  DAEMON_SOCKET=/run/agor/agor.sock
   groupadd agor_users
   useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
   mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
@@ -29,11 +29,11 @@ SCENE='
   "$AGOR" admin cgroup-delegate agor_executor > /dev/null
   make_source_repo src && chmod -R a+rX src
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
-  "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid $openai_pid 2>/dev/null; wait $daemon_pid 2>/dev/null; rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2>/dev/null || true" EXIT
-  for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && break; sleep 0.05; done
-  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+  scene_cleanup() {
+    kill $openai_pid 2> /dev/null || true
+    rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2> /dev/null || true
+  }
+  start_daemon --config "$PWD/config.yaml"
   a repo clone "$PWD/src" --json > clone.json || { cat clone.json daemon.log; fail "clone failed"; }
   a worktree add "$(json_get clone.json repo.id)" wt1 --branch feat --create-branch --json > wt.json || { cat wt.json; fail "worktree add failed"; }
   wt=$(json_get wt.json worktree.id)
