@@ -714,34 +714,6 @@ int method_worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	return rv;
 }
 
-static void repo_synced_after_removal(struct daemon *d, const char *task_id, const json_t *data,
-				      const struct err *error, void *arg)
-{
-	(void)d, (void)task_id, (void)data;
-	if (error)
-		log_warn("repository %s: its Unix group keeps the owners of a removed worktree: %s", (char *)arg,
-			 error->message);
-	free(arg);
-}
-
-/* After delete-worktree-group of a removed worktree (strict mode): the repository's group loses the
- * owners who owned no other worktree of it. arg: the repository's URL (freed here). */
-static void worktree_group_deleted(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
-				   void *arg)
-{
-	(void)task_id, (void)data;
-	struct err e = ERR_INIT;
-	if (error)
-		log_warn("repository %s: its Unix group not updated, the worktree group stays: %s", (char *)arg,
-			 error->message);
-	else if (submit_repo_sync(d, NULL, NULL, arg, repo_synced_after_removal, arg, &e) == 0)
-		return;
-	else
-		log_warn("repository %s: %s", (char *)arg, e.message);
-	err_clear(&e);
-	free(arg);
-}
-
 /* The worktree's row and everything that names it, in one step (a savepoint: all or nothing, inside or outside
  * the write batch): its sessions, their tasks, the tasks' messages and tokens, the sessions' exec approvals.
  * worktrees.remove refused beforehand when sessions were there and force was not given. */
@@ -769,31 +741,106 @@ static int delete_worktree_rows(struct daemon *d, const char *worktree_id, struc
 	return db_exec(d->db, "RELEASE worktree_remove", e);
 }
 
+/* --- worktrees.remove: recorded first, then the executor, admin's groups and the rows, each step repeatable ----
+ * The row's removing_since is set before anything is deleted, and the rows go last: a removal interrupted at any
+ * step (a failure, a kill -9 of the executor or the daemon) leaves the mark, `agor worktree remove ID` finishes it
+ * (git.worktree.remove {finish}: whatever is left of the directory and the admin entry), and the daemon's next
+ * start does so by itself (daemon_worktrees_finish_removals). */
+
+static void mark_removing(struct daemon *d, const char *id, int force, struct err *e)
+{
+	db_run(d->db, e, "UPDATE worktrees SET removing_since = ?, removing_force = ? WHERE id = ?", "iis", daemon_now(),
+	       (long long)force, id);
+}
+
+static void removal_failed(struct daemon *d, struct pending_reply *pr, const char *task_id, const struct err *error)
+{
+	struct err told = ERR_INIT;
+	err_setd(&told, error->code, error->details ? json_incref(error->details) : NULL,
+		 "%s; worktree %s is marked as being removed: `agor worktree remove %s` finishes it", error->message,
+		 pr->row_id, pr->row_id);
+	log_warn("worktree %s: removal unfinished: %s", pr->row_id, error->message);
+	daemon_audit(d, json_get_str(pr->extra, "by"), "worktrees.remove", pr->row_id, "failed",
+		     json_pack("{s:s,s:s}", "step", json_get_str(pr->extra, "step"), "error", error->message));
+	send_reply(pr, task_id, NULL, &told);
+	err_clear(&told);
+	daemon_reply_free(pr);
+}
+
+/* The last step: the rows (sessions, their tasks and messages with them), the events, the terminals. */
+static void removal_rows(struct daemon *d, struct pending_reply *pr)
+{
+	const char *task_id = json_get_str(pr->extra, "task_id");
+	struct err e = ERR_INIT;
+	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
+	int everyone = worktree_audience(d, pr->row_id, &owners); /* before its owners go with it */
+	_cleanup_json_ json_t *openers = daemon_terminal_openers(d, pr->row_id);
+	json_object_set_new(pr->extra, "step", json_string("rows"));
+	if (delete_worktree_rows(d, pr->row_id, &e) < 0) {
+		removal_failed(d, pr, task_id, &e);
+		err_clear(&e);
+		return;
+	}
+	send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
+	daemon_terminals_worktree_removed(d, pr->row_id, json_get_str(pr->extra, "name"), openers);
+	daemon_audit(d, json_get_str(pr->extra, "by"), "worktrees.remove", pr->row_id, "ok",
+		     json_pack("{s:b}", "finished", json_is_true(json_object_get(pr->extra, "finishing"))));
+	send_reply(pr, task_id, json_pack("{s:b}", "removed", 1), NULL);
+	daemon_reply_free(pr);
+}
+
+static void removal_repo_synced(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+				void *arg)
+{
+	(void)task_id, (void)data;
+	struct pending_reply *pr = arg;
+	if (error)
+		removal_failed(d, pr, json_get_str(pr->extra, "task_id"), error);
+	else
+		removal_rows(d, pr);
+}
+
+/* Strict mode: the repository's group loses the owners of the worktree whose group just went. */
+static void removal_group_deleted(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+				  void *arg)
+{
+	(void)task_id, (void)data;
+	struct pending_reply *pr = arg;
+	struct err e = ERR_INIT;
+	const char *url = owners_via_admin(d) ? json_get_str(pr->extra, "repo_url") : NULL;
+	json_object_set_new(pr->extra, "step", json_string("repository group"));
+	if (error)
+		removal_failed(d, pr, json_get_str(pr->extra, "task_id"), error);
+	else if (!url)
+		removal_rows(d, pr);
+	else if (submit_repo_sync(d, NULL, NULL, url, removal_repo_synced, pr, &e) < 0)
+		removal_failed(d, pr, json_get_str(pr->extra, "task_id"), &e);
+	err_clear(&e);
+}
+
+/* After the executor: the worktree's Unix group (worktree_rbac), then the rest. */
 static void worktree_removed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
 {
 	(void)data;
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
-	_cleanup_strvec_ struct strvec owners = STRVEC_INIT;
-	int everyone = error ? 0 : worktree_audience(d, pr->row_id, &owners); /* before its owners go with it */
-	_cleanup_json_ json_t *openers = error ? NULL : daemon_terminal_openers(d, pr->row_id);
-	if (!error && delete_worktree_rows(d, pr->row_id, &e) >= 0) {
-		send_worktree_event(d, everyone, &owners, "worktree.removed", json_pack("{s:s}", "id", pr->row_id));
-		daemon_terminals_worktree_removed(d, pr->row_id, json_get_str(pr->extra, "name"), openers);
-		struct admin_call call = admin_delete_worktree_group(pr->row_id); /* its group goes too */
-		struct err ge = ERR_INIT;
-		const char *url = owners_via_admin(d) ? json_get_str(pr->extra, "repo_url") : NULL;
-		char *url_copy = url ? xstrdup(url) : NULL; /* then the repository's group follows */
-		if (daemon_worktree_rbac_on(d) && submit_admin(d, NULL, pr->row_id, &call, url_copy ? worktree_group_deleted : NULL,
-							url_copy, &ge) < 0) {
-			log_warn("worktree %s: its Unix group stays: %s", pr->row_id, ge.message);
-			free(url_copy);
-		}
-		err_clear(&ge);
+	json_object_set_new(pr->extra, "task_id", json_string(task_id));
+	json_object_set_new(pr->extra, "step", json_string("worktree group"));
+	if (error && !strcmp(error->code, E_WORKTREE_DIRTY)) { /* refused before anything was deleted */
+		db_run(d->db, &e, "UPDATE worktrees SET removing_since = NULL WHERE id = ?", "s", pr->row_id);
+		err_clear(&e);
+		send_reply(pr, task_id, NULL, error);
+		daemon_reply_free(pr);
+		return;
 	}
-	send_reply(pr, task_id, error ? NULL : json_pack("{s:b}", "removed", 1), error ? error : err_is_set(&e) ? &e : NULL);
+	struct admin_call call = admin_delete_worktree_group(pr->row_id);
+	if (error)
+		removal_failed(d, pr, task_id, error);
+	else if (!daemon_worktree_rbac_on(d))
+		removal_rows(d, pr);
+	else if (submit_admin(d, NULL, pr->row_id, &call, removal_group_deleted, pr, &e) < 0)
+		removal_failed(d, pr, task_id, &e);
 	err_clear(&e);
-	daemon_reply_free(pr);
 }
 
 /* --- who may do what with a worktree: owners, admins, and others_can for everyone else --------------
@@ -817,7 +864,8 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 
 /* Before anything is deleted: a worktree with a queued or running task is refused (cancel it first); one with
  * sessions is refused unless force, naming them. IN_USE, with the ids in details. */
-static int check_worktree_free(struct daemon *d, const char *worktree_id, int force, struct err *e)
+/* No task is queued or running in the worktree (its directory must not go from under one). */
+static int check_worktree_idle(struct daemon *d, const char *worktree_id, struct err *e)
 {
 	_cleanup_json_ json_t *busy = db_query_json(d->db, e,
 		"SELECT t.id FROM tasks t JOIN sessions s ON s.id = t.session_id WHERE s.worktree_id = ? "
@@ -832,6 +880,14 @@ static int check_worktree_free(struct daemon *d, const char *worktree_id, int fo
 				"worktree %s has %zu task(s) queued or running, first %s: cancel them (agor task cancel ID) "
 				"or wait, then remove it", worktree_id, json_array_size(busy),
 				json_get_str(json_array_get(busy, 0), "id"));
+	return 0;
+}
+
+/* Idle, and without sessions unless forced (they go with it). */
+static int check_worktree_free(struct daemon *d, const char *worktree_id, int force, struct err *e)
+{
+	if (check_worktree_idle(d, worktree_id, e) < 0)
+		return -1;
 	_cleanup_json_ json_t *sessions = db_query_json(d->db, e,
 		"SELECT id FROM sessions WHERE worktree_id = ? ORDER BY created_at", "s", worktree_id);
 	if (!sessions)
@@ -845,33 +901,87 @@ static int check_worktree_free(struct daemon *d, const char *worktree_id, int fo
 			json_get_str(json_array_get(sessions, 0), "id"), worktree_id);
 }
 
+/* The payload of git.worktree.remove: a plain one, or {finish} for a removal recorded earlier. */
+static json_t *removal_params(const json_t *wt, int finishing, int force)
+{
+	if (!finishing)
+		return json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", force);
+	return json_pack("{s:s,s:b,s:s?,s:s}", "worktreePath", json_get_str(wt, "path"), "finish", 1, "repoPath",
+			 json_get_str(wt, "repo_path"), "worktreeName", json_get_str(wt, "name"));
+}
+
+#define REMOVAL_ROW "SELECT w.*, r.url AS repo_url, r.path AS repo_path FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id WHERE w.id = ?"
+
+/* Submits the removal of worktree row wt by user `by` (NULL: the daemon finishing one on its own); pr answers. */
+static int submit_removal(struct daemon *d, struct rpc_ctx *rc, const json_t *wt, const char *by, int force,
+			  struct pending_reply *pr, json_t **result, struct err *e)
+{
+	const char *id = json_get_str(wt, "id");
+	int finishing = json_integer_value(json_object_get(wt, "removing_since")) > 0;
+	_cleanup_free_ char *user = NULL;
+	json_object_set_new(pr->extra, "finishing", json_boolean(finishing));
+	pr->row_id = xstrdup(id);
+	int rv = daemon_execution_user_for(d, json_get_str(wt, "created_by"), &user, e);
+	if (rv == 0 && !finishing)
+		mark_removing(d, id, force, e); /* before anything is deleted */
+	if (rv == 0 && err_is_set(e))
+		rv = -1;
+	json_t *params = removal_params(wt, finishing, force);
+	struct task_spec spec = { .command = "git.worktree.remove", .params = params, .created_by = by,
+				  .execution_user = user, .worktree_id = id, .on_done = worktree_removed };
+	if (rc) {
+		rv = submit_with_reply(rc, rv, &spec, pr, result, e);
+	} else {
+		spec.arg = pr;
+		_cleanup_free_ char *task_id = NULL;
+		if (rv == 0)
+			rv = daemon_task_submit(d, &spec, &task_id, e);
+		if (rv < 0)
+			daemon_reply_free(pr);
+	}
+	json_decref(params);
+	return rv;
+}
+
 int method_worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	_cleanup_free_ char *user = NULL;
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "id", &id, e) < 0)
 		return -1;
-	json_t *wt = daemon_one_row(D(rc), e, "worktree",
-			     "SELECT w.*, r.url AS repo_url FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id WHERE w.id = ?", id);
+	_cleanup_json_ json_t *wt = daemon_one_row(D(rc), e, "worktree", REMOVAL_ROW, id);
 	if (!wt)
 		return -1;
-	int force = daemon_opt_bool(params, "force", 0);
-	int rv = daemon_need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e);
-	if (rv == 0)
-		rv = check_worktree_free(D(rc), id, force, e);
-	json_t *exec_params = json_pack("{s:s,s:b}", "worktreePath", json_get_str(wt, "path"), "force", force);
+	int finishing = json_integer_value(json_object_get(wt, "removing_since")) > 0;
+	int force = daemon_opt_bool(params, "force", 0) || (finishing && json_integer_value(json_object_get(wt, "removing_force")));
+	if (daemon_need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e) < 0 ||
+	    (finishing ? check_worktree_idle(D(rc), id, e) : check_worktree_free(D(rc), id, force, e)) < 0)
+		return -1;
 	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.remove",
-					       json_pack("{s:s?,s:s,s:s?}", "repo_url", json_get_str(wt, "repo_url"), "name",
-							 json_get_str(wt, "name"), "created_by", json_get_str(wt, "created_by")));
-	pr->row_id = xstrdup(id);
-	if (rv == 0)
-		rv = daemon_execution_user_for(D(rc), json_get_str(wt, "created_by"), &user, e);
-	struct task_spec spec = { .command = "git.worktree.remove", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .worktree_id = id, .on_done = worktree_removed };
-	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
-	json_decref(exec_params);
-	json_decref(wt);
-	return rv;
+					       json_pack("{s:s?,s:s,s:s?,s:s}", "repo_url", json_get_str(wt, "repo_url"), "name",
+							 json_get_str(wt, "name"), "created_by", json_get_str(wt, "created_by"),
+							 "by", P(rc)->user_id));
+	return submit_removal(D(rc), rc, wt, P(rc)->user_id, force, pr, result, e);
+}
+
+void daemon_worktrees_finish_removals(struct daemon *d)
+{
+	struct err e = ERR_INIT;
+	_cleanup_json_ json_t *ids = db_query_json(d->db, &e, "SELECT id FROM worktrees WHERE removing_since IS NOT NULL", "");
+	size_t i;
+	json_t *row;
+	json_array_foreach(ids, i, row) {
+		const char *id = json_get_str(row, "id");
+		_cleanup_json_ json_t *wt = daemon_one_row(d, &e, "worktree", REMOVAL_ROW, id);
+		log_warn("worktree %s: its removal was interrupted; finishing it", id);
+		daemon_audit(d, "daemon", "worktrees.remove.resume", id, "ok", NULL);
+		struct pending_reply *pr = daemon_reply_new(NULL, 0, "worktree.remove",
+						       json_pack("{s:s?,s:s?,s:s}", "repo_url", json_get_str(wt, "repo_url"), "name",
+								 json_get_str(wt, "name"), "by", "daemon"));
+		if (!wt || submit_removal(d, NULL, wt, NULL, 1, pr, NULL, &e) < 0)
+			log_warn("worktree %s: cannot finish its removal now: %s", id, e.message);
+		err_clear(&e);
+	}
+	err_clear(&e);
 }
 
 /* --- worktree owners ---------------------------------------------------------------------------- */

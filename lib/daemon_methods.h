@@ -42,4 +42,9 @@ RPC_METHOD(method_worktrees_owners_remove); /* worktrees.owners.remove */
 RPC_METHOD(method_worktrees_remove); /* worktrees.remove */
 RPC_METHOD(method_worktrees_set_access); /* worktrees.set_access */
 
+/* At start: each worktree whose removal was recorded but not finished (a failure, a kill -9) is finished now, as
+ * `agor worktree remove ID` would: logged, audited, the rest removed. */
+struct daemon;
+void daemon_worktrees_finish_removals(struct daemon *d);
+
 #endif

@@ -180,7 +180,7 @@ struct pending_reply *daemon_reply_new(struct rpc_ctx *rc, int wait, const char 
 	pr->base.detach = pending_reply_detach;
 	pr->kind = xstrdup(kind);
 	pr->extra = extra;
-	if (wait && rc->id && !rc->in_batch) {
+	if (wait && rc && rc->id && !rc->in_batch) {
 		pr->id = json_incref(rc->id);
 		pr->peer = P(rc);
 		daemon_peer_remember(pr->peer, pr);

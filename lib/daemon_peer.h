@@ -58,7 +58,8 @@ struct pending_reply {
 };
 struct pending_reply *daemon_reply_defer(struct rpc_ctx *rc);
 /* The general form: the reply waits (wait, rc has an id, outside a batch) or is answered now by the caller
- * (pr->peer NULL); kind and extra (stolen, may be NULL) are the caller's. daemon_reply_free drops it unanswered. */
+ * (pr->peer NULL; always so without rc: work the daemon does on its own); kind and extra (stolen, may be NULL)
+ * are the caller's. daemon_reply_free drops it unanswered. */
 struct pending_reply *daemon_reply_new(struct rpc_ctx *rc, int wait, const char *kind, json_t *extra);
 void daemon_reply_free(struct pending_reply *pr);
 void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct err *error);

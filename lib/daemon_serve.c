@@ -9,6 +9,7 @@
 #include "daemon_access.h"
 #include "daemon_dispatch.h"
 #include "daemon_limits.h"
+#include "daemon_methods.h"
 #include "daemon_nodes.h"
 #include "daemon_peer.h"
 #include "daemon_serve.h"
@@ -283,6 +284,7 @@ int daemon_run(struct daemon *d, struct err *e)
 		 net_server_tcp_port(d->server),
 		 (int)getpid(), config_user_mode_name(d->cfg->execution.unix_user_mode));
 	daemon_terminals_sweep(d);
+	daemon_worktrees_finish_removals(d);
 	if (d->ready_fd >= 0) {
 		(void)!write(d->ready_fd, "R", 1);
 		close(d->ready_fd);

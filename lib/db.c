@@ -81,6 +81,9 @@ static const char *const migrations[] = {
 	"ALTER TABLE users ADD COLUMN email TEXT;",
 	/* 7: per-session egress additions (issue 21): entries of the egress allowlist only this session's runs get */
 	"ALTER TABLE sessions ADD COLUMN egress_allow TEXT;",
+	/* 8: worktrees.remove recorded before anything is deleted (issue 22): an interrupted one is finished later */
+	"ALTER TABLE worktrees ADD COLUMN removing_since INTEGER;"
+	"ALTER TABLE worktrees ADD COLUMN removing_force INTEGER NOT NULL DEFAULT 0;",
 };
 
 int db_schema_version(void)

@@ -331,9 +331,74 @@ static int remove_held(const struct config *cfg, const char *path, const struct 
 	return rc;
 }
 
+/* The repository's admin entry worktrees/NAME, when it is there: removed beneath repos/, no symlink followed. */
+static int remove_admin_entry(const struct config *cfg, const char *repo, const char *name, json_t *data,
+			      struct err *e)
+{
+	if (!unixperm_link_name_valid(name))
+		return invalid_param(e, "params.worktreeName", "not a worktree name");
+	_cleanup_free_ char *admin = xasprintf("%s/worktrees/%s", repo, name);
+	struct confined_path held;
+	if (confine_hold(cfg->paths.repos_dir, admin, 0, &held, e) < 0) {
+		if (strcmp(e->code, E_NOT_FOUND))
+			return blame_field(e, "repoPath");
+		err_clear(e); /* no worktrees/ left: nothing to remove */
+		return 0;
+	}
+	int rc = faccessat(held.parent_fd, held.name, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+			 ? fs_remove_at(held.parent_fd, held.name, held.path, e)
+			 : 0;
+	if (rc == 0)
+		json_object_set_new(data, "adminEntry", json_string(held.path));
+	confined_path_release(&held);
+	return rc;
+}
+
+/* git.worktree.remove {finish: true}: a removal the daemon recorded and that was interrupted — the worktree's
+ * directory may be half gone, its .git file first. Whatever is left of it goes (held beneath worktrees/, nothing
+ * in it read), and so does the repository's admin entry the daemon names; neither being there is no error. */
+static int finish_removal(const struct payload *p, const struct executor_context *ctx, const char *path, json_t **data,
+			  struct err *e)
+{
+	struct confined_path held;
+	if (hold_path("worktreePath", ctx->cfg->paths.worktrees_dir, path, 0, &held, e) < 0) {
+		if (strcmp(e->code, E_NOT_FOUND))
+			return -1;
+		err_clear(e); /* its parent is gone too */
+	} else {
+		int there = faccessat(held.parent_fd, held.name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+		int rc = there ? fs_remove_at(held.parent_fd, held.name, held.path, e) : 0;
+		confined_path_release(&held);
+		if (rc < 0)
+			return -1;
+	}
+	*data = json_pack("{s:s,s:b,s:b}", "worktreePath", path, "removed", 1, "finished", 1);
+	const char *repo = payload_str(p, "repoPath"), *name = payload_str(p, "worktreeName");
+	if (!repo || !name)
+		return 0;
+	_cleanup_free_ char *canonical = NULL;
+	if (confine_path(ctx->cfg->paths.repos_dir, repo, 1, &canonical, e) < 0) {
+		if (strcmp(e->code, E_NOT_FOUND))
+			return blame_field(e, "repoPath");
+		err_clear(e); /* the repository went first */
+		return 0;
+	}
+	return remove_admin_entry(ctx->cfg, canonical, name, *data, e);
+}
+
 static int run_worktree_remove(const struct payload *p, const struct executor_context *ctx, json_t *plan,
 			       json_t **data, struct err *e)
 {
+	if (payload_bool(p, "finish", 0)) {
+		_cleanup_free_ char *path = NULL;
+		if (resolve_path("worktreePath", payload_str(p, "worktreePath"), ctx->cfg->paths.worktrees_dir, 0, ctx, plan,
+				 &path, e) < 0)
+			return -1;
+		if (!strcmp(path, ctx->cfg->paths.worktrees_dir))
+			return invalid_param(e, "params.worktreePath", "must name a worktree, not the worktrees directory");
+		plan_add(plan, json_pack("{s:s,s:s,s:b}", "step", "git.worktree.remove", "path", path, "finish", 1));
+		return ctx->dry_run ? 0 : finish_removal(p, ctx, path, data, e);
+	}
 	_cleanup_free_ char *path = NULL;
 	if (resolve_path("worktreePath", payload_str(p, "worktreePath"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan,
 			 &path, e) < 0)

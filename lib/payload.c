@@ -68,6 +68,9 @@ static const struct field_spec worktree_add_params[] = {
 static const struct field_spec worktree_remove_params[] = {
 	{ "worktreePath", F_STRING, REQ_STR },
 	{ "force", F_BOOL, 0 },
+	{ "finish", F_BOOL, 0 },	     /* an interrupted removal: whatever is left goes */
+	{ "repoPath", F_STRING, 0 },	     /* finish: the repository whose admin entry goes too */
+	{ "worktreeName", F_STRING, 0 },     /* finish: that entry's name */
 	{ NULL },
 };
 

@@ -218,4 +218,66 @@ PY
   stop_daemon
 '
 
+test_case "worktree remove survives kill -9 at each step: recorded first, rerun or the next start finishes it" '
+  make_source_repo src
+  # git.worktree.remove goes through hook.sh, which does what hook-mode says: die at once (an executor killed
+  # before it did anything), or remove the worktree and then hang (the daemon killed before it saw the result)
+  cat > hook.sh <<HOOK
+case \$(cat "$PWD/hook-mode") in
+  die) cat > /dev/null; kill -9 \$\$ ;;
+  hang) "$AGOR" executor --stdin > "$PWD/hook.out"; touch "$PWD/hook.ran"; sleep 60; cat "$PWD/hook.out" ;;
+  *) exec "$AGOR" executor --stdin ;;
+esac
+HOOK
+  echo run > hook-mode
+  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+  printf "execution:\n  executor_command_template: \"case {command} in git.worktree.remove) exec sh %s/hook.sh;; *) exec %s executor --stdin;; esac\"\n" "$PWD" "$AGOR" > "$AGOR_HOME/config.yaml"
+  start_daemon
+  expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
+  repo=$(json_get out repo.id)
+  add() { expect_exit 0 "$AGOR" worktree add "$repo" "$1" --branch "$1" --create-branch --json; wt=$(json_get out worktree.id); path=$(json_get out worktree.path); }
+  sql() { python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); r = c.execute(sys.argv[2]).fetchall(); c.commit(); print(r[0][0] if r else \"\")" "$AGOR_HOME/agor.db" "$1"; }
+  admin_entry() { ls -d "$AGOR_HOME"/repos/*/*/src.git/worktrees/"$1" 2> /dev/null; }
+  gone() { # WT PATH NAME — no row, no directory, no admin entry
+    [ "$(sql "SELECT count(*) FROM worktrees WHERE id = \"$1\"")" = 0 ] || fail "the row of $1 stayed"
+    [ ! -e "$2" ] || fail "$2 stayed"
+    [ -z "$(admin_entry "$3")" ] || fail "the admin entry of $3 stayed"
+  }
+  # 1. a dirty worktree without --force is refused before anything: not even marked
+  add dirty
+  echo change >> "$path/hello.txt"
+  expect_exit 1 "$AGOR" worktree remove "$wt"
+  expect_contains err WORKTREE_DIRTY
+  [ "$(sql "SELECT removing_since IS NULL FROM worktrees WHERE id = \"$wt\"")" = 1 ] || fail "a refused removal was recorded"
+  [ -f "$path/hello.txt" ] || fail "the refused removal deleted files"
+  # 2. the executor killed before it did anything: the removal stays recorded; a rerun finishes it
+  add killed
+  echo die > hook-mode
+  expect_exit 1 "$AGOR" worktree remove "$wt"
+  expect_contains err "agor worktree remove $wt"
+  [ "$(sql "SELECT removing_since IS NOT NULL FROM worktrees WHERE id = \"$wt\"")" = 1 ] || fail "the interrupted removal is not recorded"
+  rm -f "$path/.git"   # as if the executor had died half-way through deleting it: no .git file any more
+  echo run > hook-mode
+  expect_exit 0 "$AGOR" worktree remove "$wt"
+  gone "$wt" "$path" killed
+  # 3. the daemon killed after the executor removed the directory, before it saw the result: its next start
+  # reports the unfinished removal and finishes it (rows, admin entry)
+  add crashed
+  echo hang > hook-mode
+  "$AGOR" worktree remove "$wt" > rm.out 2>&1 &
+  for i in $(seq 1 200); do [ -e hook.ran ] && break; sleep 0.05; done
+  [ -e hook.ran ] || fail "the executor never ran"
+  kill_daemon
+  [ ! -e "$path" ] || fail "the executor did not remove the directory"
+  [ "$(sql "SELECT count(*) FROM worktrees WHERE id = \"$wt\"")" = 1 ] || fail "the row went before the daemon saw the result"
+  echo run > hook-mode
+  start_daemon
+  for i in $(seq 1 200); do [ "$(sql "SELECT count(*) FROM worktrees WHERE id = \"$wt\"")" = 0 ] && break; sleep 0.05; done
+  gone "$wt" "$path" crashed
+  grep -q "worktree $wt: its removal was interrupted; finishing it" daemon.log || fail "the start did not report it"
+  rpc audit.list > audit
+  expect_contains audit "worktrees.remove.resume"
+  stop_daemon
+'
+
 test_done

@@ -87,6 +87,20 @@ sharing_steps() {
 }
 test_case "sharing: carol sees nothing; bob, once an owner, works there as bob; removed, he loses group and link" sharing_steps
 
+removal_steps() {
+  local wt path group; wt=$(cat "$STATE/wt") path=$(cat "$STATE/wt-path")
+  group=$(stat -c %G "$path")
+  as_tcp alice worktree add-owner "$wt" bob --json > /dev/null 2> err || { cat err; fail "no sharing"; }
+  as_tcp alice worktree remove "$wt" --force --json > out 2> err || { cat out err "$STATE/daemon.log"; fail "alice cannot remove her worktree"; }
+  [ ! -e "$path" ] || fail "the worktree directory stayed"
+  ! getent group "$group" > /dev/null || fail "the worktree's group $group stayed"
+  ! ls /home/alice/agor/worktrees/ 2> /dev/null | grep -q "feature-" || fail "alice's link stayed"
+  ! ls /home/bob/agor/worktrees/ 2> /dev/null | grep -q "feature-" || fail "bob's link stayed"
+  as_tcp alice worktree list --json > out 2> err
+  ! grep -q "$wt" out || fail "the worktree is still listed"
+}
+test_case "removal: directory, group, every owner's link and the row go, in that order" removal_steps
+
 stop_steps() {
   local pid; pid=$(cat "$STATE/pid")
   kill -TERM "$pid" || fail "no daemon $pid"
