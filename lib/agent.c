@@ -236,19 +236,21 @@ static void codex_map(json_t *event, struct agent_state *st, agent_emit_fn emit,
 
 /* --- Gemini CLI: gemini --output-format stream-json (prompt on stdin) -------------------------- */
 
+/* Headless, Gemini offers the model no tool that needs approval (auto_edit: no shell; plan: read-only tools and
+ * its plan files), so nothing runs unasked; "default" has nobody to ask and is refused (agent_check_mode). */
 static const char *gemini_approval_mode(const char *mode)
 {
 	if (!strcmp(mode, "bypassPermissions"))
 		return "yolo";
 	if (!strcmp(mode, "acceptEdits"))
 		return "auto_edit";
-	return "default";
+	return "plan";
 }
 
 static void gemini_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			   struct strbuf *in)
 {
-	strvec_pushv(argv, (const char *const[]){ "--output-format", "stream-json", "--approval-mode",
+	strvec_pushv(argv, (const char *const[]){ "--skip-trust", "--output-format", "stream-json", "--approval-mode",
 						  gemini_approval_mode(inv->permission_mode), NULL });
 	if (inv->model)
 		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
@@ -259,6 +261,22 @@ static void gemini_command(const struct agent_invocation *inv, struct strvec *ar
 	if (inv->base_url)
 		strvec_setenv(env, "GOOGLE_GEMINI_BASE_URL", inv->base_url);
 	strbuf_addstr(in, inv->prompt);
+}
+
+/* ~/.gemini/settings.json, rewritten each run (what an agent left there is gone): the API key from the
+ * environment — with GOOGLE_GEMINI_BASE_URL alone Gemini picks its "gateway" auth, which headless it rejects —
+ * and no traffic of its own (usage statistics, update checks). */
+static int gemini_prepare(const struct agent_invocation *inv, struct err *e)
+{
+	const char *home = inv->state_home ? inv->state_home : inv->home ? inv->home : inv->run_dir;
+	_cleanup_free_ char *dir = xasprintf("%s/.gemini", home);
+	_cleanup_free_ char *path = xasprintf("%s/settings.json", dir);
+	json_t *settings = json_pack("{s:{s:{s:s}},s:{s:b},s:{s:b,s:b}}", "security", "auth", "selectedType",
+				     "gemini-api-key", "privacy", "usageStatisticsEnabled", 0, "general", "enableAutoUpdate",
+				     0, "enableAutoUpdateNotification", 0);
+	_cleanup_free_ char *text = json_to_compact(settings);
+	json_decref(settings);
+	return fs_mkdir_p(dir, 0700, e) < 0 ? -1 : fs_write_file_atomic(path, text, strlen(text), 0600, e);
 }
 
 static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg)
@@ -292,9 +310,10 @@ static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 	}
 }
 
-/* --- OpenCode: opencode run --format json PROMPT ------------------------------------------------ */
+/* --- OpenCode: opencode run --format json (prompt on stdin) ------------------------------------ */
 
-/* `opencode run` has nobody to ask: what would need asking is denied (fail closed). */
+/* `opencode run` has nobody to ask: what is set to ask is rejected, so "default" is refused (agent_check_mode)
+ * and every mode says allow or deny outright. */
 static const char *opencode_permissions(const char *mode)
 {
 	if (!strcmp(mode, "bypassPermissions"))
@@ -304,21 +323,36 @@ static const char *opencode_permissions(const char *mode)
 	return "{\"edit\":\"deny\",\"bash\":\"deny\",\"webfetch\":\"deny\"}";
 }
 
+/* OPENCODE_CONFIG_CONTENT: the Anthropic provider at the configured endpoint (the SDK's base URL ends in /v1),
+ * no sharing, no update checks. */
+static char *opencode_config(const struct agent_invocation *inv)
+{
+	json_t *cfg = json_pack("{s:s,s:b}", "share", "disabled", "autoupdate", 0);
+	if (inv->base_url) {
+		_cleanup_free_ char *url = xasprintf("%s/v1", inv->base_url);
+		json_object_set_new(cfg, "provider", json_pack("{s:{s:{s:s}}}", "anthropic", "options", "baseURL", url));
+	}
+	char *text = json_to_compact(cfg);
+	json_decref(cfg);
+	return text;
+}
+
 static void opencode_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			     struct strbuf *in)
 {
-	(void)in;
 	strvec_pushv(argv, (const char *const[]){ "run", "--format", "json", NULL });
 	if (inv->model)
 		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
 	if (inv->resume_id)
 		strvec_pushv(argv, (const char *const[]){ "--session", inv->resume_id, NULL });
-	strvec_pushv(argv, (const char *const[]){ "--", inv->prompt, NULL });
 	if (inv->api_key)
 		strvec_setenv(env, "ANTHROPIC_API_KEY", inv->api_key);
-	if (inv->base_url)
-		strvec_setenv(env, "ANTHROPIC_BASE_URL", inv->base_url);
+	_cleanup_free_ char *config = opencode_config(inv);
+	strvec_setenv(env, "OPENCODE_CONFIG_CONTENT", config);
 	strvec_setenv(env, "OPENCODE_PERMISSION", opencode_permissions(inv->permission_mode));
+	strvec_pushv(env, (const char *const[]){ "OPENCODE_DISABLE_PROJECT_CONFIG=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
+						 "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", NULL });
+	strbuf_addstr(in, inv->prompt);
 }
 
 static void opencode_tool(json_t *part, agent_emit_fn emit, void *arg)
@@ -371,17 +405,21 @@ static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn em
 static const char *const claude_state[] = { ".claude", NULL };
 static const char *const codex_state[] = { ".agor/codex", NULL };
 static const char *const gemini_state[] = { ".gemini", NULL };
-static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", NULL };
+static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", ".local/state/opencode",
+						      ".cache/opencode", NULL };
+
+/* The CLIs that cannot route an approval to agor have no "default" mode. */
+static const char *const headless_modes[] = { "acceptEdits", "bypassPermissions", "plan", NULL };
 
 static const struct agent_adapter adapters[] = {
 	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map, NULL, claude_state,
 	  "https://api.anthropic.com" },
 	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare, codex_state,
 	  "https://api.openai.com/v1" },
-	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, NULL, gemini_state,
-	  "https://generativelanguage.googleapis.com" },
+	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, gemini_prepare, gemini_state,
+	  "https://generativelanguage.googleapis.com", headless_modes },
 	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map, NULL, opencode_state,
-	  "https://api.anthropic.com" },
+	  "https://api.anthropic.com", headless_modes },
 };
 
 const struct agent_adapter *agent_find(const char *tool)
@@ -400,6 +438,23 @@ const struct config_agent *agent_config(const struct config *cfg, const char *to
 		if (!strcmp(adapters[i].tool, tool))
 			return settings[i];
 	return NULL;
+}
+
+int agent_check_mode(const struct agent_adapter *a, const char *mode, struct err *e)
+{
+	for (const char *const *m = a->modes; m && *m; m++)
+		if (!strcmp(*m, mode))
+			return 0;
+	if (!a->modes)
+		return 0;
+	struct strbuf names = STRBUF_INIT;
+	for (const char *const *m = a->modes; *m; m++)
+		strbuf_addf(&names, "%s%s", m == a->modes ? "" : "|", *m);
+	err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "permission_mode"),
+		 "permission_mode %s: %s cannot ask agor before it runs a tool, so it runs only in %s; choose one of "
+		 "those", mode, a->tool, names.buf);
+	strbuf_release(&names);
+	return -1;
 }
 
 void agent_command(const struct agent_adapter *a, const struct agent_invocation *inv, struct strvec *argv,

@@ -712,6 +712,8 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 		.base_url = model_config_str(r, "base_url"),
 		.run_dir = r->run_dir,
 	};
+	if (agent_check_mode(r->adapter, inv.permission_mode, e) < 0) /* the session's mode, or the payload's */
+		return -1;
 	_cleanup_free_ char *self = impersonate_self_path(), *mcp = NULL;
 	if (!strcmp(r->adapter->tool, "claude-code") &&
 	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))
