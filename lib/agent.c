@@ -237,7 +237,7 @@ static void codex_map(json_t *event, struct agent_state *st, agent_emit_fn emit,
 /* --- Gemini CLI: gemini --output-format stream-json (prompt on stdin) -------------------------- */
 
 /* Headless, Gemini offers the model no tool that needs approval (auto_edit: no shell; plan: read-only tools and
- * its plan files), so nothing runs unasked; "default" has nobody to ask and is refused (agent_check_mode). */
+ * its plan files), so nothing runs unasked; "default" runs over ACP instead, where it asks (gemini_acp_command). */
 static const char *gemini_approval_mode(const char *mode)
 {
 	if (!strcmp(mode, "bypassPermissions"))
@@ -261,6 +261,18 @@ static void gemini_command(const struct agent_invocation *inv, struct strvec *ar
 	if (inv->base_url)
 		strvec_setenv(env, "GOOGLE_GEMINI_BASE_URL", inv->base_url);
 	strbuf_addstr(in, inv->prompt);
+}
+
+/* `gemini --acp`: the prompt and each approval go over ACP (acp.h); Gemini asks before every tool that needs it. */
+static void gemini_acp_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env)
+{
+	strvec_pushv(argv, (const char *const[]){ "--acp", "--skip-trust", NULL });
+	if (inv->model)
+		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
+	if (inv->api_key)
+		strvec_setenv(env, "GEMINI_API_KEY", inv->api_key);
+	if (inv->base_url)
+		strvec_setenv(env, "GOOGLE_GEMINI_BASE_URL", inv->base_url);
 }
 
 /* ~/.gemini/settings.json, rewritten each run (what an agent left there is gone): the API key from the
@@ -312,8 +324,9 @@ static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 
 /* --- OpenCode: opencode run --format json (prompt on stdin) ------------------------------------ */
 
-/* `opencode run` has nobody to ask: what is set to ask is rejected, so "default" is refused (agent_check_mode)
- * and every mode says allow or deny outright. */
+/* `opencode run` has nobody to ask (it rejects what is set to ask), so its modes say allow or deny outright and
+ * "default" is refused (agent_check_mode). Its ACP mode would ask, but `opencode acp` must listen on a TCP port,
+ * which the sandbox forbids. */
 static const char *opencode_permissions(const char *mode)
 {
 	if (!strcmp(mode, "bypassPermissions"))
@@ -337,6 +350,17 @@ static char *opencode_config(const struct agent_invocation *inv)
 	return text;
 }
 
+static void opencode_environment(const struct agent_invocation *inv, struct strvec *env)
+{
+	if (inv->api_key)
+		strvec_setenv(env, "ANTHROPIC_API_KEY", inv->api_key);
+	_cleanup_free_ char *config = opencode_config(inv);
+	strvec_setenv(env, "OPENCODE_CONFIG_CONTENT", config);
+	strvec_setenv(env, "OPENCODE_PERMISSION", opencode_permissions(inv->permission_mode));
+	strvec_pushv(env, (const char *const[]){ "OPENCODE_DISABLE_PROJECT_CONFIG=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
+						 "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", NULL });
+}
+
 static void opencode_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			     struct strbuf *in)
 {
@@ -345,13 +369,7 @@ static void opencode_command(const struct agent_invocation *inv, struct strvec *
 		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
 	if (inv->resume_id)
 		strvec_pushv(argv, (const char *const[]){ "--session", inv->resume_id, NULL });
-	if (inv->api_key)
-		strvec_setenv(env, "ANTHROPIC_API_KEY", inv->api_key);
-	_cleanup_free_ char *config = opencode_config(inv);
-	strvec_setenv(env, "OPENCODE_CONFIG_CONTENT", config);
-	strvec_setenv(env, "OPENCODE_PERMISSION", opencode_permissions(inv->permission_mode));
-	strvec_pushv(env, (const char *const[]){ "OPENCODE_DISABLE_PROJECT_CONFIG=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
-						 "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", NULL });
+	opencode_environment(inv, env);
 	strbuf_addstr(in, inv->prompt);
 }
 
@@ -408,8 +426,8 @@ static const char *const gemini_state[] = { ".gemini", NULL };
 static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", ".local/state/opencode",
 						      ".cache/opencode", NULL };
 
-/* The CLIs that cannot route an approval to agor have no "default" mode. */
-static const char *const headless_modes[] = { "acceptEdits", "bypassPermissions", "plan", NULL };
+/* OpenCode cannot ask agor before a tool runs: it has no "default" mode. */
+static const char *const opencode_modes[] = { "acceptEdits", "bypassPermissions", "plan", NULL };
 
 static const struct agent_adapter adapters[] = {
 	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map, NULL, claude_state,
@@ -417,9 +435,9 @@ static const struct agent_adapter adapters[] = {
 	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare, codex_state,
 	  "https://api.openai.com/v1" },
 	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, gemini_prepare, gemini_state,
-	  "https://generativelanguage.googleapis.com", headless_modes },
+	  "https://generativelanguage.googleapis.com", gemini_acp_command, NULL },
 	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map, NULL, opencode_state,
-	  "https://api.anthropic.com", headless_modes },
+	  "https://api.anthropic.com", NULL, opencode_modes },
 };
 
 const struct agent_adapter *agent_find(const char *tool)
@@ -457,11 +475,19 @@ int agent_check_mode(const struct agent_adapter *a, const char *mode, struct err
 	return -1;
 }
 
+int agent_uses_acp(const struct agent_adapter *a, const char *mode)
+{
+	return a->acp_command && !strcmp(mode, "default");
+}
+
 void agent_command(const struct agent_adapter *a, const struct agent_invocation *inv, struct strvec *argv,
 		   struct strvec *env, struct strbuf *stdin_text)
 {
 	strvec_push(argv, inv->program ? inv->program : a->program);
-	a->command(inv, argv, env, stdin_text);
+	if (agent_uses_acp(a, inv->permission_mode))
+		a->acp_command(inv, argv, env);
+	else
+		a->command(inv, argv, env, stdin_text);
 }
 
 int agent_prepare(const struct agent_adapter *a, const struct agent_invocation *inv, struct err *e)

@@ -13,7 +13,7 @@
  * adapter's default program name, looked up in PATH), the adapter's own environment entries (API key
  * under the provider's variable, base URL when given, quiet switches; the caller adds PATH/HOME/…),
  * and the text to write to the child's stdin (may be empty: stdin is then closed at once). The prompt
- * goes on stdin (Claude Code stream-json, Codex, Gemini, OpenCode). Permission modes map onto the CLI's own flags; for Claude Code "default" and
+ * goes on stdin (Claude Code stream-json, Codex, Gemini, OpenCode; over ACP for Gemini in default mode). Permission modes map onto the CLI's own flags; for Claude Code "default" and
  * "acceptEdits" add the permission prompt tool served by `agor executor mcp-permission` (inv->mcp_config
  * names its config file; NULL: no prompt tool, Claude Code then denies what needs asking).
  *
@@ -21,10 +21,15 @@
  * its sessions; under /tmp Codex refuses to install its sandbox helpers), whose config.toml agent_prepare
  * rewrites each run: a provider "agor" at inv->base_url (wire_api responses, key from OPENAI_API_KEY).
  *
+ * Gemini CLI and OpenCode run headless have nobody to ask (Gemini offers the model no tool that needs asking,
+ * `opencode run` rejects what is set to ask), so their other modes allow or deny outright. In "default" Gemini
+ * runs as an ACP agent instead (agent_uses_acp: `gemini --acp`; the prompt then goes over ACP, acp.h, and
+ * stdin_text stays empty), so each approval is asked. OpenCode's ACP mode must listen on a TCP port, which the
+ * sandbox forbids: it has no "default" mode.
+ *
  * agent_check_mode(a, mode, e): 0 when the CLI can honour the permission mode, else an error naming the modes it
- * can. A CLI that cannot route its approvals to agor (Gemini CLI and OpenCode run headless: nobody to ask, what
- * needs asking is dropped or rejected) has no "default" mode: the daemon refuses such a session, and the executor
- * such a prompt, before anything runs.
+ * can. The daemon refuses a session in a mode its CLI cannot honour, and the executor such a prompt, before
+ * anything runs.
  *
  * Gemini runs with --skip-trust (headless it refuses an untrusted folder) and agent_prepare rewrites its
  * ~/.gemini/settings.json each run: API-key auth (a base URL alone makes it pick an auth type it then rejects),
@@ -86,13 +91,18 @@ struct agent_adapter {
 	int (*prepare)(const struct agent_invocation *inv, struct err *e); /* files the CLI reads; may be NULL */
 	const char *const *state_dirs; /* below $HOME, kept between runs (sessions to resume, settings) */
 	const char *default_endpoint;  /* the provider's API when agents.<tool>.base_url is unset (egress.h) */
-	const char *const *modes;      /* the permission modes the CLI can honour; NULL: all four */
+	/* the command line of its Agent Client Protocol mode (acp.h), used in "default" mode so that each
+	 * approval is asked; NULL: none */
+	void (*acp_command)(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env);
+	const char *const *modes; /* the permission modes the CLI can honour; NULL: all four */
 };
 
 const struct agent_adapter *agent_find(const char *tool);
 /* agents.<section> of cfg for a tool name, or NULL for an unknown tool. */
 const struct config_agent *agent_config(const struct config *cfg, const char *tool);
 int agent_check_mode(const struct agent_adapter *a, const char *mode, struct err *e);
+/* Whether the CLI runs as an ACP agent (acp.h) in this mode: its stdout is then JSON-RPC for acp_on_line. */
+int agent_uses_acp(const struct agent_adapter *a, const char *mode);
 void agent_command(const struct agent_adapter *a, const struct agent_invocation *inv, struct strvec *argv,
 		   struct strvec *env, struct strbuf *stdin_text);
 /* Writes what the CLI must find on disk before it starts (Codex: CODEX_HOME/config.toml naming the

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "acp.h"
 #include "agent.h"
 #include "approvals_policy.h"
 #include "child.h"
@@ -77,6 +78,7 @@ struct prompt_run {
 	char *api_key;		 /* from get_api_key until the proxy (or the agent's environment) has it */
 	char *sentinel;		 /* what the agent holds instead of the key, or NULL */
 	struct egress *proxy;	 /* network proxy: the run's proxy, whose refusals are reported as they come */
+	struct acp_client *acp;	 /* the CLI runs as an ACP agent (agent_uses_acp), or NULL */
 };
 
 static void run_release(struct prompt_run *r)
@@ -99,6 +101,7 @@ static void run_release(struct prompt_run *r)
 	free(r->api_key);
 	free(r->sentinel);
 	rpc_client_close(r->rpc);
+	acp_free(r->acp);
 	agent_state_release(&r->agent);
 	strbuf_release(&r->line);
 	strbuf_release(&r->err_tail);
@@ -215,6 +218,15 @@ static json_t *decide_permission(struct prompt_run *r, json_t *request)
 		err_clear(&e);
 	}
 	return result;
+}
+
+/* An ACP agent's permission request (acp.h): decided as the MCP permission tool's are. */
+static int ask_daemon(json_t *request, void *arg)
+{
+	json_t *answer = decide_permission(arg, request);
+	int approved = json_is_true(json_object_get(answer, "approved"));
+	json_decref(answer);
+	return approved;
 }
 
 static void serve_one_permission(struct prompt_run *r)
@@ -475,19 +487,27 @@ static void feed_stdin(struct child *c, const struct strbuf *text)
 
 /* --- relaying the agent's output ------------------------------------------------------------------ */
 
+static void map_line(struct prompt_run *r, const char *line, size_t len)
+{
+	if (r->acp)
+		acp_on_line(r->acp, line, len, &r->agent, report_message, r);
+	else
+		agent_map_line(r->adapter, line, len, &r->agent, report_message, r);
+}
+
 static void relay_lines(struct prompt_run *r)
 {
 	char *nl;
 	while ((nl = memchr(r->line.buf, '\n', r->line.len))) {
 		size_t len = (size_t)(nl - r->line.buf) + 1;
 		if (!r->line_overflow)
-			agent_map_line(r->adapter, r->line.buf, len, &r->agent, report_message, r);
+			map_line(r, r->line.buf, len);
 		r->line_overflow = 0;
 		strbuf_remove_front(&r->line, len);
 	}
 	if (r->line.len > MAX_LINE_BYTES) {
 		if (!r->line_overflow)
-			agent_map_line(r->adapter, r->line.buf, r->line.len, &r->agent, report_message, r);
+			map_line(r, r->line.buf, r->line.len);
 		r->line_overflow = 1;
 		strbuf_reset(&r->line);
 	}
@@ -670,7 +690,12 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	explicit_bzero(r->api_key, strlen(r->api_key));
 	if (rc < 0)
 		return -1;
-	feed_stdin(&c, &input);
+	if (agent_uses_acp(r->adapter, inv->permission_mode)) {
+		r->acp = acp_start(c.in, r->req->cwd, inv->prompt, ask_daemon, r);
+		c.in = -1; /* the ACP client's now */
+	} else {
+		feed_stdin(&c, &input);
+	}
 	r->proxy = as->cf.egress;
 	pump(r, &c);
 	r->proxy = NULL;

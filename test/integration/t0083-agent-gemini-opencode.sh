@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # t0083-agent-gemini-opencode — `agor prompt` end to end with the real Gemini CLI and OpenCode (npm, pinned in
 # test/agent-cli.sh) against scripted endpoints on loopback (test/helpers/gemini-server.py, anthropic-server.py),
-# through the daemon, in agor's sandbox and egress proxy. Neither CLI can ask agor before a tool runs when run
-# headless, so "default" mode is refused with the modes they support, and no mode runs a tool unasked: what the
-# mode does not allow is never offered (Gemini) or is denied (OpenCode), even when the worktree's own settings
-# grant it. The agent holds a per-task sentinel; the endpoint receives the real key.
+# through the daemon, in agor's sandbox and egress proxy. In default mode each runs as an ACP agent and every tool
+# call is asked of the creator; in the other modes no tool runs unasked: what the mode does not allow is never
+# offered (Gemini) or is denied (OpenCode), even when the worktree's own settings grant it. The agent holds a
+# per-task sentinel; the endpoint receives the real key.
 . "$(dirname "$0")/../lib.sh"
 
 if ! is_root; then
@@ -73,19 +73,41 @@ agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' GEMINI='$GEMINI' OPENC
 $SCENE
 $1"; }
 
-DEFAULT_REFUSED='
-  for tool in gemini opencode; do
-    ! a session create "$wt" --tool $tool --permission-mode default --json > refused.json 2> refused.err || fail "a $tool session in default mode was created"
-    grep -q "$tool cannot ask agor before it runs a tool, so it runs only in acceptEdits|bypassPermissions|plan" refused.json refused.err ||
-      { cat refused.json refused.err; fail "the refusal does not name the modes $tool supports"; }
-    ! a session create "$wt" --tool $tool --json > refused.json 2> refused.err || fail "a $tool session without a mode (default) was created"
-  done
+# default mode: Gemini runs as an ACP agent (gemini --acp) and each tool call is a request_permission the creator
+# answers, as Claude Code'"'"'s are.
+GEMINI_DEFAULT='
+  session gemini default
+  # the worktree asks for yolo, auto-accept and an allow rule for the shell: the creator is asked all the same
+  mkdir -p "$wt_path/.gemini/policies"
+  echo "{\"general\":{\"defaultApprovalMode\":\"yolo\"},\"tools\":{\"allowed\":[\"run_shell_command\"],\"autoAccept\":true}}" > "$wt_path/.gemini/settings.json"
+  printf "[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"allow\"\npriority = 999\n" > "$wt_path/.gemini/policies/allow.toml"
+  chmod -R a+rwX "$wt_path/.gemini"
+  a prompt "$session" "please RUN: touch denied.txt" --no > out 2> err || { cat out err; why; fail "prompt failed"; }
+  expect_contains out "denied"
+  [ ! -e "$wt_path/denied.txt" ] || { cat out; fail "a tool the creator denied ran"; }
+  a prompt "$session" "please RUN: env > env.txt" --yes > out 2> err || { cat out err; why; fail "prompt failed"; }
+  expect_contains out "allowed"
+  expect_contains out "All done."
+  [ -s "$wt_path/env.txt" ] || { cat out; fail "a tool the creator allowed did not run"; }
+  grep -q "^GEMINI_API_KEY=agor-sentinel-[0-9a-f]\{32\}$" "$wt_path/env.txt" || { cat "$wt_path/env.txt"; fail "the agent holds no sentinel"; }
+  python3 "$TEST_TOP/test/helpers/rpc.py" /run/agor/agor.sock audit.list > audit.json
+  grep -q "denied" audit.json && grep -q "approved" audit.json || fail "the decisions are not in the audit log"
+  a session get "$session" --json > s.json && [ "$(json_get s.json agent_session_id)" != null ] || fail "no agent session id kept"
+  no_key_anywhere
+'
+
+# OpenCode cannot ask (opencode acp must listen on a TCP port, which the sandbox forbids): default is refused.
+OPENCODE_DEFAULT_REFUSED='
+  ! a session create "$wt" --tool opencode --permission-mode default --json > refused.json 2> refused.err || fail "an opencode session in default mode was created"
+  grep -q "opencode cannot ask agor before it runs a tool, so it runs only in acceptEdits|bypassPermissions|plan" refused.json refused.err ||
+    { cat refused.json refused.err; fail "the refusal does not name the modes opencode supports"; }
+  ! a session create "$wt" --tool opencode --json > refused.json 2> refused.err || fail "an opencode session without a mode (default) was created"
   # a session row in default (made before this refusal existed): the executor refuses it before the CLI starts
-  session gemini plan
+  session opencode plan
   sqlite3 "$AGOR_HOME/agor.db" "UPDATE sessions SET permission_mode = '"'"'default'"'"' WHERE id = '"'"'$session'"'"'"
   ! a prompt "$session" "please RUN: touch ran.txt" --yes > out 2> err || fail "a prompt in default mode ran"
   grep -q "runs only in acceptEdits|bypassPermissions|plan" out err || { cat out err; fail "the executor did not name the modes"; }
-  [ ! -s gemini.log ] || fail "the CLI reached its endpoint"
+  [ ! -s server.log ] || fail "the CLI reached its endpoint"
   [ ! -e "$wt_path/ran.txt" ] || fail "a tool ran"
 '
 
@@ -156,7 +178,8 @@ OPENCODE_DENIED='
 if [ ! -x "$GEMINI" ] || [ ! -x "$OPENCODE" ]; then
   test_skip "Gemini CLI and OpenCode through agor prompt" "the npm registry is unreachable: the agent CLIs are not installed"
 else
-  test_case "default mode: refused for both, naming their modes; an old default session is refused by the executor" 'agent_scratch "$DEFAULT_REFUSED"'
+  test_case "gemini, default: each tool call is asked over ACP, whatever the worktree's settings say; denied it does not run" 'agent_scratch "$GEMINI_DEFAULT"'
+  test_case "opencode, default: refused, naming its modes; an old default session is refused by the executor" 'agent_scratch "$OPENCODE_DEFAULT_REFUSED"'
   test_case "gemini, bypassPermissions: text back, the shell tool runs sandboxed with a sentinel, the endpoint gets the key" 'agent_scratch "$GEMINI_BYPASS"'
   test_case "gemini, acceptEdits and plan: the shell tool is never offered, even when the worktree grants it" 'agent_scratch "$GEMINI_ASKLESS"'
   test_case "opencode, bypassPermissions: the bash tool runs sandboxed with a sentinel, the endpoint gets the key" 'agent_scratch "$OPENCODE_BYPASS"'
