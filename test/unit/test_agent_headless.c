@@ -90,6 +90,11 @@ TEST(acp_client_opens_a_session_prompts_and_answers_a_permission_with_the_reject
 	acp_on_line(c, ask, strlen(ask), &st, collect, &got);
 	CHECK(asked == 1);
 	CHECK(strstr(written(p[0]), "\"optionId\":\"no\"") != NULL);
+	/* the agent may not read through the client: it offers no file system and no terminal */
+	const char *peek = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"fs/read_text_file\",\"params\":{\"path\":\"/etc/shadow\"}}";
+	acp_on_line(c, peek, strlen(peek), &st, collect, &got);
+	char *refused = written(p[0]);
+	CHECK(strstr(refused, "-32601") && strstr(refused, "\"id\":7") && !strstr(refused, "root:"));
 	const char *lines[] = {
 		"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t1\",\"status\":\"failed\"}}}",
 		"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}}}",
