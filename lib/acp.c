@@ -25,7 +25,8 @@ static void send_message(struct acp_client *c, json_t *msg /* stolen */)
 	json_object_set_new(msg, "jsonrpc", json_string("2.0"));
 	char *text = json_to_compact(msg);
 	json_decref(msg);
-	if (c->to_agent >= 0 && (fs_write_all(c->to_agent, text, strlen(text)) < 0 || fs_write_all(c->to_agent, "\n", 1) < 0)) {
+	if (c->to_agent >= 0 &&
+	    (fs_write_all(c->to_agent, text, strlen(text)) < 0 || fs_write_all(c->to_agent, "\n", 1) < 0)) {
 		close(c->to_agent); /* the CLI is gone: its end is seen on stdout */
 		c->to_agent = -1;
 	}
@@ -208,8 +209,8 @@ void acp_on_line(struct acp_client *c, const char *line, size_t len, struct agen
 	json_t *msg = json_loadb(line, len, JSON_DECODE_ANY, NULL);
 	if (!json_is_object(msg)) {
 		st->garbage_lines++;
-		emit("garbage", json_pack("{s:o}", "line", json_string_lossy(line, len < GARBAGE_LINE_KEEP ? len : GARBAGE_LINE_KEEP)),
-		     emit_arg);
+		size_t keep = len < GARBAGE_LINE_KEEP ? len : GARBAGE_LINE_KEEP;
+		emit("garbage", json_pack("{s:o}", "line", json_string_lossy(line, keep)), emit_arg);
 	} else if (json_get_str(msg, "method") && json_object_get(msg, "id")) {
 		on_request(c, msg);
 	} else if (json_get_str(msg, "method") && !strcmp(json_get_str(msg, "method"), "session/update")) {

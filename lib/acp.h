@@ -1,6 +1,6 @@
 /* acp.h — an Agent Client Protocol client: JSON-RPC 2.0, one message a line, over an agent CLI's stdin and
- * stdout (`gemini --acp`). It opens a session of the CLI, sends the prompt, maps the
- * CLI's session updates onto agor's messages and answers each permission request by asking the caller. */
+ * stdout (`gemini --acp`). It opens a session of the CLI, sends the prompt, maps the CLI's session updates
+ * onto agor's messages and answers each permission request by asking the caller. */
 #ifndef AGOR_ACP_H
 #define AGOR_ACP_H
 
@@ -11,9 +11,9 @@
  * ended) and sends `initialize`. Each line the CLI writes then goes to acp_on_line, which drives the rest:
  * `session/new` (its id becomes st's agent session id), then `session/prompt` with the prompt text. There is no
  * resume: Gemini 0.61.0 answers `session/load` of a session it wrote with "Invalid session identifier", so each
- * prompt is a new conversation. The answer to the prompt ends the
- * run: st is finished (failed for an error answer or a "refusal"/"cancelled" stop reason), a "result" message
- * carries the answer, and the CLI's stdin is closed so it exits.
+ * prompt is a new conversation. The answer to the prompt ends the run: st is finished (failed for an error
+ * answer or a "refusal"/"cancelled" stop reason), a "result" message carries the answer, and the CLI's stdin is
+ * closed so it exits.
  *
  * A `session/request_permission` request calls ask(request, arg) with {tool_name, input, tool_use_id}
  * (tool_name: the tool call's kind, e.g. "execute" or "edit"; input: {title, input}); ask returns 1 to allow. The

@@ -1,7 +1,11 @@
 /* agent.c — the agent CLI adapters (agent.h): command lines per tool and the mapping of each CLI's JSON
  * event stream onto agor's message types. Formats: Claude Code stream-json, `codex exec --json`,
  * Gemini CLI stream-json, `opencode run --format json`. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "common.h"
@@ -275,14 +279,53 @@ static void gemini_acp_command(const struct agent_invocation *inv, struct strvec
 		strvec_setenv(env, "GOOGLE_GEMINI_BASE_URL", inv->base_url);
 }
 
-/* ~/.gemini/settings.json, rewritten each run (what an agent left there is gone): the API key from the
- * environment — with GOOGLE_GEMINI_BASE_URL alone Gemini picks its "gateway" auth, which headless it rejects —
- * and no traffic of its own (usage statistics, update checks). */
+/* What Gemini writes below ~/.gemini and may find there at the next prompt (sessions, history, ids). Everything
+ * else — policies (a user-tier "allow" rule runs a tool unasked), extensions, commands, hooks, .env — is what the
+ * agent could have left there to change how the next run asks: removed before each run. */
+static const char *const gemini_kept[] = { "tmp", "history", "installation_id", "projects.json", NULL };
+
+static int gemini_keeps(const char *name)
+{
+	for (const char *const *k = gemini_kept; *k; k++)
+		if (!strcmp(name, *k))
+			return 1;
+	return !strcmp(name, ".") || !strcmp(name, "..");
+}
+
+static int gemini_clear(const char *dir, struct err *e)
+{
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_errno(e, errno, "opening %s", dir);
+	int listfd = dup(fd);
+	DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
+	if (!d) {
+		if (listfd >= 0)
+			close(listfd);
+		return err_errno(e, errno, "listing %s", dir);
+	}
+	struct strvec doomed = STRVEC_INIT;
+	for (struct dirent *ent; (ent = readdir(d));)
+		if (!gemini_keeps(ent->d_name))
+			strvec_push(&doomed, ent->d_name);
+	closedir(d);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < doomed.nr; i++)
+		rc = fs_remove_at(fd, doomed.v[i], dir, e);
+	strvec_clear(&doomed);
+	return rc;
+}
+
+/* ~/.gemini cleared of what the agent could have left (gemini_kept), and its settings.json written afresh: the API
+ * key from the environment — with GOOGLE_GEMINI_BASE_URL alone Gemini picks its "gateway" auth, which headless it
+ * rejects — and no traffic of its own (usage statistics, update checks). */
 static int gemini_prepare(const struct agent_invocation *inv, struct err *e)
 {
 	const char *home = inv->state_home ? inv->state_home : inv->home ? inv->home : inv->run_dir;
 	_cleanup_free_ char *dir = xasprintf("%s/.gemini", home);
 	_cleanup_free_ char *path = xasprintf("%s/settings.json", dir);
+	if (gemini_clear(dir, e) < 0)
+		return -1;
 	json_t *settings = json_pack("{s:{s:{s:s}},s:{s:b},s:{s:b,s:b}}", "security", "auth", "selectedType",
 				     "gemini-api-key", "privacy", "usageStatisticsEnabled", 0, "general", "enableAutoUpdate",
 				     0, "enableAutoUpdateNotification", 0);
@@ -424,7 +467,7 @@ static const char *const claude_state[] = { ".claude", NULL };
 static const char *const codex_state[] = { ".agor/codex", NULL };
 static const char *const gemini_state[] = { ".gemini", NULL };
 static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", ".local/state/opencode",
-						      ".cache/opencode", NULL };
+					       ".cache/opencode", NULL };
 
 /* OpenCode cannot ask agor before a tool runs: it has no "default" mode. */
 static const char *const opencode_modes[] = { "acceptEdits", "bypassPermissions", "plan", NULL };

@@ -13,9 +13,10 @@
  * adapter's default program name, looked up in PATH), the adapter's own environment entries (API key
  * under the provider's variable, base URL when given, quiet switches; the caller adds PATH/HOME/…),
  * and the text to write to the child's stdin (may be empty: stdin is then closed at once). The prompt
- * goes on stdin (Claude Code stream-json, Codex, Gemini, OpenCode; over ACP for Gemini in default mode). Permission modes map onto the CLI's own flags; for Claude Code "default" and
- * "acceptEdits" add the permission prompt tool served by `agor executor mcp-permission` (inv->mcp_config
- * names its config file; NULL: no prompt tool, Claude Code then denies what needs asking).
+ * goes on stdin (Claude Code stream-json, Codex, Gemini, OpenCode; over ACP for Gemini in default mode).
+ * Permission modes map onto the CLI's own flags; for Claude Code "default" and "acceptEdits" add the
+ * permission prompt tool served by `agor executor mcp-permission` (inv->mcp_config names its config file;
+ * NULL: no prompt tool, Claude Code then denies what needs asking).
  *
  * Codex runs with CODEX_HOME = inv->home/.agor/codex (kept between prompts so `codex exec resume` finds
  * its sessions; under /tmp Codex refuses to install its sandbox helpers), whose config.toml agent_prepare
