@@ -184,6 +184,11 @@ OPENCODE_DENIED='
     a prompt "$session" "please RUN: touch ran-$mode.txt" --no > out 2> err || true
     [ ! -e "$wt_path/ran-$mode.txt" ] || { cat out; fail "the bash tool ran in $mode"; }
     grep -q "touch ran-$mode.txt" server.log || fail "the model never asked for the tool in $mode"
+    # and for the next mode, the agent'"'"'s own global config (kept per worktree) grants bash too
+    for d in "$T"/data/agent-state/agor_executor/*/.config/opencode; do
+      echo "{\"permission\":{\"bash\":\"allow\",\"edit\":\"allow\"}}" > "$d/opencode.json"
+      chown agor_executor "$d/opencode.json"
+    done
   done
 '
 
@@ -195,7 +200,7 @@ else
   test_case "gemini, bypassPermissions: text back, the shell tool runs sandboxed with a sentinel, the endpoint gets the key" 'agent_scratch "$GEMINI_BYPASS"'
   test_case "gemini, acceptEdits and plan: the shell tool is never offered, even when the worktree grants it" 'agent_scratch "$GEMINI_ASKLESS"'
   test_case "opencode, bypassPermissions: the bash tool runs sandboxed with a sentinel, the endpoint gets the key" 'agent_scratch "$OPENCODE_BYPASS"'
-  test_case "opencode, acceptEdits and plan: bash is denied, even when the worktree's opencode.json allows it" 'agent_scratch "$OPENCODE_DENIED"'
+  test_case "opencode, acceptEdits and plan: bash is denied, even when the worktree's or its own opencode.json allows it" 'agent_scratch "$OPENCODE_DENIED"'
 fi
 
 test_done
