@@ -1,11 +1,16 @@
 /* agent.c — the agent CLI adapters (agent.h): command lines per tool and the mapping of each CLI's JSON
- * event stream onto agor's message types. Formats: Claude Code stream-json, Gemini CLI stream-json,
- * `opencode run --format json`; Codex's app-server in agent_codex.c. */
+ * event stream onto agor's message types. Formats: Claude Code stream-json, Gemini CLI stream-json (and ACP in
+ * default mode, acp.c), `opencode run --format json`; Codex's app-server in agent_codex.c. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "agent_codex.h"
 #include "common.h"
+#include "fsutil.h"
 #include "json.h"
 #include "banned.h"
 
@@ -124,19 +129,21 @@ static void claude_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 
 /* --- Gemini CLI: gemini --output-format stream-json (prompt on stdin) -------------------------- */
 
+/* Headless, Gemini offers the model no tool that needs approval (auto_edit: no shell; plan: read-only tools and
+ * its plan files), so nothing runs unasked; "default" runs over ACP instead, where it asks (gemini_acp_command). */
 static const char *gemini_approval_mode(const char *mode)
 {
 	if (!strcmp(mode, "bypassPermissions"))
 		return "yolo";
 	if (!strcmp(mode, "acceptEdits"))
 		return "auto_edit";
-	return "default";
+	return "plan";
 }
 
 static void gemini_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			   struct strbuf *in)
 {
-	strvec_pushv(argv, (const char *const[]){ "--output-format", "stream-json", "--approval-mode",
+	strvec_pushv(argv, (const char *const[]){ "--skip-trust", "--output-format", "stream-json", "--approval-mode",
 						  gemini_approval_mode(inv->permission_mode), NULL });
 	if (inv->model)
 		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
@@ -147,6 +154,73 @@ static void gemini_command(const struct agent_invocation *inv, struct strvec *ar
 	if (inv->base_url)
 		strvec_setenv(env, "GOOGLE_GEMINI_BASE_URL", inv->base_url);
 	strbuf_addstr(in, inv->prompt);
+}
+
+/* `gemini --acp`: the prompt and each approval go over ACP (acp.h); Gemini asks before every tool that needs it. */
+static void gemini_acp_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env)
+{
+	strvec_pushv(argv, (const char *const[]){ "--acp", "--skip-trust", NULL });
+	if (inv->model)
+		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
+	if (inv->api_key)
+		strvec_setenv(env, "GEMINI_API_KEY", inv->api_key);
+	if (inv->base_url)
+		strvec_setenv(env, "GOOGLE_GEMINI_BASE_URL", inv->base_url);
+}
+
+/* What Gemini writes below ~/.gemini and may find there at the next prompt (sessions, history, ids). Everything
+ * else — policies (a user-tier "allow" rule runs a tool unasked), extensions, commands, hooks, .env — is what the
+ * agent could have left there to change how the next run asks: removed before each run. */
+static const char *const gemini_kept[] = { "tmp", "history", "installation_id", "projects.json", NULL };
+
+static int gemini_keeps(const char *name)
+{
+	for (const char *const *k = gemini_kept; *k; k++)
+		if (!strcmp(name, *k))
+			return 1;
+	return !strcmp(name, ".") || !strcmp(name, "..");
+}
+
+static int gemini_clear(const char *dir, struct err *e)
+{
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_errno(e, errno, "opening %s", dir);
+	int listfd = dup(fd);
+	DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
+	if (!d) {
+		if (listfd >= 0)
+			close(listfd);
+		return err_errno(e, errno, "listing %s", dir);
+	}
+	struct strvec doomed = STRVEC_INIT;
+	for (struct dirent *ent; (ent = readdir(d));)
+		if (!gemini_keeps(ent->d_name))
+			strvec_push(&doomed, ent->d_name);
+	closedir(d);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < doomed.nr; i++)
+		rc = fs_remove_at(fd, doomed.v[i], dir, e);
+	strvec_clear(&doomed);
+	return rc;
+}
+
+/* ~/.gemini cleared of what the agent could have left (gemini_kept), and its settings.json written afresh: the API
+ * key from the environment — with GOOGLE_GEMINI_BASE_URL alone Gemini picks its "gateway" auth, which headless it
+ * rejects — and no traffic of its own (usage statistics, update checks). */
+static int gemini_prepare(const struct agent_invocation *inv, struct err *e)
+{
+	const char *home = inv->state_home ? inv->state_home : inv->home ? inv->home : inv->run_dir;
+	_cleanup_free_ char *dir = xasprintf("%s/.gemini", home);
+	_cleanup_free_ char *path = xasprintf("%s/settings.json", dir);
+	if (gemini_clear(dir, e) < 0)
+		return -1;
+	json_t *settings = json_pack("{s:{s:{s:s}},s:{s:b},s:{s:b,s:b}}", "security", "auth", "selectedType",
+				     "gemini-api-key", "privacy", "usageStatisticsEnabled", 0, "general", "enableAutoUpdate",
+				     0, "enableAutoUpdateNotification", 0);
+	_cleanup_free_ char *text = json_to_compact(settings);
+	json_decref(settings);
+	return fs_mkdir_p(dir, 0700, e) < 0 ? -1 : fs_write_file_atomic(path, text, strlen(text), 0600, e);
 }
 
 static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg)
@@ -180,9 +254,11 @@ static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 	}
 }
 
-/* --- OpenCode: opencode run --format json PROMPT ------------------------------------------------ */
+/* --- OpenCode: opencode run --format json (prompt on stdin) ------------------------------------ */
 
-/* `opencode run` has nobody to ask: what would need asking is denied (fail closed). */
+/* `opencode run` has nobody to ask (it rejects what is set to ask), so its modes say allow or deny outright and
+ * "default" is refused (agent_check_mode). Its ACP mode would ask, but `opencode acp` must listen on a TCP port,
+ * which the sandbox forbids. */
 static const char *opencode_permissions(const char *mode)
 {
 	if (!strcmp(mode, "bypassPermissions"))
@@ -192,21 +268,41 @@ static const char *opencode_permissions(const char *mode)
 	return "{\"edit\":\"deny\",\"bash\":\"deny\",\"webfetch\":\"deny\"}";
 }
 
+/* OPENCODE_CONFIG_CONTENT: the Anthropic provider at the configured endpoint (the SDK's base URL ends in /v1),
+ * no sharing, no update checks. */
+static char *opencode_config(const struct agent_invocation *inv)
+{
+	json_t *cfg = json_pack("{s:s,s:b}", "share", "disabled", "autoupdate", 0);
+	if (inv->base_url) {
+		_cleanup_free_ char *url = xasprintf("%s/v1", inv->base_url);
+		json_object_set_new(cfg, "provider", json_pack("{s:{s:{s:s}}}", "anthropic", "options", "baseURL", url));
+	}
+	char *text = json_to_compact(cfg);
+	json_decref(cfg);
+	return text;
+}
+
+static void opencode_environment(const struct agent_invocation *inv, struct strvec *env)
+{
+	if (inv->api_key)
+		strvec_setenv(env, "ANTHROPIC_API_KEY", inv->api_key);
+	_cleanup_free_ char *config = opencode_config(inv);
+	strvec_setenv(env, "OPENCODE_CONFIG_CONTENT", config);
+	strvec_setenv(env, "OPENCODE_PERMISSION", opencode_permissions(inv->permission_mode));
+	strvec_pushv(env, (const char *const[]){ "OPENCODE_DISABLE_PROJECT_CONFIG=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
+						 "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", NULL });
+}
+
 static void opencode_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			     struct strbuf *in)
 {
-	(void)in;
 	strvec_pushv(argv, (const char *const[]){ "run", "--format", "json", NULL });
 	if (inv->model)
 		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
 	if (inv->resume_id)
 		strvec_pushv(argv, (const char *const[]){ "--session", inv->resume_id, NULL });
-	strvec_pushv(argv, (const char *const[]){ "--", inv->prompt, NULL });
-	if (inv->api_key)
-		strvec_setenv(env, "ANTHROPIC_API_KEY", inv->api_key);
-	if (inv->base_url)
-		strvec_setenv(env, "ANTHROPIC_BASE_URL", inv->base_url);
-	strvec_setenv(env, "OPENCODE_PERMISSION", opencode_permissions(inv->permission_mode));
+	opencode_environment(inv, env);
+	strbuf_addstr(in, inv->prompt);
 }
 
 static void opencode_tool(json_t *part, agent_emit_fn emit, void *arg)
@@ -259,17 +355,21 @@ static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn em
 static const char *const claude_state[] = { ".claude", NULL };
 static const char *const codex_state[] = { ".agor/codex", NULL };
 static const char *const gemini_state[] = { ".gemini", NULL };
-static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", NULL };
+static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", ".local/state/opencode",
+					       ".cache/opencode", NULL };
+
+/* OpenCode cannot ask agor before a tool runs: it has no "default" mode. */
+static const char *const opencode_modes[] = { "acceptEdits", "bypassPermissions", "plan", NULL };
 
 static const struct agent_adapter adapters[] = {
 	{ "claude-code", "claude_code", "anthropic", "claude", claude_command, claude_map, NULL, claude_state,
 	  "https://api.anthropic.com" },
 	{ "codex", "codex", "openai", "codex", codex_command, codex_map, codex_prepare, codex_state,
 	  "https://api.openai.com/v1", 1 },
-	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, NULL, gemini_state,
-	  "https://generativelanguage.googleapis.com" },
+	{ "gemini", "gemini", "google", "gemini", gemini_command, gemini_map, gemini_prepare, gemini_state,
+	  "https://generativelanguage.googleapis.com", 0, gemini_acp_command, NULL },
 	{ "opencode", "opencode", "anthropic", "opencode", opencode_command, opencode_map, NULL, opencode_state,
-	  "https://api.anthropic.com" },
+	  "https://api.anthropic.com", 0, NULL, opencode_modes },
 };
 
 const struct agent_adapter *agent_find(const char *tool)
@@ -290,11 +390,36 @@ const struct config_agent *agent_config(const struct config *cfg, const char *to
 	return NULL;
 }
 
+int agent_check_mode(const struct agent_adapter *a, const char *mode, struct err *e)
+{
+	for (const char *const *m = a->modes; m && *m; m++)
+		if (!strcmp(*m, mode))
+			return 0;
+	if (!a->modes)
+		return 0;
+	struct strbuf names = STRBUF_INIT;
+	for (const char *const *m = a->modes; *m; m++)
+		strbuf_addf(&names, "%s%s", m == a->modes ? "" : "|", *m);
+	err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "permission_mode"),
+		 "permission_mode %s: %s cannot ask agor before it runs a tool, so it runs only in %s; choose one of "
+		 "those", mode, a->tool, names.buf);
+	strbuf_release(&names);
+	return -1;
+}
+
+int agent_uses_acp(const struct agent_adapter *a, const char *mode)
+{
+	return a->acp_command && !strcmp(mode, "default");
+}
+
 void agent_command(const struct agent_adapter *a, const struct agent_invocation *inv, struct strvec *argv,
 		   struct strvec *env, struct strbuf *stdin_text)
 {
 	strvec_push(argv, inv->program ? inv->program : a->program);
-	a->command(inv, argv, env, stdin_text);
+	if (agent_uses_acp(a, inv->permission_mode))
+		a->acp_command(inv, argv, env);
+	else
+		a->command(inv, argv, env, stdin_text);
 }
 
 int agent_prepare(const struct agent_adapter *a, const struct agent_invocation *inv, struct err *e)

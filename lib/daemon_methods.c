@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <string.h>
 
+#include "agent.h"
 #include "approvals_policy.h"
 #include "audit.h"
 #include "crypto.h"
@@ -1504,6 +1505,8 @@ int method_sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (mode && !one_of(mode, permission_modes))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "permission_mode"),
 				"params.permission_mode: expected one of default|acceptEdits|bypassPermissions|plan");
+	if (agent_check_mode(agent_find(tool), mode ? mode : "default", e) < 0)
+		return -1;
 	json_t *wt = daemon_one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", wt_id);
 	if (!wt)
 		return -1;

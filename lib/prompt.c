@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "acp.h"
 #include "agent.h"
 #include "approvals_policy.h"
 #include "child.h"
@@ -77,6 +78,7 @@ struct prompt_run {
 	char *api_key;		 /* from get_api_key until the proxy (or the agent's environment) has it */
 	char *sentinel;		 /* what the agent holds instead of the key, or NULL */
 	struct egress *proxy;	 /* network proxy: the run's proxy, whose refusals are reported as they come */
+	struct acp_client *acp;	 /* the CLI runs as an ACP agent (agent_uses_acp), or NULL */
 };
 
 static void run_release(struct prompt_run *r)
@@ -99,6 +101,7 @@ static void run_release(struct prompt_run *r)
 	free(r->api_key);
 	free(r->sentinel);
 	rpc_client_close(r->rpc);
+	acp_free(r->acp);
 	agent_state_release(&r->agent);
 	strbuf_release(&r->line);
 	strbuf_release(&r->err_tail);
@@ -215,6 +218,16 @@ static json_t *ask_daemon(const char *tool_name, json_t *input, json_t *tool_use
 		err_clear(&e);
 	}
 	return result;
+}
+
+/* An ACP agent's permission request (acp.h): decided as the MCP permission tool's are. */
+static int ask_for_acp(json_t *request, void *arg)
+{
+	json_t *answer = ask_daemon(json_get_str(request, "tool_name"), json_object_get(request, "input"),
+				    json_object_get(request, "tool_use_id"), arg);
+	int approved = json_is_true(json_object_get(answer, "approved"));
+	json_decref(answer);
+	return approved;
 }
 
 static void serve_one_permission(struct prompt_run *r)
@@ -502,19 +515,27 @@ static void answer_agent(struct prompt_run *r, struct child *c)
 
 /* --- relaying the agent's output ------------------------------------------------------------------ */
 
+static void map_line(struct prompt_run *r, const char *line, size_t len)
+{
+	if (r->acp)
+		acp_on_line(r->acp, line, len, &r->agent, report_message, r);
+	else
+		agent_map_line(r->adapter, line, len, &r->agent, report_message, r);
+}
+
 static void relay_lines(struct prompt_run *r)
 {
 	char *nl;
 	while ((nl = memchr(r->line.buf, '\n', r->line.len))) {
 		size_t len = (size_t)(nl - r->line.buf) + 1;
 		if (!r->line_overflow)
-			agent_map_line(r->adapter, r->line.buf, len, &r->agent, report_message, r);
+			map_line(r, r->line.buf, len);
 		r->line_overflow = 0;
 		strbuf_remove_front(&r->line, len);
 	}
 	if (r->line.len > MAX_LINE_BYTES) {
 		if (!r->line_overflow)
-			agent_map_line(r->adapter, r->line.buf, r->line.len, &r->agent, report_message, r);
+			map_line(r, r->line.buf, r->line.len);
 		r->line_overflow = 1;
 		strbuf_reset(&r->line);
 	}
@@ -700,7 +721,12 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 		return -1;
 	struct agent_channel channel = { .inv = inv, .ask = ask_daemon, .ask_arg = r, .to_cli = STRBUF_INIT };
 	r->agent.channel = r->adapter->converses ? &channel : NULL;
-	feed_stdin(r, &c, &input);
+	if (agent_uses_acp(r->adapter, inv->permission_mode)) {
+		r->acp = acp_start(c.in, r->req->cwd, inv->prompt, ask_for_acp, r);
+		c.in = -1; /* the ACP client's now */
+	} else {
+		feed_stdin(r, &c, &input);
+	}
 	r->proxy = as->cf.egress;
 	pump(r, &c);
 	r->proxy = NULL;
@@ -743,6 +769,8 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 		.base_url = model_config_str(r, "base_url"),
 		.run_dir = r->run_dir,
 	};
+	if (agent_check_mode(r->adapter, inv.permission_mode, e) < 0) /* the session's mode, or the payload's */
+		return -1;
 	_cleanup_free_ char *self = impersonate_self_path(), *mcp = NULL;
 	if (!strcmp(r->adapter->tool, "claude-code") &&
 	    (open_broker(r, e) < 0 || !self || write_mcp_config(r, self, &mcp, e) < 0))

@@ -59,3 +59,16 @@ daemon_cleanup() {
 # rpc METHOD [PARAMS_JSON] — one JSON-RPC call on the daemon's Unix socket ($DAEMON_SOCKET, default under
 # $AGOR_HOME); prints the reply line.
 rpc() { python3 "$TEST_TOP/test/helpers/rpc.py" "${DAEMON_SOCKET:-$AGOR_HOME/run/agor.sock}" "$@"; }
+
+# insulated_agent_host — what a prompt test's scene runs as root in its private system before the daemon: the
+# insulated mode's agor_users group and agor_executor user (every executor, and so the agent, runs as it), the
+# socket directory, the data home ./data made over to it, its cgroup subtree, a source repository and AGOR_HOME.
+insulated_agent_host() {
+  groupadd agor_users
+  useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
+  mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
+  chown agor_executor data
+  "$AGOR" admin cgroup-delegate agor_executor > /dev/null # cgroup limits for the agent sandbox of a non-root user
+  make_source_repo src && chmod -R a+rX src
+  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+}

@@ -4,7 +4,7 @@
 #   anthropic-server.py PORT_FILE LOG_FILE
 # The last user message decides the reply:
 #   ends with a tool_result              → text "All done." (end_turn)
-#   "RUN: <shell command>"               → a Bash tool_use running that command (tool_use)
+#   "RUN: <shell command>"               → a Bash (or OpenCode's bash) tool_use running that command (tool_use)
 #   "SLOW <seconds>"                     → text deltas spread over that many seconds (end_turn)
 #   anything else                        → text "Hello from the scripted model." (end_turn)
 import json, secrets, sys, time
@@ -36,9 +36,10 @@ def has_tool_result(message):
 
 
 def bash_tool(tools):
+    """The shell tool's name: Bash (Claude Code) or bash (OpenCode)."""
     for t in tools or []:
-        if t.get("name") == "Bash":
-            return "Bash"
+        if t.get("name") in ("Bash", "bash"):
+            return t["name"]
     return None
 
 
@@ -72,7 +73,7 @@ class Handler(ScriptedHandler):
             "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 42, "output_tokens": 1}}})
         command = text.split("RUN: ", 1)[1].strip() if "RUN: " in text else None
         if not has_tool_result(user) and command and bash_tool(req.get("tools")):
-            self.tool_use(command)
+            self.tool_use(bash_tool(req.get("tools")), command)
             stop = "tool_use"
         else:
             words = ["All done."] if has_tool_result(user) else ["Hello ", "from ", "the ", "scripted ", "model."]
@@ -87,9 +88,9 @@ class Handler(ScriptedHandler):
                                      "usage": {"output_tokens": 7}})
         self.event("message_stop", {"type": "message_stop"})
 
-    def tool_use(self, command):
+    def tool_use(self, name, command):
         self.event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-            "type": "tool_use", "id": "toolu_" + secrets.token_hex(8), "name": "Bash", "input": {}}})
+            "type": "tool_use", "id": "toolu_" + secrets.token_hex(8), "name": name, "input": {}}})
         arguments = json.dumps({"command": command, "description": "scripted command"})
         for i in range(0, len(arguments), 16):
             self.event("content_block_delta", {"type": "content_block_delta", "index": 0,

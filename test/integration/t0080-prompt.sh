@@ -31,13 +31,7 @@ SCENE='
   start_scene_daemon() { start_daemon --config "$PWD/config.yaml"; }
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
   prepare_session() { # [PERMISSION_MODE [TOOL]]
-    groupadd agor_users
-    useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
-    mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
-    chown agor_executor data
-    "$AGOR" admin cgroup-delegate agor_executor > /dev/null # cgroup limits for the agent sandbox of a non-root user
-    make_source_repo src && chmod -R a+rX src
-    mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+    insulated_agent_host
     start_scene_daemon
     a repo clone "$PWD/src" --json > clone.json || { cat clone.json daemon.log; fail "clone failed"; }
     repo=$(json_get clone.json repo.id)

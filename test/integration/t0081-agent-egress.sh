@@ -138,19 +138,26 @@ test_case "proxy: a terminal pane's shell (sandbox-shell --policy) reaches only 
   [ ! -s outside.log ] || fail "the listener outside was reached"
 '
 
-test_case "proxy: the daemon's exec.run turns each refusal into an audit row and a task.egress_refused event" '
-  python3 "$TEST_TOP/test/helpers/egress-target.py" outside-port outside.log > /dev/null 2>&1 &
-  outside_pid=$!
-  for i in $(seq 1 200); do [ -s outside-port ] && break; sleep 0.05; done
-  OUTSIDE=$(cat outside-port)
+# proxy_scene NAME — a listener NAME outside the sandbox (its port in $TARGET, its requests in NAME.log), a daemon
+# whose runs have network proxy, and a fresh repository cloned with its worktree w1 ($repo, $wt).
+proxy_scene() {
+  python3 "$TEST_TOP/test/helpers/egress-target.py" "$1-port" "$1.log" > /dev/null 2>&1 &
+  target_pid=$!
+  for i in $(seq 1 200); do [ -s "$1-port" ] && break; sleep 0.05; done
+  TARGET=$(cat "$1-port")
   make_source_repo src
   mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
   printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
-  scene_cleanup() { kill $outside_pid 2> /dev/null || true; }
+  scene_cleanup() { kill $target_pid 2> /dev/null || true; }
   start_daemon
   rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && repo=$(json_get reply result.repo.id)
   rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
   wt=$(json_get reply result.worktree.id)
+}
+
+test_case "proxy: the daemon's exec.run turns each refusal into an audit row and a task.egress_refused event" '
+  proxy_scene outside
+  OUTSIDE=$TARGET
   python3 - "$AGOR_HOME/run/agor.sock" > events.out <<PY &
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
@@ -189,18 +196,8 @@ PY
 '
 
 test_case "a session's own egress entries: its creator or an admin adds them, only its runs reach them, each change is audited" '
-  python3 "$TEST_TOP/test/helpers/egress-target.py" extra-port extra.log > /dev/null 2>&1 &
-  extra_pid=$!
-  for i in $(seq 1 200); do [ -s extra-port ] && break; sleep 0.05; done
-  EXTRA=$(cat extra-port)
-  make_source_repo src
-  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
-  printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
-  scene_cleanup() { kill $extra_pid 2> /dev/null || true; }
-  start_daemon
-  rpc repos.clone "{\"url\":\"$PWD/src\"}" > reply && repo=$(json_get reply result.repo.id)
-  rpc worktrees.add "{\"repo_id\":\"$repo\",\"name\":\"w1\",\"branch\":\"w1\",\"create_branch\":true}" > reply
-  wt=$(json_get reply result.worktree.id)
+  proxy_scene extra
+  EXTRA=$TARGET
   rpc sessions.create "{\"worktree_id\":\"$wt\",\"tool\":\"claude-code\"}" > reply && session=$(json_get reply result.id)
   # curl_run [SESSION] — exec.run of a curl to the extra listener, in the session when one is named
   curl_run() {
@@ -288,13 +285,7 @@ SCENE='
   chmod a+rX "$PWD/tls" 2> /dev/null || true
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
-  groupadd agor_users
-  useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
-  mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
-  chown agor_executor data
-  "$AGOR" admin cgroup-delegate agor_executor > /dev/null
-  make_source_repo src && chmod -R a+rX src
-  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+  insulated_agent_host
   scene_cleanup() {
     kill $server_pid $openai_pid $allowed_pid $outside_pid 2> /dev/null || true
     rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2> /dev/null || true

@@ -22,13 +22,7 @@ SCENE='
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
   DAEMON_SOCKET=/run/agor/agor.sock
-  groupadd agor_users
-  useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
-  mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
-  chown agor_executor data
-  "$AGOR" admin cgroup-delegate agor_executor > /dev/null
-  make_source_repo src && chmod -R a+rX src
-  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+  insulated_agent_host
   scene_cleanup() {
     kill $openai_pid 2> /dev/null || true
     rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2> /dev/null || true
