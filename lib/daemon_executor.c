@@ -57,11 +57,13 @@ int method_get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 				 "s", a.claims.sid);
 	int rv = -1;
 	if (s && !json_is_null(s)) {
-		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[],s:o}", "session_id", a.claims.sid, "task_id", a.claims.tid,
-				    "prompt", json_object_get(a.task, "prompt"), "tool", json_object_get(s, "tool"),
+		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[],s:o,s:I,s:I}", "session_id", a.claims.sid, "task_id",
+				    a.claims.tid, "prompt", json_object_get(a.task, "prompt"), "tool", json_object_get(s, "tool"),
 				    "permission_mode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"),
 				    "agent_session_id", json_object_get(s, "agent_session_id"), "conversation_history",
-				    "model_config", model_config(d->cfg, json_get_str(s, "tool")));
+				    "model_config", model_config(d->cfg, json_get_str(s, "tool")), "heartbeat_ms",
+				    (json_int_t)d->cfg->execution.executor_heartbeat_ms, "permission_timeout_ms",
+				    (json_int_t)d->cfg->execution.permission_timeout_ms);
 		daemon_audit(d, a.claims.sub, "get_execution_context", a.claims.tid, "ok", NULL);
 		rv = 0;
 	} else if (s) {

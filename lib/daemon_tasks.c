@@ -159,6 +159,21 @@ static json_t *policy_with_egress(const struct config *cfg, const char *extra)
 	return policy;
 }
 
+/* Where the executor calls back: the Unix socket, or execution.executor_daemon_url with what verifies it. */
+static void add_daemon_url(struct daemon *d, json_t *p)
+{
+	const struct config *cfg = d->cfg;
+	if (!cfg->execution.executor_daemon_url) {
+		json_object_set_new(p, "daemonUrl", json_sprintf("unix:%s", cfg->daemon.socket_path));
+		return;
+	}
+	json_object_set_new(p, "daemonUrl", json_string(cfg->execution.executor_daemon_url));
+	if (d->executor_daemon_ca_pem)
+		json_object_set_new(p, "daemonCa", json_string(d->executor_daemon_ca_pem));
+	if (cfg->execution.executor_daemon_fingerprint)
+		json_object_set_new(p, "daemonFingerprint", json_string(cfg->execution.executor_daemon_fingerprint));
+}
+
 /* Every payload carries the daemon's execution policy: the executor, whoever it runs as, applies it over its
  * own config, which may only tighten it (config.h). */
 static char *build_payload(struct daemon *d, const char *command, json_t *params, json_t *env,
@@ -172,7 +187,7 @@ static char *build_payload(struct daemon *d, const char *command, json_t *params
 		json_object_set_new(p, "asUser", json_string(execution_user));
 	if (token) {
 		json_object_set_new(p, "sessionToken", json_string(token));
-		json_object_set_new(p, "daemonUrl", json_sprintf("unix:%s", d->cfg->daemon.socket_path));
+		add_daemon_url(d, p);
 	}
 	char *s = json_to_compact(p);
 	json_decref(p);
@@ -193,6 +208,7 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 		.task_id = t->task_id,
 		.session_id = t->session_id,
 		.worktree_id = t->worktree_id,
+		.daemon_url = cfg->execution.executor_daemon_url, /* {daemon_url}: a remote executor's callback */
 		.timeout_ms = (int)cfg->execution.timeout_ms,
 		.on_started = remember_pid,
 		.on_started_arg = t,
