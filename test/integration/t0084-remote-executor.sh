@@ -141,7 +141,7 @@ TRUST='
   expect_json task.json status failed
   grep -q "execution.executor_daemon_fingerprint" task.json || { cat task.json; fail "a wrong fingerprint is not named"; }
   grep -q "does not match the pinned SHA-256" task.json || fail "the reason is not the pin"
-  ! grep -q "\"x-api-key\"" server.log || fail "the agent ran although the daemon was not verified"
+  ! grep -qs "\"x-api-key\"" server.log || fail "the agent ran although the daemon was not verified"
 '
 
 scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' CLAUDE='$CLAUDE' TRACE='${TRACE:-}'
