@@ -34,6 +34,14 @@ static int check_task_param(struct daemon *d, const char *method, json_t *params
 	return check_task(d, method, json_get_str(params, "task_id"), a, e);
 }
 
+/* The connection belongs to a task's executor: its token checked, it is no longer an unauthenticated caller. */
+static void note_executor(struct rpc_ctx *rc)
+{
+	struct daemon_peer *p = rc->peer;
+	if (p)
+		p->executor = 1;
+}
+
 /* The daemon's agents.<tool> settings for the executor: program, provider endpoint, model. */
 static json_t *model_config(const struct config *cfg, const char *tool)
 {
@@ -51,6 +59,7 @@ int method_get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 		daemon_token_auth_release(&a);
 		return -1;
 	}
+	note_executor(rc);
 	json_t *s = db_query_one(d->db, e,
 				 "SELECT s.id, s.tool, s.permission_mode, s.agent_session_id, w.path AS cwd FROM sessions s"
 				 " JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?",
@@ -367,8 +376,10 @@ int method_heartbeat(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 {
 	struct daemon_token_auth a;
 	int rv = daemon_token_authenticate(rc->app, "heartbeat", params, &a, e);
-	if (rv == 0)
+	if (rv == 0) {
+		note_executor(rc);
 		*result = json_object();
+	}
 	daemon_token_auth_release(&a);
 	return rv;
 }
