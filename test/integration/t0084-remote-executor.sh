@@ -131,6 +131,28 @@ CUT='
   no_agent_left
 '
 
+FROZEN='
+  # a permission waits 1 s at most, heartbeats every 0.5 s: an executor silent for 2.5 s is lost
+  write_config "  executor_daemon_ca_file: $T/ca/ca.crt"; sed -i "s/permission_timeout_ms: 20000/permission_timeout_ms: 1000/" config.yaml
+  prepare_session
+  "$AGOR" prompt "$session" "SLOW 60" --no --config "$PWD/config.yaml" > out 2> err & prompt_pid=$!
+  for i in $(seq 1 100); do task=$(task_of err); [ -n "$task" ] && break; sleep 0.1; done
+  for i in $(seq 1 300); do rpc messages.list "{\"task_id\":\"$task\"}" | grep -q "\"message_type\": *\"text_delta\"" && break; sleep 0.1; done
+  # the executor host freezes; its local end (here the template'"'"'s shell, on Kubernetes kubectl) lives on
+  frozen=$(pgrep -f -- "$AGOR executor --stdin" | tr "\n" " ")
+  [ -n "$frozen" ] || fail "no executor to freeze"
+  kill -STOP $frozen; frozen_at=$(date +%s)
+  for i in $(seq 1 150); do a task get "$task" --json > task.json 2>/dev/null; [ "$(json_get task.json status)" = failed ] && break; sleep 0.1; done
+  kill -CONT $frozen 2>/dev/null || true
+  expect_json task.json status failed
+  grep -q "the remote executor went silent" task.json || { cat task.json; fail "the failure does not name the silence"; }
+  took=$(( $(date +%s) - frozen_at )); [ $took -le 8 ] || fail "the frozen executor took ${took}s to fail the task"
+  echo "frozen executor → task failed in ${took}s"
+  wait $prompt_pid || true
+  grep -q "went silent" daemon.log || fail "the daemon did not log the lost executor"
+  no_agent_left
+'
+
 TRUST='
   write_config "  executor_daemon_ca_file: $T/other-ca/ca.crt"; prepare_session
   expect_exit 1 a prompt "$session" "say hello" --no > out 2> err
@@ -159,6 +181,7 @@ elif [ ! -x "$CLAUDE" ]; then
 else
   test_case "remote: clone, worktree, a prompt with a permission over wss:// (CA, then pin); no Unix socket" 'scratch "$PROMPT"'
   test_case "attack: cutting the link mid-prompt fails the task (heartbeat), nothing left running" 'scratch "$CUT"'
+  test_case "attack: a frozen executor host fails the task from the daemon side (its silence), nothing left running" 'scratch "$FROZEN"'
   test_case "attack: a wrong CA or a wrong fingerprint fails the task naming the setting; the agent never runs" 'scratch "$TRUST"'
 fi
 
