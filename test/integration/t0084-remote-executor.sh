@@ -113,6 +113,9 @@ PROMPT='
   write_config "  executor_daemon_fingerprint: $PIN"; restart_daemon
   a prompt "$session" "say hello" --yes > out2 2> err2 || { cat out2 err2 daemon.log; fail "the pinned prompt failed"; }
   expect_contains out2 "[completed]"
+  # terminals need the Unix socket: refused up front, naming why, never a half-open terminal
+  rpc terminal.open "{\"worktree_id\":\"$wt\"}" > term.json 2>&1 || true
+  grep -q "NOT_BUILT" term.json && grep -q "execution.executor_daemon_url" term.json || { cat term.json; fail "terminal.open was not refused clearly"; }
 '
 
 CUT='
@@ -179,7 +182,7 @@ if ! is_root || ! command -v ip > /dev/null || ! command -v nsenter > /dev/null 
 elif [ ! -x "$CLAUDE" ]; then
   test_skip "remote executors over TLS in another network namespace" "the agent CLIs are not installed"
 else
-  test_case "remote: clone, worktree, a prompt with a permission over wss:// (CA, then pin); no Unix socket" 'scratch "$PROMPT"'
+  test_case "remote: clone, worktree, a prompt with a permission over wss:// (CA, then pin); no Unix socket; no terminal" 'scratch "$PROMPT"'
   test_case "attack: cutting the link mid-prompt fails the task (heartbeat), nothing left running" 'scratch "$CUT"'
   test_case "attack: a frozen executor host fails the task from the daemon side (its silence), nothing left running" 'scratch "$FROZEN"'
   test_case "attack: a wrong CA or a wrong fingerprint fails the task naming the setting; the agent never runs" 'scratch "$TRUST"'
