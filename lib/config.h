@@ -134,7 +134,7 @@ struct config_state; /* private to config.c */
 /*
  * The effective configuration, typed. Fields are valid after a successful config_load();
  * strings are borrowed from cfg (valid until config_free or the next config_set_flag) and
- * never NULL except executor_command_template (NULL = no template).
+ * never NULL except nullable keys (executor_command_template, executor_daemon_*, …: NULL = unset).
  */
 struct config {
 	struct {
