@@ -1,5 +1,6 @@
 /* config.c — the settings table and its sources: defaults, config.yaml (libyaml), env, flags.
  * Never stores a value not parsed by its key's type; never reads a config others can write. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -53,6 +54,8 @@ static int check_cgroup_name(const char *value, size_t *at, struct err *e);
 static int check_host(const char *value, size_t *at, struct err *e);
 static int check_template(const char *value, size_t *at, struct err *e);
 static int check_base_url(const char *value, size_t *at, struct err *e);
+static int check_executor_daemon_url(const char *value, size_t *at, struct err *e);
+static int check_fingerprint(const char *value, size_t *at, struct err *e);
 static char *derive_data_home(const struct config_state *st);
 static char *derive_repos_dir(const struct config_state *st);
 static char *derive_worktrees_dir(const struct config_state *st);
@@ -120,6 +123,14 @@ static const struct config_key keys[] = {
 	  .check = check_user_name, FIELD(execution.executor_unix_user) },
 	{ .key = "execution.executor_command_template", .type = CONFIG_NULLABLE_STRING,
 	  .check = check_template, FIELD(execution.executor_command_template) },
+	{ .key = "execution.executor_daemon_url", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_executor_daemon_url, FIELD(execution.executor_daemon_url) },
+	{ .key = "execution.executor_daemon_ca_file", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_one_path, FIELD(execution.executor_daemon_ca_file) },
+	{ .key = "execution.executor_daemon_fingerprint", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_fingerprint, FIELD(execution.executor_daemon_fingerprint) },
+	{ .key = "execution.executor_heartbeat_ms", .type = CONFIG_INT, .def = "10000",
+	  .min = 200, .max = 600000, FIELD(execution.executor_heartbeat_ms) },
 	{ .key = "execution.worktree_rbac", .type = CONFIG_BOOL, .derive = derive_worktree_rbac,
 	  FIELD(execution.worktree_rbac) },
 	{ .key = "execution.fallback_to_unified", .type = CONFIG_BOOL, .def = "false",
@@ -576,6 +587,38 @@ static int check_base_url(const char *value, size_t *at, struct err *e)
 	err_set(e, E_CONFIG, "expected an http:// or https:// URL, got %s", sb.buf);
 	strbuf_release(&sb);
 	return -1;
+}
+
+/* Where remote executors call back: TLS only (wss:// or https://), nothing that could split a shell word. */
+static int check_executor_daemon_url(const char *value, size_t *at, struct err *e)
+{
+	*at = 0;
+	if ((!strncmp(value, "wss://", 6) || !strncmp(value, "https://", 8)) && !strpbrk(value, " \t\"'\\"))
+		return 0;
+	struct strbuf sb = STRBUF_INIT;
+	add_quoted_excerpt(&sb, value, strlen(value));
+	err_set(e, E_CONFIG, "expected a wss:// or https:// URL of the daemon's TLS listener (executors never call back "
+			     "in clear text), got %s", sb.buf);
+	strbuf_release(&sb);
+	return -1;
+}
+
+/* A certificate's SHA-256: 64 hex digits, colons between them allowed. */
+static int check_fingerprint(const char *value, size_t *at, struct err *e)
+{
+	size_t digits = 0;
+	for (const char *p = value; *p; p++) {
+		if (isxdigit((unsigned char)*p))
+			digits++;
+		else if (*p != ':')
+			return (*at = (size_t)(p - value)),
+			       err_set(e, E_CONFIG, "expected the SHA-256 of the daemon's certificate: 64 hex digits "
+						    "(colons allowed), as `openssl x509 -noout -fingerprint -sha256` prints");
+	}
+	if (digits == 64)
+		return 0;
+	*at = 0;
+	return err_set(e, E_CONFIG, "expected 64 hex digits (a SHA-256), got %zu", digits);
 }
 
 static const char *const template_placeholders[] = {

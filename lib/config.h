@@ -134,7 +134,7 @@ struct config_state; /* private to config.c */
 /*
  * The effective configuration, typed. Fields are valid after a successful config_load();
  * strings are borrowed from cfg (valid until config_free or the next config_set_flag) and
- * never NULL except executor_command_template (NULL = no template).
+ * never NULL except nullable keys (executor_command_template, executor_daemon_*, …: NULL = unset).
  */
 struct config {
 	struct {
@@ -169,6 +169,10 @@ struct config {
 		enum config_user_mode unix_user_mode;
 		const char *executor_unix_user;
 		const char *executor_command_template;
+		/* Remote executors: where they call back (wss:// or https://; NULL: the Unix socket) and how they
+		 * verify the daemon's certificate (a CA file whose PEM the payload carries, and/or its SHA-256) */
+		const char *executor_daemon_url, *executor_daemon_ca_file, *executor_daemon_fingerprint;
+		long long executor_heartbeat_ms; /* a remote prompt's heartbeat; 3 missed: the link is lost */
 		bool worktree_rbac;
 		bool fallback_to_unified;
 		const char *terminal_shell; /* NULL: the passwd shell when it is a login shell, else bash, else sh */

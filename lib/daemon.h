@@ -47,6 +47,7 @@ struct daemon {
 	uint8_t jwt_secret[32];
 	uint8_t master_key[32];
 	char *self_path;   /* this agor binary: what executors run */
+	char *executor_daemon_ca_pem; /* execution.executor_daemon_ca_file's certificates, for remote executors; or NULL */
 	char *daemon_user; /* the Unix user the daemon runs as */
 	uid_t uid;
 	char *owner_id;	   /* the agor user mapped to the daemon's own uid */

@@ -34,6 +34,16 @@ static int check_task_param(struct daemon *d, const char *method, json_t *params
 	return check_task(d, method, json_get_str(params, "task_id"), a, e);
 }
 
+/* The connection belongs to a task's executor: its token checked, it is no longer an unauthenticated caller, and its
+ * task is alive (daemon_task_heard). */
+static void heard_from_executor(struct rpc_ctx *rc, const struct daemon_token_auth *a)
+{
+	struct daemon_peer *p = rc->peer;
+	if (p)
+		p->executor = 1;
+	daemon_task_heard(rc->app, a->claims.tid);
+}
+
 /* The daemon's agents.<tool> settings for the executor: program, provider endpoint, model. */
 static json_t *model_config(const struct config *cfg, const char *tool)
 {
@@ -51,17 +61,20 @@ int method_get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 		daemon_token_auth_release(&a);
 		return -1;
 	}
+	heard_from_executor(rc, &a);
 	json_t *s = db_query_one(d->db, e,
 				 "SELECT s.id, s.tool, s.permission_mode, s.agent_session_id, w.path AS cwd FROM sessions s"
 				 " JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?",
 				 "s", a.claims.sid);
 	int rv = -1;
 	if (s && !json_is_null(s)) {
-		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[],s:o}", "session_id", a.claims.sid, "task_id", a.claims.tid,
-				    "prompt", json_object_get(a.task, "prompt"), "tool", json_object_get(s, "tool"),
+		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[],s:o,s:I,s:I}", "session_id", a.claims.sid, "task_id",
+				    a.claims.tid, "prompt", json_object_get(a.task, "prompt"), "tool", json_object_get(s, "tool"),
 				    "permission_mode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"),
 				    "agent_session_id", json_object_get(s, "agent_session_id"), "conversation_history",
-				    "model_config", model_config(d->cfg, json_get_str(s, "tool")));
+				    "model_config", model_config(d->cfg, json_get_str(s, "tool")), "heartbeat_ms",
+				    (json_int_t)d->cfg->execution.executor_heartbeat_ms, "permission_timeout_ms",
+				    (json_int_t)d->cfg->execution.permission_timeout_ms);
 		daemon_audit(d, a.claims.sub, "get_execution_context", a.claims.tid, "ok", NULL);
 		rv = 0;
 	} else if (s) {
@@ -261,6 +274,8 @@ int method_request_permission(struct rpc_ctx *rc, json_t *params, json_t **resul
 	if (rv == 0)
 		rv = check_task_param(rc->app, "request_permission", params, &a, e);
 	if (rv == 0)
+		heard_from_executor(rc, &a);
+	if (rv == 0)
 		rv = daemon_permission_request(rc, a.task, a.claims.sid, params, result, e);
 	daemon_token_auth_release(&a);
 	return rv;
@@ -365,8 +380,10 @@ int method_heartbeat(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 {
 	struct daemon_token_auth a;
 	int rv = daemon_token_authenticate(rc->app, "heartbeat", params, &a, e);
-	if (rv == 0)
+	if (rv == 0) {
+		heard_from_executor(rc, &a);
 		*result = json_object();
+	}
 	daemon_token_auth_release(&a);
 	return rv;
 }

@@ -21,6 +21,7 @@
 #include "impersonate.h"
 #include "log.h"
 #include "report_scan.h"
+#include "strbuf.h"
 #include "banned.h"
 
 static int create_secret(const char *path, uint8_t key[32], struct err *e)
@@ -104,6 +105,33 @@ static int take_lock(struct daemon *d, struct err *e)
 	return 0;
 }
 
+/* execution.executor_daemon_url: the certificates remote executors verify the daemon with, read once (payloads carry
+ * them, so an executor on another host needs no file of its own). */
+static int load_executor_trust(struct daemon *d, struct err *e)
+{
+	const struct config *cfg = d->cfg;
+	const char *ca = cfg->execution.executor_daemon_ca_file;
+	if (!cfg->execution.executor_daemon_url)
+		return 0;
+	if (!ca && !cfg->execution.executor_daemon_fingerprint)
+		return err_set(e, E_CONFIG, "execution.executor_daemon_url: remote executors must verify the daemon: set "
+					    "execution.executor_daemon_ca_file (the CA of daemon.tls_cert) or "
+					    "execution.executor_daemon_fingerprint (its SHA-256)");
+	if (!cfg->daemon.tls_cert)
+		return err_set(e, E_CONFIG, "execution.executor_daemon_url: the daemon serves no TLS: set daemon.tls_cert "
+					    "and daemon.tls_key");
+	if (!ca)
+		return 0;
+	struct strbuf pem = STRBUF_INIT;
+	if (strbuf_read_file(&pem, ca, 1u << 20) < 0 || !strstr(pem.buf, "-----BEGIN CERTIFICATE-----")) {
+		strbuf_release(&pem);
+		return err_set(e, E_CONFIG, "execution.executor_daemon_ca_file: %s is not a readable PEM certificate file",
+			       ca);
+	}
+	d->executor_daemon_ca_pem = strbuf_detach(&pem, NULL);
+	return 0;
+}
+
 int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 {
 	memset(d, 0, sizeof(*d));
@@ -121,7 +149,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	if (!d->self_path)
 		return err_set(e, E_INTERNAL, "cannot find the agor binary (/proc/self/exe)");
 	paths_from_config(&d->paths, cfg);
-	if (paths_ensure_home(&d->paths, e) < 0 || take_lock(d, e) < 0)
+	if (load_executor_trust(d, e) < 0 || paths_ensure_home(&d->paths, e) < 0 || take_lock(d, e) < 0)
 		return -1;
 	_cleanup_free_ char *jwt = xasprintf("%s/jwt.secret", d->paths.home);
 	_cleanup_free_ char *master = xasprintf("%s/master.key", d->paths.home);
@@ -158,6 +186,7 @@ void daemon_release(struct daemon *d)
 	paths_release(&d->paths);
 	free(d->subscribers);
 	free(d->self_path);
+	free(d->executor_daemon_ca_pem);
 	free(d->daemon_user);
 	free(d->owner_id);
 	pthread_mutex_destroy(&d->done_lock);

@@ -73,11 +73,11 @@ static void note_caller(struct daemon *d, struct net_conn *c)
 		snprintf(d->caller, sizeof(d->caller), "%s", net_conn_remote_ip(c));
 }
 
-/* A connection that became someone (a user token, a paired node, a terminal's token) leaves the caps on
- * unauthenticated ones. */
+/* A connection that became someone (a user token, a paired node, a terminal's token, an executor's task token)
+ * leaves the caps on unauthenticated ones: a remote executor waiting on a person is never closed for its silence. */
 static void note_authenticated(struct net_conn *c, const struct daemon_peer *p)
 {
-	if (p->user_id || p->node_id || p->terminal)
+	if (p->user_id || p->node_id || p->terminal || p->executor)
 		net_conn_set_authenticated(c);
 }
 

@@ -39,6 +39,11 @@ struct task_run {
 	char *progress;
 	int cancelled;
 	pid_t pid;
+	/* a remote executor's prompt: when the daemon last heard from it, and the watch that fails it when it goes
+	 * silent (its link or its host lost while the local end, e.g. kubectl, lives on) */
+	uint64_t heard_at;
+	struct loop_timer *watch;
+	char *lost; /* why the watch ended it, or NULL */
 	/* results, written by the worker */
 	struct spawn_result res;
 	struct err error;
@@ -81,6 +86,9 @@ static void task_run_free(struct task_run *t)
 	free(t->task_id);
 	strvec_clear(&t->admin_args);
 	free(t->progress);
+	free(t->lost);
+	if (t->watch)
+		loop_timer_cancel(t->d->loop, t->watch);
 	free(t);
 }
 
@@ -159,6 +167,21 @@ static json_t *policy_with_egress(const struct config *cfg, const char *extra)
 	return policy;
 }
 
+/* Where the executor calls back: the Unix socket, or execution.executor_daemon_url with what verifies it. */
+static void add_daemon_url(struct daemon *d, json_t *p)
+{
+	const struct config *cfg = d->cfg;
+	if (!cfg->execution.executor_daemon_url) {
+		json_object_set_new(p, "daemonUrl", json_sprintf("unix:%s", cfg->daemon.socket_path));
+		return;
+	}
+	json_object_set_new(p, "daemonUrl", json_string(cfg->execution.executor_daemon_url));
+	if (d->executor_daemon_ca_pem)
+		json_object_set_new(p, "daemonCa", json_string(d->executor_daemon_ca_pem));
+	if (cfg->execution.executor_daemon_fingerprint)
+		json_object_set_new(p, "daemonFingerprint", json_string(cfg->execution.executor_daemon_fingerprint));
+}
+
 /* Every payload carries the daemon's execution policy: the executor, whoever it runs as, applies it over its
  * own config, which may only tighten it (config.h). */
 static char *build_payload(struct daemon *d, const char *command, json_t *params, json_t *env,
@@ -172,11 +195,53 @@ static char *build_payload(struct daemon *d, const char *command, json_t *params
 		json_object_set_new(p, "asUser", json_string(execution_user));
 	if (token) {
 		json_object_set_new(p, "sessionToken", json_string(token));
-		json_object_set_new(p, "daemonUrl", json_sprintf("unix:%s", d->cfg->daemon.socket_path));
+		add_daemon_url(d, p);
 	}
 	char *s = json_to_compact(p);
 	json_decref(p);
 	return s;
+}
+
+/* How long a remote prompt may be silent: three heartbeats, and a permission's whole wait (the executor sends nothing
+ * while it waits for the answer). */
+static uint64_t silence_limit_ms(const struct config *cfg)
+{
+	return (uint64_t)(3 * cfg->execution.executor_heartbeat_ms + cfg->execution.permission_timeout_ms);
+}
+
+static void watch_remote(struct loop *l, void *arg);
+
+static void arm_watch(struct task_run *t, uint64_t delay_ms)
+{
+	t->watch = loop_timer_add(t->d->loop, delay_ms, watch_remote, t);
+}
+
+/* The executor went silent past the limit: its local end is killed (SIGKILL: the remote side cannot be reached to
+ * stop gracefully) and the task fails naming the silence. */
+static void watch_remote(struct loop *l, void *arg)
+{
+	(void)l;
+	struct task_run *t = arg;
+	t->watch = NULL; /* the loop frees a timer once it fired */
+	uint64_t limit = silence_limit_ms(t->d->cfg), now = loop_now_ms();
+	if (now < t->heard_at + limit) {
+		arm_watch(t, t->heard_at + limit - now);
+		return;
+	}
+	t->lost = xasprintf("the remote executor went silent: nothing heard for %llu ms (three of "
+			    "execution.executor_heartbeat_ms and execution.permission_timeout_ms); its link or host is lost",
+			    (unsigned long long)(now - t->heard_at));
+	log_warn("task %s: %s", t->task_id, t->lost);
+	pid_t pid = __atomic_load_n(&t->pid, __ATOMIC_ACQUIRE);
+	if (pid > 0)
+		kill(-pid, SIGKILL);
+}
+
+void daemon_task_heard(struct daemon *d, const char *task_id)
+{
+	for (struct task_run *t = d->running; t; t = t->next)
+		if (!strcmp(t->task_id, task_id))
+			t->heard_at = loop_now_ms();
 }
 
 static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
@@ -193,6 +258,7 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 		.task_id = t->task_id,
 		.session_id = t->session_id,
 		.worktree_id = t->worktree_id,
+		.daemon_url = cfg->execution.executor_daemon_url, /* {daemon_url}: a remote executor's callback */
 		.timeout_ms = (int)cfg->execution.timeout_ms,
 		.on_started = remember_pid,
 		.on_started_arg = t,
@@ -215,6 +281,10 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 	t->next = d->running;
 	d->running = t;
 	d->nrunning++;
+	if (cfg->execution.executor_daemon_url && !strcmp(t->command, "prompt")) {
+		t->heard_at = loop_now_ms();
+		arm_watch(t, silence_limit_ms(cfg));
+	}
 	task_event(d, t, "task.updated", json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
 	return 0;
 }
@@ -304,6 +374,10 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 /* The error a finished run ends with, or NULL when it succeeded. */
 static const struct err *run_error(struct task_run *t, struct err *scratch)
 {
+	if (t->lost) {
+		err_set(scratch, E_EXEC_FAILED, "%s", t->lost);
+		return scratch;
+	}
 	if (t->cancelled) {
 		err_set(scratch, E_CANCELLED, "cancelled");
 		return scratch;

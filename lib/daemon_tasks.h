@@ -56,6 +56,9 @@ void daemon_egress_refused_live(struct daemon *d, const char *task_id, const cha
 				json_t *one);
 void daemon_task_message(struct daemon *d, const char *task_id, const char *created_by, const char *session_id,
 			 const char *message_type, const char *data_text);
+/* The executor of a running task was heard from (a remote prompt's heartbeat, context or permission request): with
+ * execution.executor_daemon_url, a prompt silent for three heartbeats and a permission's wait is failed. */
+void daemon_task_heard(struct daemon *d, const char *task_id);
 /* Cancels every queued and running task (shutdown). */
 void daemon_cancel_all(struct daemon *d);
 /* Moves finished runs from the workers to the database (loop thread, after loop_wake). */

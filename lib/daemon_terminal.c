@@ -552,6 +552,10 @@ int method_terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (!rc->id || rc->in_batch)
 		return err_set(e, E_INVALID_PAYLOAD, "terminal.open answers when the terminal is ready: call it with an id, "
 						     "outside a batch");
+	if (D(rc)->cfg->execution.executor_daemon_url) /* a remote executor cannot pass a descriptor */
+		return err_set(e, E_NOT_BUILT, "terminals are handed over on the daemon's Unix socket (SCM_RIGHTS), and "
+					       "execution.executor_daemon_url runs executors on other hosts: no terminal "
+					       "until remote terminals stream over the executor's WebSocket");
 	_cleanup_json_ json_t *wt = worktree_for_caller(rc, params, e);
 	if (!wt)
 		return -1;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "callback.h"
 #include "confine.h"
 #include "execrun.h"
 #include "rpcclient.h"
@@ -62,6 +63,9 @@ static void plan_add(json_t *plan, json_t *step)
 	else
 		json_decref(step);
 }
+
+/* Where and how this payload's executor reaches its daemon (callback.h). */
+#define CALLBACK_TARGET(p) ((struct callback_target){ (p)->daemon_url, (p)->daemon_ca, (p)->daemon_fingerprint })
 
 /* --- the data home ------------------------------------------------------------------------ */
 
@@ -139,7 +143,7 @@ static int credentials_from_daemon(void *arg, const char *url, char **username, 
 		return err_set(e, E_AUTH_FAILED, "%s requires credentials: they come just in time from the daemon, and this "
 						 "payload has no daemonUrl/sessionToken", url);
 	struct rpc_client_options opts = { .call_timeout_ms = 30000 };
-	struct rpc_client *c = rpc_client_connect(p->daemon_url, &opts, e);
+	struct rpc_client *c = callback_connect(&CALLBACK_TARGET(p), &opts, e);
 	if (!c)
 		return -1;
 	json_t *params = json_pack("{s:s,s:s}", "session_token", p->session_token, "url", url), *result = NULL;
@@ -444,9 +448,9 @@ static int gateway_granted(const struct payload *p, struct err *e)
 		return invalid_param(e, "params.host", "\"gateway\" runs without the sandbox only for the daemon: "
 						       "sessionToken and daemonUrl are required");
 	struct rpc_client_options opt = { .connect_timeout_ms = 10000, .call_timeout_ms = 30000 };
-	struct rpc_client *c = rpc_client_connect(p->daemon_url, &opt, e);
+	struct rpc_client *c = callback_connect(&CALLBACK_TARGET(p), &opt, e);
 	if (!c)
-		return err_prefix(e, "exec.run host gateway: connecting to the daemon at %s", p->daemon_url), -1;
+		return err_prefix(e, "exec.run host gateway"), -1;
 	_cleanup_json_ json_t *grant = NULL;
 	json_t *params = json_pack("{s:s}", "session_token", p->session_token);
 	int rc = rpc_client_call(c, "exec.gateway_grant", params, &grant, e);
@@ -520,7 +524,7 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 		return invalid_param(e, "daemonUrl", "required for prompt (where to report the agent's messages)");
 	struct prompt_request req = {
 		.cfg = ctx->cfg,
-		.daemon_url = p->daemon_url,
+		.daemon = CALLBACK_TARGET(p),
 		.session_token = p->session_token,
 		.session_id = payload_str(p, "sessionId"),
 		.task_id = payload_str(p, "taskId"),
@@ -538,7 +542,7 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 	if (prompt_plan(&req, &receipt, e) < 0)
 		return -1;
 	plan_add(plan, json_pack("{s:s,s:s,s:s,s:s?,s:o}", "step", "prompt", "tool", req.tool, "cwd", cwd, "daemonUrl",
-				 req.daemon_url, "sandbox", receipt));
+				 req.daemon.url, "sandbox", receipt));
 	return 0;
 }
 

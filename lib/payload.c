@@ -124,6 +124,8 @@ static const struct field_spec base_fields[] = {
 	{ "params", F_OBJECT, REQUIRED },
 	{ "asUser", F_STRING, OPT_STR | USER_NAME },
 	{ "daemonUrl", F_STRING, OPT_STR },
+	{ "daemonCa", F_STRING, OPT_STR },
+	{ "daemonFingerprint", F_STRING, OPT_STR },
 	{ "sessionToken", F_STRING, OPT_STR },
 	{ "env", F_STRMAP, 0 },
 	{ "dataHome", F_STRING, OPT_STR },
@@ -397,6 +399,8 @@ int payload_parse(const char *text, size_t len, struct payload *p, struct err *e
 	p->env = json_object_get(root, "env");
 	p->as_user = json_get_str(root, "asUser");
 	p->daemon_url = json_get_str(root, "daemonUrl");
+	p->daemon_ca = json_get_str(root, "daemonCa");
+	p->daemon_fingerprint = json_get_str(root, "daemonFingerprint");
 	p->session_token = json_get_str(root, "sessionToken");
 	p->data_home = json_get_str(root, "dataHome");
 	p->policy = json_object_get(root, "policy");

@@ -42,6 +42,8 @@ struct payload {
 	json_t *env;		   /* borrowed; may be NULL */
 	const char *as_user;	   /* NULL when absent */
 	const char *daemon_url;	   /* NULL when absent */
+	const char *daemon_ca;	   /* PEM: what a remote daemonUrl's certificate chains to; NULL when absent */
+	const char *daemon_fingerprint; /* the SHA-256 a remote daemonUrl's certificate must have; NULL when absent */
 	const char *session_token; /* NULL when absent; a secret: never log it */
 	const char *data_home;	   /* NULL when absent */
 	json_t *policy;		   /* borrowed; NULL when absent: the daemon's execution policy */

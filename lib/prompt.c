@@ -2,6 +2,7 @@
  * started in the worktree, its stdout relayed line by line, permission requests brokered, the end reported. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -79,6 +80,10 @@ struct prompt_run {
 	char *sentinel;		 /* what the agent holds instead of the key, or NULL */
 	struct egress *proxy;	 /* network proxy: the run's proxy, whose refusals are reported as they come */
 	struct acp_client *acp;	 /* the CLI runs as an ACP agent (agent_uses_acp), or NULL */
+	/* a remote daemon (callback.h): heartbeats every heartbeat_ms; a call unanswered for 3 of them is a lost link */
+	int remote;
+	long long heartbeat_ms, permission_timeout_ms;
+	uint64_t next_heartbeat;
 };
 
 static void run_release(struct prompt_run *r)
@@ -110,10 +115,21 @@ static void run_release(struct prompt_run *r)
 
 /* --- talking to the daemon ------------------------------------------------------------------------ */
 
+/* How long a call may wait for its answer: without limit on the Unix socket; from a remote daemon three heartbeats
+ * (a permission: as long as the daemon lets a person think, and three heartbeats more). */
+static int call_timeout_ms(const struct prompt_run *r, const char *method)
+{
+	if (!r->remote)
+		return 0;
+	long long ms = 3 * r->heartbeat_ms + (strcmp(method, "request_permission") ? 0 : r->permission_timeout_ms);
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
 static int daemon_call(struct prompt_run *r, const char *method, json_t *params /* stolen */, json_t **result,
 		       struct err *e)
 {
 	json_object_set_new(params, "session_token", json_string(r->req->session_token));
+	rpc_client_set_call_timeout(r->rpc, call_timeout_ms(r, method));
 	int rc = rpc_client_call(r->rpc, method, params, result, e);
 	json_decref(params);
 	if (rc < 0)
@@ -587,6 +603,34 @@ static void report_egress(struct prompt_run *r)
 	json_decref(fresh);
 }
 
+/* A remote daemon hears from this run at least every heartbeat_ms; an unanswered heartbeat is a lost link, which
+ * stops the agent (the run fails naming it) rather than leaving it working for nobody. */
+static void heartbeat(struct prompt_run *r)
+{
+	if (!r->remote || err_is_set(&r->report_error) || loop_now_ms() < r->next_heartbeat)
+		return;
+	json_t *result = NULL;
+	struct err e = ERR_INIT;
+	if (daemon_call(r, "heartbeat", json_object(), &result, &e) < 0)
+		r->report_error = e;
+	else
+		json_decref(result);
+	r->next_heartbeat = loop_now_ms() + (uint64_t)r->heartbeat_ms;
+}
+
+/* poll's wait: the child's tick, at most 200 ms while stopping, never past the next heartbeat. */
+static int pump_wait(const struct prompt_run *r, int tick, long long kill_at)
+{
+	int wait = kill_at ? (tick >= 0 && tick < 200 ? tick : 200) : tick;
+	if (r->remote) {
+		uint64_t now = loop_now_ms();
+		int until = r->next_heartbeat > now ? (int)(r->next_heartbeat - now) : 0;
+		if (wait < 0 || until < wait)
+			wait = until;
+	}
+	return wait;
+}
+
 static void pump(struct prompt_run *r, struct child *c)
 {
 	long long kill_at = 0;
@@ -599,9 +643,9 @@ static void pump(struct prompt_run *r, struct child *c)
 				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN },
 				       { .fd = egress_report_fd(r->proxy), .events = POLLIN } };
 		int tick = child_tick(c); /* the sandbox's write budget is sampled meanwhile */
-		int wait = kill_at ? (tick >= 0 && tick < 200 ? tick : 200) : tick;
-		if (poll(p, 5, wait) < 0 && errno != EINTR)
+		if (poll(p, 5, pump_wait(r, tick, kill_at)) < 0 && errno != EINTR)
 			break;
+		heartbeat(r);
 		if (p[4].revents & POLLIN)
 			report_egress(r);
 		if (p[0].revents && !read_stream(&c->out, &r->line))
@@ -687,10 +731,17 @@ static int conclude(struct prompt_run *r, const struct child *c, json_t **data, 
 static int prepare(struct prompt_run *r, struct err *e)
 {
 	struct rpc_client_options opt = { 0 };
-	if (!(r->rpc = rpc_client_connect(r->req->daemon_url, &opt, e)))
-		return err_prefix(e, "connecting to the daemon at %s", r->req->daemon_url), -1;
+	if (!(r->rpc = callback_connect(&r->req->daemon, &opt, e)))
+		return -1;
+	r->remote = callback_is_remote(r->req->daemon.url);
+	r->heartbeat_ms = 10000; /* until the daemon says */
 	if (daemon_call(r, "get_execution_context", json_object(), &r->context, e) < 0)
 		return -1;
+	json_int_t hb = json_integer_value(json_object_get(r->context, "heartbeat_ms"));
+	json_int_t pt = json_integer_value(json_object_get(r->context, "permission_timeout_ms"));
+	r->heartbeat_ms = hb > 0 ? hb : r->heartbeat_ms;
+	r->permission_timeout_ms = pt > 0 ? pt : 120000;
+	r->next_heartbeat = loop_now_ms() + (uint64_t)r->heartbeat_ms;
 	snprintf(r->run_dir, sizeof(r->run_dir), "/tmp/agor-prompt-XXXXXX");
 	if (!mkdtemp(r->run_dir)) {
 		r->run_dir[0] = 0;

@@ -26,12 +26,13 @@
 
 #include <jansson.h>
 
+#include "callback.h"
 #include "config.h"
 #include "err.h"
 
 struct prompt_request {
 	const struct config *cfg;
-	const char *daemon_url;
+	struct callback_target daemon; /* daemonUrl and how a remote one is verified */
 	const char *session_token; /* secret */
 	const char *session_id, *task_id;
 	const char *prompt;

@@ -406,7 +406,7 @@ struct rpc_client *rpc_client_connect(const char *url, const struct rpc_client_o
 		c->opt.send_timeout_ms = DEFAULT_SEND_TIMEOUT_MS;
 	if (!c->opt.max_message)
 		c->opt.max_message = DEFAULT_MAX_MESSAGE;
-	c->opt.ca_file = c->opt.pin_sha256 = NULL; /* used once, below */
+	c->opt.ca_file = c->opt.ca_pem = c->opt.pin_sha256 = NULL; /* used once, below */
 	strbuf_init(&c->in, 0);
 	ndjson_init(&c->nd, c->opt.max_message);
 	ws_parser_init(&c->ws, WS_ROLE_CLIENT, c->opt.max_message);
@@ -414,7 +414,8 @@ struct rpc_client *rpc_client_connect(const char *url, const struct rpc_client_o
 	if (parse_url(c, url, e) < 0)
 		goto fail;
 	if (c->use_tls) {
-		c->tls_cfg = tls_client_config_new(opt ? opt->ca_file : NULL, opt ? opt->pin_sha256 : NULL, e);
+		c->tls_cfg = opt && opt->ca_pem ? tls_client_config_new_pem(opt->ca_pem, opt->pin_sha256, e)
+					       : tls_client_config_new(opt ? opt->ca_file : NULL, opt ? opt->pin_sha256 : NULL, e);
 		if (!c->tls_cfg)
 			goto fail;
 	}
@@ -424,6 +425,11 @@ struct rpc_client *rpc_client_connect(const char *url, const struct rpc_client_o
 fail:
 	rpc_client_close(c);
 	return NULL;
+}
+
+void rpc_client_set_call_timeout(struct rpc_client *c, int ms)
+{
+	c->opt.call_timeout_ms = ms;
 }
 
 /* --- sending ----------------------------------------------------------------------------- */

@@ -5,7 +5,7 @@
  * Contract:
  *   - URLs: "unix:/path/to.sock" or a bare absolute path; "http://host[:port][/path]" and "https://…" (path
  *     default /rpc; ports default 80/443); "ws://host[:port][/path]" and "wss://…" (path default /ws).
- *     IPv6 literals go in brackets. TLS verifies the server against ca_file (default: the system bundle via
+ *     IPv6 literals go in brackets. TLS verifies the server against ca_file or ca_pem (default: the system bundle via
  *     SSL_CERT_FILE or the usual paths) and checks the host name; pin_sha256 additionally pins the server
  *     certificate's SHA-256 (with a pin and no ca_file, the pin alone is the trust anchor) — see tls.h.
  *   - rpc_client_send() sends one message (a compact JSON text; on Unix it must not contain '\n').
@@ -34,6 +34,7 @@
 
 struct rpc_client_options {
 	const char *ca_file;    /* TLS: CA certificates (PEM); NULL = the system bundle */
+	const char *ca_pem;     /* TLS: CA certificates as PEM text, instead of ca_file */
 	const char *pin_sha256; /* TLS: 64 hex digits of the server certificate's SHA-256, or NULL */
 	int connect_timeout_ms; /* connect + TLS + WebSocket handshake; 0 = 10000 */
 	int send_timeout_ms;    /* writing one message; 0 = 30000 */
@@ -53,6 +54,8 @@ int rpc_client_recv(struct rpc_client *c, struct strbuf *msg, int timeout_ms, st
 /* The connection's descriptor, for poll(): when it is readable, drain rpc_client_recv(…, 0) until E_TIMEOUT
  * (messages already buffered do not make it readable, so always drain after a wake-up). */
 int rpc_client_fd(const struct rpc_client *c);
+/* Changes opt.call_timeout_ms for the calls that follow (0: no limit). */
+void rpc_client_set_call_timeout(struct rpc_client *c, int ms);
 int rpc_client_call(struct rpc_client *c, const char *method, json_t *params, json_t **result, struct err *e);
 /* Sends a WebSocket close / TLS close_notify (best effort) and frees everything. NULL is fine. */
 void rpc_client_close(struct rpc_client *c);

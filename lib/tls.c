@@ -243,13 +243,20 @@ static int parse_pin(struct tls_config *cfg, const char *pin, struct err *e)
 	return 0;
 }
 
-struct tls_config *tls_client_config_new(const char *ca_file, const char *pin_sha256, struct err *e)
+/* A client config whose trust is a pin, or CA certificates load_trust() put in cfg->ca, or both. */
+static struct tls_config *client_config(int have_ca, const char *ca_file, const char *ca_pem, const char *pin_sha256,
+					struct err *e)
 {
 	struct tls_config *cfg = config_alloc(0);
-	int pin_only = pin_sha256 && *pin_sha256 && !ca_file;
+	int pin_only = pin_sha256 && *pin_sha256 && !have_ca;
+	int ret;
 	if (pin_sha256 && *pin_sha256 && parse_pin(cfg, pin_sha256, e) < 0)
 		goto fail;
-	if (!pin_only && load_ca(cfg, ca_file, e) < 0)
+	if (ca_pem && (ret = mbedtls_x509_crt_parse(&cfg->ca, (const unsigned char *)ca_pem, strlen(ca_pem) + 1)) != 0) {
+		tls_fail(e, ret, "reading the CA certificates (PEM)");
+		goto fail;
+	}
+	if (!pin_only && !ca_pem && load_ca(cfg, ca_file, e) < 0)
 		goto fail;
 	if (config_defaults(cfg, e) < 0)
 		goto fail;
@@ -263,6 +270,16 @@ struct tls_config *tls_client_config_new(const char *ca_file, const char *pin_sh
 fail:
 	tls_config_free(cfg);
 	return NULL;
+}
+
+struct tls_config *tls_client_config_new(const char *ca_file, const char *pin_sha256, struct err *e)
+{
+	return client_config(ca_file != NULL, ca_file, NULL, pin_sha256, e);
+}
+
+struct tls_config *tls_client_config_new_pem(const char *ca_pem, const char *pin_sha256, struct err *e)
+{
+	return client_config(ca_pem != NULL, NULL, ca_pem, pin_sha256, e);
 }
 
 struct tls *tls_new(struct tls_config *cfg, int fd, const char *hostname, struct err *e)

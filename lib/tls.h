@@ -33,6 +33,8 @@ struct tls_config *tls_server_config_new(const char *cert_file, const char *key_
 /* The same from PEM text in memory (a certificate made on the spot: egress_ca.h). */
 struct tls_config *tls_server_config_new_pem(const char *cert_pem, const char *key_pem, struct err *e);
 struct tls_config *tls_client_config_new(const char *ca_file, const char *pin_sha256, struct err *e);
+/* The same with the CA certificates as PEM text (NULL: the pin alone, or the bundle without a pin). */
+struct tls_config *tls_client_config_new_pem(const char *ca_pem, const char *pin_sha256, struct err *e);
 void tls_config_free(struct tls_config *cfg);
 
 /* A session on fd (not owned: the caller closes it). hostname: the name to verify (client side). */

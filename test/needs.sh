@@ -6,6 +6,7 @@
 PREREQUISITES=(
   'root|[ "$(id -u)" = 0 ]|needs root'
   "mountns|unshare --mount true|needs root for a private mount namespace (unshare --mount)"
+  "netns|unshare --net true|needs network namespaces (unshare --net)"
   "node|command -v node && command -v npm|node and npm are not installed (Debian: nodejs npm)"
   'node-ws|npm_package "$TEST_TOP/build/test-tmp/node-ws" ws@8|the npm package ws@8 is not installed'
   "python3-sqlite3|python3 -c 'import sqlite3'|needs python3 with sqlite3 to read the database"

@@ -450,30 +450,42 @@ test_case "legacy prompt flags build the same payload (validated, then run again
   expect_json out error.details.path params.tool
 '
 
-test_case --needs kubectl "dist/k8s: the pod manifest and the documented kubectl template render (kubectl dry run, loopback discovery)" '
+test_case --needs kubectl,jq "dist/k8s: render.sh and the documented kubectl template make one pod spec (kubectl dry run, loopback discovery)" '
   python3 "$TEST_TOP/test/helpers/kube-discovery.py" kport & stub=$!
   trap "kill $stub 2> /dev/null || true" EXIT
   for i in $(seq 1 100); do [ -s kport ] && break; sleep 0.05; done
   k() { kubectl --server "http://127.0.0.1:$(cat kport)" "$@"; }
-  k create --dry-run=client --validate=false -o json -f "$TEST_TOP/dist/k8s/executor-template.yaml" > manifest.json
-  python3 -c "import json; p=json.load(open(\"manifest.json\")); del p[\"metadata\"][\"name\"]; json.dump(p, open(\"pod.json\", \"w\"))"
-  # the template of the README, as pasted into config.yaml: it loads (placeholders known)
+  export KUBECTL="kubectl --server http://127.0.0.1:$(cat kport)"
+  # the image is changed in the template only: it must reach the pod (never a second place that wins)
+  sed "s|image: registry.example.com/agor:0.1.0|image: example.test/agor:9.9|" "$TEST_TOP/dist/k8s/executor-template.yaml" > template.yaml
+  mkdir etc && "$TEST_TOP/dist/k8s/render.sh" template.yaml etc
+  expect_eq "$(cat etc/executor-image)" example.test/agor:9.9
+  ! jq -e .metadata.name etc/executor-pod.json > /dev/null || fail "the rendered pod keeps a name (concurrent tasks would collide)"
+  # the template of the README, as pasted into config.yaml: it loads (placeholders and URLs known)
   mkdir -p "$AGOR_HOME"
   sed -n "/^execution:/,/^\`\`\`/p" "$TEST_TOP/dist/k8s/README.md" | grep -v "^\`\`\`" > "$AGOR_HOME/config.yaml"
   "$AGOR" config get execution.executor_command_template > template || { cat template; fail "the template does not load"; }
   expect_contains template "kubectl run agor-exec-{task_id}"
-  # rendered as the daemon would (task id substituted, the overrides file read), without -i/--rm (no dry run with them)
-  args=$(sed "s/{task_id}/0123abcd/; s| --rm -i --quiet||; s|/etc/agor/executor-pod.json|pod.json|; s|^kubectl ||; s| -- | --dry-run=client -o json -- |" template)
-  eval "k $args" > rendered.json || { cat rendered.json; fail "kubectl run did not render"; }
+  "$AGOR" config get execution.executor_daemon_url > url && expect_contains url "wss://"
+  # rendered as the daemon would (task id substituted, the files read), without -i/--rm (no dry run with them)
+  args=$(sed "s/{task_id}/0123abcd/; s| --rm -i --quiet||; s|/etc/agor/|etc/|g; s|^kubectl ||" template)
+  eval "k $args --dry-run=client -o json" > rendered.json || { cat rendered.json; fail "kubectl run did not render"; }
   python3 - rendered.json <<PY
 import json, sys
 p = json.load(open(sys.argv[1]))
-c = p["spec"]["containers"][0]
+s = p["spec"]; c = s["containers"][0]; sc = c["securityContext"]
 assert p["metadata"]["name"] == "agor-exec-0123abcd", p["metadata"]
 assert p["metadata"]["namespace"] == "agor", p["metadata"]
-assert c["args"] == ["executor", "--stdin"] and c["stdin"] is True, c
-assert p["spec"]["securityContext"]["runAsNonRoot"] is True and p["spec"]["automountServiceAccountToken"] is False, p["spec"]
-assert c["securityContext"]["capabilities"]["drop"] == ["ALL"] and c["securityContext"]["readOnlyRootFilesystem"], c
+assert len(s["containers"]) == 1 and c["image"] == "example.test/agor:9.9", c
+assert c["args"] == ["executor", "--stdin"] and c["stdin"] is True and c["stdinOnce"] is True, c
+assert s["securityContext"]["runAsNonRoot"] is True and s["automountServiceAccountToken"] is False, s
+assert s["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", s
+assert sc["runAsNonRoot"] and sc["readOnlyRootFilesystem"] and sc["allowPrivilegeEscalation"] is False, sc
+assert sc["privileged"] is False and sc["capabilities"]["drop"] == ["ALL"], sc
+assert sc["seccompProfile"]["type"] == "RuntimeDefault", sc
+assert c["resources"]["limits"]["memory"] == "2Gi" and c["resources"]["requests"]["cpu"] == "250m", c
+assert {"name": "data", "mountPath": "/data"} in c["volumeMounts"], c
+assert any(v["name"] == "data" and v["persistentVolumeClaim"]["claimName"] == "agor-data" for v in s["volumes"]), s
 PY
 '
 

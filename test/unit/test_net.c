@@ -24,6 +24,7 @@
 #include "rpcclient.h"
 #include "unit.h"
 #include "ws.h"
+#include "callback.h"
 #include "banned.h"
 
 /* === HTTP request glue ==================================================================== */
@@ -824,6 +825,49 @@ TEST(net_tls_unknown_ca_wrong_host_and_pin_mismatch_are_refused)
 	err_clear(&e);
 	server_stop();
 	CHECK(S.stats.tls_failures >= 5);
+}
+
+/* A remote executor's trust travels as PEM text in its payload (callback.h): verified like a CA file, and a remote
+ * URL without any trust is refused before a connection is made. */
+TEST(net_tls_ca_pem_and_callback_trust)
+{
+	struct net_server_config cfg = { 0 };
+	const char *ca = tmp_path("ca");
+	const char *other = tmp_path("other-ca");
+	if (server_start_with(&cfg, ca) < 0 || !tls_dir_ready(other))
+		return;
+	char ca_file[300], other_file[300];
+	snprintf(ca_file, sizeof(ca_file), "%s/ca.crt", ca);
+	snprintf(other_file, sizeof(other_file), "%s/ca.crt", other);
+	struct strbuf pem = STRBUF_INIT, other_pem = STRBUF_INIT;
+	CHECK(strbuf_read_file(&pem, ca_file, 1u << 20) >= 0);
+	CHECK(strbuf_read_file(&other_pem, other_file, 1u << 20) >= 0);
+	struct rpc_client_options opt = { .ca_pem = pem.buf };
+	round_trip(url_of("wss://localhost:%d/ws"), &opt);
+	struct rpc_client_options wrong = { .ca_pem = other_pem.buf };
+	expect_refused(url_of("wss://localhost:%d/ws"), &wrong, E_AUTH_FAILED, "verification failed");
+	struct rpc_client_options junk = { .ca_pem = "not a certificate" };
+	expect_refused(url_of("wss://localhost:%d/ws"), &junk, E_SYSTEM, "CA certificates");
+	struct err e = ERR_INIT;
+	struct callback_target none = { .url = url_of("wss://localhost:%d/ws") };
+	CHECK(callback_connect(&none, NULL, &e) == NULL);
+	CHECK_CONTAINS(e.message, "execution.executor_daemon_ca_file");
+	err_clear(&e);
+	struct callback_target refused = { .url = url_of("wss://localhost:%d/ws"), .ca_pem = other_pem.buf };
+	CHECK(callback_connect(&refused, NULL, &e) == NULL);
+	CHECK_STR(e.code, E_AUTH_FAILED);
+	CHECK_CONTAINS(e.message, "check execution.executor_daemon_ca_file");
+	err_clear(&e);
+	struct callback_target good = { .url = url_of("wss://localhost:%d/ws"), .ca_pem = pem.buf };
+	struct rpc_client *c = callback_connect(&good, NULL, &e);
+	CHECK(c != NULL);
+	rpc_client_close(c);
+	err_clear(&e);
+	CHECK(!callback_is_remote("unix:/run/agor/agor.sock") && !callback_is_remote("/run/agor.sock"));
+	CHECK(callback_is_remote("https://agor:3030"));
+	strbuf_release(&pem);
+	strbuf_release(&other_pem);
+	server_stop();
 }
 
 TEST(net_oversize_messages_are_refused_and_the_connection_kept)
