@@ -181,10 +181,81 @@ static void show_progress(json_t *msg, void *arg)
 	*shown = 1;
 }
 
+/* Where the ids a params key takes are listed, so a unique prefix can stand for an id: any group's key
+ * (group NULL), or the "id" of one group. */
+static const struct id_list {
+	const char *group, *param, *method;
+} id_lists[] = {
+	{ NULL, "repo_id", "repos.list" },	   { NULL, "worktree_id", "worktrees.list" },
+	{ NULL, "session_id", "sessions.list" },   { NULL, "user_id", "users.list" },
+	{ "repo", "id", "repos.list" },		   { "worktree", "id", "worktrees.list" },
+	{ "session", "id", "sessions.list" },	   { "task", "id", "tasks.list" },
+	{ "user", "id", "users.list" },
+};
+enum { ID_LEN = 32, ID_PREFIX_MIN = 4 };
+
+/* 1 when v could be a shortened id: ID_PREFIX_MIN to ID_LEN - 1 lowercase hex digits. */
+static int is_id_prefix(const char *v)
+{
+	size_t n = strlen(v);
+	return n >= ID_PREFIX_MIN && n < ID_LEN && strspn(v, "0123456789abcdef") == n;
+}
+
+/* The rows (of the caller's own list method) whose id starts with v, or none when one is v or is named v. */
+static json_t *ids_matching(const json_t *rows, const char *v)
+{
+	json_t *found = json_array(), *row;
+	size_t i;
+	json_array_foreach(rows, i, row) {
+		const char *id = json_get_str(row, "id"), *name = json_get_str(row, "name");
+		if ((id && !strcmp(id, v)) || (name && !strcmp(name, v)))
+			return json_array_clear(found), found;
+		if (id && !strncmp(id, v, strlen(v)))
+			json_array_append_new(found, json_string(id));
+	}
+	return found;
+}
+
+/* Replaces params[key] = v by the one id v begins; an ambiguous v is refused naming the candidates. What
+ * matches nothing (or cannot be listed) goes to the daemon as given: a name, or its NOT_FOUND. */
+static int expand_id_prefix(struct rpc_client *cl, const struct id_list *l, json_t *params, const char *key,
+			    struct err *e)
+{
+	const char *v = json_get_str(params, key);
+	json_t *rows = NULL;
+	struct err ignored = ERR_INIT;
+	if (!v || !is_id_prefix(v) || rpc_client_call(cl, l->method, NULL, &rows, &ignored) < 0) {
+		err_clear(&ignored);
+		return 0;
+	}
+	_cleanup_json_ json_t *found = ids_matching(json_is_array(rows) ? rows : json_object_get(rows, "items"), v);
+	json_decref(rows);
+	if (json_array_size(found) == 1) {
+		json_object_set(params, key, json_array_get(found, 0));
+		return 0;
+	}
+	if (json_array_size(found) < 2)
+		return 0;
+	_cleanup_free_ char *list = json_dumps(found, JSON_COMPACT);
+	return err_set(e, E_USAGE, "%s: the id prefix %s is ambiguous, it begins %s: give more characters", key, v,
+		       list);
+}
+
+/* Expands every id prefix among params (positional arguments and flags alike). */
+static int expand_id_prefixes(struct rpc_client *cl, const char *group, json_t *params, struct err *e)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(id_lists); i++) {
+		const struct id_list *l = &id_lists[i];
+		if ((!l->group || !strcmp(l->group, group)) && expand_id_prefix(cl, l, params, l->param, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* One call. A command with progress, for a person (no --json, stderr a terminal), asks the daemon for
  * task.progress events and draws them as one updating line, ended with a newline before the answer. */
-static int call_daemon(const struct client_command *c, const struct client_opts *o, json_t *params, json_t **result,
-		       struct err *e)
+static int call_daemon(const char *group, const struct client_command *c, const struct client_opts *o, json_t *params,
+		       json_t **result, struct err *e)
 {
 	int shown = 0, progress = c->progress && !o->json && isatty(STDERR_FILENO);
 	struct rpc_client_options opts = { .on_notification = progress ? show_progress : NULL, .arg = &shown };
@@ -193,7 +264,9 @@ static int call_daemon(const struct client_command *c, const struct client_opts 
 	struct rpc_client *cl = connect_with(o->url, o->config_path, o->token, &opts, e);
 	if (!cl)
 		return -1;
-	int rc = rpc_client_call(cl, c->method, params, result, e);
+	int rc = expand_id_prefixes(cl, group, params, e);
+	if (rc == 0)
+		rc = rpc_client_call(cl, c->method, params, result, e);
 	rpc_client_close(cl);
 	if (shown)
 		fputs("\n", stderr);
@@ -261,7 +334,7 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 		return status;
 	}
 	struct err e = ERR_INIT;
-	if (call_daemon(c, &o, params, &result, &e) < 0) {
+	if (call_daemon(group, c, &o, params, &result, &e) < 0) {
 		if (e.code)
 			fprintf(stderr, "agor %s %s: %s [%s]\n", group, c->name, e.message, e.code);
 		else

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# t0033-cli — the CLI's rough edges (issue 25): worktrees of two hosts' org/repo apart, a clone URL without
+# org/repo refused up front, id prefixes, `agor daemon status|stop`, human output, errors that name the fix.
+. "$(dirname "$0")/../lib.sh"
+
+DAEMON='
+  start_daemon() {
+    "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
+    daemon_pid=$!
+    trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && return 0; sleep 0.05; done
+    cat daemon.log; fail "daemon did not start"
+  }
+  stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "daemon exited $rc"; }; }
+  sql() { python3 -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()" "$AGOR_HOME/agor.db" "$1"; }
+'
+
+test_case "the same org/repo from two hosts: each worktree under its host, no collision" "$DAEMON"'
+  mkdir -p local/org served/org
+  make_source_repo local/org/proj
+  make_source_repo served/org/proj
+  port=$(python3 -c "import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])")
+  git daemon --export-all --reuseaddr --listen=127.0.0.1 --port=$port --base-path="$PWD/served" "$PWD/served" 2> gitd.log &
+  gitd=$!
+  for i in $(seq 1 100); do git ls-remote "git://127.0.0.1:$port/org/proj" > /dev/null 2>&1 && break; sleep 0.05; done
+  start_daemon
+  trap "kill $daemon_pid $gitd 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+  expect_exit 0 "$AGOR" repo clone "file://$PWD/local/org/proj" --json
+  r1=$(json_get out repo.id)
+  expect_exit 0 "$AGOR" repo clone "git://127.0.0.1:$port/org/proj" --json
+  r2=$(json_get out repo.id)
+  [ -d "$AGOR_HOME/repos/local/org/proj.git" ] && [ -d "$AGOR_HOME/repos/127.0.0.1/org/proj.git" ] || fail "repos: $(find "$AGOR_HOME/repos" -maxdepth 3)"
+  expect_exit 0 "$AGOR" worktree add "$r1" feature --json
+  expect_json out worktree.path "$AGOR_HOME/worktrees/local/org/proj/feature"
+  expect_exit 0 "$AGOR" worktree add "$r2" feature --json
+  expect_json out worktree.path "$AGOR_HOME/worktrees/127.0.0.1/org/proj/feature"
+  [ -f "$AGOR_HOME/worktrees/127.0.0.1/org/proj/feature/hello.txt" ] || fail "the second worktree was not checked out"
+  stop_daemon
+'
+
+test_case "a clone URL without org/repo is refused before any task, naming the URL and the form" "$DAEMON"'
+  start_daemon
+  expect_exit 1 "$AGOR" repo clone "file:///proj"
+  expect_contains err "params.url: cannot derive <provider>/<org>/<repo> from URL file:///proj"
+  expect_contains err "https://host/org/repo.git"
+  expect_not_contains err outputPath
+  expect_exit 0 "$AGOR" task list --json
+  [ "$(json_get out "")" = "[]" ] || fail "a task was made: $(cat out)"
+  stop_daemon
+'
+
+test_case "a unique id prefix stands for the id; an ambiguous one is refused naming the candidates" "$DAEMON"'
+  make_source_repo src
+  start_daemon
+  expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
+  repo=$(json_get out repo.id)
+  expect_exit 0 "$AGOR" worktree add "${repo:0:8}" feature --json
+  wt=$(json_get out worktree.id)
+  expect_json out worktree.name feature
+  expect_exit 0 "$AGOR" worktree get "${wt:0:6}"
+  expect_contains out "$wt"
+  expect_exit 0 "$AGOR" worktree list --repo "${repo:0:4}"
+  expect_contains out feature
+  "$AGOR" task list --json > tasks
+  task=$(json_get tasks 0.id)
+  expect_exit 0 "$AGOR" task get "${task:0:10}" --json
+  expect_json out id "$task"
+  # a name that looks like a prefix is still a name
+  expect_exit 0 "$AGOR" worktree add "$repo" cafe --json
+  expect_exit 0 "$AGOR" worktree get cafe --json
+  expect_json out name cafe
+  sql "INSERT INTO repos (id, url, path, created_at) VALUES (\"abcd1000000000000000000000000000\", \"/a\", \"/d/a\", 0)"
+  sql "INSERT INTO repos (id, url, path, created_at) VALUES (\"abcd2000000000000000000000000000\", \"/b\", \"/d/b\", 0)"
+  expect_exit 1 "$AGOR" repo get abcd
+  expect_contains err "the id prefix abcd is ambiguous"
+  expect_contains err abcd1000000000000000000000000000
+  expect_contains err abcd2000000000000000000000000000
+  expect_contains err "give more characters"
+  expect_exit 0 "$AGOR" repo get abcd1 --json
+  expect_json out url /a
+  expect_exit 1 "$AGOR" repo get 9999
+  expect_contains err NOT_FOUND
+  stop_daemon
+'
+
+test_done
