@@ -3,6 +3,7 @@
  * Every git change is a task run by an executor (daemon_tasks.c); rows are written when the executor succeeds. */
 #include <pwd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "approvals_policy.h"
 #include "audit.h"
@@ -23,9 +24,11 @@
 #include "gitops.h"
 #include "json.h"
 #include "log.h"
+#include "net.h"
 #include "payload.h"
 #include "rpc.h"
 #include "unixmode.h"
+#include "version.h"
 #include "banned.h"
 
 /* --- params and identity ------------------------------------------------------------------ */
@@ -1558,11 +1561,16 @@ int method_api_keys_remove(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	return 0;
 }
 
+/* ping: {pong: true} for anyone; a user (`agor daemon status`) also hears the version, pid, TCP port and start. */
 int method_ping(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	(void)rc;
 	(void)params;
 	(void)e;
+	struct daemon *d = D(rc);
 	*result = json_pack("{s:b}", "pong", 1);
+	if (P(rc)->user_id)
+		json_object_update_new(*result, json_pack("{s:s,s:i,s:i,s:I}", "version", agor_version(), "pid", (int)getpid(),
+							   "port", d->server ? net_server_tcp_port(d->server) : 0,
+							   "started_at", (json_int_t)d->started_at));
 	return 0;
 }

@@ -83,4 +83,32 @@ test_case "a unique id prefix stands for the id; an ambiguous one is refused nam
   stop_daemon
 '
 
+test_case "agor daemon status|stop: not running, running (pid, socket, port, version, uptime), stopped" '
+  expect_exit 3 "$AGOR" daemon status
+  expect_contains out "agor daemon: not running (AGOR_HOME $AGOR_HOME)"
+  expect_exit 0 "$AGOR" daemon stop
+  expect_contains out "not running"
+  expect_exit 0 "$AGOR" daemon --port 0
+  pid=$(sed -n "s/.*(pid \([0-9]*\)).*/\1/p" out)
+  trap "kill $pid 2>/dev/null" EXIT
+  expect_exit 0 "$AGOR" daemon status
+  expect_contains out "agor daemon: running (pid $pid)"
+  expect_contains out "socket   $AGOR_HOME/run/agor.sock"
+  expect_contains out "version  "
+  expect_contains out "uptime   "
+  expect_exit 0 "$AGOR" daemon status --json
+  expect_json out running true
+  expect_json out pid "$pid"
+  expect_json out answering true
+  [ "$(json_get out port)" -gt 0 ] || fail "no TCP port: $(cat out)"
+  expect_exit 2 "$AGOR" daemon stop --timeout soon
+  expect_contains err "--timeout: give whole seconds"
+  expect_exit 2 "$AGOR" daemon status --foreground
+  expect_exit 0 "$AGOR" daemon stop
+  expect_contains out "agor daemon stopped (pid $pid)"
+  [ ! -e /proc/$pid ] || grep -q "^State:.*Z" /proc/$pid/status || fail "pid $pid still runs"
+  expect_exit 3 "$AGOR" daemon status --json
+  expect_json out running false
+'
+
 test_done
