@@ -2,6 +2,7 @@
  * Never guesses a daemon address: --url, else the configured Unix socket. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -267,6 +268,8 @@ static int call_daemon(const char *group, const struct client_command *c, const 
 	int rc = expand_id_prefixes(cl, group, params, e);
 	if (rc == 0)
 		rc = rpc_client_call(cl, c->method, params, result, e);
+	if (rc == 0 && !o->json)
+		client_learn_user_names(cl);
 	rpc_client_close(cl);
 	if (shown)
 		fputs("\n", stderr);
@@ -280,34 +283,139 @@ static void print_json(const json_t *j)
 	free(s);
 }
 
+/* --- human output: one way to show a value, whatever prints it ----------------------------------- */
+
+/* Agor user ids by name ({id: name}), learnt once per command for human output; NULL when not learnt. */
+static json_t *user_names;
+
+void client_learn_user_names(struct rpc_client *cl)
+{
+	json_t *rows = NULL, *row;
+	struct err ignored = ERR_INIT;
+	size_t i;
+	if (user_names || rpc_client_call(cl, "users.list", NULL, &rows, &ignored) < 0) {
+		err_clear(&ignored);
+		return;
+	}
+	user_names = json_object();
+	json_array_foreach(rows, i, row)
+		if (json_get_str(row, "id") && json_get_str(row, "name"))
+			json_object_set(user_names, json_get_str(row, "id"), json_object_get(row, "name"));
+	json_decref(rows);
+}
+
+/* Keys whose values are user ids (shown by name), and times (seconds, or milliseconds, since the epoch). */
+static const char *const user_keys[] = { "created_by", "set_by", "decided_by", "by", "user_id", "owner", "actor",
+					  NULL };
+
+static int is_user_key(const char *key)
+{
+	for (size_t i = 0; user_keys[i]; i++)
+		if (!strcmp(key, user_keys[i]))
+			return 1;
+	return 0;
+}
+
+static int is_time_key(const char *key)
+{
+	size_t n = strlen(key);
+	return !strcmp(key, "at") || (n > 3 && (!strcmp(key + n - 3, "_at") || !strcmp(key + n - 2, "At")));
+}
+
+/* The text of v, the value of key, in buf (or v's own string): times as local "YYYY-MM-DD HH:MM:SS", user
+ * ids as their names, booleans yes/no, null "-", anything else compact JSON. Never fails. */
+static const char *cell_text(const char *key, const json_t *v, char *buf, size_t size)
+{
+	if (json_is_string(v)) {
+		const char *name = is_user_key(key) ? json_get_str(user_names, json_string_value(v)) : NULL;
+		return name ? name : json_string_value(v);
+	}
+	if (json_is_integer(v) && is_time_key(key) && json_integer_value(v) > 0) {
+		json_int_t t = json_integer_value(v);
+		time_t secs = (time_t)(t > 100000000000LL ? t / 1000 : t);
+		struct tm tm;
+		if (localtime_r(&secs, &tm) && strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
+			return buf;
+	}
+	if (json_is_boolean(v) || json_is_null(v) || !v)
+		return json_is_true(v) ? "yes" : json_is_false(v) ? "no" : "-";
+	char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	snprintf(buf, size, "%s", text ? text : "?");
+	free(text);
+	return buf;
+}
+
 void client_print_table(const json_t *rows, const char *const *keys)
 {
 	size_t width[16] = { 0 }, nkeys = 0;
+	char buf[256];
 	for (; keys[nkeys] && nkeys < 16; nkeys++)
 		width[nkeys] = strlen(keys[nkeys]);
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		for (size_t k = 0; k < nkeys; k++) {
-			const char *v = json_get_str(row, keys[k]);
-			if (v && strlen(v) > width[k])
-				width[k] = strlen(v);
+			size_t n = strlen(cell_text(keys[k], json_object_get(row, keys[k]), buf, sizeof(buf)));
+			width[k] = n > width[k] ? n : width[k];
 		}
 	}
 	for (size_t k = 0; k < nkeys; k++)
-		printf("%-*s%s", (int)width[k], keys[k], k + 1 < nkeys ? "  " : "\n");
+		printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0, keys[k], k + 1 < nkeys ? "  " : "\n");
 	json_array_foreach(rows, i, row) {
-		for (size_t k = 0; k < nkeys; k++) {
-			json_t *v = json_object_get(row, keys[k]);
-			char num[32];
-			const char *text = json_is_string(v) ? json_string_value(v) : "-";
-			if (json_is_integer(v)) {
-				snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
-				text = num;
-			}
-			printf("%-*s%s", (int)width[k], text, k + 1 < nkeys ? "  " : "\n");
-		}
+		for (size_t k = 0; k < nkeys; k++)
+			printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0,
+			       cell_text(keys[k], json_object_get(row, keys[k]), buf, sizeof(buf)), k + 1 < nkeys ? "  " : "\n");
 	}
+}
+
+/* A string holding a JSON object (a task's result, its token usage): that object, else NULL. */
+static json_t *nested_object(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	json_t *j = s && s[0] == '{' ? json_loads(s, 0, NULL) : NULL;
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+static void print_fields(const json_t *obj, const char *prefix, int width)
+{
+	const char *key;
+	json_t *v;
+	char buf[256];
+	json_object_foreach((json_t *)obj, key, v) {
+		_cleanup_free_ char *name = xasprintf("%s%s", prefix, key);
+		_cleanup_json_ json_t *inner = json_is_object(v) ? json_incref(v) : nested_object(v);
+		if (json_is_null(v))
+			continue;
+		if (inner) {
+			_cleanup_free_ char *inner_prefix = xasprintf("%s.", name);
+			print_fields(inner, inner_prefix, width);
+			continue;
+		}
+		printf("%-*s  %s\n", width, name, cell_text(key, v, buf, sizeof(buf)));
+	}
+}
+
+/* The widest "prefix.key" print_fields will show. */
+static int fields_width(const json_t *obj, size_t prefix_len)
+{
+	const char *key;
+	json_t *v;
+	int width = 0;
+	json_object_foreach((json_t *)obj, key, v) {
+		_cleanup_json_ json_t *inner = json_is_object(v) ? json_incref(v) : nested_object(v);
+		int w = inner ? fields_width(inner, prefix_len + strlen(key) + 1) : json_is_null(v) ? 0 : (int)(prefix_len + strlen(key));
+		width = w > width ? w : width;
+	}
+	return width;
+}
+
+void client_print_object(const json_t *obj)
+{
+	print_fields(obj, "", fields_width(obj, 0));
 }
 
 int client_main(const char *group, const struct client_command *cmds, size_t n, int argc, char **argv)
@@ -340,14 +448,18 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 		else
 			fprintf(stderr, "agor %s %s: %s\n", group, c->name, e.message);
 		status = EXIT_FAILED;
-	} else if (o.json || !c->print) {
+	} else if (o.json) {
 		print_json(result);
+	} else if (!c->print) {
+		client_print_object(result);
 	} else {
 		status = c->print(result);
 	}
 	if (result)
 		json_decref(result);
 	json_decref(params);
+	json_decref(user_names);
+	user_names = NULL;
 	err_clear(&e);
 	return status;
 }

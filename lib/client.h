@@ -57,7 +57,15 @@ struct rpc_client *client_connect(const char *url, const char *config_path, cons
 int client_authenticate(struct rpc_client *cl, const char *url, const char *token, struct err *e);
 /* "unix:<daemon.socket_path>" of the configuration (config_path may be NULL); NULL with e on a config error. */
 char *client_default_url(const char *config_path, struct err *e);
-/* Prints rows of objects as aligned columns of the given keys. */
+/* Human output. A value shows the same wherever it is printed: times (keys "at", "*_at", "*At") as local
+ * "YYYY-MM-DD HH:MM:SS", user ids (created_by, set_by, decided_by, by, user_id, owner, actor) by name once
+ * client_learn_user_names ran (client_main does, without --json), booleans yes/no, null "-".
+ * client_print_table: rows of objects as aligned columns of the given keys (at most 16).
+ * client_print_object: one "key  value" line per field, skipping nulls; a nested object, or a string holding
+ * one (a task's result), as "key.inner  value" lines. */
 void client_print_table(const json_t *rows, const char *const *keys);
+void client_print_object(const json_t *obj);
+/* Learns the names of the agor users the caller may list (nothing when it may not). */
+void client_learn_user_names(struct rpc_client *cl);
 
 #endif

@@ -111,4 +111,56 @@ test_case "agor daemon status|stop: not running, running (pid, socket, port, ver
   expect_json out running false
 '
 
+test_case "human output: no JSON, nested results as fields, times as dates, users by name, aligned columns" "$DAEMON"'
+  make_source_repo src
+  start_daemon
+  me=$(id -un)
+  expect_exit 0 "$AGOR" repo clone "$PWD/src" --json
+  "$AGOR" task list --json > tasks
+  task=$(json_get tasks 0.id)
+  expect_exit 0 "$AGOR" task get "$task"
+  expect_not_contains out "{"
+  expect_contains out "result.defaultBranch  main"
+  grep -Eq "^created_at +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$" out || fail "created_at is not a date: $(cat out)"
+  grep -Eq "^created_by +$me$" out || fail "created_by is not a name: $(cat out)"
+  expect_exit 0 "$AGOR" task get "$task" --json
+  json_get out result > result.json && expect_json result.json defaultBranch main   # --json keeps the nested string
+  echo sk-test | "$AGOR" api-key set anthropic > set.out
+  expect_contains set.out "stored the key of anthropic (scope members)"
+  expect_exit 0 "$AGOR" api-key list
+  expect_not_contains out "{"
+  grep -Eq "^anthropic +members +$me +[0-9]{4}-" out || fail "api-key list: $(cat out)"
+  expect_exit 0 "$AGOR" api-key remove anthropic
+  expect_contains out "removed the key of anthropic"
+  expect_exit 0 "$AGOR" audit list
+  # every row starts its actor column where the header does
+  col=$(head -1 out | awk "{print index(\$0, \"actor\")}")
+  tail -n +2 out | while IFS= read -r line; do [ "${line:$((col - 2)):1}" = " " ] && [ "${line:$((col - 1)):1}" != " " ] || fail "misaligned: $line"; done
+  expect_contains out "  $me  "
+  [ -z "$(grep " $" out)" ] || fail "trailing blanks in the table"
+  stop_daemon
+'
+
+test_case "approvals get, set and allowlist add: readable by default, machine-readable with --json" '
+  expect_exit 0 "$AGOR" approvals set --security allowlist --ask off
+  expect_contains out "saved $AGOR_HOME/exec-approvals.json (hash "
+  expect_exit 0 "$AGOR" approvals allowlist add /usr/bin/ls
+  expect_contains out "added /usr/bin/ls as "
+  expect_exit 0 "$AGOR" approvals get
+  expect_not_contains out "{"
+  expect_contains out "defaults  security allowlist, ask off, askFallback deny (effective)"
+  expect_contains out "  /usr/bin/ls"
+  expect_exit 0 "$AGOR" approvals set --ask always --json
+  json_get out hash > /dev/null
+'
+
+test_case "errors name the fix: a TCP call without a token names --token and AGOR_TOKEN" "$DAEMON"'
+  start_daemon
+  port=$(sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" daemon.log | head -1)
+  expect_exit 1 "$AGOR" user list --url "http://127.0.0.1:$port"
+  expect_contains err "the agor CLI takes --token T or \$AGOR_TOKEN"
+  AGOR_TOKEN=$("$AGOR" user token 2> /dev/null) expect_exit 0 "$AGOR" user list --url "http://127.0.0.1:$port"
+  stop_daemon
+'
+
 test_done
