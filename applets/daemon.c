@@ -231,6 +231,7 @@ static int detach(int *ready_fd)
 		ssize_t n = read(p[0], status, sizeof(status) - 1);
 		if (n > 0 && status[0] == 'R') {
 			printf("agor daemon started (pid %d)\n", (int)pid);
+			fflush(stdout); /* _exit flushes nothing: into a file or pipe the line would be lost */
 			_exit(0);
 		}
 		fprintf(stderr, "agor daemon: failed to start%s%s\n", n > 1 ? ": " : " (see the log)", n > 1 ? status + 1 : "");

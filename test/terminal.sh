@@ -28,7 +28,7 @@ PRIVATE_TMP='
 '
 
 # in_private_tmp < BODY — runs BODY (stdin, with `set -e` and the SCENE helpers) in a private mount namespace
-# with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER) a case starts is its own and is killed with the
+# with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER-HASH) a case starts is its own and is killed with the
 # case, never one of the host's.
 in_private_tmp() {
   local script="$T/.private-tmp-body.sh"
@@ -36,11 +36,15 @@ in_private_tmp() {
   T="$T" TEST_TOP="$TEST_TOP" unshare --mount --propagation private -- bash -c '
     set -e
     eval "$2"
-    trap "tmux -L agor-$(id -un) kill-server 2>/dev/null || true" EXIT
+    trap "tmux -L agor-$(id -un)-$(printf %s "$AGOR_HOME" | sha256sum | cut -c1-8) kill-server 2>/dev/null || true" EXIT
     bash "$1"' _ "$script" "$PRIVATE_TMP"
 }
 
-SCENE='
+# tmux_server USER [DATA_HOME] — the tmux server (-L) of USER's terminals of a data home (default $AGOR_HOME)
+TMUX_SERVER='tmux_server() { echo "agor-$1-$(printf %s "${2:-$AGOR_HOME}" | sha256sum | cut -c1-8)"; }'
+eval "$TMUX_SERVER"
+
+SCENE="$TMUX_SERVER"'
   start_daemon() {
     "$AGOR" daemon --foreground --port 0 "$@" 2>> daemon.log &
     daemon_pid=$!

@@ -139,6 +139,7 @@ DENIED='
     a prompt "$session" "please RUN: echo no > denied.txt" --no > out 2> err || { cat out err; fail "prompt failed"; }
     expect_contains out "[permission] Bash denied"
     expect_contains out "[tool error]"
+    ! grep -Eq "denied by [0-9a-f]{32}" out || { cat out; fail "the decider is shown as a user id"; }
     [ ! -e "$wt_path/denied.txt" ] || fail "a denied command ran"
     a session get "$session" --json > session.json && agent_session=$(json_get session.json agent_session_id)
     [ -n "$agent_session" ] && [ "$agent_session" != null ] || fail "the agent session id was not kept"
