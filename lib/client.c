@@ -209,8 +209,10 @@ static json_t *ids_matching(const json_t *rows, const char *v)
 	size_t i;
 	json_array_foreach(rows, i, row) {
 		const char *id = json_get_str(row, "id"), *name = json_get_str(row, "name");
-		if ((id && !strcmp(id, v)) || (name && !strcmp(name, v)))
-			return json_array_clear(found), found;
+		if ((id && !strcmp(id, v)) || (name && !strcmp(name, v))) {
+			json_array_clear(found);
+			break;
+		}
 		if (id && !strncmp(id, v, strlen(v)))
 			json_array_append_new(found, json_string(id));
 	}
@@ -229,7 +231,7 @@ static int expand_id_prefix(struct rpc_client *cl, const struct id_list *l, json
 		err_clear(&ignored);
 		return 0;
 	}
-	_cleanup_json_ json_t *found = ids_matching(json_is_array(rows) ? rows : json_object_get(rows, "items"), v);
+	_cleanup_json_ json_t *found = ids_matching(rows, v);
 	json_decref(rows);
 	if (json_array_size(found) == 1) {
 		json_object_set(params, key, json_array_get(found, 0));
