@@ -246,6 +246,11 @@ static int exec_main(int argc, char **argv)
 	if (status == 0) {
 		struct err e = ERR_INIT;
 		struct rpc_client *c = client_connect(o.client.url, o.client.config_path, o.client.token, &e);
+		if (c && (client_expand_id(c, "worktrees.list", o.params, "worktree_id", &e) < 0 ||
+			  client_expand_id(c, "sessions.list", o.params, "session_id", &e) < 0)) {
+			rpc_client_close(c);
+			c = NULL;
+		}
 		if (c) {
 			status = run(c, &o);
 			rpc_client_close(c);

@@ -263,6 +263,8 @@ static int start_task(struct stream *s, char **task_id, struct err *e)
 	r = NULL;
 	p = json_pack("{s:s,s:s}", "session_id", s->o->session, "prompt", s->o->text);
 	if (rc == 0)
+		rc = client_expand_id(s->rpc, "sessions.list", p, "session_id", e);
+	if (rc == 0)
 		rc = rpc_client_call(s->rpc, "sessions.prompt", p, &r, e);
 	json_decref(p);
 	if (rc == 0 && json_get_str(r, "directive")) {

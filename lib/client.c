@@ -219,15 +219,12 @@ static json_t *ids_matching(const json_t *rows, const char *v)
 	return found;
 }
 
-/* Replaces params[key] = v by the one id v begins; an ambiguous v is refused naming the candidates. What
- * matches nothing (or cannot be listed) goes to the daemon as given: a name, or its NOT_FOUND. */
-static int expand_id_prefix(struct rpc_client *cl, const struct id_list *l, json_t *params, const char *key,
-			    struct err *e)
+int client_expand_id(struct rpc_client *cl, const char *list_method, json_t *params, const char *key, struct err *e)
 {
 	const char *v = json_get_str(params, key);
 	json_t *rows = NULL;
 	struct err ignored = ERR_INIT;
-	if (!v || !is_id_prefix(v) || rpc_client_call(cl, l->method, NULL, &rows, &ignored) < 0) {
+	if (!v || !is_id_prefix(v) || rpc_client_call(cl, list_method, NULL, &rows, &ignored) < 0) {
 		err_clear(&ignored);
 		return 0;
 	}
@@ -249,7 +246,7 @@ static int expand_id_prefixes(struct rpc_client *cl, const char *group, json_t *
 {
 	for (size_t i = 0; i < ARRAY_SIZE(id_lists); i++) {
 		const struct id_list *l = &id_lists[i];
-		if ((!l->group || !strcmp(l->group, group)) && expand_id_prefix(cl, l, params, l->param, e) < 0)
+		if ((!l->group || !strcmp(l->group, group)) && client_expand_id(cl, l->method, params, l->param, e) < 0)
 			return -1;
 	}
 	return 0;

@@ -8,7 +8,7 @@ DAEMON='
     "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
     daemon_pid=$!
     trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && return 0; sleep 0.05; done
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q "serving on" daemon.log && return 0; sleep 0.05; done
     cat daemon.log; fail "daemon did not start"
   }
   stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "daemon exited $rc"; }; }

@@ -8,7 +8,7 @@ DAEMON='
     "$AGOR" daemon --foreground --port 0 "$@" 2> daemon.log &
     daemon_pid=$!
     trap "kill $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
-    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q serving daemon.log && return 0; sleep 0.05; done
+    for i in $(seq 1 200); do [ -S "$AGOR_HOME/run/agor.sock" ] && grep -q "serving on" daemon.log && return 0; sleep 0.05; done
     cat daemon.log; fail "daemon did not start"
   }
   stop_daemon() { kill -TERM $daemon_pid; rc=0; wait $daemon_pid || rc=$?; trap - EXIT; [ $rc -eq 0 ] || { cat daemon.log; fail "daemon exited $rc"; }; }
@@ -61,6 +61,8 @@ test_case "a unique id prefix stands for the id; an ambiguous one is refused nam
   expect_contains out "$wt"
   expect_exit 0 "$AGOR" worktree list --repo "${repo:0:4}"
   expect_contains out feature
+  expect_exit 0 "$AGOR" exec "${wt:0:6}" -- /bin/echo via-prefix   # exec, prompt and terminal take prefixes too
+  expect_contains out via-prefix
   "$AGOR" task list --json > tasks
   task=$(json_get tasks 0.id)
   expect_exit 0 "$AGOR" task get "${task:0:10}" --json
