@@ -52,6 +52,22 @@ static json_t *params_for(const char *sub, int argc, char **argv, const char *sc
 	return NULL;
 }
 
+static void print_result(const char *sub, const char *service, const json_t *result, int json)
+{
+	if (json) {
+		char *text = json_dumps(result, JSON_COMPACT);
+		printf("%s\n", text);
+		free(text);
+	} else if (!strcmp(sub, "list")) {
+		client_print_table(result, (const char *const[]){ "service", "scope", "set_by", "updated_at", NULL });
+	} else if (!strcmp(sub, "set")) {
+		printf("stored the key of %s (scope %s)\n", json_get_str(result, "service") ?: "?",
+		       json_get_str(result, "scope") ?: "?");
+	} else {
+		printf("removed the key of %s\n", service);
+	}
+}
+
 static int apikey_main(int argc, char **argv)
 {
 	struct client_opts o = { 0 };
@@ -88,6 +104,8 @@ static int apikey_main(int argc, char **argv)
 	json_t *result = NULL;
 	struct rpc_client *c = client_connect(o.url, o.config_path, o.token, &e);
 	int rc = c ? rpc_client_call(c, method, params, &result, &e) : -1;
+	if (rc == 0 && !o.json)
+		client_learn_user_names(c);
 	rpc_client_close(c);
 	json_decref(params);
 	if (rc < 0) {
@@ -95,9 +113,7 @@ static int apikey_main(int argc, char **argv)
 		err_clear(&e);
 		return 1;
 	}
-	char *text = json_dumps(result, o.json ? JSON_COMPACT : JSON_INDENT(2));
-	printf("%s\n", text);
-	free(text);
+	print_result(sub, nwords > 1 ? words[1] : "", result, o.json);
 	json_decref(result);
 	return 0;
 }

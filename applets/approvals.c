@@ -185,6 +185,38 @@ static void print_json(const json_t *j, int compact)
 
 /* ---- get / set / allowlist ------------------------------------------------------------------- */
 
+/* "security allowlist, ask always" from an object of levels; "" when it sets none. */
+static void print_levels(const json_t *levels)
+{
+	static const char *const fields[] = {"security", "ask", "askFallback"};
+	const char *sep = "";
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
+		if (json_get_str(levels, fields[i])) {
+			printf("%s%s %s", sep, fields[i], json_get_str(levels, fields[i]));
+			sep = ", ";
+		}
+}
+
+/* The policy file for a person: where it is, its hash, the effective defaults, each agent's own settings. */
+static void print_policy(const json_t *out)
+{
+	printf("file      %s\nhash      %s\ndefaults  ", json_get_str(out, "path"), json_get_str(out, "hash"));
+	print_levels(json_object_get(out, "effectiveDefaults"));
+	printf(" (effective)\n");
+	const char *agent;
+	json_t *a, *entry;
+	json_object_foreach(json_object_get(json_object_get(out, "approvals"), "agents"), agent, a) {
+		printf("agent %s  ", agent);
+		print_levels(a);
+		printf("%s%zu allowlist entr%s\n", json_get_str(a, "security") || json_get_str(a, "ask") ||
+			json_get_str(a, "askFallback") ? ", " : "", json_array_size(json_object_get(a, "allowlist")),
+		       json_array_size(json_object_get(a, "allowlist")) == 1 ? "y" : "ies");
+		size_t i;
+		json_array_foreach(json_object_get(a, "allowlist"), i, entry)
+			printf("  %s  %s\n", json_get_str(entry, "id"), json_get_str(entry, "pattern"));
+	}
+}
+
 static int cmd_get(struct appr_store *s, struct opts *o)
 {
 	struct appr_levels d;
@@ -193,7 +225,10 @@ static int cmd_get(struct appr_store *s, struct opts *o)
 				"approvals", appr_store_redacted(s->root), "effectiveDefaults",
 				"security", appr_security_name(d.security), "ask", appr_ask_name(d.ask),
 				"askFallback", appr_security_name(d.ask_fallback));
-	print_json(out, o->json);
+	if (o->json)
+		print_json(out, 1);
+	else
+		print_policy(out);
 	json_decref(out);
 	return EXIT_OK;
 }
@@ -227,21 +262,27 @@ static int cmd_set(struct appr_store *s, struct opts *o)
 	_cleanup_err_ struct err e = ERR_INIT;
 	if (appr_store_update(s, o->expect_hash, set_mutator, o, &e) < 0)
 		return fail_err("set", &e);
-	printf("%s\n", s->hash);
+	if (o->json) {
+		json_t *out = json_pack("{s:s,s:s}", "path", s->path, "hash", s->hash);
+		print_json(out, 1);
+		json_decref(out);
+	} else {
+		printf("saved %s (hash %s: give it to --expect-hash)\n", s->path, s->hash);
+	}
 	return EXIT_OK;
 }
 
 struct list_edit {
 	struct opts *o;
 	int add;
-	struct strvec ids;
+	json_t *added; /* [{id, pattern}] */
 };
 
 static int allowlist_mutator(json_t *root, void *arg, struct err *e)
 {
 	struct list_edit *l = arg;
 	const char *agent = l->o->agent ? l->o->agent : "*";
-	strvec_clear(&l->ids);
+	json_array_clear(l->added);
 	for (int i = 0; i < l->o->nrest; i++) {
 		char *id = NULL;
 		int rc = l->add ? appr_store_allowlist_add(root, agent, l->o->rest[i], &id, e)
@@ -251,9 +292,22 @@ static int allowlist_mutator(json_t *root, void *arg, struct err *e)
 			return -1;
 		}
 		if (id)
-			strvec_push_nodup(&l->ids, id);
+			json_array_append_new(l->added, json_pack("{s:s,s:s}", "id", id, "pattern", l->o->rest[i]));
+		free(id);
 	}
 	return 0;
+}
+
+/* What allowlist add added: [{id, pattern}] with --json, else "added PATTERN as ID" lines. */
+static void print_added(const json_t *added, int json)
+{
+	size_t i;
+	json_t *row;
+	if (json)
+		print_json(added, 1);
+	else
+		json_array_foreach(added, i, row)
+			printf("added %s as %s\n", json_get_str(row, "pattern"), json_get_str(row, "id"));
 }
 
 static int cmd_allowlist_list(struct appr_store *s, struct opts *o)
@@ -296,16 +350,15 @@ static int cmd_allowlist(struct appr_store *s, int argc, char **argv)
 	if (rc == 0 && !strcmp(argv[1], "list"))
 		rc = cmd_allowlist_list(s, &o);
 	else if (rc == 0 && (!strcmp(argv[1], "add") || !strcmp(argv[1], "rm"))) {
-		struct list_edit l = {.o = &o, .add = !strcmp(argv[1], "add")};
-		strvec_init(&l.ids);
+		struct list_edit l = {.o = &o, .add = !strcmp(argv[1], "add"), .added = json_array()};
 		_cleanup_err_ struct err e = ERR_INIT;
 		if (o.nrest == 0)
 			rc = applet_usage_error(&applet_approvals, "allowlist %s: no pattern", argv[1]);
 		else if (appr_store_update(s, o.expect_hash, allowlist_mutator, &l, &e) < 0)
 			rc = fail_err(l.add ? "allowlist add" : "allowlist rm", &e);
-		for (size_t i = 0; i < l.ids.nr; i++)
-			printf("%s\n", l.ids.v[i]);
-		strvec_clear(&l.ids);
+		if (rc == 0 && l.add)
+			print_added(l.added, o.json);
+		json_decref(l.added);
 	} else if (rc == 0)
 		rc = applet_usage_error(&applet_approvals, "allowlist: unknown subcommand %s", argv[1]);
 	strvec_clear(&o.unset);

@@ -167,6 +167,18 @@ static void print_stream(FILE *f, const json_t *s)
 		fwrite(json_string_value(s), 1, json_string_length(s), f);
 }
 
+/* Why a run was denied. The request's own security is the lower bound of the two levels compared: without
+ * --security it is deny, and then the request, not the host's policy, is what denied. */
+static void explain_denial(const json_t *params, const char *reason)
+{
+	const char *host = json_get_str(params, "host") ? json_get_str(params, "host") : "sandbox";
+	if (reason && !strcmp(reason, "security=deny") && !json_get_str(params, "security"))
+		fprintf(stderr, "agor exec: denied: this request's security defaults to deny; give --security allowlist "
+				"or full (the %s's own policy may still lower it)\n", host);
+	else
+		fprintf(stderr, "agor exec: denied by the %s's policy (%s)\n", host, reason ? reason : "?");
+}
+
 /* The run's outcome for humans; returns the exit status. */
 static int show_result(const struct exec_opts *o, const json_t *reply)
 {
@@ -183,7 +195,7 @@ static int show_result(const struct exec_opts *o, const json_t *reply)
 	}
 	if (json_is_true(json_object_get(res, "denied"))) {
 		if (!o->client.json)
-			fprintf(stderr, "agor exec: denied by the node's policy (%s)\n", json_get_str(res, "reason"));
+			explain_denial(o->params, json_get_str(res, "reason"));
 		return EXIT_DENIED;
 	}
 	if (!o->client.json) {
@@ -234,6 +246,11 @@ static int exec_main(int argc, char **argv)
 	if (status == 0) {
 		struct err e = ERR_INIT;
 		struct rpc_client *c = client_connect(o.client.url, o.client.config_path, o.client.token, &e);
+		if (c && (client_expand_id(c, "worktrees.list", o.params, "worktree_id", &e) < 0 ||
+			  client_expand_id(c, "sessions.list", o.params, "session_id", &e) < 0)) {
+			rpc_client_close(c);
+			c = NULL;
+		}
 		if (c) {
 			status = run(c, &o);
 			rpc_client_close(c);

@@ -9,13 +9,7 @@
 
 static int print_nodes(const json_t *rows)
 {
-	json_t *shown = json_deep_copy(rows);
-	size_t i;
-	json_t *row;
-	json_array_foreach(shown, i, row) json_object_set_new(row, "connected",
-						      json_string(json_is_true(json_object_get(row, "connected")) ? "yes" : "no"));
-	client_print_table(shown, (const char *const[]){ "id", "display_name", "status", "connected", "last_ip", NULL });
-	json_decref(shown);
+	client_print_table(rows, (const char *const[]){ "id", "display_name", "status", "connected", "last_ip", NULL });
 	return 0;
 }
 

@@ -120,8 +120,10 @@ static void print_message(struct stream *s, const char *type, const json_t *data
 		print_short(json_is_true(json_object_get(data, "is_error")) ? "tool error" : "tool result",
 			    json_object_get(data, "content"));
 	} else if (!strcmp(type, "error") || !strcmp(type, "garbage")) {
+		/* an error the agent retries by itself (Codex's reconnects) is a warning: the turn goes on */
+		int retried = json_is_true(json_object_get(data, "will_retry"));
 		end_delta(s);
-		print_short(type, json_object_get(data, type[0] == 'g' ? "line" : "message"));
+		print_short(retried ? "warning" : type, json_object_get(data, type[0] == 'g' ? "line" : "message"));
 	}
 	fflush(stdout);
 }
@@ -260,6 +262,8 @@ static int start_task(struct stream *s, char **task_id, struct err *e)
 		json_decref(r);
 	r = NULL;
 	p = json_pack("{s:s,s:s}", "session_id", s->o->session, "prompt", s->o->text);
+	if (rc == 0)
+		rc = client_expand_id(s->rpc, "sessions.list", p, "session_id", e);
 	if (rc == 0)
 		rc = rpc_client_call(s->rpc, "sessions.prompt", p, &r, e);
 	json_decref(p);

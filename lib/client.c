@@ -2,6 +2,7 @@
  * Never guesses a daemon address: --url, else the configured Unix socket. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -181,10 +182,80 @@ static void show_progress(json_t *msg, void *arg)
 	*shown = 1;
 }
 
+/* Where the ids a params key takes are listed, so a unique prefix can stand for an id: any group's key
+ * (group NULL), or the "id" of one group. */
+static const struct id_list {
+	const char *group, *param, *method;
+} id_lists[] = {
+	{ NULL, "repo_id", "repos.list" },	   { NULL, "worktree_id", "worktrees.list" },
+	{ NULL, "session_id", "sessions.list" },   { NULL, "user_id", "users.list" },
+	{ "repo", "id", "repos.list" },		   { "worktree", "id", "worktrees.list" },
+	{ "session", "id", "sessions.list" },	   { "task", "id", "tasks.list" },
+	{ "user", "id", "users.list" },
+};
+enum { ID_LEN = 32, ID_PREFIX_MIN = 4 };
+
+/* 1 when v could be a shortened id: ID_PREFIX_MIN to ID_LEN - 1 lowercase hex digits. */
+static int is_id_prefix(const char *v)
+{
+	size_t n = strlen(v);
+	return n >= ID_PREFIX_MIN && n < ID_LEN && strspn(v, "0123456789abcdef") == n;
+}
+
+/* The rows (of the caller's own list method) whose id starts with v, or none when one is v or is named v. */
+static json_t *ids_matching(const json_t *rows, const char *v)
+{
+	json_t *found = json_array(), *row;
+	size_t i;
+	json_array_foreach(rows, i, row) {
+		const char *id = json_get_str(row, "id"), *name = json_get_str(row, "name");
+		if ((id && !strcmp(id, v)) || (name && !strcmp(name, v))) {
+			json_array_clear(found);
+			break;
+		}
+		if (id && !strncmp(id, v, strlen(v)))
+			json_array_append_new(found, json_string(id));
+	}
+	return found;
+}
+
+int client_expand_id(struct rpc_client *cl, const char *list_method, json_t *params, const char *key, struct err *e)
+{
+	const char *v = json_get_str(params, key);
+	json_t *rows = NULL;
+	struct err ignored = ERR_INIT;
+	if (!v || !is_id_prefix(v) || rpc_client_call(cl, list_method, NULL, &rows, &ignored) < 0) {
+		err_clear(&ignored);
+		return 0;
+	}
+	_cleanup_json_ json_t *found = ids_matching(rows, v);
+	json_decref(rows);
+	if (json_array_size(found) == 1) {
+		json_object_set(params, key, json_array_get(found, 0));
+		return 0;
+	}
+	if (json_array_size(found) < 2)
+		return 0;
+	_cleanup_free_ char *list = json_dumps(found, JSON_COMPACT);
+	return err_set(e, E_USAGE, "%s: the id prefix %s is ambiguous, it begins %s: give more characters", key, v,
+		       list);
+}
+
+/* Expands every id prefix among params (positional arguments and flags alike). */
+static int expand_id_prefixes(struct rpc_client *cl, const char *group, json_t *params, struct err *e)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(id_lists); i++) {
+		const struct id_list *l = &id_lists[i];
+		if ((!l->group || !strcmp(l->group, group)) && client_expand_id(cl, l->method, params, l->param, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* One call. A command with progress, for a person (no --json, stderr a terminal), asks the daemon for
  * task.progress events and draws them as one updating line, ended with a newline before the answer. */
-static int call_daemon(const struct client_command *c, const struct client_opts *o, json_t *params, json_t **result,
-		       struct err *e)
+static int call_daemon(const char *group, const struct client_command *c, const struct client_opts *o, json_t *params,
+		       json_t **result, struct err *e)
 {
 	int shown = 0, progress = c->progress && !o->json && isatty(STDERR_FILENO);
 	struct rpc_client_options opts = { .on_notification = progress ? show_progress : NULL, .arg = &shown };
@@ -193,7 +264,11 @@ static int call_daemon(const struct client_command *c, const struct client_opts 
 	struct rpc_client *cl = connect_with(o->url, o->config_path, o->token, &opts, e);
 	if (!cl)
 		return -1;
-	int rc = rpc_client_call(cl, c->method, params, result, e);
+	int rc = expand_id_prefixes(cl, group, params, e);
+	if (rc == 0)
+		rc = rpc_client_call(cl, c->method, params, result, e);
+	if (rc == 0 && !o->json)
+		client_learn_user_names(cl);
 	rpc_client_close(cl);
 	if (shown)
 		fputs("\n", stderr);
@@ -207,34 +282,139 @@ static void print_json(const json_t *j)
 	free(s);
 }
 
+/* --- human output: one way to show a value, whatever prints it ----------------------------------- */
+
+/* Agor user ids by name ({id: name}), learnt once per command for human output; NULL when not learnt. */
+static json_t *user_names;
+
+void client_learn_user_names(struct rpc_client *cl)
+{
+	json_t *rows = NULL, *row;
+	struct err ignored = ERR_INIT;
+	size_t i;
+	if (user_names || rpc_client_call(cl, "users.list", NULL, &rows, &ignored) < 0) {
+		err_clear(&ignored);
+		return;
+	}
+	user_names = json_object();
+	json_array_foreach(rows, i, row)
+		if (json_get_str(row, "id") && json_get_str(row, "name"))
+			json_object_set(user_names, json_get_str(row, "id"), json_object_get(row, "name"));
+	json_decref(rows);
+}
+
+/* Keys whose values are user ids (shown by name), and times (seconds, or milliseconds, since the epoch). */
+static const char *const user_keys[] = { "created_by", "set_by", "decided_by", "by", "user_id", "owner", "actor",
+					  NULL };
+
+static int is_user_key(const char *key)
+{
+	for (size_t i = 0; user_keys[i]; i++)
+		if (!strcmp(key, user_keys[i]))
+			return 1;
+	return 0;
+}
+
+static int is_time_key(const char *key)
+{
+	size_t n = strlen(key);
+	return !strcmp(key, "at") || (n > 3 && (!strcmp(key + n - 3, "_at") || !strcmp(key + n - 2, "At")));
+}
+
+/* The text of v, the value of key, in buf (or v's own string): times as local "YYYY-MM-DD HH:MM:SS", user
+ * ids as their names, booleans yes/no, null "-", anything else compact JSON. Never fails. */
+static const char *cell_text(const char *key, const json_t *v, char *buf, size_t size)
+{
+	if (json_is_string(v)) {
+		const char *name = is_user_key(key) ? json_get_str(user_names, json_string_value(v)) : NULL;
+		return name ? name : json_string_value(v);
+	}
+	if (json_is_integer(v) && is_time_key(key) && json_integer_value(v) > 0) {
+		json_int_t t = json_integer_value(v);
+		time_t secs = (time_t)(t > 100000000000LL ? t / 1000 : t);
+		struct tm tm;
+		if (localtime_r(&secs, &tm) && strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
+			return buf;
+	}
+	if (json_is_boolean(v) || json_is_null(v) || !v)
+		return json_is_true(v) ? "yes" : json_is_false(v) ? "no" : "-";
+	char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	snprintf(buf, size, "%s", text ? text : "?");
+	free(text);
+	return buf;
+}
+
 void client_print_table(const json_t *rows, const char *const *keys)
 {
 	size_t width[16] = { 0 }, nkeys = 0;
+	char buf[256];
 	for (; keys[nkeys] && nkeys < 16; nkeys++)
 		width[nkeys] = strlen(keys[nkeys]);
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		for (size_t k = 0; k < nkeys; k++) {
-			const char *v = json_get_str(row, keys[k]);
-			if (v && strlen(v) > width[k])
-				width[k] = strlen(v);
+			size_t n = strlen(cell_text(keys[k], json_object_get(row, keys[k]), buf, sizeof(buf)));
+			width[k] = n > width[k] ? n : width[k];
 		}
 	}
 	for (size_t k = 0; k < nkeys; k++)
-		printf("%-*s%s", (int)width[k], keys[k], k + 1 < nkeys ? "  " : "\n");
+		printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0, keys[k], k + 1 < nkeys ? "  " : "\n");
 	json_array_foreach(rows, i, row) {
-		for (size_t k = 0; k < nkeys; k++) {
-			json_t *v = json_object_get(row, keys[k]);
-			char num[32];
-			const char *text = json_is_string(v) ? json_string_value(v) : "-";
-			if (json_is_integer(v)) {
-				snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
-				text = num;
-			}
-			printf("%-*s%s", (int)width[k], text, k + 1 < nkeys ? "  " : "\n");
-		}
+		for (size_t k = 0; k < nkeys; k++)
+			printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0,
+			       cell_text(keys[k], json_object_get(row, keys[k]), buf, sizeof(buf)), k + 1 < nkeys ? "  " : "\n");
 	}
+}
+
+/* A string holding a JSON object (a task's result, its token usage): that object, else NULL. */
+static json_t *nested_object(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	json_t *j = s && s[0] == '{' ? json_loads(s, 0, NULL) : NULL;
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+static void print_fields(const json_t *obj, const char *prefix, int width)
+{
+	const char *key;
+	json_t *v;
+	char buf[256];
+	json_object_foreach((json_t *)obj, key, v) {
+		_cleanup_free_ char *name = xasprintf("%s%s", prefix, key);
+		_cleanup_json_ json_t *inner = json_is_object(v) ? json_incref(v) : nested_object(v);
+		if (json_is_null(v))
+			continue;
+		if (inner) {
+			_cleanup_free_ char *inner_prefix = xasprintf("%s.", name);
+			print_fields(inner, inner_prefix, width);
+			continue;
+		}
+		printf("%-*s  %s\n", width, name, cell_text(key, v, buf, sizeof(buf)));
+	}
+}
+
+/* The widest "prefix.key" print_fields will show. */
+static int fields_width(const json_t *obj, size_t prefix_len)
+{
+	const char *key;
+	json_t *v;
+	int width = 0;
+	json_object_foreach((json_t *)obj, key, v) {
+		_cleanup_json_ json_t *inner = json_is_object(v) ? json_incref(v) : nested_object(v);
+		int w = inner ? fields_width(inner, prefix_len + strlen(key) + 1) : json_is_null(v) ? 0 : (int)(prefix_len + strlen(key));
+		width = w > width ? w : width;
+	}
+	return width;
+}
+
+void client_print_object(const json_t *obj)
+{
+	print_fields(obj, "", fields_width(obj, 0));
 }
 
 int client_main(const char *group, const struct client_command *cmds, size_t n, int argc, char **argv)
@@ -261,20 +441,24 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 		return status;
 	}
 	struct err e = ERR_INIT;
-	if (call_daemon(c, &o, params, &result, &e) < 0) {
+	if (call_daemon(group, c, &o, params, &result, &e) < 0) {
 		if (e.code)
 			fprintf(stderr, "agor %s %s: %s [%s]\n", group, c->name, e.message, e.code);
 		else
 			fprintf(stderr, "agor %s %s: %s\n", group, c->name, e.message);
 		status = EXIT_FAILED;
-	} else if (o.json || !c->print) {
+	} else if (o.json) {
 		print_json(result);
+	} else if (!c->print) {
+		client_print_object(result);
 	} else {
 		status = c->print(result);
 	}
 	if (result)
 		json_decref(result);
 	json_decref(params);
+	json_decref(user_names);
+	user_names = NULL;
 	err_clear(&e);
 	return status;
 }

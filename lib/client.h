@@ -55,9 +55,21 @@ struct rpc_client *client_connect(const char *url, const char *config_path, cons
 /* Over TCP (url not unix:), presents token (NULL: $AGOR_TOKEN) with auth.token so cl acts as its user; nothing
  * to do without a token or on the Unix socket (the daemon knows its peer there). 0, or -1 with e. */
 int client_authenticate(struct rpc_client *cl, const char *url, const char *token, struct err *e);
+/* Replaces params[key], a unique prefix (4 to 31 lowercase hex digits) of an id list_method lists, by that id;
+ * an id or name in the list, or what matches nothing (or cannot be listed), stays as given (the daemon answers
+ * it). An ambiguous prefix: -1 with e naming the candidates. client_main does this for every command's ids. */
+int client_expand_id(struct rpc_client *cl, const char *list_method, json_t *params, const char *key, struct err *e);
 /* "unix:<daemon.socket_path>" of the configuration (config_path may be NULL); NULL with e on a config error. */
 char *client_default_url(const char *config_path, struct err *e);
-/* Prints rows of objects as aligned columns of the given keys. */
+/* Human output. A value shows the same wherever it is printed: times (keys "at", "*_at", "*At") as local
+ * "YYYY-MM-DD HH:MM:SS", user ids (created_by, set_by, decided_by, by, user_id, owner, actor) by name once
+ * client_learn_user_names ran (client_main does, without --json), booleans yes/no, null "-".
+ * client_print_table: rows of objects as aligned columns of the given keys (at most 16).
+ * client_print_object: one "key  value" line per field, skipping nulls; a nested object, or a string holding
+ * one (a task's result), as "key.inner  value" lines. */
 void client_print_table(const json_t *rows, const char *const *keys);
+void client_print_object(const json_t *obj);
+/* Learns the names of the agor users the caller may list (nothing when it may not). */
+void client_learn_user_names(struct rpc_client *cl);
 
 #endif

@@ -53,6 +53,7 @@ struct daemon {
 	char *owner_id;	   /* the agor user mapped to the daemon's own uid */
 	unsigned users_generation; /* bumped when a user's Unix mapping or role changes or a user goes */
 	int stopping;
+	long long started_at; /* daemon_now() at daemon_init: `agor daemon status` shows the uptime */
 	int lock_fd;  /* run/daemon.lock, flocked for the daemon's lifetime */
 	int ready_fd; /* when detached: the pipe to the waiting parent ("R" once serving), else -1 */
 

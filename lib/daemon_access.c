@@ -75,8 +75,9 @@ int daemon_need_user(struct rpc_ctx *rc, struct err *e)
 	if (P(rc)->user_id)
 		return 0;
 	if (P(rc)->uid == (uid_t)-1)
-		return err_set(e, E_AUTH_FAILED, "a TCP connection must first present a user token: call auth.token "
-						 "{\"token\": …} (tokens are made with `agor user token` on the daemon's host)");
+		return err_set(e, E_AUTH_FAILED, "a TCP connection must first present a user token: the agor CLI takes "
+						 "--token T or $AGOR_TOKEN, other clients call auth.token {\"token\": …} "
+						 "(tokens are made with `agor user token` on the daemon's host)");
 	return err_set(e, E_AUTH_FAILED, "this connection is not an agor user (uid %u has none: an admin runs "
 					 "`agor user create NAME --unix-user LOGIN`)", (unsigned)P(rc)->uid);
 }

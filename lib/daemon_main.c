@@ -136,6 +136,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 {
 	memset(d, 0, sizeof(*d));
 	d->lock_fd = d->ready_fd = -1;
+	d->started_at = daemon_now();
 	pthread_mutex_init(&d->done_lock, NULL);
 	d->cfg = cfg;
 	d->on_task_cancel = daemon_permissions_cancel_task;

@@ -3,6 +3,7 @@
  * Every git change is a task run by an executor (daemon_tasks.c); rows are written when the executor succeeds. */
 #include <pwd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "approvals_policy.h"
@@ -24,9 +25,11 @@
 #include "gitops.h"
 #include "json.h"
 #include "log.h"
+#include "net.h"
 #include "payload.h"
 #include "rpc.h"
 #include "unixmode.h"
+#include "version.h"
 #include "banned.h"
 
 /* --- params and identity ------------------------------------------------------------------ */
@@ -343,12 +346,23 @@ static void clone_progress(struct daemon *d, const char *task_id, const char *li
 	json_decref(n);
 }
 
+/* The clone goes to repos/<provider>/<org>/<repo>.git: a URL without org and repo is refused before any task. */
+static int check_repo_subpath(const char *url, struct err *e)
+{
+	_cleanup_free_ char *sub = gitops_default_repo_subpath(url, e);
+	if (sub)
+		return 0;
+	json_decref(e->details);
+	e->details = json_pack("{s:s}", "path", "params.url");
+	return err_prefix(e, "params.url"), -1;
+}
+
 int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *url;
 	_cleanup_free_ char *user = NULL;
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "url", &url, e) < 0 || gitops_check_clone_url(url, e) < 0 ||
-	    daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0)
+	    check_repo_subpath(url, e) < 0 || daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0)
 		return -1;
 	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
 	if (daemon_opt_str(params, "branch"))
@@ -401,19 +415,20 @@ int method_repos_remove(struct rpc_ctx *rc, json_t *params, json_t **result, str
 
 /* --- worktrees ---------------------------------------------------------------------------- */
 
-/* "<org>/<repo>" from a repository path ".../<org>/<repo>.git". */
-static char *org_repo_of(const char *repo_path)
+/* The last `segments` path segments of a repository path ".../<provider>/<org>/<repo>.git", without ".git":
+ * 3 gives a worktree's directory "<provider>/<org>/<repo>" (so org/repo of two hosts never collide), 2 the
+ * "<org>/<repo>" of data homes made before the host was part of it. */
+static char *repo_subdir_of(const char *repo_path, int segments)
 {
 	_cleanup_free_ char *copy = xstrdup(repo_path);
 	size_t n = strlen(copy);
 	if (n > 4 && !strcmp(copy + n - 4, ".git"))
 		copy[n - 4] = '\0';
-	char *repo = strrchr(copy, '/');
-	if (!repo)
-		return xstrdup(copy);
-	*repo++ = '\0';
-	char *org = strrchr(copy, '/');
-	return xasprintf("%s/%s", org ? org + 1 : copy, repo);
+	const char *start = copy + strlen(copy);
+	while (segments-- > 0 && start > copy)
+		for (start--; start > copy && start[-1] != '/'; start--)
+			;
+	return xstrdup(start);
 }
 
 /* --- worktree Unix groups: agor admin, reached by the daemon through sudo ---------------------------
@@ -423,7 +438,7 @@ static char *org_repo_of(const char *repo_path)
  * is untrusted, so it must not hold a path to root, and it does not know the worktree's id (the group is
  * agor_wt_ + SHA-256(id)). The daemon decides who may ask (owners and admins), passes admin a fixed argv
  * of values it validated or computed itself (the id from its database, the path derived from
- * worktrees_dir + the repo's org/repo + the worktree's name, exactly as for git.worktree.add, never the
+ * worktrees_dir + the repo's provider/org/repo + the worktree's name, exactly as for git.worktree.add, never the
  * executor's report, and a level from a three-word enum), and admin distrusts it in turn (paths confined
  * by the root-owned admin.yaml). The daemon still never opens the data home: admin does, as root. */
 
@@ -459,11 +474,16 @@ static int check_access_params(json_t *params, struct err *e)
 		       : 0;
 }
 
-/* The absolute path the daemon asked the executor to make for worktree `name` of the repo at repo_path. */
-static char *worktree_abs_path(const struct daemon *d, const char *repo_path, const char *name)
+/* The absolute path the daemon asked the executor to make for worktree `name` of the repo at repo_path:
+ * worktrees_dir/<provider>/<org>/<repo>/<name>, or the <org>/<repo>/<name> of an older data home when the
+ * worktree's stored path (row_path, may be NULL) is that one. Either way a path the daemon derives itself. */
+static char *worktree_abs_path(const struct daemon *d, const char *repo_path, const char *name, const char *row_path)
 {
-	_cleanup_free_ char *org_repo = org_repo_of(repo_path);
-	return xasprintf("%s/%s/%s", d->cfg->paths.worktrees_dir, org_repo, name);
+	_cleanup_free_ char *sub = repo_subdir_of(repo_path, 3), *legacy_sub = repo_subdir_of(repo_path, 2);
+	_cleanup_free_ char *legacy = xasprintf("%s/%s/%s", d->cfg->paths.worktrees_dir, legacy_sub, name);
+	if (row_path && !strcmp(row_path, legacy))
+		return xstrdup(legacy);
+	return xasprintf("%s/%s/%s", d->cfg->paths.worktrees_dir, sub, name);
 }
 
 /* Runs `agor admin` for call as a task of created_by (its audit row names root and the operation). */
@@ -669,7 +689,7 @@ static int plan_worktree_group(struct rpc_ctx *rc, json_t *params, const char *r
 	const char *level = daemon_opt_str(params, "others_fs_access");
 	if (!daemon_worktree_rbac_on(d))
 		return level ? refuse_without_rbac(d, e) : 0;
-	_cleanup_free_ char *path = worktree_abs_path(d, repo_path, name);
+	_cleanup_free_ char *path = worktree_abs_path(d, repo_path, name, NULL);
 	json_object_set_new(pr->extra, "group_path", json_string(path));
 	json_object_set_new(pr->extra, "others_fs_access", json_string(level ? level : "none"));
 	if (d->cfg->execution.unix_user_mode != CONFIG_MODE_STRICT)
@@ -694,8 +714,8 @@ int method_worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (!repo)
 		return -1;
 	const char *repo_path = json_get_str(repo, "path");
-	_cleanup_free_ char *org_repo = org_repo_of(repo_path);
-	_cleanup_free_ char *path = xasprintf("%s/%s", org_repo, name);
+	_cleanup_free_ char *subdir = repo_subdir_of(repo_path, 3);
+	_cleanup_free_ char *path = xasprintf("%s/%s", subdir, name);
 	json_t *exec_params = worktree_add_params(params, repo_path, name, path);
 	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree",
 					       json_pack("{s:s,s:O,s:s?,s:O}", "created_by", P(rc)->user_id, "repo_id",
@@ -1006,7 +1026,7 @@ int method_worktrees_owners_list(struct rpc_ctx *rc, json_t *params, json_t **re
 	return *result ? 0 : -1;
 }
 
-/* The worktree (id, name, repo_path) and user (id, unix_username) rows named by params, after checking
+/* The worktree (id, name, path, repo_path) and user (id, unix_username) rows named by params, after checking
  * that the caller owns the worktree (or is an admin). */
 static int owner_change_rows(struct rpc_ctx *rc, json_t *params, json_t **wt, json_t **user, struct err *e)
 {
@@ -1015,7 +1035,7 @@ static int owner_change_rows(struct rpc_ctx *rc, json_t *params, json_t **wt, js
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0 || daemon_need_str(params, "user_id", &who, e) < 0)
 		return -1;
 	if (!(*wt = daemon_one_row(D(rc), e, "worktree",
-			    "SELECT w.id, w.name, r.path AS repo_path, r.url AS repo_url FROM worktrees w JOIN repos r "
+			    "SELECT w.id, w.name, w.path, r.path AS repo_path, r.url AS repo_url FROM worktrees w JOIN repos r "
 			    "ON r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id)) ||
 	    daemon_need_worktree_access(rc, json_get_str(*wt, "id"), WT_OWNER, "worktree", id, "change its owners", e) < 0)
 		return -1;
@@ -1082,7 +1102,8 @@ static int change_owner_via_admin(struct rpc_ctx *rc, json_t *params, const char
 				"user %s has no valid Unix user, and in strict mode an owner of worktree %s is a member of its "
 				"Unix group: an admin runs `agor user create NAME --unix-user LOGIN`", json_get_str(user, "id"),
 				wt_id);
-	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
+	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"),
+								 json_get_str(wt, "path"));
 	struct admin_call call = strcmp(action, "add") ? admin_remove_worktree_owner(wt_id, unix_user)
 						       : admin_add_worktree_owner(wt_id, unix_user, path);
 	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.owners",
@@ -1167,7 +1188,7 @@ int method_worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 	if (!can && !fs)
 		return err_set(e, E_INVALID_PAYLOAD, "params: give others_can, others_fs_access or both");
 	_cleanup_json_ json_t *wt = daemon_one_row(D(rc), e, "worktree",
-					    "SELECT w.id, w.name, r.path AS repo_path FROM worktrees w JOIN repos r ON "
+					    "SELECT w.id, w.name, w.path, r.path AS repo_path FROM worktrees w JOIN repos r ON "
 					    "r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id);
 	if (!wt)
 		return -1;
@@ -1194,7 +1215,8 @@ int method_worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 					       json_pack("{s:s?,s:s,s:s}", "others_can", can, "others_fs_access", fs, "by",
 							 P(rc)->user_id));
 	pr->row_id = xstrdup(wt_id);
-	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"));
+	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"),
+								 json_get_str(wt, "path"));
 	struct admin_call call = admin_create_worktree_group(wt_id, path, fs);
 	if (submit_admin(D(rc), P(rc)->user_id, wt_id, &call, access_applied, pr, e) < 0) {
 		daemon_reply_free(pr);
@@ -1652,11 +1674,16 @@ int method_api_keys_remove(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	return 0;
 }
 
+/* ping: {pong: true} for anyone; a user (`agor daemon status`) also hears the version, pid, TCP port and start. */
 int method_ping(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	(void)rc;
 	(void)params;
 	(void)e;
+	struct daemon *d = D(rc);
 	*result = json_pack("{s:b}", "pong", 1);
+	if (P(rc)->user_id)
+		json_object_update_new(*result, json_pack("{s:s,s:i,s:i,s:I}", "version", agor_version(), "pid", (int)getpid(),
+							   "port", d->server ? net_server_tcp_port(d->server) : 0,
+							   "started_at", (json_int_t)d->started_at));
 	return 0;
 }

@@ -464,12 +464,36 @@ static json_t *system_run_params(const struct node_exec *x, const char *run_id, 
 	return p;
 }
 
+/* The approved node query names. One it names that is not approved (pending, revoked) is named with its state
+ * and what to do, rather than as unknown. */
+static json_t *approved_node(struct daemon *d, const char *approved_sql, const char *query, struct err *e)
+{
+	json_t *row = node_by_query(d, approved_sql, query, e);
+	if (row || strcmp(e->code, E_NOT_FOUND))
+		return row;
+	struct err other = ERR_INIT;
+	_cleanup_json_ json_t *any = node_by_query(d, "SELECT id, display_name, last_ip, status FROM nodes ORDER BY "
+						   "created_at", query, &other);
+	err_clear(&other);
+	const char *status = json_get_str(any, "status"), *id = json_get_str(any, "id");
+	if (!status)
+		return NULL;
+	err_clear(e);
+	if (!strcmp(status, "pending"))
+		err_set(e, E_NOT_FOUND, "node %s (%.8s) waits for approval: an admin runs `agor nodes approve %.8s`", query,
+			id, id);
+	else
+		err_set(e, E_NOT_FOUND, "node %s (%.8s) is %s: on the node, pair it again (`agor node pair --gateway "
+			"URL`), then approve it here (`agor nodes approve ID`)", query, id, status);
+	return NULL;
+}
+
 static json_t *target_node(struct daemon *d, const char *query, struct err *e)
 {
 	static const char approved[] = "SELECT id, display_name, last_ip FROM nodes WHERE status = 'approved' "
 				       "ORDER BY created_at";
 	if (query)
-		return node_by_query(d, approved, query, e);
+		return approved_node(d, approved, query, e);
 	json_t *rows = db_query_json(d->db, e, approved, "");
 	if (!rows)
 		return NULL;

@@ -88,6 +88,15 @@ static void record(struct daemon *d, const char *actor, const char *task, const 
 }
 
 /* Answers the executor (or the daemon's own asker), tells the watchers, forgets the request. */
+/* The decider as a reason names them: their agor user name (the id stays in the audit row), else the id. */
+static char *decider_name(struct daemon *d, const char *user_id)
+{
+	struct err e = ERR_INIT;
+	_cleanup_json_ json_t *row = db_query_one(d->db, &e, "SELECT name FROM users WHERE id = ?", "s", user_id);
+	err_clear(&e);
+	return xstrdup(json_get_str(row, "name") ? json_get_str(row, "name") : user_id);
+}
+
 static void resolve(struct permission_request *r, int approved, const char *scope, const char *decider,
 		    const char *reason)
 {
@@ -223,7 +232,8 @@ int method_permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **resu
 	if (scope && strcmp(scope, "allow-once") && strcmp(scope, "allow-always"))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
 				"params.scope: expected allow-once or allow-always");
-	_cleanup_free_ char *why = xasprintf("%s by %s", json_is_true(approved) ? "approved" : "denied", p->user_id);
+	_cleanup_free_ char *decider = decider_name(D(rc), p->user_id);
+	_cleanup_free_ char *why = xasprintf("%s by %s", json_is_true(approved) ? "approved" : "denied", decider);
 	resolve(r, json_is_true(approved), scope ? scope : "allow-once", p->user_id, reason && *reason ? reason : why);
 	*result = json_pack("{s:s,s:b}", "request_id", id, "approved", json_is_true(approved));
 	return 0;

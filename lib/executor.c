@@ -548,8 +548,9 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 
 /* --- tmux.attach ------------------------------------------------------------------------- */
 
+/* *cwd and *server (tmux's) are the caller's to free. */
 static int terminal_request_for(const struct payload *p, const struct executor_context *ctx, json_t *plan,
-				char **cwd, struct terminal_request *r, struct err *e)
+				char **cwd, char **server, struct terminal_request *r, struct err *e)
 {
 	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, cwd, e) < 0)
 		return -1;
@@ -562,8 +563,10 @@ static int terminal_request_for(const struct payload *p, const struct executor_c
 							"are required (the daemon's terminal.open fills them)");
 	if (!ctx->dry_run && strncmp(p->daemon_url, "unix:", 5))
 		return invalid_param(e, "daemonUrl", "a terminal is handed over on the daemon's Unix socket: unix:PATH");
+	*server = terminal_tmux_server_name(pw->pw_name, ctx->cfg->paths.data_home);
 	*r = (struct terminal_request){
 		.pw = pw,
+		.server = *server,
 		.shell = terminal_shell(pw, ctx->cfg->execution.terminal_shell),
 		.session = payload_str(p, "sessionName"),
 		.cwd = *cwd,
@@ -590,9 +593,9 @@ static char *policy_text(const struct config *cfg)
 static int run_tmux_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 			   struct err *e)
 {
-	_cleanup_free_ char *cwd = NULL;
+	_cleanup_free_ char *cwd = NULL, *server = NULL;
 	struct terminal_request r;
-	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
+	if (terminal_request_for(p, ctx, plan, &cwd, &server, &r, e) < 0)
 		return -1;
 	r.window = payload_str(p, "windowName");
 	r.shell_command = r.shell; /* explicit: a tmux server started earlier keeps its own default-shell */
@@ -622,8 +625,10 @@ static int run_tmux_close(const struct payload *p, const struct executor_context
 	struct passwd *pw = getpwuid(geteuid());
 	if (!pw)
 		return err_set(e, E_IMPERSONATION_FAILED, "uid %u has no passwd entry", (unsigned)geteuid());
+	_cleanup_free_ char *server = terminal_tmux_server_name(pw->pw_name, ctx->cfg->paths.data_home);
 	struct terminal_request r = {
 		.pw = pw,
+		.server = server,
 		.shell = terminal_shell(pw, ctx->cfg->execution.terminal_shell),
 		.session = payload_str(p, "sessionName"),
 		.window = payload_str(p, "windowName"),
@@ -640,9 +645,9 @@ static int run_tmux_close(const struct payload *p, const struct executor_context
 static int run_zellij_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
 			     struct err *e)
 {
-	_cleanup_free_ char *cwd = NULL;
+	_cleanup_free_ char *cwd = NULL, *server = NULL;
 	struct terminal_request r;
-	if (terminal_request_for(p, ctx, plan, &cwd, &r, e) < 0)
+	if (terminal_request_for(p, ctx, plan, &cwd, &server, &r, e) < 0)
 		return -1;
 	if (!r.create)
 		return invalid_param(e, "params.create", "zellij attaches with --create; false is not supported");

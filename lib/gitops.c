@@ -227,7 +227,8 @@ char *gitops_default_repo_subpath(const char *url, struct err *e)
 	_cleanup_free_ char *repo = safe_segment(path + repo_start, len - repo_start);
 	_cleanup_free_ char *org = safe_segment(path + org_start, org_end - org_start);
 	if (!provider || !repo || !org) {
-		err_set(e, E_INVALID_PAYLOAD, "cannot derive <provider>/<org>/<repo> from URL %s: give params.outputPath", url);
+		err_set(e, E_INVALID_PAYLOAD, "cannot derive <provider>/<org>/<repo> from URL %s: it must name an "
+			"organisation and a repository, as in https://host/org/repo.git or /srv/git/org/repo", url);
 		return NULL;
 	}
 	return xasprintf("%s/%s/%s.git", provider, org, repo);

@@ -11,7 +11,8 @@
  *     config.yaml (0600)  agor.db (0600)  logs/  cache/  run/ (0700)  run/agor.pid
  * daemon.socket_path defaults to run/agor.sock but may live elsewhere (`agor setup isolation`).
  * The data home (for executors only; the daemon never touches it, DESIGN rule 1):
- *     repos/<provider>/<org>/<repo>.git   worktrees/<org>/<repo>/<name>   zellij/sessions/
+ *     repos/<provider>/<org>/<repo>.git   worktrees/<provider>/<org>/<repo>/<name>
+ *     zellij/sessions/
  * repos/, worktrees/ and zellij/ follow paths.*_dir, which may point outside the data home.
  *
  * Every member is an owned absolute path; paths_release frees them.

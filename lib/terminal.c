@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "crypto.h"
 #include "fdpass.h"
 #include "json.h"
 #include "net.h"
@@ -23,9 +24,11 @@
 #define TMUX_COMMAND_TIMEOUT_MS 10000
 #define HANDOVER_TIMEOUT_S 15
 
-char *terminal_tmux_server_name(const char *user)
+char *terminal_tmux_server_name(const char *user, const char *data_home)
 {
-	return xasprintf("agor-%s", user);
+	char hash[CRYPTO_SHA256_HEX_LEN + 1];
+	crypto_sha256_hex(data_home, strlen(data_home), hash);
+	return xasprintf("agor-%s-%.8s", user, hash);
 }
 
 static int is_login_shell(const char *path)
@@ -64,11 +67,11 @@ void terminal_user_env(const struct passwd *pw, const char *shell, json_t *extra
 			strvec_pushf(env, "%s=%s", name, json_string_value(value));
 }
 
-void terminal_tmux_argv(const char *user, struct strvec *argv, const char *const *args)
+void terminal_tmux_argv(const char *server, struct strvec *argv, const char *const *args)
 {
 	strvec_push(argv, "tmux");
 	strvec_push(argv, "-L");
-	strvec_pushf(argv, "agor-%s", user);
+	strvec_push(argv, server);
 	for (; args && *args; args++)
 		strvec_push(argv, *args);
 }
@@ -87,7 +90,7 @@ static int run_tmux(const struct terminal_request *r, const char *const *args, s
 {
 	_cleanup_child_ struct child c;
 	child_init(&c);
-	terminal_tmux_argv(r->pw->pw_name, &c.args, args);
+	terminal_tmux_argv(r->server, &c.args, args);
 	terminal_user_env(r->pw, r->shell, r->env, &c.env);
 	c.cwd = r->cwd;
 	c.stdin_io = CHILD_IO_NULL;
@@ -112,7 +115,7 @@ static int run_tmux(const struct terminal_request *r, const char *const *args, s
 static void plan_tmux(const struct terminal_request *r, const char *step, const char *const *args)
 {
 	struct strvec argv = STRVEC_INIT;
-	terminal_tmux_argv(r->pw->pw_name, &argv, args);
+	terminal_tmux_argv(r->server, &argv, args);
 	json_array_append_new(r->plan, json_pack("{s:s,s:o}", "step", step, "argv", argv_json(&argv)));
 	strvec_clear(&argv);
 }
@@ -223,7 +226,7 @@ static int start_control_client(const struct terminal_request *r, const char *wi
 	const char *attach[] = { "-C", "attach-session", "-t", target, NULL };
 	_cleanup_child_ struct child c;
 	child_init(&c);
-	terminal_tmux_argv(r->pw->pw_name, &c.args, attach);
+	terminal_tmux_argv(r->server, &c.args, attach);
 	terminal_user_env(r->pw, r->shell, r->env, &c.env);
 	c.cwd = r->cwd;
 	c.stdin_io = c.stdout_io = CHILD_IO_FD;
@@ -402,7 +405,6 @@ int terminal_tmux_close(const struct terminal_request *r, const json_t *keep, js
 
 int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct err *e)
 {
-	_cleanup_free_ char *server = terminal_tmux_server_name(r->pw->pw_name);
 	int session_created = 0, window_created = 0;
 	struct strbuf window = STRBUF_INIT, pane = STRBUF_INIT;
 	int rc = ensure_session(r, &session_created, e);
@@ -414,7 +416,7 @@ int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct
 		json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "terminal.handover (SCM_RIGHTS)", "daemonUrl",
 							  r->daemon_url ? r->daemon_url : "(none)"));
 	} else if (rc == 0 && (rc = active_pane(r, window.buf, &pane, e)) == 0) {
-		json_t *info = json_pack("{s:s,s:s,s:s,s:s,s:s}", "server", server, "session", r->session, "window", window.buf,
+		json_t *info = json_pack("{s:s,s:s,s:s,s:s,s:s}", "server", r->server, "session", r->session, "window", window.buf,
 					 "windowName", window_name(r), "pane", pane.buf);
 		rc = attach_and_hand_over(r, info, e);
 		if (rc == 0) {

@@ -4,9 +4,9 @@
  * session leader of its own and is let go once the daemon holds its descriptor.
  *
  * Contract
- *   One tmux server per Unix user (`tmux -L agor-<user>`), one session per user (params.sessionName), one
- *   window per worktree (params.windowName, default: the last component of cwd), created on demand when
- *   params.create is not false (else a missing session or window is NOT_FOUND).
+ *   One tmux server per Unix user and data home (`tmux -L agor-<user>-<hash>`), one session per user
+ *   (params.sessionName), one window per worktree (params.windowName, default: the last component of cwd),
+ *   created on demand when params.create is not false (else a missing session or window is NOT_FOUND).
  *   terminal_shell(): the shell a pane runs — execution.terminal_shell when set; else the passwd shell when it
  *   is a login shell (listed in /etc/shells and executable); else /bin/bash, else /bin/sh. An account whose
  *   shell is nologin or false (the executor user made by `agor setup isolation`) still gets a working pane.
@@ -29,6 +29,7 @@
 
 struct terminal_request {
 	const struct passwd *pw; /* the execution user (the current user) */
+	const char *server;	 /* tmux: terminal_tmux_server_name() of pw and the data home */
 	const char *session;	 /* params.sessionName */
 	const char *window;	 /* tmux: params.windowName, or NULL: basename of cwd; zellij: params.tabName */
 	const char *cwd;	 /* resolved inside the worktrees directory */
@@ -43,14 +44,15 @@ struct terminal_request {
 	json_t *plan; /* dry run: steps are appended here */
 };
 
-/* "agor-<user>": the tmux server (-L) of user. */
-char *terminal_tmux_server_name(const char *user);
+/* "agor-<user>-<8 hex of SHA-256(data_home)>": user's tmux server (-L) for the terminals of one data home, so
+ * two daemons (two AGOR_HOMEs) never share one server for the same user. */
+char *terminal_tmux_server_name(const char *user, const char *data_home);
 /* The shell panes of pw run (configured: execution.terminal_shell, may be NULL); see the contract above. */
 const char *terminal_shell(const struct passwd *pw, const char *configured);
 /* The environment every tmux command and the user's shell get (shell NULL: terminal_shell(pw, NULL)). */
 void terminal_user_env(const struct passwd *pw, const char *shell, json_t *extra, struct strvec *env);
-/* argv of `tmux -L agor-<user> ARGS…` (NULL-terminated list of extra arguments). */
-void terminal_tmux_argv(const char *user, struct strvec *argv, const char *const *args);
+/* argv of `tmux -L SERVER ARGS…` (NULL-terminated list of extra arguments). */
+void terminal_tmux_argv(const char *server, struct strvec *argv, const char *const *args);
 
 int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct err *e);
 /* tmux.close: in r->session of r->pw's server, kills the window named r->window, or (r->window NULL) every window

@@ -218,7 +218,9 @@ static int open_and_attach(struct session *s, struct err *e)
 	window_size(s->o->in_fd, &cols, &rows);
 	json_t *result = NULL, *attached = NULL;
 	json_t *params = json_pack("{s:s,s:i,s:i}", "worktree_id", s->o->worktree, "cols", cols, "rows", rows);
-	int rc = rpc_client_call(s->c, "terminal.open", params, &result, e);
+	int rc = client_expand_id(s->c, "worktrees.list", params, "worktree_id", e);
+	if (rc == 0)
+		rc = rpc_client_call(s->c, "terminal.open", params, &result, e);
 	json_decref(params);
 	if (rc == 0) {
 		s->terminal_id = xstrdup(json_get_str(result, "terminal_id"));

@@ -17,19 +17,23 @@ PRIVATE_TMP='
 '
 
 # in_private_tmp < BODY — runs BODY (stdin, with `set -e`, test/daemon.sh and the SCENE helpers) in a private mount
-# namespace with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER) a case starts is its own and is killed with
-# the case, never one of the host's.
+# namespace with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER-HASH) a case starts is its own and is killed
+# with the case, never one of the host's.
 in_private_tmp() {
   local script="$T/.private-tmp-body.sh"
   { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'"; echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
   T="$T" TEST_TOP="$TEST_TOP" unshare --mount --propagation private -- bash -c '
     set -e
     eval "$2"
-    trap "tmux -L agor-$(id -un) kill-server 2>/dev/null || true" EXIT
+    trap "tmux -L agor-$(id -un)-$(printf %s "$AGOR_HOME" | sha256sum | cut -c1-8) kill-server 2>/dev/null || true" EXIT
     bash "$1"' _ "$script" "$PRIVATE_TMP"
 }
 
-SCENE='
+# tmux_server USER [DATA_HOME] — the tmux server (-L) of USER's terminals of a data home (default $AGOR_HOME)
+TMUX_SERVER='tmux_server() { echo "agor-$1-$(printf %s "${2:-$AGOR_HOME}" | sha256sum | cut -c1-8)"; }'
+eval "$TMUX_SERVER"
+
+SCENE="$TMUX_SERVER"'
   worktree() { # → $wt, a worktree of a fresh clone
     make_source_repo src
     "$AGOR" repo clone "$PWD/src" --json > clone.json

@@ -30,7 +30,7 @@ test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks a
   [ -d "$AGOR_HOME/repos/local/$(basename "$PWD")/src.git" ]
   expect_exit 0 "$AGOR" worktree add "$repo" feature --branch feat --create-branch --json
   wt=$(json_get out worktree.id)
-  [ -f "$AGOR_HOME/worktrees/$(basename "$PWD")/src/feature/hello.txt" ]
+  [ -f "$AGOR_HOME/worktrees/local/$(basename "$PWD")/src/feature/hello.txt" ]
   expect_exit 0 "$AGOR" worktree list
   expect_contains out feature
   expect_exit 0 "$AGOR" task list --json
@@ -39,7 +39,7 @@ test_case "clone a repo and add/remove a worktree through the CLI; rows, tasks a
   [ "$(json_get out 0.command)" = git.worktree.add ] || fail "task list: newest first expected: $(cat out)"
   [ "$(json_get out 1.command)" = git.clone ] || fail "task list: the clone second expected"
   expect_exit 0 "$AGOR" worktree remove "$wt"
-  [ ! -e "$AGOR_HOME/worktrees/$(basename "$PWD")/src/feature" ]
+  [ ! -e "$AGOR_HOME/worktrees/local/$(basename "$PWD")/src/feature" ]
   expect_exit 0 "$AGOR" audit verify
   expect_contains out "the hash chain verifies"
   stop_daemon

@@ -58,7 +58,10 @@ test_case "pattern without / refused at write time; add, list, rm" '
   expect_exit 1 "$AGOR" approvals allowlist add "bin/*"
   expect_exit 0 "$AGOR" approvals allowlist add /usr/bin/ls "~/bin/*"
   [ "$(wc -l < out)" -eq 2 ]
-  id=$(head -n1 out)
+  expect_contains out "added ~/bin/* as "
+  expect_exit 0 "$AGOR" approvals allowlist add --json /usr/bin/ls
+  id=$(json_get out 0.id)
+  expect_json out 0.pattern /usr/bin/ls
   expect_exit 0 "$AGOR" approvals allowlist add --agent ci /usr/bin/id
   expect_exit 0 "$AGOR" approvals allowlist list
   expect_contains out "*	$id	/usr/bin/ls"
@@ -92,10 +95,11 @@ test_case "symlinked file or parent directory is refused; loose modes are refuse
 '
 
 test_case "a write against a stale hash fails with a retry error (exit 75)" '
-  expect_exit 0 "$AGOR" approvals set --security allowlist
-  old=$(cat out)
+  expect_exit 0 "$AGOR" approvals set --security allowlist --json
+  old=$(json_get out hash)
   expect_exit 0 "$AGOR" approvals set --expect-hash "$old" --ask always
-  new=$(cat out)
+  expect_contains out "give it to --expect-hash"
+  new=$(sed -n "s/.*(hash \([0-9a-f]*\):.*/\1/p" out)
   expect_exit 75 "$AGOR" approvals set --expect-hash "$old" --ask off
   expect_contains err "changed since it was read"
   expect_exit 75 "$AGOR" approvals allowlist add --expect-hash "$old" /usr/bin/ls

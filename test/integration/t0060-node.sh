@@ -109,6 +109,8 @@ test_case "pairing approved and revoked: a revoked token stops working at once a
   expect_contains node1.log "was revoked"
   exec_on "$id" "$HOME_ARGV" "\"security\":\"full\""
   expect_json reply error.data.code NOT_FOUND
+  expect_contains reply "is revoked: on the node, pair it again"
+  expect_not_contains reply "known: none"
   kill_daemon; DAEMON_PORT=$port start_daemon
   on 1 "$AGOR" node run --once 2> again.err && fail "revocation did not survive the restart"
   expect_contains again.err "was revoked"

@@ -271,6 +271,9 @@ test_case "agor exec: runs on the gateway and a node, answers the approval for i
   node_up 1 worker --security full --ask off
   expect_exit 0 "$AGOR" exec --host node --node worker --security full -- /bin/echo on-node
   expect_contains out on-node
+  expect_exit 126 "$AGOR" exec --host node --node worker -- /bin/echo no-security
+  expect_contains err "this request'"'"'s security defaults to deny; give --security allowlist or full"
+  expect_not_contains err "denied by the node'"'"'s policy"
   expect_exit 2 "$AGOR" exec --host gateway "$wt"
   expect_contains err "expected -- ARGV"
   stop_daemon

@@ -7,12 +7,12 @@ WS_DIR="$TEST_TOP/build/test-tmp/node-ws"
 export WS_MODULE_DIR="$WS_DIR" TEST_TOP
 . "$TEST_TOP/test/terminal.sh"
 
-test_case "tmux.attach dry run: one server per user (-L agor-USER), session, window per worktree, control client" '
+test_case "tmux.attach dry run: one server per user and data home (-L agor-USER-HASH), session, window per worktree, control client" '
   mkdir -p "$AGOR_HOME/worktrees/o/r/feature"
   executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\"}}" --dry-run
   expect_success
   user=$(id -un)
-  expect_json out data.plan.1.argv "[\"tmux\", \"-L\", \"agor-$user\", \"has-session\", \"-t\", \"=agor\"]"
+  expect_json out data.plan.1.argv "[\"tmux\", \"-L\", \"$(tmux_server $user)\", \"has-session\", \"-t\", \"=agor\"]"
   expect_contains out "\"new-window\",\"-d\",\"-t\",\"=agor:\",\"-n\",\"feature\""
   expect_contains out "\"-C\",\"attach-session\""
   expect_contains out "terminal.handover (SCM_RIGHTS)"
@@ -60,13 +60,13 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen an
       "type:env | grep -c AGOR_\n" "expect:\r0\r\n" \
       "type:STATE=kept-\$((40+2))\n" > first.out || { cat first.out daemon.log; false; }
     head -1 first.out > open.json
-    expect_json open.json open.result.tmux.server "agor-$(id -un)"
+    expect_json open.json open.result.tmux.server "$(tmux_server $(id -un))"
     expect_json open.json open.result.tmux.session agor
     kill_daemon
     start_daemon
     term $wt "expect:STATE=kept-\\\$\\(\\(40\\+2\\)\\)" "type:echo \"[\$STATE]\"\n" "expect:\[kept-42\]" "type:exit\n" expect-exit > second.out || { cat second.out daemon.log; false; }
     expect_contains second.out "\"reason\": \"exited\""
-    ! tmux -L agor-$(id -un) has-session -t =agor 2> /dev/null || fail "the session outlived its last shell"
+    ! tmux -L $(tmux_server $(id -un)) has-session -t =agor 2> /dev/null || fail "the session outlived its last shell"
     stop_daemon
 BODY
 '
@@ -76,7 +76,7 @@ test_case "removing a worktree closes its tmux window; a daemon start closes win
     start_daemon
     worktree
     open_terminal $wt
-    server="agor-$(id -un)"
+    server="$(tmux_server $(id -un))"
     window=$(tmux -L $server list-windows -t =agor -F "#{window_name}" | grep -- "-${wt:0:8}$")
     [ -n "$window" ] || fail "no tmux window for the worktree"
     "$AGOR" worktree remove "$wt" > /dev/null || { cat daemon.log; fail "remove failed"; }
@@ -107,13 +107,13 @@ test_case "attack: the pane shell is sandboxed to its worktree (no AGOR_HOME, no
     start_daemon
     worktree
     term $wt "expect:@agor-sandbox:" "type:hostname; cat $AGOR_HOME/jwt.secret || echo no-secret\n" "expect:agor-sandbox\r\n" "expect:no-secret" \
-      "type:tmux -L agor-$(id -un) new-window true || echo no-tmux\n" "expect:\r\nno-tmux" \
+      "type:tmux -L $(tmux_server $(id -un)) new-window true || echo no-tmux\n" "expect:\r\nno-tmux" \
       "type:touch $T/escape || echo no-escape; touch made-here && echo ma\"\"de-ok\n" "expect:\r\nno-escape\r\n" "expect:made-ok" \
       > out || { cat out daemon.log; false; }
     [ ! -e "$T/escape" ] || fail "the shell wrote outside its worktree"
     "$AGOR" worktree get $wt --json > wtget.json
     [ -e "$(json_get wtget.json path)/made-here" ] || fail "the shell could not write its worktree"
-    [ "$(tmux -L agor-$(id -un) list-windows -a | wc -l)" = 1 ] || fail "the sandboxed shell reached the tmux server"
+    [ "$(tmux -L $(tmux_server $(id -un)) list-windows -a | wc -l)" = 1 ] || fail "the sandboxed shell reached the tmux server"
     stop_daemon
 BODY
 '
@@ -131,8 +131,8 @@ test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and nei
     ss -xpn > ss.out
     # the line of the daemon end: its peer is the client socket
     awk -v peer="$client_sock" "\$8 == peer" ss.out | grep -q "pid=$daemon_pid," || { cat ss.out; fail "the daemon holds no peer of socket $client_sock"; }
-    shell=$(tmux -L agor-$(id -un) display-message -p -t "=agor:" "#{pane_pid}")
-    server=$(tmux -L agor-$(id -un) display-message -p "#{pid}")
+    shell=$(tmux -L $(tmux_server $(id -un)) display-message -p -t "=agor:" "#{pane_pid}")
+    server=$(tmux -L $(tmux_server $(id -un)) display-message -p "#{pid}")
     for p in $cpid $shell $server; do
       ancestors $p > anc.$p
       ! grep -qx "$daemon_pid" anc.$p || fail "process $p descends from the daemon"
@@ -195,6 +195,7 @@ BODY
 
 # Insulated mode for real (users in a scratch /etc): the daemon runs as agord, terminals as alice through sudo.
 ISO_SCENE="TEST_TOP='$TEST_TOP'
+$TMUX_SERVER
 $PRIVATE_TMP"'
   groupadd -f agor_users
   useradd -m -s /bin/bash -G agor_users agord
@@ -213,7 +214,7 @@ $PRIVATE_TMP"'
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
   scene_cleanup() { # the tmux server of alice, then the cgroups of her shells
-    setpriv --reuid=alice --regid=alice --init-groups tmux -L agor-alice kill-server 2> /dev/null || true
+    setpriv --reuid=alice --regid=alice --init-groups tmux -L $(tmux_server alice "$T/data") kill-server 2> /dev/null || true
     sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true
   }
   DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor"
@@ -230,9 +231,9 @@ test_case "insulated mode: the shell runs as the execution user with its own env
     "expect:\ralice\r\n\[/home/alice\]\[\]\r\n" "type:cat /home/agord/.agor/jwt.secret > /dev/null || echo no-secret-here\n" \
     "expect:\r\nno-secret-here\r\n" > out || { cat out daemon.log; false; }
   head -1 out > open.json
-  expect_json open.json open.result.tmux.server agor-alice
-  [ "$(stat -c %U /tmp/tmux-$(id -u alice)/agor-alice)" = alice ] || fail "the tmux socket is not alice"
-  for p in $(pgrep -f "^tmux -L agor-alice"); do [ "$(stat -c %U /proc/$p)" = alice ] || fail "tmux process $p is not alice"; done
+  expect_json open.json open.result.tmux.server "$(tmux_server alice "$T/data")"
+  [ "$(stat -c %U /tmp/tmux-$(id -u alice)/$(tmux_server alice "$T/data"))" = alice ] || fail "the tmux socket is not alice"
+  for p in $(pgrep -f "^tmux -L $(tmux_server alice "$T/data")"); do [ "$(stat -c %U /proc/$p)" = alice ] || fail "tmux process $p is not alice"; done
 '"'"'
 '
 
@@ -311,7 +312,7 @@ test_case "access: another user cannot open, attach, list or close a terminal; t
     expect_json attacks.out input_unattached INVALID_PAYLOAD
     expect_json attacks.out handover_forged AUTH_FAILED
     expect_json attacks.out binary_unattached "[\"terminal.error\"]"
-    ! grep -q pwned "$(tmux -L agor-$(id -un) capture-pane -p -t "=agor:" > pane.txt; echo pane.txt)" || fail "unattached input reached a shell"
+    ! grep -q pwned "$(tmux -L $(tmux_server $(id -un)) capture-pane -p -t "=agor:" > pane.txt; echo pane.txt)" || fail "unattached input reached a shell"
     "$AGOR" audit verify > /dev/null
     stop_daemon
 BODY

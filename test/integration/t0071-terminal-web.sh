@@ -103,7 +103,7 @@ test_case "Chromium: two pages on one tmux terminal (link with #terminal&token),
     expect_json web.out tput_cols_matches true
     expect_json web.out errors "[]"
     expect_not_contains daemon.log "$token"   # the fragment never reached the server
-    tmux -L agor-$(id -un) capture-pane -p -t "=agor:" > pane.txt
+    tmux -L $(tmux_server $(id -un)) capture-pane -p -t "=agor:" > pane.txt
     expect_contains pane.txt "from-b-42"
     stop_daemon
 BODY

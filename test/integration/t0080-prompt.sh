@@ -20,7 +20,7 @@ SCENE='
   mkdir -p data && chmod 755 "$T" data
   write_config() { # EXTRA_EXECUTION_YAML
     printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  permission_timeout_ms: 20000\n%s\nagents:\n  claude_code:\n    command: %s\n    base_url: http://127.0.0.1:%s\n  codex:\n    command: %s\n    base_url: http://127.0.0.1:%s/v1\n    model: gpt-5.5\n" \
-      "$T" "${1:-}" "${AGENT_COMMAND:-$CLAUDE}" "$(cat port)" "$CODEX" "$(cat openai-port)" > config.yaml
+      "$T" "${1:-}" "${AGENT_COMMAND:-$CLAUDE}" "$(cat port)" "${CODEX_COMMAND:-$CODEX}" "$(cat openai-port)" > config.yaml
     chmod 600 config.yaml
   }
   DAEMON_SOCKET=/run/agor/agor.sock
@@ -131,6 +131,8 @@ DENIED='
     a prompt "$session" "please RUN: echo no > denied.txt" --no > out 2> err || { cat out err; fail "prompt failed"; }
     expect_contains out "[permission] Bash denied"
     expect_contains out "[tool error]"
+    expect_contains out "[tool error] denied by "   # the decider, by name (the daemon'"'"'s own user), not its id
+    ! grep -Eq "denied by [0-9a-f]{32}" out || { cat out; fail "the decider is shown as a user id"; }
     [ ! -e "$wt_path/denied.txt" ] || fail "a denied command ran"
     a session get "$session" --json > session.json && agent_session=$(json_get session.json agent_session_id)
     [ -n "$agent_session" ] && [ "$agent_session" != null ] || fail "the agent session id was not kept"
@@ -293,6 +295,15 @@ CRASH='
     AGENT_COMMAND="$PWD/agent/babble.sh" write_config; stop_daemon; start_scene_daemon
     expect_exit 1 a prompt "$session" "anything" --no > out 2> err
     expect_contains err "without a final result"
+    # an error Codex retries by itself is a warning, not an error; one it does not retry stays an error
+    printf "#!/bin/sh\nread line\necho '"'"'{\"jsonrpc\":\"2.0\",\"method\":\"error\",\"params\":{\"error\":{\"message\":\"reconnecting 1/5\"},\"willRetry\":true}}'"'"'\necho '"'"'{\"jsonrpc\":\"2.0\",\"method\":\"error\",\"params\":{\"error\":{\"message\":\"gave up\"},\"willRetry\":false}}'"'"'\nexit 3\n" > agent/codex.sh
+    chmod 755 agent/codex.sh
+    CODEX_COMMAND="$PWD/agent/codex.sh" write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    a session create "$wt" --tool codex --json > codex-session.json
+    expect_exit 1 a prompt "$(json_get codex-session.json id)" "anything" --no > out 2> err
+    expect_contains out "[warning] reconnecting 1/5"
+    expect_contains out "[error] gave up"
+    expect_not_contains out "[error] reconnecting"
 '
 
 SANDBOXED='
@@ -300,7 +311,7 @@ SANDBOXED='
     echo private > /home/agor_executor/private.txt && chown agor_executor /home/agor_executor/private.txt
     probe="cat $AGOR_HOME/config.yaml && echo READ-CONFIG; cat /home/agor_executor/private.txt && echo READ-HOME;"
     probe="$probe ls $T && echo LISTED-TEST; echo x > $T/escape.txt && echo WROTE-OUTSIDE; mkdir \$(git rev-parse --git-common-dir)/hooks/x && echo HOOK;"
-    probe="$probe tmux -L agor-agor_executor ls && echo TMUX; hostname; echo inside > in-worktree.txt;"
+    probe="$probe tmux -L agor-agor_executor-$(printf %s "$T/data" | sha256sum | cut -c1-8) ls && echo TMUX; hostname; echo inside > in-worktree.txt;"
     probe="$probe echo hooks > \$HOME/.claude/settings.json && echo WROTE-STATE"
     a prompt "$session" "please RUN: { $probe; } > probe.txt 2>&1" > out 2> err || { cat out err daemon.log; fail "prompt failed"; }
     expect_contains out "[completed]"

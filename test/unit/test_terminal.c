@@ -121,17 +121,20 @@ TEST(terminal_shell_replaces_a_shell_that_cannot_log_in)
 TEST(terminal_tmux_argv_names_the_users_server)
 {
 	struct strvec argv = STRVEC_INIT;
-	terminal_tmux_argv("alice", &argv, (const char *const[]){ "has-session", "-t", "=agor", NULL });
+	terminal_tmux_argv("agor-alice-0123abcd", &argv, (const char *const[]){ "has-session", "-t", "=agor", NULL });
 	CHECK_INT(argv.nr, 6);
 	CHECK_STR(argv.v[0], "tmux");
 	CHECK_STR(argv.v[1], "-L");
-	CHECK_STR(argv.v[2], "agor-alice");
+	CHECK_STR(argv.v[2], "agor-alice-0123abcd");
 	CHECK_STR(argv.v[3], "has-session");
 	CHECK_STR(argv.v[5], "=agor");
 	strvec_clear(&argv);
-	char *name = terminal_tmux_server_name("bob");
-	CHECK_STR(name, "agor-bob");
+	/* one server per user and data home: SHA-256("/srv/agor") begins 3b93670d */
+	char *name = terminal_tmux_server_name("bob", "/srv/agor"), *other = terminal_tmux_server_name("bob", "/srv/b");
+	CHECK_STR(name, "agor-bob-3b93670d");
+	CHECK(strcmp(name, other) != 0);
 	free(name);
+	free(other);
 }
 
 TEST(terminal_client_detach_keys)
