@@ -1486,11 +1486,15 @@ int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
  * (daemon_methods.h); a new key gets members, a key set again keeps its scope unless one is given. */
 int method_api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *given, *value, *scope = daemon_opt_str(params, "scope");
+	const char *given, *value, *scope = daemon_opt_str(params, "scope"), *username = daemon_opt_str(params, "username");
 	_cleanup_free_ char *service = NULL;
 	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "service", &given, e) < 0 || daemon_need_str(params, "value", &value, e) < 0 ||
 	    daemon_canonical_service(given, &service, e) < 0)
 		return -1;
+	if (username && (!daemon_git_service(service) || !*username || strpbrk(username, "@:/ \t\r\n")))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "username"),
+				"params.username: a user name goes with a git credential (git:HOST or git-ssh:HOST) only, "
+				"and has no '@', ':', '/' or white space");
 	json_t *given_scope = json_object_get(params, "scope"); /* null: as absent (keep, or members when new) */
 	if (given_scope && !json_is_null(given_scope) && (!scope || !daemon_api_key_scope_valid(scope)))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
@@ -1499,11 +1503,11 @@ int method_api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	int rv = crypto_seal(D(rc)->master_key, value, strlen(value), service, strlen(service), &sealed, e);
 	if (rv == 0)
 		rv = db_run(D(rc)->db, e,
-			    "INSERT INTO api_keys (service, sealed, scope, set_by, created_at, updated_at) "
-			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5) ON CONFLICT(service) DO UPDATE SET "
+			    "INSERT INTO api_keys (service, sealed, scope, set_by, created_at, updated_at, username) "
+			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5, ?6) ON CONFLICT(service) DO UPDATE SET "
 			    "sealed = excluded.sealed, scope = coalesce(?3, api_keys.scope), set_by = excluded.set_by, "
-			    "updated_at = excluded.updated_at",
-			    "sbssi", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now()) < 0 ? -1 : 0;
+			    "updated_at = excluded.updated_at, username = excluded.username",
+			    "sbssis", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now(), username) < 0 ? -1 : 0;
 	strbuf_release(&sealed);
 	_cleanup_json_ json_t *row = rv == 0 ? db_query_one(D(rc)->db, e, "SELECT scope FROM api_keys WHERE service = ?", "s",
 							    service) : NULL;
@@ -1520,7 +1524,7 @@ int method_api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	(void)params;
 	if (daemon_need_admin(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
+	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, username, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
 	return *result ? 0 : -1;
 }
 

@@ -81,6 +81,8 @@ static const char *const migrations[] = {
 	"ALTER TABLE users ADD COLUMN email TEXT;",
 	/* 7: per-session egress additions (issue 21): entries of the egress allowlist only this session's runs get */
 	"ALTER TABLE sessions ADD COLUMN egress_allow TEXT;",
+	/* 8: git over ssh and https user names (issue 23): the user a git credential logs in as (NULL: the default) */
+	"ALTER TABLE api_keys ADD COLUMN username TEXT;",
 };
 
 int db_schema_version(void)
