@@ -119,7 +119,8 @@ const struct applet applet_apikey = {
 		 "port 443) and git:HOST:PORT (on another port): a git credential goes to that exact origin only;\n"
 		 "git-ssh:HOST[:PORT] an ssh private key (OpenSSH format, ECDSA: ssh-keygen -t ecdsa) for git over ssh\n"
 		 "(port 22 by default): agor api-key set git-ssh:github.com < ~/.ssh/id_ecdsa. --username is the user a\n"
-		 "git credential logs in as (https: x-access-token by default; ssh: the clone URL's user, else git).\n"
+		 "git credential logs in as (https: x-access-token by default; ssh: the clone URL's user, else git),\n"
+		 "stored with each set (set again without it: the default).\n"
 		 "--scope says whose tasks may use the key: members (any agor user; the default for a new key),\n"
 		 "admins, or owner (the admin who sets it); setting a key again keeps its scope unless --scope is given.\n"
 		 "Values are sealed with the daemon's master key and never returned by any command.\n",

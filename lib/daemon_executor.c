@@ -3,6 +3,7 @@
  * Never returns a secret to anyone but the token's task, never writes a secret to the audit log or logs. */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent.h"
 #include "crypto.h"
@@ -316,6 +317,10 @@ int method_get_known_hosts(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (rv == 0 && !file)
 		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts is not set (the "
 					       "operator points it at a known_hosts file listing each git server's key)");
+	struct stat sb;
+	if (rv == 0 && stat(file, &sb) == 0 && (sb.st_mode & (S_IWGRP | S_IWOTH)))
+		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts %s is writable by "
+					       "others than its owner (chmod go-w %s)", file, file);
 	struct strbuf text = STRBUF_INIT;
 	if (rv == 0 && strbuf_read_file(&text, file, 4 << 20) < 0)
 		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts: cannot read %s: "

@@ -365,7 +365,7 @@ static char *blob_type(const unsigned char *blob, size_t len)
 
 /* 0 when the server's host key is one execution.git.known_hosts lists for the clone's host and port (the daemon
  * reads the file: nothing a run can write is trusted); else E_AUTH_FAILED naming the key's SHA256 fingerprint.
- * libgit2's own verdict (valid, from $HOME/.ssh/known_hosts, which a run may write) is never used. */
+ * libgit2's own verdict (valid) is never used: it is built to read no $HOME/.ssh/known_hosts (mk/deps.sh). */
 static int check_host_key(struct clone_state *st, const git_cert_hostkey *cert, const char *host)
 {
 	if (!(cert->type & GIT_CERT_SSH_RAW))
@@ -565,10 +565,6 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	if (check_clone_target(o, e) < 0 || gitops_init(e) < 0)
 		return -1;
 	configure_ca_locations();
-	if (!strcmp(kind, "ssh") && !(git_libgit2_features() & GIT_FEATURE_SSH))
-		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "class", "SSH", "message", "built without SSH"),
-				"cannot clone %s: this agor build has no SSH transport (libgit2 without libssh2); use an https:// URL",
-				o->url);
 	_cleanup_free_ char *stage_name = NULL, *stage_path = NULL;
 	_cleanup_close_ int sfd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-clone-", &stage_name, &stage_path, e);
 	if (sfd < 0)

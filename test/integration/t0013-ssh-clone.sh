@@ -103,6 +103,10 @@ test_case "attack: an unknown host key is refused naming its SHA256 fingerprint 
   expect_json out error.details.fingerprint "$fp"
   ! grep -q "Accepted publickey" sshd.log || fail "the key went to an unchecked server"
   [ ! -e "$AGOR_HOME/repos/unknown.git" ] || fail "left a clone behind"
+  known sshd/host_key.pub; chmod g+w known_hosts   # a file others may write is not trusted
+  clone "$url" writable.git
+  expect_error AUTH_FAILED 1
+  expect_contains out "chmod go-w"
   rm known_hosts   # execution.git.known_hosts unreadable: refused too
   clone "$url" unread.git
   expect_error AUTH_FAILED 1
