@@ -356,9 +356,12 @@ int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	struct pending_reply *pr = daemon_reply_new(rc, wait, "repo", json_pack("{s:s,s:b}", "created_by", P(rc)->user_id,
 									   "progress", daemon_opt_bool(params, "progress", 0)));
 	pr->row_id = daemon_new_id();
-	/* an https clone may need credentials: its executor gets a token to ask for them just in time */
+	/* an https or ssh clone may need credentials (and ssh, host keys): its executor gets a token to ask for them
+	 * just in time */
+	const char *kind = gitops_url_kind(url);
 	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .with_token = !strncmp(url, "https://", 8), .on_done = repo_cloned,
+				  .execution_user = user, .with_token = !strcmp(kind, "https") || !strcmp(kind, "ssh"),
+				  .on_done = repo_cloned,
 				  .on_progress = pr->peer && daemon_opt_bool(params, "progress", 0) ? clone_progress : NULL };
 	int rv = submit_with_reply(rc, 0, &spec, pr, result, e);
 	json_decref(exec_params);

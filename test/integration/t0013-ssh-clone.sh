@@ -83,6 +83,20 @@ test_case "clone over ssh:// with a stored key; the host key is the one executio
   grep -q "git-ssh:127.0.0.1:$sshd_port" audit || fail "the key use is not audited"
 '
 
+test_case "agor repo clone over ssh: the daemon gives the executor a token for the key and the host keys" "$SCENE"'
+  known sshd/host_key.pub
+  store_key < user_key
+  kill $daemon_pid; wait $daemon_pid 2>/dev/null || true
+  printf "execution:\n  git:\n    known_hosts: %s/known_hosts\n" "$PWD" > config.yaml   # the real executor
+  "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
+  daemon_pid=$!
+  trap "kill \$SERVERS $daemon_pid 2>/dev/null; wait $daemon_pid 2>/dev/null" EXIT
+  for i in $(seq 1 200); do rpc ping >/dev/null 2>&1 && break; sleep 0.05; done
+  expect_exit 0 "$AGOR" repo clone "$url" --json
+  grep -q "Accepted publickey for gitsrv" sshd.log || { cat sshd.log daemon.log; fail "no key login"; }
+  [ -d "$AGOR_HOME/repos/127.0.0.1/acme/widget.git" ] || { ls -R "$AGOR_HOME/repos"; fail "not cloned to its default path"; }
+'
+
 test_case "clone with an scp-like URL (gitsrv@127.0.0.1:acme/widget.git, port 22)" "$SCENE"'
   python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",22))" 2>/dev/null || skip_case "127.0.0.1:22 is taken"
   start_sshd 22
