@@ -365,6 +365,7 @@ static char *blob_type(const unsigned char *blob, size_t len)
 
 /* 0 when the server's host key is one execution.git.known_hosts lists for the clone's host and port (the daemon
  * reads the file: nothing a run can write is trusted); else E_AUTH_FAILED naming the key's SHA256 fingerprint.
+ * Whichever server libgit2 reached, the key for this origin goes only to one holding a host key listed for it.
  * libgit2's own verdict (valid) is never used: it is built to read no $HOME/.ssh/known_hosts (mk/deps.sh). */
 static int check_host_key(struct clone_state *st, const git_cert_hostkey *cert, const char *host)
 {
@@ -527,6 +528,9 @@ static json_t *clone_into(const struct gitops_clone *o, const char *work, struct
 	int ssh = !strcmp(gitops_url_kind(o->url), "ssh");
 	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .ssh = ssh,
 				  .origin = ssh ? ssh_origin_of(o->url) : origin_of(o->url) };
+	if (ssh && !st.origin) /* a key and host keys are asked for by origin: none, nothing to ask */
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "params.url"),
+				"params.url: cannot tell the ssh server's host and port from %s", o->url), NULL;
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
 	opts.local = GIT_CLONE_NO_LOCAL; /* through the transport: a copy (a run may rewrite its objects, never the source's) with progress */

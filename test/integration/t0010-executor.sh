@@ -203,6 +203,9 @@ test_case "ssh URLs go through the SSH transport: an ssh server that does not an
   executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"ssh://git@127.0.0.1:1/o/r.git\"}}"
   expect_error GIT_ERROR 1
   [ ! -e "$AGOR_HOME/repos/127.0.0.1/o/r.git" ] || fail "left a partial clone"
+  executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"git@[::1]:o/r.git\",\"outputPath\":\"v6.git\"}}"
+  expect_error INVALID_PAYLOAD 2
+  expect_contains out "cannot tell the ssh server"
 '
 
 test_case "unsupported URLs and plain http are INVALID_PAYLOAD at params.url" '
