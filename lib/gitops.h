@@ -11,7 +11,8 @@
  * On failure every function leaves nothing half-made behind (a failed clone or worktree add removes what it
  * created) and sets
  * e to E_GIT_ERROR (details: {"class":…,"klass":n,"message":…}), E_NOT_FOUND, E_ALREADY_EXISTS,
- * E_WORKTREE_DIRTY (details: {"paths":[…]}) or E_AUTH_FAILED.
+ * E_WORKTREE_DIRTY (details: {"paths":[…]}), E_AUTH_FAILED (an ssh host key not listed: details {"fingerprint":…})
+ * or E_INVALID_PAYLOAD (an ssh URL without a host and port agor can read).
  */
 #ifndef AGOR_GITOPS_H
 #define AGOR_GITOPS_H
