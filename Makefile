@@ -15,7 +15,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wpointer-arith -Wst
 	-Wmissing-prototypes -Wno-missing-field-initializers
 COMMON_CFLAGS := -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -I. -Ilib -Iapplets -MMD -MP \
 	-fno-strict-aliasing -fstack-protector-strong
-LIBS := -lgit2 -lhttp_parser -lmbedtls -lmbedx509 -lmbedcrypto -lz -lsqlite3 -ljansson -lyaml -lpthread
+LIBS := -lgit2 -lssh2 -lhttp_parser -lmbedtls -lmbedx509 -lmbedcrypto -lz -lsqlite3 -ljansson -lyaml -lpthread
 
 # The product: musl, static, stripped, sections garbage-collected.
 MUSL_CC := musl-gcc
@@ -201,7 +201,7 @@ FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -Wno-string-concate
 FUZZ_LIB_OBJS := $(patsubst lib/%.c,build/fuzz/lib/%.o,$(wildcard lib/*.c))
 FUZZ_NAMES := $(basename $(notdir $(wildcard test/fuzz/*_fuzz.c)))   # every target: none can be left out
 FUZZ_TARGETS := $(addprefix build/fuzz/,$(FUZZ_NAMES))
-FUZZ_LIBS := -L$(DEPS_GLIBC)/lib -Wl,--start-group build/fuzz/libagor.a -lgit2 -lhttp_parser -lmbedtls -lmbedx509 -lmbedcrypto -lz -lsqlite3 \
+FUZZ_LIBS := -L$(DEPS_GLIBC)/lib -Wl,--start-group build/fuzz/libagor.a -lgit2 -lssh2 -lhttp_parser -lmbedtls -lmbedx509 -lmbedcrypto -lz -lsqlite3 \
 	-ljansson -lyaml -Wl,--end-group -lpthread -ldl -lm
 fuzz: $(FUZZ_TARGETS)
 fuzz-campaign: $(FUZZ_TARGETS)

@@ -34,7 +34,8 @@ static int read_secret(struct strbuf *value)
 	return n < 0 ? -1 : 0;
 }
 
-static json_t *params_for(const char *sub, int argc, char **argv, const char *scope, struct strbuf *value, int *usage)
+static json_t *params_for(const char *sub, int argc, char **argv, const char *scope, const char *username,
+			  struct strbuf *value, int *usage)
 {
 	*usage = 0;
 	if (!strcmp(sub, "list") && argc == 0)
@@ -46,7 +47,8 @@ static json_t *params_for(const char *sub, int argc, char **argv, const char *sc
 			fprintf(stderr, "agor api-key set: no key on stdin (echo \"$KEY\" | agor api-key set %s)\n", argv[0]);
 			return NULL;
 		}
-		return json_pack("{s:s,s:s%,s:s?}", "service", argv[0], "value", value->buf, value->len, "scope", scope);
+		return json_pack("{s:s,s:s%,s:s?,s:s?}", "service", argv[0], "value", value->buf, value->len, "scope", scope,
+				 "username", username);
 	}
 	*usage = 1;
 	return NULL;
@@ -72,7 +74,7 @@ static int apikey_main(int argc, char **argv)
 {
 	struct client_opts o = { 0 };
 	char *words[3];
-	const char *scope = NULL;
+	const char *scope = NULL, *username = NULL;
 	int nwords = 0;
 	for (int i = 1; i < argc; i++) {
 		int taken = client_take_option(&o, argc, argv, &i);
@@ -80,6 +82,10 @@ static int apikey_main(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[i], "--scope") && i + 1 < argc) {
 			scope = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--username") && i + 1 < argc) {
+			username = argv[++i];
 			continue;
 		}
 		if (taken < 0 || argv[i][0] == '-' || nwords == 3)
@@ -92,9 +98,9 @@ static int apikey_main(int argc, char **argv)
 	const char *sub = words[0];
 	struct strbuf value = STRBUF_INIT;
 	int usage;
-	if (scope && strcmp(sub, "set"))
-		return applet_usage_error(&applet_apikey, "--scope goes with set");
-	json_t *params = params_for(sub, nwords - 1, words + 1, scope, &value, &usage);
+	if ((scope || username) && strcmp(sub, "set"))
+		return applet_usage_error(&applet_apikey, "--scope and --username go with set");
+	json_t *params = params_for(sub, nwords - 1, words + 1, scope, username, &value, &usage);
 	explicit_bzero(value.buf, value.len);
 	strbuf_release(&value);
 	if (!params)
@@ -121,12 +127,16 @@ static int apikey_main(int argc, char **argv)
 const struct applet applet_apikey = {
 	.name = "api-key",
 	.summary = "set, list and remove the provider API keys agents get just in time (admin)",
-	.usage = "Usage: agor api-key [--json] [--url URL] [--token T] [--config PATH] set SERVICE [--scope S] | list |\n"
-		 "       remove SERVICE\n"
+	.usage = "Usage: agor api-key [--json] [--url URL] [--token T] [--config PATH] set SERVICE [--scope S]\n"
+		 "       [--username U] | list | remove SERVICE\n"
 		 "\n"
 		 "set reads the key from stdin (not echoed on a terminal): echo \"$KEY\" | agor api-key set anthropic\n"
 		 "Services: anthropic (claude-code, opencode), openai (codex), google (gemini), git:HOST (HTTPS git on\n"
-		 "port 443) and git:HOST:PORT (on another port): a git credential goes to that exact origin only.\n"
+		 "port 443) and git:HOST:PORT (on another port): a git credential goes to that exact origin only;\n"
+		 "git-ssh:HOST[:PORT] an ssh private key (OpenSSH format, ECDSA: ssh-keygen -t ecdsa) for git over ssh\n"
+		 "(port 22 by default): agor api-key set git-ssh:github.com < ~/.ssh/id_ecdsa. --username is the user a\n"
+		 "git credential logs in as (https: x-access-token by default; ssh: the clone URL's user, else git),\n"
+		 "stored with each set (set again without it: the default).\n"
 		 "--scope says whose tasks may use the key: members (any agor user; the default for a new key),\n"
 		 "admins, or owner (the admin who sets it); setting a key again keeps its scope unless --scope is given.\n"
 		 "Values are sealed with the daemon's master key and never returned by any command.\n",

@@ -144,6 +144,8 @@ static const struct config_key keys[] = {
 	  FIELD(execution.session_tokens.expiration_ms) },
 	{ .key = "execution.terminal_shell", .type = CONFIG_NULLABLE_STRING,
 	  .check = check_one_path, FIELD(execution.terminal_shell) },
+	{ .key = "execution.git.known_hosts", .type = CONFIG_NULLABLE_STRING,
+	  .check = check_one_path, FIELD(execution.git.known_hosts) },
 	{ .key = "execution.timeout_ms", .type = CONFIG_INT, .def = "300000",
 	  .min = 1000, .max = 604800000LL /* 7 days */, FIELD(execution.timeout_ms) },
 	{ .key = "execution.permission_timeout_ms", .type = CONFIG_INT, .def = "120000",

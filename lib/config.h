@@ -177,6 +177,9 @@ struct config {
 		bool fallback_to_unified;
 		const char *terminal_shell; /* NULL: the passwd shell when it is a login shell, else bash, else sh */
 		struct {
+			const char *known_hosts; /* the operator's known_hosts file, read by the daemon; NULL: no ssh */
+		} git;
+		struct {
 			int max_executors;
 			long long idle_timeout_ms;
 		} executor_pool;

@@ -25,6 +25,7 @@ static const struct rpc_method methods[] = {
 	{ "get_api_key", method_get_api_key },
 	{ "get_credential", method_get_credential },
 	{ "get_execution_context", method_get_execution_context },
+	{ "get_known_hosts", method_get_known_hosts },
 	{ "heartbeat", method_heartbeat },
 	{ "messages.list", method_messages_list },
 	{ "node.ask", method_node_ask },

@@ -1,7 +1,9 @@
 /* daemon_executor.c — the executor methods (daemon_executor.h, docs/rpc.md), authenticated by a task-bound session token:
  * verified (HS256, iss/aud/exp), known (jti recorded), not revoked, for a task still running; counted.
  * Never returns a secret to anyone but the token's task, never writes a secret to the audit log or logs. */
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent.h"
 #include "crypto.h"
@@ -12,6 +14,7 @@
 #include "daemon_taskauth.h"
 #include "daemon_tasks.h"
 #include "json.h"
+#include "knownhosts.h"
 #include "log.h"
 #include "report_scan.h"
 #include "rpc.h"
@@ -194,45 +197,77 @@ int method_get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 }
 
 /* --- git credentials: one key per exact origin ------------------------------------------------------
- * A git credential is stored as git:HOST (https://HOST:443) or git:HOST:PORT (https on another port), HOST
- * lower-cased and an IPv6 literal in brackets: the key of an origin is one string, and get_credential hands
- * out only the key of the very origin asked about (url.h parses it; userinfo is refused). */
+ * A git credential is stored as git:HOST (https://HOST:443) or git:HOST:PORT (https on another port), an ssh key
+ * as git-ssh:HOST (ssh://HOST:22) or git-ssh:HOST:PORT; HOST lower-cased and an IPv6 literal in brackets: the key
+ * of an origin is one string, and get_credential hands out only the key of the very origin asked about (url.h
+ * parses it; userinfo is refused). Either may carry a user name (api_keys.username): https defaults to
+ * x-access-token, ssh to the clone URL's user, else git. */
+
+static const struct {
+	const char *prefix, *scheme, *user;
+	int port;
+} git_services[] = {
+	{ "git:", "https", "x-access-token", 443 },
+	{ "git-ssh:", "ssh", NULL, 22 },
+};
+
+static int git_service_index(const char *scheme)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(git_services); i++)
+		if (!strcmp(scheme, git_services[i].scheme))
+			return (int)i;
+	return -1;
+}
 
 static char *git_service_for(const struct url *u)
 {
 	_cleanup_free_ char *host = url_host_text(u);
-	return u->port == 443 ? xasprintf("git:%s", host) : xasprintf("git:%s:%d", host, u->port);
+	int i = git_service_index(u->scheme);
+	return u->port == git_services[i].port ? xasprintf("%s%s", git_services[i].prefix, host)
+					       : xasprintf("%s%s:%d", git_services[i].prefix, host, u->port);
+}
+
+int daemon_git_service(const char *service)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(git_services); i++)
+		if (!strncmp(service, git_services[i].prefix, strlen(git_services[i].prefix)))
+			return 1;
+	return 0;
 }
 
 int daemon_canonical_service(const char *service, char **out, struct err *e)
 {
 	*out = NULL;
-	if (strncmp(service, "git:", 4)) {
+	size_t i = 0;
+	while (i < ARRAY_SIZE(git_services) && strncmp(service, git_services[i].prefix, strlen(git_services[i].prefix)))
+		i++;
+	if (i == ARRAY_SIZE(git_services)) {
 		*out = xstrdup(service);
 		return 0;
 	}
-	_cleanup_free_ char *text = xasprintf("https://%s", service + 4);
+	_cleanup_free_ char *text = xasprintf("%s://%s", git_services[i].scheme, service + strlen(git_services[i].prefix));
 	_cleanup_url_ struct url u = URL_INIT;
 	struct err why = ERR_INIT;
 	const char *reason = url_parse(text, &u, &why) < 0 ? why.message
-			     : u.userinfo || *u.path ? "only a host and a port may follow git:" : NULL;
+			     : u.userinfo || *u.path ? "only a host and a port may follow the prefix" : NULL;
 	if (!reason)
 		*out = git_service_for(&u);
 	else
 		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "service"),
-			 "params.service: a git credential is named git:HOST or git:HOST:PORT (an https origin), got %s: %s",
-			 service, reason);
+			 "params.service: a git credential is named git:HOST[:PORT] (an https origin) or git-ssh:HOST[:PORT] "
+			 "(an ssh server), got %s: %s", service, reason);
 	err_clear(&why);
 	return *out ? 0 : -1;
 }
 
-/* params.url of get_credential: an https URL without userinfo (the origin of a server asking). */
-static int credential_url(const char *text, struct url *u, struct err *e)
+/* params.url of get_credential and get_known_hosts: an https or ssh URL without userinfo (the origin asked). */
+static int credential_url(const char *text, const char *scheme, struct url *u, struct err *e)
 {
 	struct err why = ERR_INIT;
-	const char *reason = !text ? "required (the https:// URL of the server asking for credentials)"
+	const char *reason = !text ? "required (the https:// or ssh:// URL of the server asking for credentials)"
 			     : url_parse(text, u, &why) < 0 ? why.message
-			     : strcmp(u->scheme, "https") ? "credentials go over https:// only"
+			     : git_service_index(u->scheme) < 0 || (scheme && strcmp(u->scheme, scheme))
+				     ? "credentials go over https:// or ssh:// only"
 			     : u->userinfo ? "user information (user@ or user:password@ before the host) is refused: the "
 					     "host is what follows the '@'"
 					   : NULL;
@@ -242,27 +277,70 @@ static int credential_url(const char *text, struct url *u, struct err *e)
 	return reason ? -1 : 0;
 }
 
+/* The user name stored with service (NULL when none). */
+static char *stored_username(struct daemon *d, const char *service)
+{
+	struct err ignored = ERR_INIT;
+	_cleanup_json_ json_t *row = db_query_one(d->db, &ignored, "SELECT username FROM api_keys WHERE service = ?", "s",
+						  service);
+	err_clear(&ignored);
+	const char *user = json_is_object(row) ? json_get_str(row, "username") : NULL;
+	return user ? xstrdup(user) : NULL;
+}
+
 int method_get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	struct daemon *d = rc->app;
 	struct daemon_token_auth a;
 	_cleanup_url_ struct url u = URL_INIT;
 	int rv = daemon_token_authenticate(d, "get_credential", params, &a, e);
-	if (rv == 0 && credential_url(json_get_str(params, "url"), &u, e) < 0) {
+	if (rv == 0 && credential_url(json_get_str(params, "url"), NULL, &u, e) < 0) {
 		rv = -1;
 		daemon_audit_refusal(d, a.claims.sub, "get_credential", a.claims.tid, json_pack("{s:s}", "reason", e->message));
 	}
 	if (rv == 0) {
 		_cleanup_free_ char *origin = url_origin(&u), *service = git_service_for(&u), *scope = NULL;
+		_cleanup_free_ char *user = stored_username(d, service);
+		int ssh = !strcmp(u.scheme, "ssh");
 		struct strbuf secret = STRBUF_INIT;
 		rv = daemon_open_api_key(d, service, a.claims.sub, &secret, &scope, e);
 		audit_key_use(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv, e),
 			      json_pack("{s:s,s:s,s:s?,s:s?}", "origin", origin, "service", service, "scope", scope, "reason",
 					rv == 0 ? NULL : e->message));
 		if (rv == 0)
-			*result = json_pack("{s:s,s:s%}", "username", "x-access-token", "password", secret.buf, secret.len);
+			*result = json_pack("{s:s?,s:s%}", "username", user ? user : git_services[ssh].user,
+					    ssh ? "private_key" : "password", secret.buf, secret.len);
 		crypto_strbuf_wipe(&secret);
 	}
+	daemon_token_auth_release(&a);
+	return rv;
+}
+
+/* get_known_hosts {url: ssh://HOST:PORT}: the keys execution.git.known_hosts lists for that server, read from the
+ * operator's file at each call (knownhosts.h); the executor refuses a server whose key is not among them. */
+int method_get_known_hosts(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
+{
+	struct daemon *d = rc->app;
+	struct daemon_token_auth a;
+	_cleanup_url_ struct url u = URL_INIT;
+	const char *file = d->cfg->execution.git.known_hosts;
+	int rv = daemon_token_authenticate(d, "get_known_hosts", params, &a, e);
+	if (rv == 0)
+		rv = credential_url(json_get_str(params, "url"), "ssh", &u, e);
+	if (rv == 0 && !file)
+		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts is not set (the "
+					       "operator points it at a known_hosts file listing each git server's key)");
+	struct stat sb;
+	if (rv == 0 && stat(file, &sb) == 0 && (sb.st_mode & (S_IWGRP | S_IWOTH)))
+		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts %s is writable by "
+					       "others than its owner (chmod go-w %s)", file, file);
+	struct strbuf text = STRBUF_INIT;
+	if (rv == 0 && strbuf_read_file(&text, file, 4 << 20) < 0)
+		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts: cannot read %s: "
+					       "%s", file, strerror(errno));
+	if (rv == 0)
+		*result = json_pack("{s:o}", "keys", known_hosts_keys(text.buf ? text.buf : "", u.host, u.port));
+	strbuf_release(&text);
 	daemon_token_auth_release(&a);
 	return rv;
 }

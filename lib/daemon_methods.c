@@ -371,9 +371,12 @@ int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	struct pending_reply *pr = daemon_reply_new(rc, wait, "repo", json_pack("{s:s,s:b}", "created_by", P(rc)->user_id,
 									   "progress", daemon_opt_bool(params, "progress", 0)));
 	pr->row_id = daemon_new_id();
-	/* an https clone may need credentials: its executor gets a token to ask for them just in time */
+	/* an https or ssh clone may need credentials (and ssh, host keys): its executor gets a token to ask for them
+	 * just in time */
+	const char *kind = gitops_url_kind(url);
 	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .with_token = !strncmp(url, "https://", 8), .on_done = repo_cloned,
+				  .execution_user = user, .with_token = !strcmp(kind, "https") || !strcmp(kind, "ssh"),
+				  .on_done = repo_cloned,
 				  .on_progress = pr->peer && daemon_opt_bool(params, "progress", 0) ? clone_progress : NULL };
 	int rv = submit_with_reply(rc, 0, &spec, pr, result, e);
 	json_decref(exec_params);
@@ -1621,11 +1624,15 @@ int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
  * (daemon_methods.h); a new key gets members, a key set again keeps its scope unless one is given. */
 int method_api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *given, *value, *scope = daemon_opt_str(params, "scope");
+	const char *given, *value, *scope = daemon_opt_str(params, "scope"), *username = daemon_opt_str(params, "username");
 	_cleanup_free_ char *service = NULL;
 	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "service", &given, e) < 0 || daemon_need_str(params, "value", &value, e) < 0 ||
 	    daemon_canonical_service(given, &service, e) < 0)
 		return -1;
+	if (username && (!daemon_git_service(service) || !*username || strpbrk(username, "@:/ \t\r\n")))
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "username"),
+				"params.username: a user name goes with a git credential (git:HOST or git-ssh:HOST) only, "
+				"and has no '@', ':', '/' or white space");
 	json_t *given_scope = json_object_get(params, "scope"); /* null: as absent (keep, or members when new) */
 	if (given_scope && !json_is_null(given_scope) && (!scope || !daemon_api_key_scope_valid(scope)))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
@@ -1634,11 +1641,11 @@ int method_api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	int rv = crypto_seal(D(rc)->master_key, value, strlen(value), service, strlen(service), &sealed, e);
 	if (rv == 0)
 		rv = db_run(D(rc)->db, e,
-			    "INSERT INTO api_keys (service, sealed, scope, set_by, created_at, updated_at) "
-			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5) ON CONFLICT(service) DO UPDATE SET "
+			    "INSERT INTO api_keys (service, sealed, scope, set_by, created_at, updated_at, username) "
+			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5, ?6) ON CONFLICT(service) DO UPDATE SET "
 			    "sealed = excluded.sealed, scope = coalesce(?3, api_keys.scope), set_by = excluded.set_by, "
-			    "updated_at = excluded.updated_at",
-			    "sbssi", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now()) < 0 ? -1 : 0;
+			    "updated_at = excluded.updated_at, username = excluded.username",
+			    "sbssis", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now(), username) < 0 ? -1 : 0;
 	strbuf_release(&sealed);
 	_cleanup_json_ json_t *row = rv == 0 ? db_query_one(D(rc)->db, e, "SELECT scope FROM api_keys WHERE service = ?", "s",
 							    service) : NULL;
@@ -1655,7 +1662,7 @@ int method_api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	(void)params;
 	if (daemon_need_admin(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
+	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, username, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
 	return *result ? 0 : -1;
 }
 

@@ -84,6 +84,8 @@ static const char *const migrations[] = {
 	/* 8: worktrees.remove recorded before anything is deleted (issue 22): an interrupted one is finished later */
 	"ALTER TABLE worktrees ADD COLUMN removing_since INTEGER;"
 	"ALTER TABLE worktrees ADD COLUMN removing_force INTEGER NOT NULL DEFAULT 0;",
+	/* 9: git over ssh and https user names (issue 23): the user a git credential logs in as (NULL: the default) */
+	"ALTER TABLE api_keys ADD COLUMN username TEXT;",
 };
 
 int db_schema_version(void)

@@ -134,31 +134,53 @@ static int resolve_path(const char *field, const char *given, const char *root, 
 
 /* --- git.clone ---------------------------------------------------------------------------- */
 
-/* Credentials just in time: asked of the daemon (get_credential with the task's token) only when the
- * server demands them, held only for libgit2's copy, then wiped. */
-static int credentials_from_daemon(void *arg, const char *url, char **username, char **password, struct err *e)
+/* A call to the daemon with the task's token: params gets session_token; 0 and *result, or -1. */
+static int ask_daemon(const struct payload *p, const char *method, const char *url, json_t **result, struct err *e)
 {
-	const struct payload *p = arg;
 	if (!p->daemon_url || !p->session_token)
-		return err_set(e, E_AUTH_FAILED, "%s requires credentials: they come just in time from the daemon, and this "
-						 "payload has no daemonUrl/sessionToken", url);
+		return err_set(e, E_AUTH_FAILED, "%s requires credentials or host keys: they come just in time from the "
+						 "daemon, and this payload has no daemonUrl/sessionToken", url);
 	struct rpc_client_options opts = { .call_timeout_ms = 30000 };
 	struct rpc_client *c = callback_connect(&CALLBACK_TARGET(p), &opts, e);
 	if (!c)
 		return -1;
-	json_t *params = json_pack("{s:s,s:s}", "session_token", p->session_token, "url", url), *result = NULL;
-	int rc = rpc_client_call(c, "get_credential", params, &result, e);
+	json_t *params = json_pack("{s:s,s:s}", "session_token", p->session_token, "url", url);
+	int rc = rpc_client_call(c, method, params, result, e);
 	json_decref(params);
 	rpc_client_close(c);
+	return rc;
+}
+
+/* Credentials just in time: asked of the daemon (get_credential with the task's token) only when the
+ * server demands them, held only for libgit2's copy (or, an ssh key, parsed in memory), then wiped. */
+static int credentials_from_daemon(void *arg, const char *url, char **username, char **password, struct err *e)
+{
+	json_t *result = NULL;
+	int ssh = !strncmp(url, "ssh://", 6);
+	int rc = ask_daemon(arg, "get_credential", url, &result, e);
 	const char *user = rc == 0 ? json_get_str(result, "username") : NULL;
-	const char *pass = rc == 0 ? json_get_str(result, "password") : NULL;
-	if (rc == 0 && (!user || !pass))
+	const char *pass = rc == 0 ? json_get_str(result, ssh ? "private_key" : "password") : NULL;
+	if (rc == 0 && ((!ssh && !user) || !pass))
 		rc = err_set(e, E_AUTH_FAILED, "the daemon gave no credentials for %s", url);
 	if (rc == 0) {
-		*username = xstrdup(user);
+		*username = user ? xstrdup(user) : NULL;
 		*password = xstrdup(pass);
 		explicit_bzero((char *)pass, strlen(pass));
 	}
+	json_decref(result);
+	return rc;
+}
+
+/* The ssh host keys the daemon's execution.git.known_hosts lists for url (get_known_hosts). */
+static int host_keys_from_daemon(void *arg, const char *url, json_t **keys, struct err *e)
+{
+	json_t *result = NULL;
+	int rc = ask_daemon(arg, "get_known_hosts", url, &result, e);
+	json_t *list = rc == 0 ? json_object_get(result, "keys") : NULL;
+	if (rc == 0 && !json_is_array(list))
+		rc = err_set(e, E_AUTH_FAILED, "the daemon gave no host key list for %s", url);
+	if (rc == 0)
+		*keys = json_incref(list);
 	json_decref(result);
 	return rc;
 }
@@ -186,6 +208,7 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 		.bare = payload_bool(p, "bare", 1),
 		.progress = ctx->progress,
 		.credentials = credentials_from_daemon,
+		.host_keys = host_keys_from_daemon,
 		.credentials_arg = (void *)p,
 	};
 	plan_add(plan, json_pack("{s:s,s:s,s:s,s:b,s:o}", "step", "git.clone", "url", url, "path", path, "bare", o.bare,

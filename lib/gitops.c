@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "crypto.h"
 #include "fsutil.h"
 #include "gitops.h"
 #include "json.h"
 #include "log.h"
+#include "sshkey.h"
+#include "strbuf.h"
 #include "url.h"
 #include "banned.h"
 
@@ -244,6 +247,10 @@ struct clone_state {
 	char *origin;	       /* the clone URL's origin (url.h), the only one a credential may go to */
 	int credential_given;  /* a credential went to libgit2: no connection to another origin from now on */
 	char *connect_origin;  /* the origin of libgit2's last connection, from its trace */
+	int ssh;	       /* an ssh:// or scp-like URL: the host key and the user key are agor's to check and give */
+	int host_key_checked;  /* the ssh server's host key matched execution.git.known_hosts */
+	char *ssh_user;	       /* the stored credential's user name, once fetched */
+	struct sshkey key;     /* the stored ssh key, parsed in memory once fetched (never on disk) */
 };
 
 /*
@@ -295,6 +302,18 @@ static char *origin_of(const char *url)
 	return origin;
 }
 
+/* "ssh://HOST:PORT" of an ssh:// or scp-like user@HOST:path URL (the user left out), or NULL. */
+static char *ssh_origin_of(const char *url)
+{
+	if (strstr(url, "://")) {
+		_cleanup_free_ char *plain = !strncmp(url, "ssh://", 6) ? NULL : xasprintf("ssh://%s", strstr(url, "://") + 3);
+		return origin_of(plain ? plain : url);
+	}
+	const char *at = strchr(url, '@'), *colon = strchr(url, ':');
+	_cleanup_free_ char *text = xasprintf("ssh://%.*s", (int)(colon - at - 1), at + 1);
+	return origin_of(text);
+}
+
 /* 0 when the server answering with a challenge is the clone URL's own https origin. */
 static int check_credential_target(struct clone_state *st, const char *given_url)
 {
@@ -334,11 +353,107 @@ static int on_sideband(const char *str, int len, void *payload)
 	return 0;
 }
 
+/* --- ssh: host keys from the daemon, the user key from memory ------------------------------------------ */
+
+/* The key type a raw SSH key blob names (its first string), or NULL when the blob is malformed. */
+static char *blob_type(const unsigned char *blob, size_t len)
+{
+	if (len < 4)
+		return NULL;
+	size_t n = (size_t)blob[0] << 24 | (size_t)blob[1] << 16 | (size_t)blob[2] << 8 | blob[3];
+	return n && n <= len - 4 ? xstrndup((const char *)blob + 4, n) : NULL;
+}
+
+/* 0 when the server's host key is one execution.git.known_hosts lists for the clone's host and port (the daemon
+ * reads the file: nothing a run can write is trusted); else E_AUTH_FAILED naming the key's SHA256 fingerprint.
+ * Whichever server libgit2 reached, the key for this origin goes only to one holding a host key listed for it.
+ * libgit2's own verdict (valid) is never used: it is built to read no $HOME/.ssh/known_hosts (mk/deps.sh). */
+static int check_host_key(struct clone_state *st, const git_cert_hostkey *cert, const char *host)
+{
+	if (!(cert->type & GIT_CERT_SSH_RAW))
+		return err_set(st->e, E_AUTH_FAILED, "%s: libssh2 gave no raw host key to check", host);
+	_cleanup_free_ char *fp = sshkey_fingerprint(cert->hostkey, cert->hostkey_len);
+	_cleanup_free_ char *type = blob_type((const unsigned char *)cert->hostkey, cert->hostkey_len);
+	json_t *known = NULL;
+	if (!st->opts->host_keys || st->opts->host_keys(st->opts->credentials_arg, st->origin, &known, st->e) < 0)
+		return err_is_set(st->e) ? -1 : err_set(st->e, E_AUTH_FAILED, "%s: no known host keys are available", host);
+	struct strbuf b64 = STRBUF_INIT;
+	crypto_base64_encode(cert->hostkey, cert->hostkey_len, &b64);
+	_cleanup_free_ char *line = xasprintf("%s %s", type ? type : "?", b64.buf);
+	strbuf_release(&b64);
+	int listed = (int)json_array_size(known), match = 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach(known, i, v)
+		match |= !strcmp(json_string_value(v), line);
+	json_decref(known);
+	if (match) {
+		st->host_key_checked = 1;
+		return 0;
+	}
+	return err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s,s:s?,s:b}", "origin", st->origin, "fingerprint", fp,
+							"type", type, "known", listed > 0),
+			listed ? "%s: the host key %s (%s) is not the one execution.git.known_hosts lists for this host: the key "
+				 "changed or someone is in between; if the server's key really changed, the operator updates "
+				 "the file"
+			       : "%s: unknown host key %s (%s): execution.git.known_hosts lists no key for this host and "
+				 "port (no trust on first use: the operator adds the server's key, checked out of band)",
+			st->origin, fp, type ? type : "unknown type");
+}
+
+/* libssh2's sign callback: the stored key signs the authentication request. */
+static int sign_with_key(LIBSSH2_SESSION *session, unsigned char **sig, size_t *sig_len, const unsigned char *data,
+			 size_t data_len, void **abstract)
+{
+	(void)session;
+	return sshkey_sign(*abstract, data, data_len, sig, sig_len) < 0 ? -1 : 0;
+}
+
+/* The stored ssh key for the clone's origin, fetched from the daemon once and parsed in memory. */
+static int fetch_ssh_key(struct clone_state *st)
+{
+	if (st->key.public_blob)
+		return 0;
+	char *user = NULL, *key = NULL;
+	if (st->opts->credentials(st->opts->credentials_arg, st->origin, &user, &key, st->e) < 0)
+		return -1;
+	int rc = sshkey_load(&st->key, key, strlen(key), st->e);
+	if (rc < 0)
+		err_prefix(st->e, "%s", st->origin);
+	crypto_wipe(key, strlen(key));
+	free(key);
+	st->ssh_user = user;
+	return rc;
+}
+
+static int ssh_credentials(struct clone_state *st, git_credential **out, const char *username_from_url,
+			   unsigned int allowed_types)
+{
+	if (!st->host_key_checked)
+		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials before its host key was checked", st->origin);
+	if (!(allowed_types & (GIT_CREDENTIAL_USERNAME | GIT_CREDENTIAL_SSH_CUSTOM)))
+		return err_set(st->e, E_AUTH_FAILED, "%s accepts no public key authentication: agor authenticates over "
+						     "ssh with a stored key only", st->origin);
+	if (fetch_ssh_key(st) < 0)
+		return -1;
+	const char *user = username_from_url ? username_from_url : st->ssh_user ? st->ssh_user : "git";
+	if (allowed_types & GIT_CREDENTIAL_USERNAME)
+		return git_credential_username_new(out, user);
+	if (++st->credential_attempts > 1)
+		return err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s}", "origin", st->origin, "user", user),
+				"%s refused the stored ssh key for user %s (is its public key in the server's authorized_keys?)",
+				st->origin, user);
+	st->credential_given = 1;
+	return git_credential_ssh_custom_new(out, user, (const char *)st->key.public_blob, st->key.public_len,
+					     sign_with_key, &st->key);
+}
+
 static int on_credentials(git_credential **out, const char *url, const char *username_from_url,
 			  unsigned int allowed_types, void *payload)
 {
 	struct clone_state *st = payload;
-	(void)username_from_url;
+	if (st->ssh)
+		return ssh_credentials(st, out, username_from_url, allowed_types) < 0 ? GIT_EUSER : 0;
 	if (!(allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) || !st->opts->credentials) {
 		err_set(st->e, E_AUTH_FAILED,
 			"%s requires credentials and none are available (they come just in time from the daemon with a sessionToken)",
@@ -366,9 +481,10 @@ static int on_credentials(git_credential **out, const char *url, const char *use
  * carries a challenge): a connection to another origin is refused before anything is sent on it. */
 static int on_certificate(git_cert *cert, int valid, const char *host, void *payload)
 {
-	(void)cert;
 	(void)valid;
 	struct clone_state *st = payload;
+	if (cert->cert_type == GIT_CERT_HOSTKEY_LIBSSH2)
+		return st->ssh && check_host_key(st, (const git_cert_hostkey *)cert, host) == 0 ? 0 : GIT_EUSER;
 	if (!st->credential_given || (st->connect_origin && !strcmp(st->connect_origin, st->origin)))
 		return GIT_PASSTHROUGH; /* libgit2's own certificate check decides */
 	err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s?}", "origin", st->origin, "connecting", st->connect_origin),
@@ -410,7 +526,12 @@ static int check_clone_target(const struct gitops_clone *o, struct err *e)
 /* libgit2's clone into work (a path inside the private staging directory); the result object or NULL. */
 static json_t *clone_into(const struct gitops_clone *o, const char *work, struct err *e)
 {
-	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .origin = origin_of(o->url) };
+	int ssh = !strcmp(gitops_url_kind(o->url), "ssh");
+	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .ssh = ssh,
+				  .origin = ssh ? ssh_origin_of(o->url) : origin_of(o->url) };
+	if (ssh && !st.origin) /* a key and host keys are asked for by origin: none, nothing to ask */
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "params.url"),
+				"params.url: cannot tell the ssh server's host and port from %s", o->url), NULL;
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
 	opts.local = GIT_CLONE_NO_LOCAL; /* through the transport: a copy (a run may rewrite its objects, never the source's) with progress */
@@ -429,6 +550,8 @@ static json_t *clone_into(const struct gitops_clone *o, const char *work, struct
 	traced = NULL;
 	free(st.origin);
 	free(st.connect_origin);
+	free(st.ssh_user);
+	sshkey_release(&st.key);
 	if (rc < 0) {
 		if (!err_is_set(e))
 			git_fail(e, "clone failed");
@@ -447,10 +570,6 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 	if (check_clone_target(o, e) < 0 || gitops_init(e) < 0)
 		return -1;
 	configure_ca_locations();
-	if (!strcmp(kind, "ssh") && !(git_libgit2_features() & GIT_FEATURE_SSH))
-		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "class", "SSH", "message", "built without SSH"),
-				"cannot clone %s: this agor build has no SSH transport (libgit2 without libssh2); use an https:// URL",
-				o->url);
 	_cleanup_free_ char *stage_name = NULL, *stage_path = NULL;
 	_cleanup_close_ int sfd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-clone-", &stage_name, &stage_path, e);
 	if (sfd < 0)

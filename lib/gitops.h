@@ -11,7 +11,8 @@
  * On failure every function leaves nothing half-made behind (a failed clone or worktree add removes what it
  * created) and sets
  * e to E_GIT_ERROR (details: {"class":…,"klass":n,"message":…}), E_NOT_FOUND, E_ALREADY_EXISTS,
- * E_WORKTREE_DIRTY (details: {"paths":[…]}) or E_AUTH_FAILED.
+ * E_WORKTREE_DIRTY (details: {"paths":[…]}), E_AUTH_FAILED (an ssh host key not listed: details {"fingerprint":…})
+ * or E_INVALID_PAYLOAD (an ssh URL without a host and port agor can read).
  */
 #ifndef AGOR_GITOPS_H
 #define AGOR_GITOPS_H
@@ -27,6 +28,13 @@
 typedef int (*gitops_credential_fn)(void *arg, const char *origin, char **username, char **password,
 				     struct err *e);
 
+/* The host keys execution.git.known_hosts lists for origin ("ssh://host:port"): 0 and a new JSON array of
+ * "TYPE BASE64" strings (knownhosts.h), or -1 with e set. gitops_clone asks before anything is sent to an ssh
+ * server, and refuses a server whose key is not listed (E_AUTH_FAILED naming its SHA256 fingerprint). For an ssh
+ * origin, gitops_credential_fn gives the stored user name (NULL: the URL's, else "git") and, as the password, the
+ * OpenSSH private key text (sshkey.h): it is parsed in memory and wiped, never written anywhere. */
+typedef int (*gitops_host_keys_fn)(void *arg, const char *origin, json_t **keys, struct err *e);
+
 struct gitops_clone {
 	const char *url;
 	const char *path; /* the destination's canonical path: messages and the result only */
@@ -37,7 +45,8 @@ struct gitops_clone {
 	const char *branch; /* NULL: the remote's default */
 	int bare;
 	gitops_credential_fn credentials; /* NULL: none available */
-	void *credentials_arg;
+	gitops_host_keys_fn host_keys;	  /* NULL: no ssh server is trusted */
+	void *credentials_arg;		  /* both callbacks' */
 	int progress; /* print progress lines on stderr */
 };
 

@@ -150,14 +150,31 @@ build_mbedtls() {
     -DUSE_STATIC_MBEDTLS_LIBRARY=ON -DMBEDTLS_FATAL_WARNINGS=OFF -DLINK_WITH_PTHREAD=ON
 }
 
+# libssh2 for git over ssh, on the same mbedTLS; no zlib compression (git packs are compressed already).
+build_libssh2() {
+  cmake_build "$1" -DCRYPTO_BACKEND=mbedTLS -DBUILD_EXAMPLES=OFF -DBUILD_TESTING=OFF \
+    -DENABLE_ZLIB_COMPRESSION=OFF -DCLEAR_MEMORY=ON
+}
+
 build_libgit2() {
   # No CA bundle parsed at git_libgit2_init (4 ms of base64 for every executor, even one that never connects):
   # agor sets the CA locations itself before a network operation (gitops.c configure_ca_locations).
   local tls="$1/src/libgit2/streams/mbedtls.c"
   sed -i 's|^\tchar \*crtpath = GIT_DEFAULT_CERT_LOCATION;$|\tchar *crtpath = NULL; /* agor: set before a network operation */|' "$tls"
   grep -q 'char \*crtpath = NULL; /\* agor' "$tls" || die "libgit2: the no-default-CA patch did not apply"
+  # ssh: agor checks host keys itself against execution.git.known_hosts (gitops.c), so libgit2 reads no
+  # $HOME/.ssh/known_hosts (a run may write it); and the known-hosts list is freed after every connection
+  # (this libgit2 freed it only on failure).
+  local ssh="$1/src/libgit2/transports/ssh.c"
+  perl -0pi -e 's|\tif \(\(error = git__getenv\(&home, "HOME"\)\) < 0\)\n\t\treturn error;\n\n\tif \(\(error = git_str_joinpath\(&path, git_str_cstr\(&home\), KNOWN_HOSTS_FILE\)\) < 0\)\n\t\tgoto out;\n|\t/* agor: no \$HOME known_hosts */\n|;
+    s|error = libssh2_knownhost_readfile\(known_hosts, git_str_cstr\(&path\), LIBSSH2_KNOWNHOST_FILE_OPENSSH\);|error = 0; /* agor: host keys are checked by agor */|;
+    s|(done:\n)(\tif \(error < 0\) \{\n\t\tssh_stream_free\(\*stream\);\n\n)\t\tif \(known_hosts\)\n\t\t\tlibssh2_knownhost_free\(known_hosts\);\n|$1\tif (known_hosts) /* agor: freed on success too, before its session */\n\t\tlibssh2_knownhost_free(known_hosts);\n\n$2|' "$ssh"
+  [ "$(grep -c 'agor: no \$HOME known_hosts\|agor: host keys are checked by agor\|agor: freed on success too' "$ssh")" = 3 ] ||
+    die "libgit2: the ssh known_hosts patches did not apply"
+  # libssh2 is found through pkg-config: only ours, never the host's
+  PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig" PKG_CONFIG_PATH='' \
   cmake_build "$1" -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF -DBUILD_FUZZERS=OFF \
-    -DUSE_HTTPS=mbedTLS -DUSE_SHA1=CollisionDetection -DUSE_SHA256=HTTPS -DUSE_SSH=OFF \
+    -DUSE_HTTPS=mbedTLS -DUSE_SHA1=CollisionDetection -DUSE_SHA256=HTTPS -DUSE_SSH=ON \
     -DUSE_GSSAPI=OFF -DUSE_NTLMCLIENT=OFF -DUSE_HTTP_PARSER=system -DREGEX_BACKEND=regcomp \
     -DUSE_BUNDLED_ZLIB=OFF -DCERT_LOCATION=/etc/ssl/certs/ca-certificates.crt
 }
@@ -197,8 +214,8 @@ write_toolchain_file
 
 versions="$prefix/VERSIONS"
 : > "$versions.tmp"
-# order matters: libgit2 needs zlib, http-parser and mbedTLS in the prefix
-packages="zlib http-parser mbedtls libgit2 sqlite3 jansson libyaml"
+# order matters: libgit2 needs zlib, http-parser, mbedTLS and libssh2 (on mbedTLS) in the prefix
+packages="zlib http-parser mbedtls libssh2 libgit2 sqlite3 jansson libyaml"
 declare -A version_of
 for pkg in $packages; do fetch "$pkg"; version_of[$pkg]=$fetched_ver; done
 for pkg in $packages; do

@@ -199,13 +199,13 @@ test_case "git.clone of a missing repository is GIT_ERROR and leaves nothing beh
   [ ! -e "$AGOR_HOME/repos/n.git" ] || fail "left a partial clone"
 '
 
-test_case "ssh and scp-like URLs are recognised and refused clearly (no SSH in this build)" '
-  for u in "ssh://git@example.com/o/r.git" "git@example.com:o/r.git"; do
-    executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"$u\"}}"
-    expect_error GIT_ERROR 1
-    expect_json out error.details.class SSH
-    expect_contains out "no SSH transport"
-  done
+test_case "ssh URLs go through the SSH transport: an ssh server that does not answer is GIT_ERROR (t0013 clones)" '
+  executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"ssh://git@127.0.0.1:1/o/r.git\"}}"
+  expect_error GIT_ERROR 1
+  [ ! -e "$AGOR_HOME/repos/127.0.0.1/o/r.git" ] || fail "left a partial clone"
+  executor "{\"command\":\"git.clone\",\"params\":{\"url\":\"git@[::1]:o/r.git\",\"outputPath\":\"v6.git\"}}"
+  expect_error INVALID_PAYLOAD 2
+  expect_contains out "cannot tell the ssh server"
 '
 
 test_case "unsupported URLs and plain http are INVALID_PAYLOAD at params.url" '

@@ -360,7 +360,7 @@ test_case "attack: a credential goes only to the exact origin it is stored for (
   expect_json out error.details.path params.url
   ! grep -q Basic s.auth || { cat s.auth; fail "the credential reached the server"; }
   for url in "https://github.com@localhost:$port/x" "https://x:y@github.com/x" "https://github.com%2e:$port/" \
-             "https://localhost:$port.evil/x" "http://github.com/x" "ssh://github.com/x"; do
+             "https://localhost:$port.evil/x" "http://github.com/x" "ssh://git@github.com/x" "git://github.com/x"; do
     cred "$url"; expect_json cred error.data.code INVALID_PAYLOAD; expect_contains cred "params.url"
     ! grep -q token cred || { cat cred; fail "$url got a credential"; }
   done
@@ -370,6 +370,8 @@ test_case "attack: a credential goes only to the exact origin it is stored for (
   cred "https://LOCALHOST:443/x"; expect_json cred result.password localhost-443-token
   cred "https://github.com/acme/x.git"; expect_json cred result.password admins-github-token
   cred "https://github.com:8443/acme/x.git"; expect_json cred error.data.code NOT_FOUND
+  # ssh asks for the ssh key of that server (git-ssh:), never for the https token of the same host
+  cred "ssh://github.com/x"; expect_json cred error.data.code NOT_FOUND; expect_contains cred "git-ssh:github.com"
   # a key naming a port, given in any case and with the default port spelled out, is stored canonically
   rpc api_keys.set "{\"service\":\"git:LocalHost:$port\",\"value\":\"admins-github-token\"}" > set
   expect_json set result.service "git:localhost:$port"
@@ -450,6 +452,35 @@ assert [r["outcome"] for r in rows] == ["ok", "refused", "refused"], rows
 assert all(json.loads(r["details"])["scope"] for r in rows), rows
 PY
   stop_daemon
+'
+
+test_case "an https credential stored with a user name logs in as that user (default x-access-token)" "$GIT_SCENE"'
+  prompt_task
+  serve alice --user alice --password alice-pass
+  port=$(cat alice.port)
+  echo alice-pass | "$AGOR" api-key set "git:localhost:$port" --json > set
+  clone "https://localhost:$port/acme/widget.git" as-default.git
+  expect_error AUTH_FAILED 1
+  grep -q "Basic $(printf x-access-token:alice-pass | base64)" alice.auth || { cat alice.auth; fail "not x-access-token by default"; }
+  echo alice-pass | "$AGOR" api-key set "git:localhost:$port" --username alice --json > set
+  expect_json set service "git:localhost:$port"
+  clone "https://localhost:$port/acme/widget.git" as-alice.git
+  expect_success
+  [ -d "$AGOR_HOME/repos/as-alice.git" ]
+  cred "https://localhost:$port/acme/widget.git"
+  expect_json cred result.username alice
+  rpc api_keys.list > list
+  python3 - "$port" <<PY
+import json, sys
+row = [r for r in json.load(open("list"))["result"] if r["service"] == "git:localhost:" + sys.argv[1]][0]
+assert row["username"] == "alice", row
+PY
+  ! grep -q alice-pass list || fail "api_keys.list shows the secret"
+  for bad in "anthropic --username alice" "git:localhost:$port --username a@b" "git:localhost:$port --username x:y"; do
+    rc=0; echo v | "$AGOR" api-key set $bad > /dev/null 2> set.err || rc=$?
+    [ $rc -ne 0 ] && grep -q "username" set.err || { cat set.err; fail "$bad was accepted"; }
+  done
+  stop_servers; stop_daemon
 '
 
 test_done

@@ -544,7 +544,7 @@ TEST(config_unknown_keys_name_the_known_ones)
 		"F:2: execution.nope: unknown key (known: unix_user_mode, executor_unix_user, "
 		"executor_command_template, executor_daemon_url, executor_daemon_ca_file, "
 		"executor_daemon_fingerprint, executor_heartbeat_ms, worktree_rbac, fallback_to_unified, executor_pool, "
-		"session_tokens, terminal_shell, timeout_ms, permission_timeout_ms, exec_env_allow, sandbox)");
+		"session_tokens, terminal_shell, git, timeout_ms, permission_timeout_ms, exec_env_allow, sandbox)");
 	CHECK_LOAD_ERROR("daemon.port: 1\n",
 			 "F:1: daemon.port: unknown key (known: paths, daemon, execution, agents)");
 	CHECK_LOAD_ERROR("daemon:\n  <<: {port: 1}\n",
