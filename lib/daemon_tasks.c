@@ -17,7 +17,8 @@
 #include "banned.h"
 
 struct task_run {
-	struct task_run *next;
+	struct task_run *next;      /* in d->queued or d->running (loop thread only) */
+	struct task_run *done_next; /* in d->done (under d->done_lock): never next, which the loop may be walking */
 	struct daemon *d;
 	char *task_id;
 	struct spawn_request req;
@@ -108,7 +109,7 @@ static void *task_worker(void *arg)
 	struct task_run *t = arg;
 	t->failed = spawn_executor(&t->req, &t->res, &t->error) < 0;
 	pthread_mutex_lock(&t->d->done_lock);
-	t->next = t->d->done;
+	t->done_next = t->d->done;
 	t->d->done = t;
 	pthread_mutex_unlock(&t->d->done_lock);
 	loop_wake(t->d->loop);
@@ -300,7 +301,7 @@ static void start_queued(struct daemon *d)
 			t->failed = 1;
 			t->error = e;
 			pthread_mutex_lock(&d->done_lock);
-			t->next = d->done;
+			t->done_next = d->done;
 			d->done = t;
 			pthread_mutex_unlock(&d->done_lock);
 			loop_wake(d->loop);
@@ -490,7 +491,7 @@ void daemon_collect_finished(struct daemon *d)
 	pthread_mutex_unlock(&d->done_lock);
 	while (done) {
 		struct task_run *t = done;
-		done = t->next;
+		done = t->done_next;
 		for (struct task_run **p = &d->running; *p; p = &(*p)->next)
 			if (*p == t) {
 				*p = t->next;
@@ -550,7 +551,7 @@ int daemon_task_cancel(struct daemon *d, const char *task_id, struct err *e)
 			*p = t->next;
 			t->cancelled = 1;
 			pthread_mutex_lock(&d->done_lock);
-			t->next = d->done;
+			t->done_next = d->done;
 			d->done = t;
 			pthread_mutex_unlock(&d->done_lock);
 			loop_wake(d->loop);

@@ -11,15 +11,15 @@ test_case "the same org/repo from two hosts: each worktree under its host, no co
   mkdir -p local/org served/org
   make_source_repo local/org/proj
   make_source_repo served/org/proj
-  port=$(python3 -c "import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])")
-  git daemon --export-all --reuseaddr --listen=127.0.0.1 --port=$port --base-path="$PWD/served" "$PWD/served" 2> gitd.log &
+  gitport=$(python3 -c "import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])")
+  git daemon --export-all --reuseaddr --listen=127.0.0.1 --port=$gitport --base-path="$PWD/served" "$PWD/served" 2> gitd.log &
   gitd=$!
-  for i in $(seq 1 100); do git ls-remote "git://127.0.0.1:$port/org/proj" > /dev/null 2>&1 && break; sleep 0.05; done
+  for i in $(seq 1 100); do git ls-remote "git://127.0.0.1:$gitport/org/proj" > /dev/null 2>&1 && break; sleep 0.05; done
   scene_cleanup() { kill $gitd 2> /dev/null || true; }
   start_daemon
   expect_exit 0 "$AGOR" repo clone "file://$PWD/local/org/proj" --json
   r1=$(json_get out repo.id)
-  expect_exit 0 "$AGOR" repo clone "git://127.0.0.1:$port/org/proj" --json
+  expect_exit 0 "$AGOR" repo clone "git://127.0.0.1:$gitport/org/proj" --json   # not $port: start_daemon sets it
   r2=$(json_get out repo.id)
   [ -d "$AGOR_HOME/repos/local/org/proj.git" ] && [ -d "$AGOR_HOME/repos/127.0.0.1/org/proj.git" ] || fail "repos: $(find "$AGOR_HOME/repos" -maxdepth 3)"
   expect_exit 0 "$AGOR" worktree add "$r1" feature --json

@@ -190,7 +190,7 @@ test_case "strict: a command and a terminal outside a session run as the caller:
   id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path)
   agor_as alice worktree add-owner "$id" bob --json > /dev/null 2> add.err || { cat add.err daemon.log; false; }
   for u in alice bob; do "$BIN" admin cgroup-delegate $u > /dev/null; done
-  scene_cleanup() { for u in alice bob; do as $u tmux -L agor-$u kill-server 2> /dev/null || true; done; }
+  scene_cleanup() { for u in alice bob; do as $u tmux -L "agor-$u-$(printf %s "$T/data" | sha256sum | cut -c1-8)" kill-server 2> /dev/null || true; done; }
   exec_as() { local u=$1; shift; as "$u" AGOR_HOME="/home/$u/.agor" "$BIN" exec --url unix:/run/agor/agor.sock "$@"; }
   exec_as bob "$id" -- sh -c "id -un > by-exec.txt; id -un" > bob.out 2> bob.err || { cat bob.out bob.err daemon.log; false; }
   grep -qx bob bob.out || { cat bob.out; fail "the command of bob ran as someone else"; }
@@ -201,7 +201,7 @@ test_case "strict: a command and a terminal outside a session run as the caller:
   as bob python3 "$T/term-client.py" /run/agor/agor.sock "$id" "expect:@agor-sandbox:" "type:id -un\n" "expect:\rbob\r\n" > term.out \
     || { cat term.out daemon.log; fail "the terminal of bob is not his"; }
   head -1 term.out > open.json
-  expect_json open.json open.result.tmux.server agor-bob
+  expect_json open.json open.result.tmux.server "agor-bob-$(printf %s "$T/data" | sha256sum | cut -c1-8)"   # per user and data home
 '"'"'
 '
 

@@ -17,17 +17,7 @@ sandbox_forget_accounts agor agor_executor agor_users alice bob
 
 BIN=/usr/local/bin/agor
 STATE="$TEST_TMP_ROOT/t0039-state"   # what one case leaves the next: the daemon pid, its port, tokens, ids
-as_agor() { setpriv --reuid=agor --regid=agor --init-groups -- env -i PATH=/usr/bin:/bin HOME=/home/agor "$@"; }
-as_tcp() { # USER CMD… — an agor client command of USER over TCP with USER's token
-  local u=$1; shift
-  setpriv --reuid="$u" --regid="$u" --init-groups -- env -i PATH=/usr/bin:/bin HOME="/home/$u" \
-    AGOR_TOKEN="$(cat "$STATE/token-$u")" "$BIN" "$@" --url "ws://127.0.0.1:$(cat "$STATE/port")/ws"
-}
-exec_tcp() { # USER WORKTREE ARGV… — `agor exec` over TCP (the URL before "--")
-  local u=$1 wt=$2; shift 2
-  setpriv --reuid="$u" --regid="$u" --init-groups -- env -i PATH=/usr/bin:/bin HOME="/home/$u" \
-    AGOR_TOKEN="$(cat "$STATE/token-$u")" "$BIN" exec --url "ws://127.0.0.1:$(cat "$STATE/port")/ws" "$wt" -- "$@"
-}
+. "$TEST_TOP/test/host.sh"
 
 operator_steps() {
   mkdir -p "$STATE"
@@ -39,18 +29,8 @@ operator_steps() {
   expect_exit 0 "$BIN" setup validate
   expect_not_contains out FAIL
   expect_exit 0 "$BIN" admin cgroup-delegate agor_executor   # what the systemd unit runs before the daemon
-  setpriv --reuid=agor --regid=agor --init-groups -- env -i PATH=/usr/bin:/bin HOME=/home/agor \
-    "$BIN" daemon --foreground --port 0 2> "$STATE/daemon.log" &   # $! is the daemon itself
-  echo $! > "$STATE/pid"
-  for i in $(seq 1 200); do grep -q serving "$STATE/daemon.log" && break; sleep 0.05; done
-  grep -q serving "$STATE/daemon.log" || { cat "$STATE/daemon.log"; fail "the daemon did not start on the host setup made"; }
-  sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" "$STATE/daemon.log" | head -1 > "$STATE/port"
-  for u in alice bob; do
-    expect_exit 0 as_agor "$BIN" user create $u --unix-user $u
-    as_agor "$BIN" user token --for $u > "$STATE/token-$u" 2> /dev/null || fail "no token for $u"
-  done
-  mkdir -p /srv/src && git init -q -b main /srv/src && echo hi > /srv/src/hello.txt
-  git -C /srv/src add -A && git -C /srv/src -c user.name=o -c user.email=o@o commit -q -m start && chmod -R a+rX /srv/src
+  host_daemon_start
+  host_people alice bob
 }
 test_case "operator: setup isolation and validate, the unit's cgroup step, the daemon as agor, users and tokens" operator_steps
 
@@ -77,12 +57,8 @@ terminal_steps() {
 test_case "a terminal in the worktree: the nologin executor user setup made gets a working shell" terminal_steps
 
 stop_steps() {
-  local pid; pid=$(cat "$STATE/pid")
-  kill -TERM "$pid" || fail "no daemon $pid"
-  for i in $(seq 1 200); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done   # not a child of this case
-  ! kill -0 "$pid" 2> /dev/null || { tail -20 "$STATE/daemon.log"; fail "the daemon did not stop within 10 s"; }
-  ! grep -q "error" "$STATE/daemon.log" || { grep error "$STATE/daemon.log"; fail "the daemon logged errors"; }
-  setpriv --reuid=agor_executor --regid=agor_executor --init-groups tmux -L agor-agor_executor kill-server 2> /dev/null || true
+  host_daemon_stop
+  setpriv --reuid=agor_executor --regid=agor_executor --init-groups tmux -L "agor-agor_executor-$(printf %s /srv/agor | sha256sum | cut -c1-8)" kill-server 2> /dev/null || true
 }
 test_case "the daemon stops cleanly" stop_steps
 

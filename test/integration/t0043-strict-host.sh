@@ -13,17 +13,7 @@ sandbox_forget_accounts agor agor_executor agor_users alice bob carol
 
 BIN=/usr/local/bin/agor
 STATE="$TEST_TMP_ROOT/t0043-state"   # what one case leaves the next: the daemon pid, its port, tokens, ids
-as_agor() { setpriv --reuid=agor --regid=agor --init-groups -- env -i PATH=/usr/bin:/bin HOME=/home/agor "$@"; }
-exec_tcp() { # USER WORKTREE ARGV… — `agor exec` of USER over TCP with USER's token
-  local u=$1 wt=$2; shift 2
-  setpriv --reuid="$u" --regid="$u" --init-groups -- env -i PATH=/usr/bin:/bin HOME="/home/$u" \
-    AGOR_TOKEN="$(cat "$STATE/token-$u")" "$BIN" exec --url "ws://127.0.0.1:$(cat "$STATE/port")/ws" "$wt" -- "$@"
-}
-as_tcp() { # USER CMD… — an agor client command of USER over TCP with USER's token
-  local u=$1; shift
-  setpriv --reuid="$u" --regid="$u" --init-groups -- env -i PATH=/usr/bin:/bin HOME="/home/$u" \
-    AGOR_TOKEN="$(cat "$STATE/token-$u")" "$BIN" "$@" --url "ws://127.0.0.1:$(cat "$STATE/port")/ws"
-}
+. "$TEST_TOP/test/host.sh"
 
 operator_steps() {
   mkdir -p "$STATE"
@@ -36,19 +26,9 @@ operator_steps() {
     expect_exit 0 "$BIN" admin setup-unix-user $u                     # a login in agor_users
     expect_exit 0 "$BIN" admin cgroup-delegate $u                     # what the systemd unit runs before the daemon
   done
-  setpriv --reuid=agor --regid=agor --init-groups -- env -i PATH=/usr/bin:/bin HOME=/home/agor \
-    "$BIN" daemon --foreground --port 0 2> "$STATE/daemon.log" &   # $! is the daemon itself
-  echo $! > "$STATE/pid"
-  for i in $(seq 1 200); do grep -q serving "$STATE/daemon.log" && break; sleep 0.05; done
-  grep -q serving "$STATE/daemon.log" || { cat "$STATE/daemon.log"; fail "the daemon did not start on the host setup made"; }
+  host_daemon_start
   grep -q "mode strict" "$STATE/daemon.log" || { cat "$STATE/daemon.log"; fail "the daemon is not in strict mode"; }
-  sed -n "s/.*:\([0-9][0-9]*\) (pid.*/\1/p" "$STATE/daemon.log" | head -1 > "$STATE/port"
-  for u in alice bob carol; do
-    expect_exit 0 as_agor "$BIN" user create $u --unix-user $u
-    as_agor "$BIN" user token --for $u > "$STATE/token-$u" 2> /dev/null || fail "no token for $u"
-  done
-  mkdir -p /srv/src && git init -q -b main /srv/src && echo hi > /srv/src/hello.txt
-  git -C /srv/src add -A && git -C /srv/src -c user.name=o -c user.email=o@o commit -q -m start && chmod -R a+rX /srv/src
+  host_people alice bob carol
 }
 test_case "operator: setup isolation --mode strict and validate, one login per person, the daemon as agor" operator_steps
 
@@ -102,11 +82,7 @@ removal_steps() {
 test_case "removal: directory, group, every owner's link and the row go, in that order" removal_steps
 
 stop_steps() {
-  local pid; pid=$(cat "$STATE/pid")
-  kill -TERM "$pid" || fail "no daemon $pid"
-  for i in $(seq 1 200); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done   # not a child of this case
-  ! kill -0 "$pid" 2> /dev/null || { tail -20 "$STATE/daemon.log"; fail "the daemon did not stop within 10 s"; }
-  ! grep -q "error" "$STATE/daemon.log" || { grep error "$STATE/daemon.log"; fail "the daemon logged errors"; }
+  host_daemon_stop
 }
 test_case "the daemon stops cleanly" stop_steps
 
