@@ -298,7 +298,7 @@ CRASH='
     # an error Codex retries by itself is a warning, not an error; one it does not retry stays an error
     printf "#!/bin/sh\nread line\necho '"'"'{\"jsonrpc\":\"2.0\",\"method\":\"error\",\"params\":{\"error\":{\"message\":\"reconnecting 1/5\"},\"willRetry\":true}}'"'"'\necho '"'"'{\"jsonrpc\":\"2.0\",\"method\":\"error\",\"params\":{\"error\":{\"message\":\"gave up\"},\"willRetry\":false}}'"'"'\nexit 3\n" > agent/codex.sh
     chmod 755 agent/codex.sh
-    CODEX_COMMAND="$PWD/agent/codex.sh" write_config; kill $daemon_pid; wait $daemon_pid || true; start_daemon
+    CODEX_COMMAND="$PWD/agent/codex.sh" write_config; stop_daemon; start_scene_daemon
     a session create "$wt" --tool codex --json > codex-session.json
     expect_exit 1 a prompt "$(json_get codex-session.json id)" "anything" --no > out 2> err
     expect_contains out "[warning] reconnecting 1/5"

@@ -33,18 +33,13 @@ SCENE='
     "$T" "$(cat gemini-port)" "$PWD" "$GEMINI" "$(cat gemini-port)" "$OPENCODE" "$(cat port)" > config.yaml
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
-  groupadd agor_users
-  useradd --create-home --home-dir /home/agor_executor --groups agor_users agor_executor
-  mkdir -p /run/agor && chgrp agor_users /run/agor && chmod 750 /run/agor
-  chown agor_executor data
-  "$AGOR" admin cgroup-delegate agor_executor > /dev/null
-  make_source_repo src && chmod -R a+rX src
-  mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
-  "$AGOR" daemon --foreground --port 0 --config "$PWD/config.yaml" 2>> daemon.log &
-  daemon_pid=$!
-  trap "kill $daemon_pid $gemini_pid $server_pid 2>/dev/null; wait $daemon_pid 2>/dev/null; rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2>/dev/null || true" EXIT
-  for i in $(seq 1 200); do [ -S /run/agor/agor.sock ] && grep -q serving daemon.log && break; sleep 0.05; done
-  grep -q serving daemon.log || { cat daemon.log; fail "daemon did not start"; }
+  insulated_agent_host
+  scene_cleanup() {
+    kill $gemini_pid $server_pid 2> /dev/null || true
+    rmdir /sys/fs/cgroup/*/agor/agor_executor /sys/fs/cgroup/agor/agor_executor 2> /dev/null || true
+  }
+  DAEMON_SOCKET=/run/agor/agor.sock
+  start_daemon --config "$PWD/config.yaml"
   a repo clone "$PWD/src" --json > clone.json || { cat clone.json daemon.log; fail "clone failed"; }
   a worktree add "$(json_get clone.json repo.id)" wt1 --branch feat --create-branch --json > wt.json || { cat wt.json; fail "worktree add failed"; }
   wt=$(json_get wt.json worktree.id)
