@@ -204,18 +204,43 @@ static void complete_line(struct tmux_parser *p)
 	p->mode = TMUX_LINE_HEAD;
 }
 
+/* Bytes of a long line's body, in the mode chosen for it (block data or %output). */
+static void stream_bytes(struct tmux_parser *p, const char *s, size_t n, int eol)
+{
+	if (p->mode == TMUX_LINE_OUTPUT)
+		decode_output(p, s, n, eol);
+	else if (n || eol)
+		emit(p, (struct tmux_event){ .kind = TMUX_BLOCK_DATA, .data = (const uint8_t *)s, .len = n, .eol = eol });
+}
+
+/* Streams what has arrived of a long line's body. A '\r' it ends with is held back until the next bytes say
+ * whether it ends the line (then it is dropped, as complete_line drops it from a short line) or is data: the
+ * events never depend on how the input was cut. */
+static void stream_body(struct tmux_parser *p, const char *s, size_t n, int eol)
+{
+	int held = p->cr_pending;
+	p->cr_pending = 0;
+	if (held && (n || !eol))
+		stream_bytes(p, "\r", 1, 0); /* data after all */
+	if (n && s[n - 1] == '\r') {
+		n--;
+		p->cr_pending = !eol; /* at the end of the line: dropped; else: held */
+	}
+	stream_bytes(p, s, n, eol);
+}
+
 /* The head is full and the line goes on: decide how to stream the rest. */
 static void classify_head(struct tmux_parser *p)
 {
 	struct strbuf *l = &p->line;
 	long body;
 	if (p->in_block) {
-		emit(p, (struct tmux_event){ .kind = TMUX_BLOCK_DATA, .data = (const uint8_t *)l->buf, .len = l->len });
 		p->mode = TMUX_LINE_BLOCK;
+		stream_body(p, l->buf, l->len, 0);
 		strbuf_reset(l);
 	} else if (is_output_line(l->buf, l->len) && (body = output_body(p, l->buf, l->len)) >= 0) {
-		decode_output(p, l->buf + body, l->len - (size_t)body, 0);
 		p->mode = TMUX_LINE_OUTPUT;
+		stream_body(p, l->buf + body, l->len - (size_t)body, 0);
 		strbuf_reset(l);
 	} else {
 		p->mode = TMUX_LINE_NOTIFY; /* kept whole, up to TMUX_LINE_MAX */
@@ -251,12 +276,8 @@ static size_t consume(struct tmux_parser *p, const char *buf, size_t len)
 			classify_head(p);
 		return used;
 	}
-	case TMUX_LINE_OUTPUT: decode_output(p, buf, body, nl != NULL); break;
-	case TMUX_LINE_BLOCK:
-		if (body || nl)
-			emit(p, (struct tmux_event){ .kind = TMUX_BLOCK_DATA, .data = (const uint8_t *)buf, .len = body,
-						     .eol = nl != NULL });
-		break;
+	case TMUX_LINE_OUTPUT:
+	case TMUX_LINE_BLOCK: stream_body(p, buf, body, nl != NULL); break;
 	case TMUX_LINE_NOTIFY:
 		if (p->line.len + body > TMUX_LINE_MAX) {
 			overlong(p);

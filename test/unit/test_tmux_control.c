@@ -105,6 +105,33 @@ TEST(tmux_parser_gives_the_same_events_for_every_split)
 	}
 }
 
+/* A line of a block or of %output long enough to be streamed, ending in "\r\n" right where the head fills (or
+ * later): its '\r' is dropped whether the line arrives whole or cut anywhere (the fuzzer's find). */
+TEST(tmux_parser_drops_a_line_end_cr_wherever_the_input_is_cut)
+{
+	for (size_t extra = 0; extra < 3; extra++) {
+		struct strbuf text = STRBUF_INIT;
+		strbuf_addstr(&text, "%begin 1 2 0\n");
+		for (size_t i = 0; i + 1 < TMUX_HEAD_MAX + extra; i++)
+			strbuf_addch(&text, 'b');
+		strbuf_addstr(&text, "\r\n%end 1 2 0\n%output %1 ");
+		for (size_t i = 0; i + 1 < TMUX_HEAD_MAX + extra; i++)
+			strbuf_addch(&text, 'o');
+		strbuf_addstr(&text, "\r\n");
+		char *whole = parse_in_pieces(text.buf, text.len, text.len);
+		CHECK(!strstr(whole, "\\x0d]"));   /* no line keeps its final '\r' */
+		CHECK(strstr(whole, "bb]\n") != NULL && strstr(whole, "oo]\n") != NULL); /* both lines ended, '\r' dropped */
+		for (size_t piece = 1; piece < 300; piece += piece < 20 ? 1 : 37) {
+			char *got = parse_in_pieces(text.buf, text.len, piece);
+			if (strcmp(got, whole))
+				unit_fail(__FILE__, __LINE__, "pieces of %zu:\n%s\nwhole:\n%s", piece, got, whole);
+			free(got);
+		}
+		free(whole);
+		strbuf_release(&text);
+	}
+}
+
 TEST(tmux_parser_streams_a_huge_output_line_in_bounded_memory)
 {
 	size_t n = 3u << 20;
