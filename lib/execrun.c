@@ -167,20 +167,17 @@ static void skip_entry(json_t *skipped, const char *entry, const char *why)
 }
 
 /* Why entry of the real home may not be shown inside (NULL: it may): it must be there, reached without any
- * symlink, and hold none of agor's own files (AGOR_HOME, the data home) nor lie within them. */
-static const char *expose_refusal(const struct config *cfg, int homefd, const char *home, const char *entry)
+ * symlink, and hold none of agor's own files (ours: AGOR_HOME and the data home, canonical) nor lie within them. */
+static const char *expose_refusal(const char *const ours[2], int homefd, const char *home, const char *entry)
 {
 	int fd = confine_openat(homefd, entry, O_PATH);
 	if (fd < 0)
 		return errno == ENOENT ? "missing" : errno == ELOOP || errno == EXDEV ? "a symlink on the way" : "unreadable";
 	close(fd);
 	_cleanup_free_ char *path = xasprintf("%s/%s", home, entry);
-	const char *const ours[] = { cfg->paths.agor_home, cfg->paths.data_home };
-	for (size_t i = 0; i < ARRAY_SIZE(ours); i++) {
-		_cleanup_free_ char *c = fs_canonical(ours[i]);
-		if (fs_path_is_or_below(c, path) || fs_path_is_or_below(path, c))
+	for (size_t i = 0; i < 2; i++)
+		if (fs_path_is_or_below(ours[i], path) || fs_path_is_or_below(path, ours[i]))
 			return "holds agor's own files";
-	}
 	return NULL;
 }
 
@@ -194,11 +191,14 @@ static void plan_home_expose(const struct execrun_confine_request *req, struct e
 	json_t *bound = json_array(), *skipped = json_array();
 	pr->home_exposed = json_pack("{s:o,s:o}", "bound", bound, "skipped", skipped);
 	int homefd = pr->passwd_home ? open(pr->passwd_home, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	_cleanup_free_ char *agor_home = fs_canonical(req->cfg->paths.agor_home);
+	_cleanup_free_ char *data_home = fs_canonical(req->cfg->paths.data_home);
+	const char *const ours[2] = { agor_home, data_home };
 	for (const char *p = list; *p;) {
 		size_t len = strcspn(p, ":");
 		_cleanup_free_ char *entry = xstrndup(p, len);
 		p += len + (p[len] == ':');
-		const char *why = homefd < 0 ? "no home" : expose_refusal(req->cfg, homefd, pr->passwd_home, entry);
+		const char *why = homefd < 0 ? "no home" : expose_refusal(ours, homefd, pr->passwd_home, entry);
 		if (why) {
 			skip_entry(skipped, entry, why);
 			continue;

@@ -130,27 +130,39 @@ static bool raced_away(int errnum)
 	return errnum == ENOENT || errnum == ELOOP || errnum == ENOTDIR || errnum == ENXIO;
 }
 
+/* name below parentfd opened with flags (no symlink followed) and stat'ed: the descriptor; or -1 with *rc the walk's
+ * answer: 0 when it went away or became a link meanwhile (counted with the symlinks), -1 on a failure. */
+static int open_entry(struct tree_walk *w, int parentfd, const char *name, int flags, struct stat *st, int *rc)
+{
+	int fd = openat(parentfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (raced_away(errno)) {
+			w->stats->skipped_symlinks++;
+			*rc = 0;
+		} else {
+			*rc = walk_fail(w, errno, "open");
+		}
+		return -1;
+	}
+	if (fstat(fd, st) < 0) {
+		int saved = errno;
+		close(fd);
+		*rc = walk_fail(w, saved, "stat");
+		return -1;
+	}
+	return fd;
+}
+
 static int enter_dir(struct tree_walk *w, int parentfd, const char *name, int depth)
 {
 	if (depth >= UNIXPERM_MAX_DEPTH)
 		return err_set(w->e, E_INVALID_PAYLOAD,
 			       "directory tree deeper than %d levels at %s", UNIXPERM_MAX_DEPTH,
 			       w->path.buf);
-	int fd = openat(parentfd, name,
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		if (raced_away(errno)) {
-			w->stats->skipped_symlinks++;
-			return 0;
-		}
-		return walk_fail(w, errno, "open");
-	}
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int saved = errno;
-		close(fd);
-		return walk_fail(w, saved, "stat");
-	}
+	int rc, fd = open_entry(w, parentfd, name, O_RDONLY | O_DIRECTORY, &st, &rc);
+	if (fd < 0)
+		return rc;
 	if (st.st_dev != w->dev) { /* a mount point */
 		close(fd);
 		w->stats->skipped_other_fs++;
@@ -166,19 +178,12 @@ static int enter_dir(struct tree_walk *w, int parentfd, const char *name, int de
 
 static int change_file(struct tree_walk *w, int parentfd, const char *name)
 {
-	int fd = openat(parentfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0) {
-		if (raced_away(errno)) {
-			w->stats->skipped_symlinks++;
-			return 0;
-		}
-		return walk_fail(w, errno, "open");
-	}
 	struct stat st;
-	int rc = 0;
-	if (fstat(fd, &st) < 0)
-		rc = walk_fail(w, errno, "stat");
-	else if (!S_ISREG(st.st_mode))
+	int rc, fd = open_entry(w, parentfd, name, O_RDONLY | O_NOCTTY, &st, &rc);
+	if (fd < 0)
+		return rc;
+	rc = 0;
+	if (!S_ISREG(st.st_mode))
 		w->stats->skipped_special++;
 	else if (st.st_dev != w->dev)
 		w->stats->skipped_other_fs++;
