@@ -17,15 +17,14 @@
 #include "lib/banned.h"
 
 extern const struct applet applet_admin, applet_apikey, applet_approvals, applet_audit, applet_config, applet_daemon,
-	applet_exec, applet_executor, applet_node, applet_nodes, applet_prompt, applet_repo, applet_session, applet_setup, applet_task,
-	applet_terminal, applet_user,
-	applet_worktree;
+	applet_exec, applet_executor, applet_node, applet_nodes, applet_prompt, applet_repo, applet_session,
+	applet_setup, applet_task, applet_terminal, applet_user, applet_worktree;
 
 /* Sorted by name: lookup is a binary search, and main() checks the order. */
 static const struct applet *const applets[] = {
-	&applet_admin,	  &applet_apikey, &applet_approvals, &applet_audit,    &applet_config,   &applet_daemon,
-	&applet_exec, &applet_executor, &applet_node,	  &applet_nodes,     &applet_prompt,   &applet_repo,     &applet_session,
-	&applet_setup,	  &applet_task,	  &applet_terminal,  &applet_user,     &applet_worktree,
+	&applet_admin,	 &applet_apikey,   &applet_approvals, &applet_audit,	&applet_config, &applet_daemon,
+	&applet_exec,	 &applet_executor, &applet_node,      &applet_nodes,	&applet_prompt, &applet_repo,
+	&applet_session, &applet_setup,	   &applet_task,      &applet_terminal, &applet_user,	&applet_worktree,
 };
 
 static int compare_name(const void *key, const void *elem)
@@ -169,8 +168,8 @@ static int run_applet(const struct applet *a, int argc, char **argv)
 		return EXIT_OK;
 	}
 	if ((a->flags & APPLET_ROOT_ONLY) && geteuid() != 0) {
-		fprintf(stderr, "agor %s: must run as root (operators reach it through 'sudo -n agor %s …')\n",
-			a->name, a->name);
+		fprintf(stderr, "agor %s: must run as root (operators reach it through 'sudo -n agor %s …')\n", a->name,
+			a->name);
 		return EXIT_FAILED;
 	}
 	log_init(a->name);

@@ -125,8 +125,7 @@ static int check_not_foreign_group(struct admin *a, int fd, const char *path, co
 		return err_errno(&a->e, errno, "stat %s", path);
 	struct group *gr = getgrgid(st.st_gid);
 	if (gr && unixperm_managed_group_valid(gr->gr_name) && strcmp(gr->gr_name, group))
-		return err_set(&a->e, E_PERMISSION_DENIED,
-			       "%s belongs to group %s, not to this worktree's %s", path,
+		return err_set(&a->e, E_PERMISSION_DENIED, "%s belongs to group %s, not to this worktree's %s", path,
 			       gr->gr_name, group);
 	return 0;
 }
@@ -134,23 +133,20 @@ static int check_not_foreign_group(struct admin *a, int fd, const char *path, co
 static void add_tree_stats(struct admin *a, const struct unixperm_tree_stats *s)
 {
 	json_object_set_new(a->data, "tree",
-			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "dirs", (json_int_t)s->dirs,
-				      "files", (json_int_t)s->files, "changed",
-				      (json_int_t)s->changed, "skippedSymlinks",
-				      (json_int_t)s->skipped_symlinks, "skippedSpecial",
-				      (json_int_t)s->skipped_special, "skippedHardlinked",
-				      (json_int_t)s->skipped_hardlinked, "skippedOtherFilesystems",
+			    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "dirs", (json_int_t)s->dirs, "files",
+				      (json_int_t)s->files, "changed", (json_int_t)s->changed, "skippedSymlinks",
+				      (json_int_t)s->skipped_symlinks, "skippedSpecial", (json_int_t)s->skipped_special,
+				      "skippedHardlinked", (json_int_t)s->skipped_hardlinked, "skippedOtherFilesystems",
 				      (json_int_t)s->skipped_other_fs));
 }
 
-static void describe_tree(struct admin *a, const char *path, const char *group,
-			  enum unixperm_access others)
+static void describe_tree(struct admin *a, const char *path, const char *group, enum unixperm_access others)
 {
 	mode_t dmode = unixperm_dir_mode(others);
 	struct unixperm_acl_entry ent[5];
 	struct strbuf acl = STRBUF_INIT;
 	unixperm_acl_describe(ent, unixperm_acl_for_mode(dmode, 0, ent), group, &acl);
-	static const char *const file_others[] = {"o=", "o=r", "o=rw"};
+	static const char *const file_others[] = { "o=", "o=r", "o=rw" };
 	describe(a, "chgrp -R %s %s", group, path);
 	describe(a,
 		 "chmod -R %04o %s  # directories; files: g=rw,%s (+x where executable), "
@@ -165,13 +161,13 @@ static void describe_tree(struct admin *a, const char *path, const char *group,
 
 /* The recursive change of docs/admin.md (or, dry run, its count). have_gid is false in a dry run
  * whose group does not exist yet: then only the description is given. */
-static int apply_tree(struct admin *a, int fd, const char *path, const char *group, gid_t gid,
-		      bool have_gid, enum unixperm_access others)
+static int apply_tree(struct admin *a, int fd, const char *path, const char *group, gid_t gid, bool have_gid,
+		      enum unixperm_access others)
 {
 	describe_tree(a, path, group, others);
 	if (!have_gid)
 		return 0;
-	struct unixperm_tree_spec spec = {gid, others, a->call.dry_run};
+	struct unixperm_tree_spec spec = { gid, others, a->call.dry_run };
 	struct unixperm_tree_stats stats;
 	if (unixperm_apply_tree(fd, &spec, &stats, &a->e) < 0)
 		return -1;
@@ -181,9 +177,8 @@ static int apply_tree(struct admin *a, int fd, const char *path, const char *gro
 	strbuf_addf(&note,
 		    "# %s: %lu directories, %lu files, %lu %s; skipped %lu symlinks, %lu "
 		    "hard-linked, %lu special, %lu on other filesystems",
-		    path, stats.dirs, stats.files, stats.changed,
-		    a->call.dry_run ? "would change" : "changed", stats.skipped_symlinks,
-		    stats.skipped_hardlinked, stats.skipped_special, stats.skipped_other_fs);
+		    path, stats.dirs, stats.files, stats.changed, a->call.dry_run ? "would change" : "changed",
+		    stats.skipped_symlinks, stats.skipped_hardlinked, stats.skipped_special, stats.skipped_other_fs);
 	strvec_push_nodup(&a->notes, strbuf_detach(&note, NULL));
 	return 0;
 }
@@ -200,8 +195,7 @@ static int ensure_group(struct admin *a, const char *group, gid_t *gid, bool *ha
 	if (unixperm_groupadd(group, false, &a->e) < 0)
 		return -1;
 	if (!unixperm_group_lookup(group, gid))
-		return err_set(&a->e, E_SYSTEM, "groupadd %s succeeded but the group is not there",
-			       group);
+		return err_set(&a->e, E_SYSTEM, "groupadd %s succeeded but the group is not there", group);
 	*have_gid = true;
 	return 0;
 }
@@ -219,8 +213,8 @@ static int require_group(struct admin *a, const char *group, const char *id, gid
 /* ---- worktree groups
  * ------------------------------------------------------------------------------ */
 
-static int set_worktree_tree(struct admin *a, const char *id, const char *path,
-			     enum unixperm_access others, bool create)
+static int set_worktree_tree(struct admin *a, const char *id, const char *path, enum unixperm_access others,
+			     bool create)
 {
 	char group[UNIXPERM_GROUP_NAME_SIZE];
 	unixperm_group_name(UNIXPERM_WORKTREE_PREFIX, id, group);
@@ -251,8 +245,7 @@ static int cmd_create_worktree_group(struct admin *a)
 {
 	const char *id = a->call.pos[0], *path = a->call.pos[1];
 	enum unixperm_access others = UNIXPERM_READ;
-	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
-	    check_path(a, "worktree-path", path) < 0 ||
+	if (unixperm_check_id("worktree-id", id, &a->e) < 0 || check_path(a, "worktree-path", path) < 0 ||
 	    (a->call.others && check_others(a, a->call.others, &others) < 0))
 		return -1;
 	return set_worktree_tree(a, id, path, others, true);
@@ -262,15 +255,14 @@ static int cmd_set_worktree_permissions(struct admin *a)
 {
 	const char *id = a->call.pos[0], *path = a->call.pos[1];
 	enum unixperm_access others;
-	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
-	    check_path(a, "worktree-path", path) < 0 || check_others(a, a->call.pos[2], &others) < 0)
+	if (unixperm_check_id("worktree-id", id, &a->e) < 0 || check_path(a, "worktree-path", path) < 0 ||
+	    check_others(a, a->call.pos[2], &others) < 0)
 		return -1;
 	return set_worktree_tree(a, id, path, others, false);
 }
 
 /* Finds a member's owner links of this worktree and removes them (as the member). */
-static int remove_owner_links(struct admin *a, const struct unixperm_user *u, const char *id,
-			      gid_t gid)
+static int remove_owner_links(struct admin *a, const struct unixperm_user *u, const char *id, gid_t gid)
 {
 	char short_id[9];
 	struct strvec found = STRVEC_INIT;
@@ -302,8 +294,7 @@ static int cmd_delete_worktree_group(struct admin *a)
 	int rc = 0;
 	for (size_t i = 0; rc == 0 && i < members.nr; i++) {
 		struct unixperm_user u;
-		if (!unixperm_user_name_valid(members.v[i]) ||
-		    unixperm_user_lookup(members.v[i], &u, &a->e) != 1)
+		if (!unixperm_user_name_valid(members.v[i]) || unixperm_user_lookup(members.v[i], &u, &a->e) != 1)
 			continue;
 		if (u.uid != 0)
 			rc = remove_owner_links(a, &u, id, gid);
@@ -320,8 +311,7 @@ static int cmd_delete_worktree_group(struct admin *a)
 static int owner_link_name(struct admin *a, const char *path, const char *id, char **out)
 {
 	const char *name = a->call.link_name ? a->call.link_name : strrchr(path, '/') + 1;
-	if (unixperm_check_link_name(a->call.link_name ? "--link-name"
-						  : "worktree directory name (use --link-name)",
+	if (unixperm_check_link_name(a->call.link_name ? "--link-name" : "worktree directory name (use --link-name)",
 				     name, &a->e) < 0)
 		return -1;
 	char short_id[9];
@@ -329,8 +319,7 @@ static int owner_link_name(struct admin *a, const char *path, const char *id, ch
 	return 0;
 }
 
-static int check_worktree_owned_by_group(struct admin *a, int fd, const char *path,
-					 const char *group, gid_t gid)
+static int check_worktree_owned_by_group(struct admin *a, int fd, const char *path, const char *group, gid_t gid)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
@@ -343,8 +332,8 @@ static int check_worktree_owned_by_group(struct admin *a, int fd, const char *pa
 	return 0;
 }
 
-static int add_owner(struct admin *a, const struct unixperm_user *u, const char *group,
-		     const char *path, const char *link)
+static int add_owner(struct admin *a, const struct unixperm_user *u, const char *group, const char *path,
+		     const char *link)
 {
 	if (!unixperm_user_in_group(u, group)) {
 		act(a, "gpasswd -a %s %s", u->name, group);
@@ -366,8 +355,7 @@ static int cmd_add_worktree_owner(struct admin *a)
 {
 	const char *id = a->call.pos[0], *user = a->call.pos[1], *path = a->call.pos[2];
 	char *link = NULL;
-	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
-	    unixperm_check_user_name("unix-user", user, &a->e) < 0 ||
+	if (unixperm_check_id("worktree-id", id, &a->e) < 0 || unixperm_check_user_name("unix-user", user, &a->e) < 0 ||
 	    check_path(a, "worktree-path", path) < 0 || owner_link_name(a, path, id, &link) < 0)
 		return -1;
 	char group[UNIXPERM_GROUP_NAME_SIZE];
@@ -377,13 +365,12 @@ static int cmd_add_worktree_owner(struct admin *a)
 	set_str(a, "user", user);
 	set_str(a, "path", path);
 	set_str(a, "link", link);
-	struct unixperm_user u = {0};
+	struct unixperm_user u = { 0 };
 	gid_t gid;
 	int fd = -1, rc = -1;
 	if (load_conf(a) < 0 || unixperm_require_agor_user(user, &u, &a->e) < 0)
 		goto out;
-	if ((fd = open_confined(a, a->conf.worktrees_dir, path)) < 0 ||
-	    require_group(a, group, id, &gid) < 0 ||
+	if ((fd = open_confined(a, a->conf.worktrees_dir, path)) < 0 || require_group(a, group, id, &gid) < 0 ||
 	    check_worktree_owned_by_group(a, fd, path, group, gid) < 0)
 		goto out;
 	rc = add_owner(a, &u, group, path, link);
@@ -398,8 +385,7 @@ out:
 static int cmd_remove_worktree_owner(struct admin *a)
 {
 	const char *id = a->call.pos[0], *user = a->call.pos[1];
-	if (unixperm_check_id("worktree-id", id, &a->e) < 0 ||
-	    unixperm_check_user_name("unix-user", user, &a->e) < 0)
+	if (unixperm_check_id("worktree-id", id, &a->e) < 0 || unixperm_check_user_name("unix-user", user, &a->e) < 0)
 		return -1;
 	char group[UNIXPERM_GROUP_NAME_SIZE];
 	unixperm_group_name(UNIXPERM_WORKTREE_PREFIX, id, group);
@@ -468,19 +454,16 @@ static void add_worktree_owners(struct admin *a, const char *path, struct strvec
 {
 	struct err ignored = ERR_INIT;
 	int rootfd = unixperm_open_root(a->conf.worktrees_dir, &ignored);
-	int fd = rootfd < 0 ? -1
-			    : unixperm_open_beneath(rootfd, a->conf.worktrees_dir, path, &ignored);
+	int fd = rootfd < 0 ? -1 : unixperm_open_beneath(rootfd, a->conf.worktrees_dir, path, &ignored);
 	struct stat st;
 	struct group *gr = fd >= 0 && fstat(fd, &st) == 0 ? getgrgid(st.st_gid) : NULL;
 	struct strvec members = STRVEC_INIT;
-	if (gr &&
-	    !strncmp(gr->gr_name, UNIXPERM_WORKTREE_PREFIX, strlen(UNIXPERM_WORKTREE_PREFIX)) &&
+	if (gr && !strncmp(gr->gr_name, UNIXPERM_WORKTREE_PREFIX, strlen(UNIXPERM_WORKTREE_PREFIX)) &&
 	    unixperm_managed_group_valid(gr->gr_name))
 		unixperm_group_members(gr->gr_name, &members);
 	for (size_t i = 0; i < members.nr; i++) {
 		struct unixperm_user u;
-		if (strvec_find(owners, members.v[i]) >= 0 ||
-		    !unixperm_user_name_valid(members.v[i]) ||
+		if (strvec_find(owners, members.v[i]) >= 0 || !unixperm_user_name_valid(members.v[i]) ||
 		    unixperm_require_agor_user(members.v[i], &u, &ignored) < 0)
 			continue;
 		strvec_push(owners, u.name);
@@ -498,13 +481,11 @@ static void add_worktree_owners(struct admin *a, const char *path, struct strvec
  * <repo>/.git/worktrees/<name>/gitdir. Everything read here is confined again before use. */
 static void collect_repo_owners(struct admin *a, int repofd, struct strvec *owners)
 {
-	static const char *const admin_dirs[][2] = {{"worktrees", NULL}, {".git", "worktrees"}};
+	static const char *const admin_dirs[][2] = { { "worktrees", NULL }, { ".git", "worktrees" } };
 	for (size_t k = 0; k < ARRAY_SIZE(admin_dirs); k++) {
-		int fd = openat(repofd, admin_dirs[k][0],
-				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = openat(repofd, admin_dirs[k][0], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0 && admin_dirs[k][1]) {
-			int inner = openat(fd, admin_dirs[k][1],
-					   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int inner = openat(fd, admin_dirs[k][1], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			close(fd);
 			fd = inner;
 		}
@@ -518,7 +499,7 @@ static void collect_repo_owners(struct admin *a, int repofd, struct strvec *owne
 		for (struct dirent *de; (de = readdir(d));) {
 			if (de->d_name[0] == '.')
 				continue;
-			const char *parts[] = {de->d_name, "gitdir"};
+			const char *parts[] = { de->d_name, "gitdir" };
 			char *text = read_small_file_at(dirfd(d), parts, 2);
 			const char *wt = text ? worktree_from_gitdir(text) : NULL;
 			if (wt)
@@ -564,8 +545,7 @@ static int cmd_update_repo_permissions(struct admin *a)
 	const char *rel = unixperm_path_below(a->conf.repos_dir, path);
 	char group[UNIXPERM_GROUP_NAME_SIZE];
 	unixperm_group_name(UNIXPERM_REPO_PREFIX, rel ? rel : path, group);
-	enum unixperm_access others =
-		a->call.repo_mode == ADMIN_REPO_WORLD ? UNIXPERM_WRITE : UNIXPERM_NONE;
+	enum unixperm_access others = a->call.repo_mode == ADMIN_REPO_WORLD ? UNIXPERM_WRITE : UNIXPERM_NONE;
 	set_str(a, "path", path);
 	set_str(a, "group", group);
 	set_str(a, "mode", a->call.repo_mode == ADMIN_REPO_WORLD ? "world" : "group");
@@ -624,8 +604,7 @@ static int cmd_setup_unix_user(struct admin *a)
 		if (!a->call.dry_run && unixperm_groupadd(UNIXPERM_USERS_GROUP, true, &a->e) < 0)
 			return -1;
 	}
-	act(a, "useradd --create-home --user-group --shell /bin/bash --groups %s %s",
-	    UNIXPERM_USERS_GROUP, user);
+	act(a, "useradd --create-home --user-group --shell /bin/bash --groups %s %s", UNIXPERM_USERS_GROUP, user);
 	return a->call.dry_run ? 0 : unixperm_useradd_login(user, &a->e);
 }
 
@@ -648,8 +627,8 @@ static int delegated_process(struct admin *a, const struct unixperm_user *u, pid
 	struct stat st;
 	snprintf(proc, sizeof(proc), "/proc/%ld", v);
 	if (stat(proc, &st) < 0)
-		return err_setd(&a->e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", "--pid"),
-				"--pid: no process %ld", v);
+		return err_setd(&a->e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", "--pid"), "--pid: no process %ld",
+				v);
 	if (st.st_uid != u->uid)
 		return err_set(&a->e, E_PERMISSION_DENIED, "--pid: process %ld runs as uid %u, not as %s (uid %u)", v,
 			       (unsigned)st.st_uid, u->name, (unsigned)u->uid);
@@ -690,14 +669,12 @@ static int open_archive_dir(struct admin *a, const char *dir)
 	if (check_path(a, "--archive", dir) < 0 || load_conf(a) < 0)
 		return -1;
 	if (!a->conf.archive_dir)
-		return err_set(&a->e, E_PERMISSION_DENIED, "--archive needs archive_dir in %s",
-			       a->conf.path);
+		return err_set(&a->e, E_PERMISSION_DENIED, "--archive needs archive_dir in %s", a->conf.path);
 	int rootfd = unixperm_open_root(a->conf.archive_dir, &a->e);
 	if (rootfd < 0)
 		return -1;
-	int fd = !strcmp(dir, a->conf.archive_dir)
-			 ? openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-			 : unixperm_open_beneath(rootfd, a->conf.archive_dir, dir, &a->e);
+	int fd = !strcmp(dir, a->conf.archive_dir) ? openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+						   : unixperm_open_beneath(rootfd, a->conf.archive_dir, dir, &a->e);
 	if (fd < 0 && !err_is_set(&a->e))
 		err_errno(&a->e, errno, "open %s", dir);
 	close(rootfd);
@@ -713,8 +690,7 @@ static int open_archive_dir(struct admin *a, const char *dir)
 static int archive_home(struct admin *a, const struct unixperm_user *u, int dirfd, const char *dir)
 {
 	if (!unixperm_path_is_clean(u->home))
-		return err_set(&a->e, E_INVALID_PAYLOAD, "home directory of %s is not a clean path",
-			       u->name);
+		return err_set(&a->e, E_INVALID_PAYLOAD, "home directory of %s is not a clean path", u->name);
 	char stamp[32];
 	time_t now = time(NULL);
 	struct tm tm;
@@ -728,21 +704,20 @@ static int archive_home(struct admin *a, const struct unixperm_user *u, int dirf
 	set_str(a, "archive", name);
 	int rc = 0;
 	if (!a->call.dry_run) {
-		int out = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				 0600);
+		int out = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (out < 0)
 			rc = err_errno(&a->e, errno, "create %s/%s", dir, name);
 		else {
-			const char *argv[] = {"/usr/bin/tar",
-					      "--create",
-					      "--gzip",
-					      "--one-file-system",
-					      "--file=-",
-					      "--directory",
-					      *parent ? parent : "/",
-					      "--",
-					      base,
-					      NULL};
+			const char *argv[] = { "/usr/bin/tar",
+					       "--create",
+					       "--gzip",
+					       "--one-file-system",
+					       "--file=-",
+					       "--directory",
+					       *parent ? parent : "/",
+					       "--",
+					       base,
+					       NULL };
 			rc = unixperm_run_tool_fd(argv, out, &a->e);
 			close(out);
 		}
@@ -755,12 +730,10 @@ static int archive_home(struct admin *a, const struct unixperm_user *u, int dirf
 static int check_deletable(struct admin *a, const struct unixperm_user *u)
 {
 	if (u->uid == 0 || !unixperm_user_in_group(u, UNIXPERM_USERS_GROUP))
-		return err_set(&a->e, E_PERMISSION_DENIED,
-			       "refusing to delete %s: not an agor user (not in %s)", u->name,
-			       UNIXPERM_USERS_GROUP);
+		return err_set(&a->e, E_PERMISSION_DENIED, "refusing to delete %s: not an agor user (not in %s)",
+			       u->name, UNIXPERM_USERS_GROUP);
 	if (u->uid < unixperm_uid_min())
-		return err_set(&a->e, E_PERMISSION_DENIED,
-			       "refusing to delete %s: a system account (uid %u)", u->name,
+		return err_set(&a->e, E_PERMISSION_DENIED, "refusing to delete %s: a system account (uid %u)", u->name,
 			       (unsigned)u->uid);
 	return 0;
 }
@@ -813,8 +786,7 @@ extern const struct applet applet_admin;
 
 static int exit_code_for(const struct err *e)
 {
-	return !strcmp(e->code, E_INVALID_PAYLOAD) || !strcmp(e->code, E_USAGE) ? EXIT_USAGE
-										: EXIT_FAILED;
+	return !strcmp(e->code, E_INVALID_PAYLOAD) || !strcmp(e->code, E_USAGE) ? EXIT_USAGE : EXIT_FAILED;
 }
 
 static int report(struct admin *a, int rc)
@@ -823,8 +795,7 @@ static int report(struct admin *a, int rc)
 		fprintf(stderr, "agor admin %s: %s\n", adminops[a->call.op].name,
 			a->e.message ? a->e.message : "failed");
 		if (a->call.json) {
-			json_t *res =
-				json_pack("{s:b,s:o}", "success", 0, "error", err_to_json(&a->e));
+			json_t *res = json_pack("{s:b,s:o}", "success", 0, "error", err_to_json(&a->e));
 			json_write_line(1, res);
 			json_decref(res);
 		}
@@ -876,7 +847,7 @@ static int admin_main(int argc, char **argv)
 	int help = help_asked(argc, argv);
 	if (help >= 0)
 		return help;
-	struct admin a = {.actions = STRVEC_INIT, .notes = STRVEC_INIT};
+	struct admin a = { .actions = STRVEC_INIT, .notes = STRVEC_INIT };
 	int status;
 	if (adminops_parse(argc, argv, &a.call, &a.e) < 0) {
 		status = applet_usage_error(&applet_admin, "%s", a.e.message);

@@ -44,11 +44,12 @@ static json_t *params_for(const char *sub, int argc, char **argv, const char *sc
 		return json_pack("{s:s}", "service", argv[0]);
 	if (!strcmp(sub, "set") && argc == 1) {
 		if (read_secret(value) < 0 || !value->len) {
-			fprintf(stderr, "agor api-key set: no key on stdin (echo \"$KEY\" | agor api-key set %s)\n", argv[0]);
+			fprintf(stderr, "agor api-key set: no key on stdin (echo \"$KEY\" | agor api-key set %s)\n",
+				argv[0]);
 			return NULL;
 		}
-		return json_pack("{s:s,s:s%,s:s?,s:s?}", "service", argv[0], "value", value->buf, value->len, "scope", scope,
-				 "username", username);
+		return json_pack("{s:s,s:s%,s:s?,s:s?}", "service", argv[0], "value", value->buf, value->len, "scope",
+				 scope, "username", username);
 	}
 	*usage = 1;
 	return NULL;
@@ -105,7 +106,9 @@ static int apikey_main(int argc, char **argv)
 	strbuf_release(&value);
 	if (!params)
 		return usage ? applet_usage_error(&applet_apikey, "bad arguments for '%s'", sub) : 1;
-	const char *method = !strcmp(sub, "set") ? "api_keys.set" : !strcmp(sub, "list") ? "api_keys.list" : "api_keys.remove";
+	const char *method = !strcmp(sub, "set")    ? "api_keys.set"
+			     : !strcmp(sub, "list") ? "api_keys.list"
+						    : "api_keys.remove";
 	struct err e = ERR_INIT;
 	json_t *result = NULL;
 	struct rpc_client *c = client_connect(o.url, o.config_path, o.token, &e);
@@ -127,18 +130,21 @@ static int apikey_main(int argc, char **argv)
 const struct applet applet_apikey = {
 	.name = "api-key",
 	.summary = "set, list and remove the provider API keys agents get just in time (admin)",
-	.usage = "Usage: agor api-key [--json] [--url URL] [--token T] [--config PATH] set SERVICE [--scope S]\n"
-		 "       [--username U] | list | remove SERVICE\n"
-		 "\n"
-		 "set reads the key from stdin (not echoed on a terminal): echo \"$KEY\" | agor api-key set anthropic\n"
-		 "Services: anthropic (claude-code, opencode), openai (codex), google (gemini), git:HOST (HTTPS git on\n"
-		 "port 443) and git:HOST:PORT (on another port): a git credential goes to that exact origin only;\n"
-		 "git-ssh:HOST[:PORT] an ssh private key (OpenSSH format, ECDSA: ssh-keygen -t ecdsa) for git over ssh\n"
-		 "(port 22 by default): agor api-key set git-ssh:github.com < ~/.ssh/id_ecdsa. --username is the user a\n"
-		 "git credential logs in as (https: x-access-token by default; ssh: the clone URL's user, else git),\n"
-		 "stored with each set (set again without it: the default).\n"
-		 "--scope says whose tasks may use the key: members (any agor user; the default for a new key),\n"
-		 "admins, or owner (the admin who sets it); setting a key again keeps its scope unless --scope is given.\n"
-		 "Values are sealed with the daemon's master key and never returned by any command.\n",
+	.usage =
+		"Usage: agor api-key [--json] [--url URL] [--token T] [--config PATH] set SERVICE [--scope S]\n"
+		"       [--username U] | list | remove SERVICE\n"
+		"\n"
+		"set reads the key from stdin (not echoed on a terminal): echo \"$KEY\" | agor api-key set anthropic\n"
+		"Services: anthropic (claude-code, opencode), openai (codex), google (gemini), git:HOST (HTTPS git on\n"
+		"port 443) and git:HOST:PORT (on another port): a git credential goes to that exact origin only;\n"
+		"git-ssh:HOST[:PORT] an ssh private key (OpenSSH format, ECDSA: ssh-keygen -t ecdsa) for git over ssh\n"
+		"(port 22 by default): agor api-key set git-ssh:github.com < ~/.ssh/id_ecdsa. --username is the user "
+		"a\n"
+		"git credential logs in as (https: x-access-token by default; ssh: the clone URL's user, else git),\n"
+		"stored with each set (set again without it: the default).\n"
+		"--scope says whose tasks may use the key: members (any agor user; the default for a new key),\n"
+		"admins, or owner (the admin who sets it); setting a key again keeps its scope unless --scope is "
+		"given.\n"
+		"Values are sealed with the daemon's master key and never returned by any command.\n",
 	.main = apikey_main,
 };

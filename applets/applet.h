@@ -4,14 +4,14 @@
 #define AGOR_APPLET_H
 
 enum applet_flags {
-	APPLET_ROOT_ONLY = 1 << 0, /* main.c refuses to run it unless euid is 0 */
+	APPLET_ROOT_ONLY = 1 << 0,	 /* main.c refuses to run it unless euid is 0 */
 	APPLET_SUBCOMMAND_HELP = 1 << 1, /* answers `agor NAME SUB --help` itself (client_main: one subcommand) */
 };
 
 struct applet {
 	const char *name;
-	const char *summary; /* one line for --list --verbose and --help */
-	const char *usage;   /* full text for `agor NAME --help` */
+	const char *summary;		    /* one line for --list --verbose and --help */
+	const char *usage;		    /* full text for `agor NAME --help` */
 	int (*main)(int argc, char **argv); /* argv[0] is the applet name */
 	unsigned flags;
 };

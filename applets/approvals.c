@@ -21,46 +21,46 @@
 
 extern const struct applet applet_approvals;
 
-#define APPROVALS_USAGE                                                                            \
-	"Usage: agor approvals get [--json]\n"                                                     \
-	"       agor approvals set [--agent ID] [--expect-hash H] [--security S] [--ask A]\n"      \
-	"                          [--ask-fallback S] [--unset FIELD]…\n"                          \
-	"       agor approvals allowlist add [--agent ID] [--expect-hash H] PATTERN…\n"            \
-	"       agor approvals allowlist rm [--agent ID] [--expect-hash H] ID|PATTERN…\n"          \
-	"       agor approvals allowlist list [--agent ID] [--json]\n"                             \
-	"       agor approvals check [--json] [REQUEST OPTIONS] -- ARGV…\n"                        \
-	"       agor approvals exec [REQUEST OPTIONS] [--timeout SEC] [--ask-timeout SEC]\n"       \
-	"                           [--events FD] [--ask-stdin] -- ARGV…\n"                        \
-	"       agor approvals serve\n"                                                            \
-	"\n"                                                                                       \
-	"The policy lives in $AGOR_HOME/exec-approvals.json (0600). security: deny|allowlist|full;\n" \
-	"ask: off|on-miss|always; askFallback: deny|allowlist|full. Built-in defaults: deny,\n"     \
-	"on-miss, deny. Without --agent, set edits the defaults and allowlist uses agent \"*\"\n"  \
-	"(every agent); check and exec ask for agent \"default\".\n"                               \
-	"\n"                                                                                       \
-	"REQUEST OPTIONS (they can only tighten the file's policy):\n"                             \
-	"  --agent ID  --security S  --ask A  --ask-fallback S\n"                                  \
-	"\n"                                                                                       \
-	"Patterns match the resolved, canonical executable: ** any characters, * and ? never\n"   \
-	"cross '/', ~/ is the account's home (from passwd, not $HOME), anchored, case-sensitive;\n" \
-	"they must start with / or ~/. A pattern with a space is an argv pattern: the path glob,\n" \
-	"then one glob per argument ('\\ ' a space), a final * any further arguments\n"          \
-	"(`/usr/bin/git status *`). Programs that run code (git -c/--upload-pack, find -exec,\n"  \
-	"make, python -c, … see docs/approvals.md) need an argv pattern for those options.\n"     \
-	"exec runs argv[0] by the descriptor it checked, shell text with every command word\n"    \
-	"replaced by its canonical path, and PATH fixed at check time; an empty or relative\n"    \
-	"PATH entry is refused.\n"                                                                \
-	"\n"                                                                                       \
-	"check prints the decision and reason (--json: {decision,reason,resolvedPaths,matched})\n" \
-	"and exits 0 allow, 1 deny, 3 ask. exec runs ARGV under the policy (asking the UI of\n"    \
-	"`approvals serve` when approval is needed; no UI or no answer → askFallback), prints\n"   \
-	"its output (at most 200000 bytes) and writes JSON events (exec.started, exec.finished,\n"\
-	"exec.denied) to stderr or FD. exec exits with the command's status, 126 when denied,\n"   \
-	"127 when the command is not found. serve shows each request on this terminal and\n"      \
-	"reads o (allow once), a (allow always), d (deny) followed by Enter.\n"                    \
-	"--ask-stdin (the node runner): an ask is an exec.ask event {argv, argvSha256, …} and the\n" \
-	"answer one line on stdin {decision: approved|denied|unanswered, argvSha256}; approved\n"   \
-	"counts only with this argv's hash; unanswered (or none in --ask-timeout) → askFallback.\n"\
+#define APPROVALS_USAGE                                                                                                \
+	"Usage: agor approvals get [--json]\n"                                                                         \
+	"       agor approvals set [--agent ID] [--expect-hash H] [--security S] [--ask A]\n"                          \
+	"                          [--ask-fallback S] [--unset FIELD]…\n"                                            \
+	"       agor approvals allowlist add [--agent ID] [--expect-hash H] PATTERN…\n"                              \
+	"       agor approvals allowlist rm [--agent ID] [--expect-hash H] ID|PATTERN…\n"                            \
+	"       agor approvals allowlist list [--agent ID] [--json]\n"                                                 \
+	"       agor approvals check [--json] [REQUEST OPTIONS] -- ARGV…\n"                                          \
+	"       agor approvals exec [REQUEST OPTIONS] [--timeout SEC] [--ask-timeout SEC]\n"                           \
+	"                           [--events FD] [--ask-stdin] -- ARGV…\n"                                          \
+	"       agor approvals serve\n"                                                                                \
+	"\n"                                                                                                           \
+	"The policy lives in $AGOR_HOME/exec-approvals.json (0600). security: deny|allowlist|full;\n"                  \
+	"ask: off|on-miss|always; askFallback: deny|allowlist|full. Built-in defaults: deny,\n"                        \
+	"on-miss, deny. Without --agent, set edits the defaults and allowlist uses agent \"*\"\n"                      \
+	"(every agent); check and exec ask for agent \"default\".\n"                                                   \
+	"\n"                                                                                                           \
+	"REQUEST OPTIONS (they can only tighten the file's policy):\n"                                                 \
+	"  --agent ID  --security S  --ask A  --ask-fallback S\n"                                                      \
+	"\n"                                                                                                           \
+	"Patterns match the resolved, canonical executable: ** any characters, * and ? never\n"                        \
+	"cross '/', ~/ is the account's home (from passwd, not $HOME), anchored, case-sensitive;\n"                    \
+	"they must start with / or ~/. A pattern with a space is an argv pattern: the path glob,\n"                    \
+	"then one glob per argument ('\\ ' a space), a final * any further arguments\n"                                \
+	"(`/usr/bin/git status *`). Programs that run code (git -c/--upload-pack, find -exec,\n"                       \
+	"make, python -c, … see docs/approvals.md) need an argv pattern for those options.\n"                        \
+	"exec runs argv[0] by the descriptor it checked, shell text with every command word\n"                         \
+	"replaced by its canonical path, and PATH fixed at check time; an empty or relative\n"                         \
+	"PATH entry is refused.\n"                                                                                     \
+	"\n"                                                                                                           \
+	"check prints the decision and reason (--json: {decision,reason,resolvedPaths,matched})\n"                     \
+	"and exits 0 allow, 1 deny, 3 ask. exec runs ARGV under the policy (asking the UI of\n"                        \
+	"`approvals serve` when approval is needed; no UI or no answer → askFallback), prints\n"                     \
+	"its output (at most 200000 bytes) and writes JSON events (exec.started, exec.finished,\n"                     \
+	"exec.denied) to stderr or FD. exec exits with the command's status, 126 when denied,\n"                       \
+	"127 when the command is not found. serve shows each request on this terminal and\n"                           \
+	"reads o (allow once), a (allow always), d (deny) followed by Enter.\n"                                        \
+	"--ask-stdin (the node runner): an ask is an exec.ask event {argv, argvSha256, …} and the\n"                 \
+	"answer one line on stdin {decision: approved|denied|unanswered, argvSha256}; approved\n"                      \
+	"counts only with this argv's hash; unanswered (or none in --ask-timeout) → askFallback.\n"                  \
 	"Exit status: 0 ok, 1 failed, 2 usage, 75 the file changed or is busy (retry).\n"
 
 enum { EXIT_DENIED = 126, EXIT_NOT_FOUND = 127, EXIT_RETRY = 75 };
@@ -100,8 +100,7 @@ static int parse_seconds(const char *flag, const char *v, int *out)
 	char *end;
 	long n = strtol(v, &end, 10);
 	if (!*v || *end || n < 0 || n > 86400)
-		return applet_usage_error(&applet_approvals, "%s: \"%s\" is not a number of seconds",
-					  flag, v);
+		return applet_usage_error(&applet_approvals, "%s: \"%s\" is not a number of seconds", flag, v);
 	*out = (int)n;
 	return 0;
 }
@@ -144,8 +143,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return applet_usage_error(&applet_approvals,
 							  "--unset: %s is not security|ask|askFallback", v);
 			strvec_push(&o->unset, v);
-		}
-		else if (!strcmp(a, "--timeout"))
+		} else if (!strcmp(a, "--timeout"))
 			rc = parse_seconds(a, v, &o->timeout_s);
 		else if (!strcmp(a, "--ask-timeout"))
 			rc = parse_seconds(a, v, &o->ask_timeout_s);
@@ -188,7 +186,7 @@ static void print_json(const json_t *j, int compact)
 /* "security allowlist, ask always" from an object of levels; "" when it sets none. */
 static void print_levels(const json_t *levels)
 {
-	static const char *const fields[] = {"security", "ask", "askFallback"};
+	static const char *const fields[] = { "security", "ask", "askFallback" };
 	const char *sep = "";
 	for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
 		if (json_get_str(levels, fields[i])) {
@@ -205,11 +203,14 @@ static void print_policy(const json_t *out)
 	printf(" (effective)\n");
 	const char *agent;
 	json_t *a, *entry;
-	json_object_foreach(json_object_get(json_object_get(out, "approvals"), "agents"), agent, a) {
+	json_object_foreach(json_object_get(json_object_get(out, "approvals"), "agents"), agent, a)
+	{
 		printf("agent %s  ", agent);
 		print_levels(a);
-		printf("%s%zu allowlist entr%s\n", json_get_str(a, "security") || json_get_str(a, "ask") ||
-			json_get_str(a, "askFallback") ? ", " : "", json_array_size(json_object_get(a, "allowlist")),
+		printf("%s%zu allowlist entr%s\n",
+		       json_get_str(a, "security") || json_get_str(a, "ask") || json_get_str(a, "askFallback") ? ", "
+													       : "",
+		       json_array_size(json_object_get(a, "allowlist")),
 		       json_array_size(json_object_get(a, "allowlist")) == 1 ? "y" : "ies");
 		size_t i;
 		json_array_foreach(json_object_get(a, "allowlist"), i, entry)
@@ -221,10 +222,10 @@ static int cmd_get(struct appr_store *s, struct opts *o)
 {
 	struct appr_levels d;
 	appr_store_defaults(s->root, &d);
-	json_t *out = json_pack("{s:s,s:s,s:o,s:{s:s,s:s,s:s}}", "path", s->path, "hash", s->hash,
-				"approvals", appr_store_redacted(s->root), "effectiveDefaults",
-				"security", appr_security_name(d.security), "ask", appr_ask_name(d.ask),
-				"askFallback", appr_security_name(d.ask_fallback));
+	json_t *out =
+		json_pack("{s:s,s:s,s:o,s:{s:s,s:s,s:s}}", "path", s->path, "hash", s->hash, "approvals",
+			  appr_store_redacted(s->root), "effectiveDefaults", "security", appr_security_name(d.security),
+			  "ask", appr_ask_name(d.ask), "askFallback", appr_security_name(d.ask_fallback));
 	if (o->json)
 		print_json(out, 1);
 	else
@@ -236,8 +237,8 @@ static int cmd_get(struct appr_store *s, struct opts *o)
 static int set_mutator(json_t *root, void *arg, struct err *e)
 {
 	struct opts *o = arg;
-	static const char *const fields[] = {"security", "ask", "askFallback"};
-	const int *values[] = {&o->req.security, &o->req.ask, &o->req.ask_fallback};
+	static const char *const fields[] = { "security", "ask", "askFallback" };
+	const int *values[] = { &o->req.security, &o->req.ask, &o->req.ask_fallback };
 	for (size_t i = 0; i < 3; i++) {
 		if (*values[i] == APPR_UNSET)
 			continue;
@@ -255,8 +256,8 @@ static int cmd_set(struct appr_store *s, struct opts *o)
 {
 	if (o->nrest)
 		return applet_usage_error(&applet_approvals, "set: unexpected argument %s", o->rest[0]);
-	if (o->req.security == APPR_UNSET && o->req.ask == APPR_UNSET &&
-	    o->req.ask_fallback == APPR_UNSET && o->unset.nr == 0)
+	if (o->req.security == APPR_UNSET && o->req.ask == APPR_UNSET && o->req.ask_fallback == APPR_UNSET &&
+	    o->unset.nr == 0)
 		return applet_usage_error(&applet_approvals,
 					  "set: nothing to set (--security, --ask, --ask-fallback, --unset)");
 	_cleanup_err_ struct err e = ERR_INIT;
@@ -316,12 +317,14 @@ static int cmd_allowlist_list(struct appr_store *s, struct opts *o)
 	json_t *out = json_array();
 	const char *id;
 	json_t *agent;
-	json_object_foreach(agents, id, agent) {
+	json_object_foreach(agents, id, agent)
+	{
 		if (o->agent && strcmp(o->agent, id))
 			continue;
 		size_t i;
 		json_t *entry;
-		json_array_foreach(json_object_get(agent, "allowlist"), i, entry) {
+		json_array_foreach(json_object_get(agent, "allowlist"), i, entry)
+		{
 			json_t *row = json_deep_copy(entry);
 			json_object_set_new(row, "agent", json_string(id));
 			json_array_append_new(out, row);
@@ -332,9 +335,8 @@ static int cmd_allowlist_list(struct appr_store *s, struct opts *o)
 	} else {
 		size_t i;
 		json_t *row;
-		json_array_foreach(out, i, row)
-			printf("%s\t%s\t%s\n", json_get_str(row, "agent"), json_get_str(row, "id"),
-			       json_get_str(row, "pattern"));
+		json_array_foreach(out, i, row) printf("%s\t%s\t%s\n", json_get_str(row, "agent"),
+						       json_get_str(row, "id"), json_get_str(row, "pattern"));
 	}
 	json_decref(out);
 	return EXIT_OK;
@@ -344,13 +346,13 @@ static int cmd_allowlist(struct appr_store *s, int argc, char **argv)
 {
 	if (argc < 2)
 		return applet_usage_error(&applet_approvals, "allowlist: add, rm or list?");
-	struct opts o = {.req = APPR_LEVELS_UNSET};
+	struct opts o = { .req = APPR_LEVELS_UNSET };
 	strvec_init(&o.unset);
 	int rc = parse_opts(argc - 1, argv + 1, &o);
 	if (rc == 0 && !strcmp(argv[1], "list"))
 		rc = cmd_allowlist_list(s, &o);
 	else if (rc == 0 && (!strcmp(argv[1], "add") || !strcmp(argv[1], "rm"))) {
-		struct list_edit l = {.o = &o, .add = !strcmp(argv[1], "add"), .added = json_array()};
+		struct list_edit l = { .o = &o, .add = !strcmp(argv[1], "add"), .added = json_array() };
 		_cleanup_err_ struct err e = ERR_INIT;
 		if (o.nrest == 0)
 			rc = applet_usage_error(&applet_approvals, "allowlist %s: no pattern", argv[1]);
@@ -404,8 +406,7 @@ static int evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev)
 	ev->agent = o->agent ? o->agent : "default";
 	ev->cwd = getcwd(NULL, 0);
 	if (!ev->cwd) {
-		fprintf(stderr, "agor approvals: cannot determine the current directory: %s\n",
-			strerror(errno));
+		fprintf(stderr, "agor approvals: cannot determine the current directory: %s\n", strerror(errno));
 		return -1;
 	}
 	struct appr_levels agent, star, defaults;
@@ -419,8 +420,8 @@ static int evaluate(struct appr_store *s, struct opts *o, struct evaluation *ev)
 	/* ~ in patterns is the account's home from the password database, never $HOME, which the
 	 * command's caller controls. */
 	struct passwd *pw = getpwuid(geteuid());
-	appr_decide(&ev->eff, &ev->analysis, (const char *const *)patterns.v, patterns.nr,
-		    pw ? pw->pw_dir : NULL, &ev->verdict);
+	appr_decide(&ev->eff, &ev->analysis, (const char *const *)patterns.v, patterns.nr, pw ? pw->pw_dir : NULL,
+		    &ev->verdict);
 	strvec_clear(&patterns);
 	return 0;
 }
@@ -441,24 +442,20 @@ static void evaluation_release(struct evaluation *ev)
 	free(ev->cwd);
 }
 
-
 static int cmd_check(struct appr_store *s, struct opts *o)
 {
 	if (o->nrest == 0)
 		return applet_usage_error(&applet_approvals, "check: no command (check -- ARGV…)");
-	struct evaluation ev = {0};
+	struct evaluation ev = { 0 };
 	if (evaluate(s, o, &ev) < 0)
 		return EXIT_FAILED;
 	const struct appr_verdict *v = &ev.verdict;
 	if (o->json) {
-		json_t *out = json_pack("{s:s,s:s,s:o,s:o,s:{s:s,s:s,s:s},s:b}", "decision",
-					appr_decision_name(v->decision), "reason", v->reason,
-					"resolvedPaths", argv_json(v->resolved.v), "matched",
-					argv_json(v->matched.v), "effective", "security",
-					appr_security_name(ev.eff.security), "ask",
-					appr_ask_name(ev.eff.ask), "askFallback",
-					appr_security_name(ev.eff.ask_fallback), "allowlistable",
-					ev.analysis.ok);
+		json_t *out = json_pack(
+			"{s:s,s:s,s:o,s:o,s:{s:s,s:s,s:s},s:b}", "decision", appr_decision_name(v->decision), "reason",
+			v->reason, "resolvedPaths", argv_json(v->resolved.v), "matched", argv_json(v->matched.v),
+			"effective", "security", appr_security_name(ev.eff.security), "ask", appr_ask_name(ev.eff.ask),
+			"askFallback", appr_security_name(ev.eff.ask_fallback), "allowlistable", ev.analysis.ok);
 		if (!ev.analysis.ok && ev.analysis.reason)
 			json_object_set_new(out, "detail", text_json(ev.analysis.reason));
 		json_object_set_new(out, "executables", appr_executables_json(&ev.analysis));
@@ -495,14 +492,13 @@ static int deny(int fd, const char *reason, const char *detail)
 {
 	emit(fd, json_pack("{s:s,s:s,s:o?}", "type", "exec.denied", "reason", reason, "detail",
 			   detail ? text_json(detail) : NULL));
-	fprintf(stderr, "agor approvals exec: denied (%s)%s%s\n", reason, detail ? ": " : "",
-		detail ? detail : "");
+	fprintf(stderr, "agor approvals exec: denied (%s)%s%s\n", reason, detail ? ": " : "", detail ? detail : "");
 	return EXIT_DENIED;
 }
 
 /* Asks the UI; returns the final decision and sets *reason / *detail for a denial. */
-static enum appr_decision ask_ui(struct appr_store *s, struct opts *o, struct evaluation *ev,
-				 const char **reason, char **detail)
+static enum appr_decision ask_ui(struct appr_store *s, struct opts *o, struct evaluation *ev, const char **reason,
+				 char **detail)
 {
 	const char *path = appr_store_socket_path(s->root), *token = appr_store_token(s->root);
 	_cleanup_json_ json_t *exes = appr_executables_json(&ev->analysis), *always = json_array();
@@ -512,9 +508,13 @@ static enum appr_decision ask_ui(struct appr_store *s, struct opts *o, struct ev
 		for (size_t i = 0; i < patterns.nr; i++)
 			json_array_append_new(always, text_json(patterns.v[i]));
 	strvec_clear(&patterns);
-	struct appr_ask_request r = {(const char *const *)o->rest, ev->cwd, ev->agent,
-				     ev->analysis.top_resolved, exes, always,
-				     err_is_set(&why_not) ? why_not.message : NULL};
+	struct appr_ask_request r = { (const char *const *)o->rest,
+				      ev->cwd,
+				      ev->agent,
+				      ev->analysis.top_resolved,
+				      exes,
+				      always,
+				      err_is_set(&why_not) ? why_not.message : NULL };
 	enum appr_answer answer;
 	_cleanup_err_ struct err e = ERR_INIT;
 	int timeout_ms = (o->ask_timeout_s ? o->ask_timeout_s : 120) * 1000;
@@ -541,7 +541,7 @@ static int read_answer_line(int timeout_ms, struct strbuf *line)
 {
 	long long deadline = (long long)timeout_ms;
 	while (deadline > 0 && !memchr(line->buf ? line->buf : "", '\n', line->len)) {
-		struct pollfd pfd = {.fd = 0, .events = POLLIN};
+		struct pollfd pfd = { .fd = 0, .events = POLLIN };
 		int n = poll(&pfd, 1, 100);
 		deadline -= 100;
 		if (n < 0 && errno != EINTR)
@@ -604,8 +604,7 @@ static int touch_mutator(json_t *root, void *arg, struct err *e)
 			json_array_append_new(argv, json_string(ev->analysis.cmds[i].argv.v[k]));
 		appr_format_argv(argv, &cmd);
 		json_decref(argv);
-		appr_store_touch(root, ev->agent, ev->verdict.matched.v[i], cmd.buf,
-				 ev->analysis.cmds[i].resolved);
+		appr_store_touch(root, ev->agent, ev->verdict.matched.v[i], cmd.buf, ev->analysis.cmds[i].resolved);
 		strbuf_release(&cmd);
 	}
 	return 0;
@@ -614,11 +613,10 @@ static int touch_mutator(json_t *root, void *arg, struct err *e)
 static int run_command(struct opts *o, struct evaluation *ev, int events)
 {
 	const char *resolved = ev->analysis.top_resolved;
-	emit(events, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:s}", "type", "exec.started", "argv",
-			       argv_json(o->rest), "execArgv", argv_json(ev->analysis.exec_argv.v),
-			       "resolvedPath", text_json(resolved), "cwd", text_json(ev->cwd),
-			       "agentId", ev->agent, "executables", appr_executables_json(&ev->analysis), "path",
-			       ev->analysis.path_env));
+	emit(events, json_pack("{s:s,s:o,s:o,s:o,s:o,s:s,s:o,s:s}", "type", "exec.started", "argv", argv_json(o->rest),
+			       "execArgv", argv_json(ev->analysis.exec_argv.v), "resolvedPath", text_json(resolved),
+			       "cwd", text_json(ev->cwd), "agentId", ev->agent, "executables",
+			       appr_executables_json(&ev->analysis), "path", ev->analysis.path_env));
 	struct appr_exec_result r;
 	_cleanup_err_ struct err e = ERR_INIT;
 	if (appr_exec_run(resolved, ev->analysis.top_fd, ev->analysis.path_env,
@@ -631,9 +629,8 @@ static int run_command(struct opts *o, struct evaluation *ev, int events)
 	fflush(stdout);
 	struct strbuf tail = STRBUF_INIT;
 	appr_event_output(r.output.buf, r.output.len, &tail);
-	emit(events, json_pack("{s:s,s:i,s:b,s:b,s:s%}", "type", "exec.finished", "exitCode",
-			       r.exit_code, "timedOut", r.timed_out, "success", r.success, "output",
-			       tail.buf, tail.len));
+	emit(events, json_pack("{s:s,s:i,s:b,s:b,s:s%}", "type", "exec.finished", "exitCode", r.exit_code, "timedOut",
+			       r.timed_out, "success", r.success, "output", tail.buf, tail.len));
 	strbuf_release(&tail);
 	int code = r.exit_code;
 	appr_exec_result_release(&r);
@@ -647,7 +644,7 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 	int events = o->events_fd ? o->events_fd : 2;
 	if (fcntl(events, F_GETFD) < 0)
 		return applet_usage_error(&applet_approvals, "--events %d: not an open descriptor", events);
-	struct evaluation ev = {0};
+	struct evaluation ev = { 0 };
 	if (evaluate(s, o, &ev) < 0)
 		return EXIT_FAILED;
 	const char *reason = ev.verdict.reason;
@@ -671,7 +668,7 @@ static int cmd_exec(struct appr_store *s, struct opts *o)
 	} else {
 		if (ev.verdict.matched.nr && s->hash[0]) {
 			_cleanup_err_ struct err e = ERR_INIT; /* best effort: usage stamps only, */
-			s->no_wait = 1;				/* never a wait for the lock */
+			s->no_wait = 1;			       /* never a wait for the lock */
 			appr_store_update(s, NULL, touch_mutator, &ev, &e);
 		}
 		rc = run_command(o, &ev, events);
@@ -691,7 +688,8 @@ static void show_executables(const json_t *exes)
 {
 	size_t i;
 	json_t *x;
-	json_array_foreach(exes, i, x) {
+	json_array_foreach(exes, i, x)
+	{
 		struct strbuf path = STRBUF_INIT, owner = STRBUF_INIT;
 		appr_display_escape(json_get_str(x, "path"), &path);
 		appr_display_escape(json_get_str(x, "owner"), &owner);
@@ -726,8 +724,8 @@ static void ui_show(void *arg, const json_t *request, size_t waiting)
 	appr_format_argv(json_object_get(request, "argv"), &cmd);
 	appr_display_escape(json_get_str(request, "cwd"), &cwd);
 	appr_display_escape(json_get_str(request, "agentId"), &agent);
-	printf("\n== approval request (%zu waiting) ==\n  agent:   %s\n  cwd:     %s\n  command: %s\n",
-	       waiting, agent.buf, cwd.buf, cmd.buf);
+	printf("\n== approval request (%zu waiting) ==\n  agent:   %s\n  cwd:     %s\n  command: %s\n", waiting,
+	       agent.buf, cwd.buf, cmd.buf);
 	show_executables(json_object_get(request, "executables"));
 	show_allow_always(request);
 	printf("[o] allow once  [a] allow always  [d] deny  (then Enter) > ");
@@ -769,7 +767,8 @@ static int recorded_patterns(const json_t *request, struct strvec *out, struct e
 	if (!json_array_size(always))
 		return err_set(e, E_PERMISSION_DENIED, "not recorded: %s",
 			       why ? why : "the request names nothing to record");
-	json_array_foreach(always, i, p) {
+	json_array_foreach(always, i, p)
+	{
 		if (appr_pattern_check(json_string_value(p), e) < 0 || appr_pattern_has_argv(json_string_value(p)))
 			return err_prefix(e, "not recorded"), -1;
 		strvec_push(out, json_string_value(p));
@@ -785,11 +784,10 @@ static void ui_answered(void *arg, const json_t *request, enum appr_answer *answ
 		fflush(stdout);
 		return;
 	}
-	struct always_edit edit = {.agent = json_get_str(request, "agentId")};
+	struct always_edit edit = { .agent = json_get_str(request, "agentId") };
 	strvec_init(&edit.patterns);
 	_cleanup_err_ struct err e = ERR_INIT;
-	if (appr_agent_id_check(edit.agent, &e) < 0 ||
-	    recorded_patterns(request, &edit.patterns, &e) < 0 ||
+	if (appr_agent_id_check(edit.agent, &e) < 0 || recorded_patterns(request, &edit.patterns, &e) < 0 ||
 	    appr_store_update(ui->store, NULL, always_mutator, &edit, &e) < 0) {
 		*answer = APPR_ANSWER_ALLOW_ONCE;
 		struct strbuf why = STRBUF_INIT;
@@ -841,8 +839,8 @@ static int cmd_serve(struct appr_store *s, struct opts *o)
 	_cleanup_free_ char *token = xstrdup(appr_store_token(s->root));
 	if (!isatty(0))
 		fprintf(stderr, "agor approvals serve: stdin is not a terminal; reading answers from it anyway\n");
-	struct serve_ui ui = {.store = s};
-	struct appr_server_ops ops = {ui_ready, ui_show, ui_answered, ui_note, &ui};
+	struct serve_ui ui = { .store = s };
+	struct appr_server_ops ops = { ui_ready, ui_show, ui_answered, ui_note, &ui };
 	int rc = appr_serve(path, token, 0, &ops, &e);
 	explicit_bzero(token, strlen(token));
 	if (rc < 0)
@@ -857,7 +855,7 @@ static int approvals_main(int argc, char **argv)
 	if (argc < 2)
 		return applet_usage_error(&applet_approvals, "missing subcommand");
 	const char *sub = argv[1];
-	static const char *const subs[] = {"get", "set", "allowlist", "check", "exec", "serve"};
+	static const char *const subs[] = { "get", "set", "allowlist", "check", "exec", "serve" };
 	size_t k = 0;
 	while (k < ARRAY_SIZE(subs) && strcmp(sub, subs[k]))
 		k++;
@@ -873,7 +871,7 @@ static int approvals_main(int argc, char **argv)
 	if (!strcmp(sub, "allowlist")) {
 		rc = cmd_allowlist(&s, argc - 1, argv + 1);
 	} else {
-		struct opts o = {.req = APPR_LEVELS_UNSET};
+		struct opts o = { .req = APPR_LEVELS_UNSET };
 		strvec_init(&o.unset);
 		rc = parse_opts(argc - 1, argv + 1, &o);
 		if (rc == 0) {

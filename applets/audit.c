@@ -16,7 +16,8 @@ static int print_rows(const json_t *rows)
 static int print_verify(const json_t *r)
 {
 	if (json_is_true(json_object_get(r, "ok"))) {
-		printf("ok: %lld rows, the hash chain verifies\n", (long long)json_integer_value(json_object_get(r, "rows")));
+		printf("ok: %lld rows, the hash chain verifies\n",
+		       (long long)json_integer_value(json_object_get(r, "rows")));
 		return 0;
 	}
 	printf("FAIL: %s\n", json_get_str(r, "reason") ?: "broken chain");

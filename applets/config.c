@@ -1,5 +1,6 @@
 /* config.c — `agor config show|get|set`: the effective settings and their sources (lib/config), and one
- * key changed in config.yaml (lib/config_edit). Never writes anything but that key; never prints anything but the result on stdout. */
+ * key changed in config.yaml (lib/config_edit). Never writes anything but that key; never prints anything but the
+ * result on stdout. */
 #include <stdio.h>
 #include <sys/stat.h>
 #include <string.h>
@@ -13,33 +14,33 @@
 
 extern const struct applet applet_config;
 
-#define CONFIG_USAGE                                                                               \
-	"Usage: agor config show [--json] [--config PATH] [--home DIR] [--data-home DIR]\n"        \
-	"                        [--host HOST] [--port N] [--set KEY=VALUE]…\n"                  \
-	"       agor config get KEY [--json] [same options as show]\n"                            \
-	"       agor config set KEY VALUE [--config PATH] [--home DIR]\n"                         \
-	"\n"                                                                                       \
-	"show prints every effective setting, its value and where it came from:\n"                 \
-	"flag > environment > config.yaml > built-in default. get prints one (--json:\n"          \
-	"{key,value,source,file?,line?,env?}). set writes KEY: VALUE into config.yaml, keeping\n" \
-	"every other line and comment; the value is checked like the file's own (nothing is\n"    \
-	"written when it is refused), the write is atomic and the file stays 0600. An\n"         \
-	"environment variable or flag still overrides what set wrote (get shows the source).\n"   \
-	"A running daemon reads config.yaml at start: restart it to apply.\n"                     \
-	"\n"                                                                                       \
-	"  --json             one JSON object: "                                                   \
-	"{\"settings\":[{key,value,source,file?,line?,env?}…],\n"                                \
-	"                     \"configFile\":PATH,\"configFileFound\":BOOL}\n"                     \
-	"  --config PATH      read this file (it must exist); default $AGOR_CONFIG_PATH,\n"        \
-	"                     else $AGOR_HOME/config.yaml\n"                                       \
-	"  --home DIR         paths.agor_home (also moves the default config file)\n"              \
-	"  --data-home DIR    paths.data_home\n"                                                   \
-	"  --host HOST        daemon.host\n"                                                       \
-	"  --port N           daemon.port\n"                                                       \
-	"  --set KEY=VALUE    any setting by its dotted key (repeatable)\n"                        \
-	"\n"                                                                                       \
-	"Environment: AGOR_HOME AGOR_DATA_HOME AGOR_CONFIG_PATH AGOR_DAEMON_HOST "                 \
-	"AGOR_DAEMON_PORT\n"                                                                       \
+#define CONFIG_USAGE                                                                                                   \
+	"Usage: agor config show [--json] [--config PATH] [--home DIR] [--data-home DIR]\n"                            \
+	"                        [--host HOST] [--port N] [--set KEY=VALUE]…\n"                                      \
+	"       agor config get KEY [--json] [same options as show]\n"                                                 \
+	"       agor config set KEY VALUE [--config PATH] [--home DIR]\n"                                              \
+	"\n"                                                                                                           \
+	"show prints every effective setting, its value and where it came from:\n"                                     \
+	"flag > environment > config.yaml > built-in default. get prints one (--json:\n"                               \
+	"{key,value,source,file?,line?,env?}). set writes KEY: VALUE into config.yaml, keeping\n"                      \
+	"every other line and comment; the value is checked like the file's own (nothing is\n"                         \
+	"written when it is refused), the write is atomic and the file stays 0600. An\n"                               \
+	"environment variable or flag still overrides what set wrote (get shows the source).\n"                        \
+	"A running daemon reads config.yaml at start: restart it to apply.\n"                                          \
+	"\n"                                                                                                           \
+	"  --json             one JSON object: "                                                                       \
+	"{\"settings\":[{key,value,source,file?,line?,env?}…],\n"                                                    \
+	"                     \"configFile\":PATH,\"configFileFound\":BOOL}\n"                                         \
+	"  --config PATH      read this file (it must exist); default $AGOR_CONFIG_PATH,\n"                            \
+	"                     else $AGOR_HOME/config.yaml\n"                                                           \
+	"  --home DIR         paths.agor_home (also moves the default config file)\n"                                  \
+	"  --data-home DIR    paths.data_home\n"                                                                       \
+	"  --host HOST        daemon.host\n"                                                                           \
+	"  --port N           daemon.port\n"                                                                           \
+	"  --set KEY=VALUE    any setting by its dotted key (repeatable)\n"                                            \
+	"\n"                                                                                                           \
+	"Environment: AGOR_HOME AGOR_DATA_HOME AGOR_CONFIG_PATH AGOR_DAEMON_HOST "                                     \
+	"AGOR_DAEMON_PORT\n"                                                                                           \
 	"Exit status: 0 ok, 1 configuration error, 2 usage error.\n"
 
 /* Flags that set one key. */
@@ -47,10 +48,10 @@ static const struct {
 	const char *flag;
 	const char *key;
 } key_flags[] = {
-	{"--home", "paths.agor_home"},
-	{"--data-home", "paths.data_home"},
-	{"--host", "daemon.host"},
-	{"--port", "daemon.port"},
+	{ "--home", "paths.agor_home" },
+	{ "--data-home", "paths.data_home" },
+	{ "--host", "daemon.host" },
+	{ "--port", "daemon.port" },
 };
 
 struct show_options {
@@ -82,8 +83,7 @@ static bool option_is(const char *arg, const char *name)
 static int set_from_flag(struct config *cfg, const char *flag, const char *key, const char *value)
 {
 	_cleanup_err_ struct err e = ERR_INIT;
-	int rc = key ? config_set_flag(cfg, key, value, &e)
-		     : config_set_flag_assignment(cfg, value, &e);
+	int rc = key ? config_set_flag(cfg, key, value, &e) : config_set_flag_assignment(cfg, value, &e);
 	if (rc < 0)
 		return applet_usage_error(&applet_config, "%s: %s", flag, e.message);
 	return 0;
@@ -144,12 +144,11 @@ static int config_show(int argc, char **argv)
 		return EXIT_OK;
 	}
 	struct config *cfg = config_new();
-	struct show_options opt = {0};
+	struct show_options opt = { 0 };
 	int rc = parse_show_args(argc, argv, cfg, &opt);
 	if (rc == 0) {
 		_cleanup_err_ struct err e = ERR_INIT;
-		if (config_load(cfg, &(struct config_overrides){.config_path = opt.config_path},
-				&e) < 0) {
+		if (config_load(cfg, &(struct config_overrides){ .config_path = opt.config_path }, &e) < 0) {
 			fprintf(stderr, "agor config: %s\n", e.message);
 			rc = EXIT_FAILED;
 		} else {
@@ -165,8 +164,8 @@ static int take_positionals(int argc, char **argv, char **pos, int npos)
 {
 	int n = 0;
 	for (int i = 1; i < argc && n < npos; i++)
-		if (argv[i][0] != '-' && (i == 1 || argv[i - 1][0] != '-' || strchr(argv[i - 1], '=') ||
-					  !strcmp(argv[i - 1], "--json"))) {
+		if (argv[i][0] != '-' &&
+		    (i == 1 || argv[i - 1][0] != '-' || strchr(argv[i - 1], '=') || !strcmp(argv[i - 1], "--json"))) {
 			pos[n++] = argv[i];
 			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv)); /* keeps the NULL */
 			argc--, i--;
@@ -199,11 +198,11 @@ static int config_get(int argc, char **argv)
 		return applet_usage_error(&applet_config, "usage: agor config get KEY [--json]");
 	argc--;
 	struct config *cfg = config_new();
-	struct show_options opt = {0};
+	struct show_options opt = { 0 };
 	int rc = parse_show_args(argc, argv, cfg, &opt);
 	if (rc == 0) {
 		_cleanup_err_ struct err e = ERR_INIT;
-		if (config_load(cfg, &(struct config_overrides){.config_path = opt.config_path}, &e) < 0) {
+		if (config_load(cfg, &(struct config_overrides){ .config_path = opt.config_path }, &e) < 0) {
 			fprintf(stderr, "agor config: %s\n", e.message);
 			rc = EXIT_FAILED;
 		} else {
@@ -217,7 +216,8 @@ static int config_get(int argc, char **argv)
 /* Before the first daemon start the default config.yaml's directory, AGOR_HOME, does not exist yet: for a setting
  * that will be accepted, it is made as the daemon makes it (0700, with logs/, cache/, run/). Never any other
  * directory, never for a refused setting, never when AGOR_HOME exists. */
-static int ensure_home_for(const struct config *cfg, const char *path, const char *key, const char *value, struct err *e)
+static int ensure_home_for(const struct config *cfg, const char *path, const char *key, const char *value,
+			   struct err *e)
 {
 	const char *home = cfg->paths.agor_home;
 	struct stat st;
@@ -239,21 +239,22 @@ static int ensure_home_for(const struct config *cfg, const char *path, const cha
  * edit may be its fix; the edited file must load). */
 static int config_set(int argc, char **argv)
 {
-	char *pos[2] = {NULL, NULL};
+	char *pos[2] = { NULL, NULL };
 	if (take_positionals(argc, argv, pos, 2) != 2)
 		return applet_usage_error(&applet_config, "usage: agor config set KEY VALUE");
 	argc -= 2;
 	struct config *cfg = config_new();
-	struct show_options opt = {0};
+	struct show_options opt = { 0 };
 	int rc = parse_show_args(argc, argv, cfg, &opt);
 	if (rc == 0) {
 		_cleanup_err_ struct err e = ERR_INIT, ignored = ERR_INIT;
-		(void)config_load(cfg, &(struct config_overrides){.config_path = opt.config_path}, &ignored);
+		(void)config_load(cfg, &(struct config_overrides){ .config_path = opt.config_path }, &ignored);
 		const char *path = config_chosen_file(cfg);
 		if (!path) {
 			fprintf(stderr, "agor config set: %s\n", ignored.message);
 			rc = EXIT_FAILED;
-		} else if (ensure_home_for(cfg, path, pos[0], pos[1], &e) < 0 || config_file_set(path, pos[0], pos[1], &e) < 0) {
+		} else if (ensure_home_for(cfg, path, pos[0], pos[1], &e) < 0 ||
+			   config_file_set(path, pos[0], pos[1], &e) < 0) {
 			fprintf(stderr, "agor config set: %s\n", e.message);
 			rc = EXIT_FAILED;
 		} else if (!opt.json) {

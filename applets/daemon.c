@@ -37,10 +37,14 @@ enum { EXIT_NOT_RUNNING = 3 }; /* `agor daemon status` of a daemon that is not r
 static int parse_args(int argc, char **argv, struct config *cfg, struct daemon_args *a)
 {
 	static const struct option options[] = {
-		{ "foreground", no_argument, NULL, 'f' }, { "config", required_argument, NULL, 'c' },
-		{ "home", required_argument, NULL, 'H' }, { "host", required_argument, NULL, 'h' },
-		{ "port", required_argument, NULL, 'p' }, { "set", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },	  { "timeout", required_argument, NULL, 't' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "home", required_argument, NULL, 'H' },
+		{ "host", required_argument, NULL, 'h' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "set", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int opt;
@@ -49,15 +53,33 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct daemon_a
 		struct err e = ERR_INIT;
 		int rc = 0;
 		switch (opt) {
-		case 'f': a->foreground = 1; break;
-		case 'c': a->config_path = optarg; break;
-		case 'H': rc = config_set_flag(cfg, "paths.agor_home", optarg, &e); break;
-		case 'h': rc = config_set_flag(cfg, "daemon.host", optarg, &e); break;
-		case 'p': rc = config_set_flag(cfg, "daemon.port", optarg, &e); break;
-		case 's': rc = config_set_flag_assignment(cfg, optarg, &e); break;
-		case 'j': a->json = 1; break;
-		case 't': a->timeout = optarg; break;
-		default: return applet_usage_error(&applet_daemon, "unknown option or missing value: %s", argv[optind - 1]);
+		case 'f':
+			a->foreground = 1;
+			break;
+		case 'c':
+			a->config_path = optarg;
+			break;
+		case 'H':
+			rc = config_set_flag(cfg, "paths.agor_home", optarg, &e);
+			break;
+		case 'h':
+			rc = config_set_flag(cfg, "daemon.host", optarg, &e);
+			break;
+		case 'p':
+			rc = config_set_flag(cfg, "daemon.port", optarg, &e);
+			break;
+		case 's':
+			rc = config_set_flag_assignment(cfg, optarg, &e);
+			break;
+		case 'j':
+			a->json = 1;
+			break;
+		case 't':
+			a->timeout = optarg;
+			break;
+		default:
+			return applet_usage_error(&applet_daemon, "unknown option or missing value: %s",
+						  argv[optind - 1]);
 		}
 		if (rc < 0) {
 			int status = applet_usage_error(&applet_daemon, "%s", e.message);
@@ -68,9 +90,11 @@ static int parse_args(int argc, char **argv, struct config *cfg, struct daemon_a
 	if (optind < argc)
 		return applet_usage_error(&applet_daemon, "unexpected argument '%s'", argv[optind]);
 	if (a->action && a->foreground)
-		return applet_usage_error(&applet_daemon, "--foreground starts a daemon: not with `agor daemon %s`", a->action);
+		return applet_usage_error(&applet_daemon, "--foreground starts a daemon: not with `agor daemon %s`",
+					  a->action);
 	if (!a->action && (a->json || a->timeout))
-		return applet_usage_error(&applet_daemon, "%s is for `agor daemon status|stop`", a->json ? "--json" : "--timeout");
+		return applet_usage_error(&applet_daemon, "%s is for `agor daemon status|stop`",
+					  a->json ? "--json" : "--timeout");
 	return 0;
 }
 
@@ -133,13 +157,14 @@ static int show_status(const struct agor_paths *p, const struct daemon_args *a)
 		return EXIT_FAILED;
 	}
 	_cleanup_json_ json_t *ping = running ? ping_daemon(p->socket, &e) : NULL;
-	long long started = ping && json_integer_value(json_object_get(ping, "started_at")) ?
-				    json_integer_value(json_object_get(ping, "started_at")) : since;
+	long long started = ping && json_integer_value(json_object_get(ping, "started_at"))
+				    ? json_integer_value(json_object_get(ping, "started_at"))
+				    : since;
 	if (a->json) {
 		json_t *j = json_pack("{s:b,s:s,s:s}", "running", running, "home", p->home, "socket", p->socket);
 		if (running)
-			json_object_update_new(j, json_pack("{s:i,s:b,s:I,s:I}", "pid", (int)pid, "answering", ping != NULL,
-							    "started_at", (json_int_t)started, "uptime_s",
+			json_object_update_new(j, json_pack("{s:i,s:b,s:I,s:I}", "pid", (int)pid, "answering",
+							    ping != NULL, "started_at", (json_int_t)started, "uptime_s",
 							    (json_int_t)(time(NULL) - started)));
 		if (ping)
 			json_object_update_new(j, json_pack("{s:O?,s:O?}", "version", json_object_get(ping, "version"),
@@ -152,8 +177,8 @@ static int show_status(const struct agor_paths *p, const struct daemon_args *a)
 	} else {
 		printf("agor daemon: running (pid %d)\n  home     %s\n  socket   %s", (int)pid, p->home, p->socket);
 		if (ping)
-			printf("\n  port     %lld\n  version  %s\n  uptime   ", json_integer_value(json_object_get(ping, "port")),
-			       json_get_str(ping, "version") ?: "?");
+			printf("\n  port     %lld\n  version  %s\n  uptime   ",
+			       json_integer_value(json_object_get(ping, "port")), json_get_str(ping, "version") ?: "?");
 		else
 			printf(" (not answering: %s)\n  uptime   ", e.message ? e.message : "?");
 		print_uptime(time(NULL) - started);
@@ -172,7 +197,8 @@ static int stop_daemon(const struct agor_paths *p, const struct daemon_args *a)
 	char *end;
 	long timeout = a->timeout ? strtol(a->timeout, &end, 10) : 30;
 	if (a->timeout && (*end || end == a->timeout || timeout < 1 || timeout > 3600))
-		return applet_usage_error(&applet_daemon, "--timeout: give whole seconds from 1 to 3600, not '%s'", a->timeout);
+		return applet_usage_error(&applet_daemon, "--timeout: give whole seconds from 1 to 3600, not '%s'",
+					  a->timeout);
 	int running = daemon_running(p, &pid, &since, &e);
 	if (running <= 0) {
 		if (running < 0)
@@ -183,7 +209,8 @@ static int stop_daemon(const struct agor_paths *p, const struct daemon_args *a)
 		return running < 0 ? EXIT_FAILED : EXIT_OK;
 	}
 	if (pid <= 1 || kill(pid, SIGTERM) < 0) {
-		fprintf(stderr, "agor daemon stop: cannot signal pid %d: %s%s\n", (int)pid, pid <= 1 ? "no pid in run/daemon.lock" : strerror(errno),
+		fprintf(stderr, "agor daemon stop: cannot signal pid %d: %s%s\n", (int)pid,
+			pid <= 1 ? "no pid in run/daemon.lock" : strerror(errno),
 			errno == EPERM ? " (the daemon runs as another user: stop it as that user)" : "");
 		return EXIT_FAILED;
 	}
@@ -196,8 +223,10 @@ static int stop_daemon(const struct agor_paths *p, const struct daemon_args *a)
 		}
 		err_clear(&e);
 	}
-	fprintf(stderr, "agor daemon stop: pid %d still running after %ld s (it cancels its running tasks first): "
-			"wait and run `agor daemon status`, or `kill -KILL %d`\n", (int)pid, timeout, (int)pid);
+	fprintf(stderr,
+		"agor daemon stop: pid %d still running after %ld s (it cancels its running tasks first): "
+		"wait and run `agor daemon status`, or `kill -KILL %d`\n",
+		(int)pid, timeout, (int)pid);
 	return EXIT_FAILED;
 }
 
@@ -234,7 +263,8 @@ static int detach(int *ready_fd)
 			fflush(stdout); /* _exit flushes nothing: into a file or pipe the line would be lost */
 			_exit(0);
 		}
-		fprintf(stderr, "agor daemon: failed to start%s%s\n", n > 1 ? ": " : " (see the log)", n > 1 ? status + 1 : "");
+		fprintf(stderr, "agor daemon: failed to start%s%s\n", n > 1 ? ": " : " (see the log)",
+			n > 1 ? status + 1 : "");
 		_exit(1);
 	}
 	close(p[0]);
@@ -305,7 +335,8 @@ out:
 const struct applet applet_daemon = {
 	.name = "daemon",
 	.summary = "trusted control plane: database, tokens, JSON-RPC, executor orchestration",
-	.usage = "Usage: agor daemon [--foreground] [--config PATH] [--home DIR] [--host H] [--port N] [--set KEY=VALUE]…\n"
+	.usage = "Usage: agor daemon [--foreground] [--config PATH] [--home DIR] [--host H] [--port N] [--set "
+		 "KEY=VALUE]…\n"
 		 "       agor daemon status [--json] [--config PATH] [--home DIR]\n"
 		 "       agor daemon stop [--timeout SECONDS] [--config PATH] [--home DIR]\n"
 		 "\n"
@@ -319,9 +350,11 @@ const struct applet applet_daemon = {
 		 "  --home DIR       AGOR_HOME;  --host/--port: the TCP listener;  --set KEY=VALUE: any setting\n"
 		 "\n"
 		 "\n"
-		 "status: whether a daemon runs on AGOR_HOME (the flock of run/daemon.lock), its pid, socket, TCP port,\n"
+		 "status: whether a daemon runs on AGOR_HOME (the flock of run/daemon.lock), its pid, socket, TCP "
+		 "port,\n"
 		 "version and uptime (asked with ping); exits 0 running, 3 not running, 1 running but not answering.\n"
-		 "stop: SIGTERM to that pid, then waits until it has ended (--timeout, default 30 s); not running is 0.\n"
+		 "stop: SIGTERM to that pid, then waits until it has ended (--timeout, default 30 s); not running is "
+		 "0.\n"
 		 "\n"
 		 "Signals: SIGTERM/SIGINT stop (running tasks are cancelled), SIGHUP reopens the log file.\n",
 	.main = daemon_main,

@@ -15,7 +15,7 @@
 #include "banned.h"
 
 #define EXEC_CALL_ID 2
-#define EXIT_DENIED 126
+#define EXIT_DENIED  126
 
 enum exec_answer { ANSWER_TTY, ANSWER_ONCE, ANSWER_ALWAYS, ANSWER_DENY };
 
@@ -33,8 +33,9 @@ static int usage(const char *what)
 }
 
 static const char *const string_flags[][2] = {
-	{ "--host", "host" },	  { "--node", "node" },	  { "--security", "security" }, { "--ask", "ask" },
-	{ "--session", "session_id" }, { "--agent", "agent_id" }, { NULL, NULL },
+	{ "--host", "host" }, { "--node", "node" },	     { "--security", "security" },
+	{ "--ask", "ask" },   { "--session", "session_id" }, { "--agent", "agent_id" },
+	{ NULL, NULL },
 };
 
 static int take_flag(struct exec_opts *o, int argc, char **argv, int *i)
@@ -116,7 +117,8 @@ static void show_request(const json_t *input)
 	fprintf(stderr, "\nApprove running %s on %s?\n", argv.buf, where.buf);
 	size_t i;
 	json_t *x;
-	json_array_foreach(json_object_get(input, "executables"), i, x) {
+	json_array_foreach(json_object_get(input, "executables"), i, x)
+	{
 		struct strbuf path = STRBUF_INIT, owner = STRBUF_INIT;
 		appr_display_escape(json_get_str(x, "path") ? json_get_str(x, "path") : "?", &path);
 		appr_display_escape(json_get_str(x, "owner") ? json_get_str(x, "owner") : "?", &owner);
@@ -149,13 +151,15 @@ static void answer_request(struct rpc_client *c, const struct exec_opts *o, cons
 		return;
 	enum exec_answer a = o->answer;
 	if (a == ANSWER_TTY && !isatty(0)) {
-		fprintf(stderr, "agor exec: the gateway asks for approval; not a terminal, denying (use --yes, --always "
-				"or --no)\n");
+		fprintf(stderr,
+			"agor exec: the gateway asks for approval; not a terminal, denying (use --yes, --always "
+			"or --no)\n");
 		a = ANSWER_DENY;
 	} else if (a == ANSWER_TTY) {
 		a = ask_on_tty(data);
 	}
-	json_t *p = json_pack("{s:s,s:b}", "request_id", json_get_str(data, "request_id"), "approved", a != ANSWER_DENY);
+	json_t *p =
+		json_pack("{s:s,s:b}", "request_id", json_get_str(data, "request_id"), "approved", a != ANSWER_DENY);
 	if (a != ANSWER_DENY)
 		json_object_set_new(p, "scope", json_string(a == ANSWER_ALWAYS ? "allow-always" : "allow-once"));
 	send_call(c, 100, "permissions.respond", p);
@@ -173,8 +177,10 @@ static void explain_denial(const json_t *params, const char *reason)
 {
 	const char *host = json_get_str(params, "host") ? json_get_str(params, "host") : "sandbox";
 	if (reason && !strcmp(reason, "security=deny") && !json_get_str(params, "security"))
-		fprintf(stderr, "agor exec: denied: this request's security defaults to deny; give --security allowlist "
-				"or full (the %s's own policy may still lower it)\n", host);
+		fprintf(stderr,
+			"agor exec: denied: this request's security defaults to deny; give --security allowlist "
+			"or full (the %s's own policy may still lower it)\n",
+			host);
 	else
 		fprintf(stderr, "agor exec: denied by the %s's policy (%s)\n", host, reason ? reason : "?");
 }
@@ -190,8 +196,9 @@ static int show_result(const struct exec_opts *o, const json_t *reply)
 		if (!o->client.json)
 			fprintf(stderr, "agor exec: %s [%s]\n", json_get_str(error, "message"),
 				json_get_str(data, "code") ? json_get_str(data, "code") : "?");
-		return json_get_str(data, "code") && !strcmp(json_get_str(data, "code"), "PERMISSION_DENIED") ? EXIT_DENIED
-													      : EXIT_FAILED;
+		return json_get_str(data, "code") && !strcmp(json_get_str(data, "code"), "PERMISSION_DENIED")
+			       ? EXIT_DENIED
+			       : EXIT_FAILED;
 	}
 	if (json_is_true(json_object_get(res, "denied"))) {
 		if (!o->client.json)
@@ -272,8 +279,10 @@ const struct applet applet_exec = {
 		 "                 [--yes|--always|--no] [--json] [--url URL] [--token T] [--config PATH]\n"
 		 "                 [WORKTREE] -- ARGV…\n"
 		 "\n"
-		 "Runs ARGV with the daemon's exec.run. Host sandbox (the default) runs in WORKTREE as your own execution\n"
-		 "user; gateway runs there as the worktree creator's, without the kernel sandbox, under the gateway's own exec\n"
+		 "Runs ARGV with the daemon's exec.run. Host sandbox (the default) runs in WORKTREE as your own "
+		 "execution\n"
+		 "user; gateway runs there as the worktree creator's, without the kernel sandbox, under the gateway's "
+		 "own exec\n"
 		 "approvals ($AGOR_HOME/exec-approvals.json of the daemon; security defaults to deny). Host node runs\n"
 		 "on a paired node (--node QUERY) under the node's own approvals. --session takes the session's\n"
 		 "exec defaults (set with `agor prompt SESSION \"/exec …\"` or \"/elevated on\") and puts the run's\n"

@@ -192,8 +192,8 @@ static int parse_args(int argc, char **argv, struct executor_args *a)
 		{ "daemon-url", required_argument, NULL, O_URL },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char **targets[] = { &a->session_token, &a->session_id, &a->task_id, &a->prompt,
-				   &a->tool, &a->permission_mode, &a->daemon_url };
+	const char **targets[] = { &a->session_token, &a->session_id,	   &a->task_id,	  &a->prompt,
+				   &a->tool,	      &a->permission_mode, &a->daemon_url };
 	int opt;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
@@ -204,7 +204,8 @@ static int parse_args(int argc, char **argv, struct executor_args *a)
 		else if (opt >= O_TOKEN && opt <= O_URL)
 			*targets[opt - O_TOKEN] = optarg;
 		else
-			return applet_usage_error(&applet_executor, "unknown option or missing value: %s", argv[optind - 1]);
+			return applet_usage_error(&applet_executor, "unknown option or missing value: %s",
+						  argv[optind - 1]);
 	}
 	if (optind < argc)
 		return applet_usage_error(&applet_executor, "unexpected argument '%s'", argv[optind]);
@@ -220,7 +221,8 @@ static int parse_args(int argc, char **argv, struct executor_args *a)
 static int run_mcp_permission(int argc, char **argv)
 {
 	if (argc != 4 || strcmp(argv[2], "--socket") || argv[3][0] != '/')
-		return applet_usage_error(&applet_executor, "usage: agor executor mcp-permission --socket /ABSOLUTE/PATH");
+		return applet_usage_error(&applet_executor,
+					  "usage: agor executor mcp-permission --socket /ABSOLUTE/PATH");
 	return mcp_permission_serve(0, 1, argv[3]);
 }
 
@@ -249,8 +251,7 @@ static int pane_config(struct config *cfg, const char *data_home, const char *po
 	return 0;
 }
 
-static int sandboxed_shell(const char *data_home, const char *cwd, const char *policy, int *exit_code,
-			   struct err *e)
+static int sandboxed_shell(const char *data_home, const char *cwd, const char *policy, int *exit_code, struct err *e)
 {
 	struct config *cfg = config_new();
 	_cleanup_free_ char *path = NULL;
@@ -278,8 +279,9 @@ static int run_sandbox_shell(int argc, char **argv)
 {
 	if ((argc != 6 && argc != 8) || strcmp(argv[2], "--data-home") || strcmp(argv[4], "--cwd") ||
 	    (argc == 8 && strcmp(argv[6], "--policy")))
-		return applet_usage_error(&applet_executor, "usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE "
-							    "[--policy JSON]");
+		return applet_usage_error(&applet_executor,
+					  "usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE "
+					  "[--policy JSON]");
 	child_on_stop_signals(pass_on_signal);
 	struct err e = ERR_INIT;
 	int code = EXIT_FAILED;
@@ -318,7 +320,8 @@ const struct applet applet_executor = {
 		 "\n"
 		 "Reads one JSON payload {\"command\":…,\"params\":{…}} from stdin (at most 4 MiB), runs it\n"
 		 "and prints exactly one result line on stdout:\n"
-		 "  {\"success\":true,\"data\":{…}}  or  {\"success\":false,\"error\":{\"code\",\"message\",\"details\"}}\n"
+		 "  {\"success\":true,\"data\":{…}}  or  "
+		 "{\"success\":false,\"error\":{\"code\",\"message\",\"details\"}}\n"
 		 "Exit status: 0 success, 1 the command failed, 2 the input was invalid.\n"
 		 "\n"
 		 "Commands: exec.run, git.clone, git.worktree.add, git.worktree.remove, prompt, tmux.attach,\n"

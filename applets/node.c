@@ -24,20 +24,20 @@
 
 extern const struct applet applet_node;
 
-#define NODE_USAGE                                                                                      \
-	"Usage: agor node pair --gateway URL [--name NAME] [--tls-fingerprint SHA256] [--force]\n"      \
-	"       agor node run [--once]\n"                                                               \
-	"       agor node show\n"                                                                       \
-	"\n"                                                                                            \
-	"pair sends a pairing request to the gateway (an agor daemon: ws://HOST:PORT/ws or wss://…)\n"   \
-	"and stores $AGOR_HOME/node.json (0600) with the node's id and its token; an admin approves\n"  \
-	"it on the gateway with `agor nodes approve ID`. --tls-fingerprint pins the gateway's\n"        \
-	"certificate (SHA-256, 64 hex digits). run connects, authenticates, and runs the gateway's\n"   \
-	"system.run requests through `agor approvals exec` under this host's exec-approvals.json:\n"    \
-	"the gateway's security/ask can only tighten it. Environment overrides pass only when this\n"    \
-	"host's execution.exec_env_allow lists them (default LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES;\n" \
-	"never LD_*, PATH, HOME, AGOR_*, …); others are ignored and logged. It reconnects with jittered\n" \
-	"backoff and exits 1 when the gateway refuses its token (revoked). --once exits when the\n"     \
+#define NODE_USAGE                                                                                                     \
+	"Usage: agor node pair --gateway URL [--name NAME] [--tls-fingerprint SHA256] [--force]\n"                     \
+	"       agor node run [--once]\n"                                                                              \
+	"       agor node show\n"                                                                                      \
+	"\n"                                                                                                           \
+	"pair sends a pairing request to the gateway (an agor daemon: ws://HOST:PORT/ws or wss://…)\n"               \
+	"and stores $AGOR_HOME/node.json (0600) with the node's id and its token; an admin approves\n"                 \
+	"it on the gateway with `agor nodes approve ID`. --tls-fingerprint pins the gateway's\n"                       \
+	"certificate (SHA-256, 64 hex digits). run connects, authenticates, and runs the gateway's\n"                  \
+	"system.run requests through `agor approvals exec` under this host's exec-approvals.json:\n"                   \
+	"the gateway's security/ask can only tighten it. Environment overrides pass only when this\n"                  \
+	"host's execution.exec_env_allow lists them (default LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES;\n"              \
+	"never LD_*, PATH, HOME, AGOR_*, …); others are ignored and logged. It reconnects with jittered\n"           \
+	"backoff and exits 1 when the gateway refuses its token (revoked). --once exits when the\n"                    \
 	"connection ends.\n"
 
 /* --- node.json --------------------------------------------------------------------------------- */
@@ -89,8 +89,10 @@ static int identity_load(const char *home, struct node_identity *id, struct err 
 	id->fingerprint = json_get_str(gw, "tlsFingerprint");
 	if (!id->root || json_integer_value(json_object_get(id->root, "version")) != 1 || !id->node_id || !id->token ||
 	    !id->url)
-		return err_set(e, E_CONFIG, "%s: expected {version:1, nodeId, displayName, gateway:{url}, token} (pair "
-					    "again with --force)", path);
+		return err_set(e, E_CONFIG,
+			       "%s: expected {version:1, nodeId, displayName, gateway:{url}, token} (pair "
+			       "again with --force)",
+			       path);
 	return 0;
 }
 
@@ -115,8 +117,10 @@ static int valid_fingerprint(const char *s)
 
 static struct rpc_client *connect_gateway(const char *url, const char *fingerprint, struct err *e)
 {
-	struct rpc_client_options opt = { .pin_sha256 = fingerprint, .connect_timeout_ms = 10000,
-					   .call_timeout_ms = 30000, .max_message = 2u << 20 };
+	struct rpc_client_options opt = { .pin_sha256 = fingerprint,
+					  .connect_timeout_ms = 10000,
+					  .call_timeout_ms = 30000,
+					  .max_message = 2u << 20 };
 	return rpc_client_connect(url, &opt, e);
 }
 
@@ -146,12 +150,15 @@ static int parse_pair(int argc, char **argv, struct pair_opts *o)
 			return applet_usage_error(&applet_node, "pair: unknown option %s", a);
 	}
 	if (!o->gateway)
-		return applet_usage_error(&applet_node, "pair: --gateway URL is required (ws://HOST:PORT/ws or wss://…)");
+		return applet_usage_error(&applet_node,
+					  "pair: --gateway URL is required (ws://HOST:PORT/ws or wss://…)");
 	if (strncmp(o->gateway, "ws://", 5) && strncmp(o->gateway, "wss://", 6))
-		return applet_usage_error(&applet_node, "pair: --gateway: expected a ws:// or wss:// URL, got %s", o->gateway);
+		return applet_usage_error(&applet_node, "pair: --gateway: expected a ws:// or wss:// URL, got %s",
+					  o->gateway);
 	if (o->fingerprint && !valid_fingerprint(o->fingerprint))
-		return applet_usage_error(&applet_node, "pair: --tls-fingerprint: expected 64 hex digits (the SHA-256 of "
-							"the gateway's certificate)");
+		return applet_usage_error(&applet_node,
+					  "pair: --tls-fingerprint: expected 64 hex digits (the SHA-256 of "
+					  "the gateway's certificate)");
 	return 0;
 }
 
@@ -250,9 +257,15 @@ static int cmd_run(int argc, char **argv)
 	} else if (!self) {
 		rc = fail("run", (err_set(&e, E_INTERNAL, "cannot find the agor binary (/proc/self/exe)"), &e));
 	} else {
-		struct node_runner_config cfg = { .url = id.url, .fingerprint = id.fingerprint, .node_id = id.node_id,
-						  .display_name = id.display_name, .token = id.token, .home = home,
-						  .env_allow = env_allow, .self = self, .once = once };
+		struct node_runner_config cfg = { .url = id.url,
+						  .fingerprint = id.fingerprint,
+						  .node_id = id.node_id,
+						  .display_name = id.display_name,
+						  .token = id.token,
+						  .home = home,
+						  .env_allow = env_allow,
+						  .self = self,
+						  .once = once };
 		rc = node_runner_run(&cfg, &e) == 0 ? EXIT_OK : fail("run", &e);
 	}
 	identity_release(&id);

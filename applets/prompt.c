@@ -149,12 +149,14 @@ static void answer_permission(struct stream *s, const json_t *data)
 	else if (isatty(0))
 		approved = ask_on_tty(data);
 	else {
-		fprintf(stderr, "agor prompt: denying %s: not a terminal (use --yes or --no)\n", json_get_str(data, "tool_name"));
+		fprintf(stderr, "agor prompt: denying %s: not a terminal (use --yes or --no)\n",
+			json_get_str(data, "tool_name"));
 		approved = 0;
 	}
 	if (!s->o->client.json)
 		printf("[permission] %s %s\n", json_get_str(data, "tool_name"), approved ? "allowed" : "denied");
-	send_call(s, "permissions.respond", json_pack("{s:s,s:b}", "request_id", json_get_str(data, "request_id"), "approved", approved));
+	send_call(s, "permissions.respond",
+		  json_pack("{s:s,s:b}", "request_id", json_get_str(data, "request_id"), "approved", approved));
 }
 
 /* --- the event loop ------------------------------------------------------------------------------------ */
@@ -171,7 +173,8 @@ static void task_ended(struct stream *s, const json_t *data)
 	json_t *error = json_object_get(data, "error");
 	if (!s->o->client.json) {
 		if (error)
-			fprintf(stderr, "agor prompt: task %s %s: %s\n", s->task_id, status, json_get_str(error, "message"));
+			fprintf(stderr, "agor prompt: task %s %s: %s\n", s->task_id, status,
+				json_get_str(error, "message"));
 		else
 			printf("[%s]\n", status);
 	}
@@ -244,7 +247,8 @@ static void show_directive(const struct prompt_opts *o, const json_t *r)
 	printf("session %s exec defaults:", o->session);
 	const char *key;
 	const json_t *value;
-	json_object_foreach((json_t *)exec, key, value) {
+	json_object_foreach((json_t *)exec, key, value)
+	{
 		char *v = json_is_string(value) ? xstrdup(json_string_value(value)) : json_to_compact(value);
 		printf(" %s=%s", key, v);
 		free(v);
@@ -297,7 +301,8 @@ static int prompt_main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (started < 0) {
-		fprintf(stderr, "agor prompt: %s%s%s%s\n", e.message, e.code ? " [" : "", e.code ? e.code : "", e.code ? "]" : "");
+		fprintf(stderr, "agor prompt: %s%s%s%s\n", e.message, e.code ? " [" : "", e.code ? e.code : "",
+			e.code ? "]" : "");
 		rpc_client_close(s.rpc);
 		err_clear(&e);
 		return EXIT_FAILED;

@@ -11,7 +11,8 @@ static int print_repo(const json_t *r)
 {
 	const json_t *repo = json_object_get(r, "repo") ? json_object_get(r, "repo") : r;
 	printf("repo %s\n  url     %s\n  path    %s\n  branch  %s\n", json_get_str(repo, "id") ?: "?",
-	       json_get_str(repo, "url") ?: "?", json_get_str(repo, "path") ?: "?", json_get_str(repo, "default_branch") ?: "-");
+	       json_get_str(repo, "url") ?: "?", json_get_str(repo, "path") ?: "?",
+	       json_get_str(repo, "default_branch") ?: "-");
 	if (json_get_str(r, "task_id"))
 		printf("  task    %s\n", json_get_str(r, "task_id"));
 	return 0;

@@ -20,7 +20,8 @@ static int print_session(const json_t *s)
 static int print_egress(const json_t *r)
 {
 	const json_t *list = json_object_get(r, "egress_allow");
-	printf("session %s may also reach: %s", json_get_str(r, "session_id") ?: "?", json_array_size(list) ? "" : "nothing more\n");
+	printf("session %s may also reach: %s", json_get_str(r, "session_id") ?: "?",
+	       json_array_size(list) ? "" : "nothing more\n");
 	for (size_t i = 0; i < json_array_size(list); i++)
 		printf("%s%s", json_string_value(json_array_get(list, i)), i + 1 < json_array_size(list) ? ", " : "\n");
 	return 0;
@@ -33,7 +34,7 @@ static int print_sessions(const json_t *rows)
 }
 
 static const char *const create_args[] = { "worktree_id", NULL }, *const id_arg[] = { "id", NULL },
-		       *const egress_args[] = { "session_id", "entry", NULL };
+			 *const egress_args[] = { "session_id", "entry", NULL };
 static const struct client_flag create_flags[] = {
 	{ "--tool", "tool", CLIENT_FLAG_STRING },
 	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING },
@@ -42,7 +43,8 @@ static const struct client_flag create_flags[] = {
 
 static const struct client_command commands[] = {
 	{ "create", "sessions.create", create_args, create_flags,
-	  "WORKTREE --tool claude-code|codex|gemini|opencode [--permission-mode default|acceptEdits|bypassPermissions|plan]",
+	  "WORKTREE --tool claude-code|codex|gemini|opencode [--permission-mode "
+	  "default|acceptEdits|bypassPermissions|plan]",
 	  print_session, .example = "agor session create feature --tool claude-code --permission-mode default" },
 	{ "list", "sessions.list", NULL, NULL, "", print_sessions, .example = "agor session list" },
 	{ "get", "sessions.get", id_arg, NULL, "ID", print_session,
@@ -61,10 +63,11 @@ static int session_main(int argc, char **argv)
 const struct applet applet_session = {
 	.name = "session",
 	.summary = "create, list and show agent sessions (through the daemon)",
-	.usage = "Usage: agor session create WORKTREE --tool T [--permission-mode M] | list | get ID\n"
-		 "       agor session allow-host ID ENTRY | disallow-host ID ENTRY   [--json] [--url URL]\n"
-		 "allow-host: the session's runs (prompts, exec.run naming it) may also reach ENTRY through the egress\n"
-		 "proxy (its creator or an admin; ENTRY as in execution.sandbox.egress_allow).\n",
+	.usage =
+		"Usage: agor session create WORKTREE --tool T [--permission-mode M] | list | get ID\n"
+		"       agor session allow-host ID ENTRY | disallow-host ID ENTRY   [--json] [--url URL]\n"
+		"allow-host: the session's runs (prompts, exec.run naming it) may also reach ENTRY through the egress\n"
+		"proxy (its creator or an admin; ENTRY as in execution.sandbox.egress_allow).\n",
 	.main = session_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
 };

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "adminconf.h"
 #include "applet.h"
 #include "config.h"
@@ -73,8 +72,8 @@ struct config_job {
 
 static void clear_agor_env(const char *home)
 {
-	static const char *const vars[] = {"AGOR_HOME", "AGOR_DATA_HOME", "AGOR_CONFIG_PATH",
-					   "AGOR_DAEMON_HOST", "AGOR_DAEMON_PORT"};
+	static const char *const vars[] = { "AGOR_HOME", "AGOR_DATA_HOME", "AGOR_CONFIG_PATH", "AGOR_DAEMON_HOST",
+					    "AGOR_DAEMON_PORT" };
 	for (size_t i = 0; i < ARRAY_SIZE(vars); i++)
 		unsetenv(vars[i]);
 	setenv("HOME", home, 1);
@@ -86,16 +85,16 @@ static int load_config_fn(void *arg, struct strbuf *out, struct err *e)
 	if (job->home)
 		clear_agor_env(job->home);
 	struct config *cfg = config_new();
-	struct config_overrides ov = {.config_path = job->config_path};
+	struct config_overrides ov = { .config_path = job->config_path };
 	int rc = config_load(cfg, &ov, e);
 	if (rc == 0)
 		strbuf_addf(out,
 			    "config_file=%s\nfound=%d\nmode=%s\nsocket_path=%s\nworktrees_dir=%"
 			    "s\nrepos_dir=%s\nexecutor_user=%s\ndata_home=%s\nagor_home=%s\n",
 			    cfg->config_file, cfg->config_file_found ? 1 : 0,
-			    config_user_mode_name(cfg->execution.unix_user_mode),
-			    cfg->daemon.socket_path, cfg->paths.worktrees_dir, cfg->paths.repos_dir,
-			    cfg->execution.executor_unix_user, cfg->paths.data_home, cfg->paths.agor_home);
+			    config_user_mode_name(cfg->execution.unix_user_mode), cfg->daemon.socket_path,
+			    cfg->paths.worktrees_dir, cfg->paths.repos_dir, cfg->execution.executor_unix_user,
+			    cfg->paths.data_home, cfg->paths.agor_home);
 	config_free(cfg);
 	return rc;
 }
@@ -103,12 +102,10 @@ static int load_config_fn(void *arg, struct strbuf *out, struct err *e)
 static char *view_value(const char *text, const char *key)
 {
 	size_t n = strlen(key);
-	for (const char *line = text; line && *line;
-	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+	for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (!strncmp(line, key, n) && line[n] == '=') {
 			const char *end = strchr(line + n + 1, '\n');
-			return xstrndup(line + n + 1,
-					end ? (size_t)(end - line - n - 1) : strlen(line + n + 1));
+			return xstrndup(line + n + 1, end ? (size_t)(end - line - n - 1) : strlen(line + n + 1));
 		}
 	return xstrdup("");
 }
@@ -128,20 +125,18 @@ static void view_release(struct daemon_view *v)
 
 /* Loads the daemon user's config.yaml: in-process when we are that user, else (root) in a
  * child that became that user, so the file is read with the daemon user's rights only. */
-static int load_daemon_view(struct setup *s, const struct unixperm_user *daemon,
-			    struct daemon_view *v)
+static int load_daemon_view(struct setup *s, const struct unixperm_user *daemon, struct daemon_view *v)
 {
 	struct strbuf out = STRBUF_INIT;
 	int rc;
 	if (geteuid() == daemon->uid) {
-		struct config_job job = {NULL, s->config};
+		struct config_job job = { NULL, s->config };
 		rc = load_config_fn(&job, &out, &s->e);
 	} else if (geteuid() == 0) {
-		struct config_job job = {daemon->home, s->config};
+		struct config_job job = { daemon->home, s->config };
 		rc = unixperm_run_as_user(daemon, load_config_fn, &job, &out, &s->e);
 	} else {
-		rc = err_set(&s->e, E_PERMISSION_DENIED,
-			     "run as root or as the daemon user %s to read its config",
+		rc = err_set(&s->e, E_PERMISSION_DENIED, "run as root or as the daemon user %s to read its config",
 			     daemon->name);
 	}
 	if (rc == 0) {
@@ -180,8 +175,7 @@ static int write_config_fn(void *arg, struct strbuf *out, struct err *e)
 	const struct config_edit *ed = arg;
 	(void)out;
 	_cleanup_free_ char *dir = xstrndup(ed->path, (size_t)(strrchr(ed->path, '/') - ed->path));
-	if (fs_mkdir_p(dir, 0700, e) < 0 ||
-	    config_file_set(ed->path, "daemon.socket_path", ed->socket_path, e) < 0 ||
+	if (fs_mkdir_p(dir, 0700, e) < 0 || config_file_set(ed->path, "daemon.socket_path", ed->socket_path, e) < 0 ||
 	    config_file_set(ed->path, "execution.unix_user_mode", ed->mode, e) < 0 ||
 	    (ed->data_home && config_file_set(ed->path, "paths.data_home", ed->data_home, e) < 0))
 		return -1;
@@ -192,8 +186,7 @@ static int write_config_fn(void *arg, struct strbuf *out, struct err *e)
  * ------------------------------------------------------------ */
 
 /* True when dir/name is a root-owned regular file with exactly this content and mode. */
-static bool file_is_current(const char *dir, const char *name, const struct strbuf *want,
-			    mode_t mode)
+static bool file_is_current(const char *dir, const char *name, const struct strbuf *want, mode_t mode)
 {
 	char *path = xasprintf("%s/%s", dir, name);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -202,9 +195,9 @@ static bool file_is_current(const char *dir, const char *name, const struct strb
 		return false;
 	struct stat st;
 	struct strbuf have = STRBUF_INIT;
-	bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-		    (st.st_mode & 07777) == mode && strbuf_read_fd(&have, fd, 1 << 20) >= 0 &&
-		    have.len == want->len && !memcmp(have.buf, want->buf, want->len);
+	bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & 07777) == mode &&
+		    strbuf_read_fd(&have, fd, 1 << 20) >= 0 && have.len == want->len &&
+		    !memcmp(have.buf, want->buf, want->len);
 	close(fd);
 	strbuf_release(&have);
 	return same;
@@ -222,9 +215,8 @@ static int fsync_dir(int dirfd, const char *dir, struct err *e)
 
 /* Writes content to a hidden temporary file in dir, lets check() judge it, renames it over
  * dir/name. Names with a '.' are ignored by sudo in sudoers.d, so the temporary is inert. */
-static int install_file(const char *dir, const char *name, const struct strbuf *content,
-			mode_t mode, int (*check)(const char *tmp_path, struct err *e),
-			struct err *e)
+static int install_file(const char *dir, const char *name, const struct strbuf *content, mode_t mode,
+			int (*check)(const char *tmp_path, struct err *e), struct err *e)
 {
 	int dirfd = adminconf_open_trusted_dir(dir, e);
 	if (dirfd < 0)
@@ -236,8 +228,8 @@ static int install_file(const char *dir, const char *name, const struct strbuf *
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		err_errno(e, errno, "create %s", tmp_path);
-	else if (fs_write_all(fd, content->buf, content->len) < 0 || fchown(fd, 0, 0) < 0 ||
-		 fchmod(fd, mode) < 0 || fsync(fd) < 0)
+	else if (fs_write_all(fd, content->buf, content->len) < 0 || fchown(fd, 0, 0) < 0 || fchmod(fd, mode) < 0 ||
+		 fsync(fd) < 0)
 		err_errno(e, errno, "write %s", tmp_path);
 	else if (check && check(tmp_path, e) < 0)
 		;
@@ -258,7 +250,7 @@ static int install_file(const char *dir, const char *name, const struct strbuf *
 /* visudo -c -f on the temporary file: only a snippet sudo accepts is installed. */
 static int visudo_check(const char *tmp_path, struct err *e)
 {
-	const char *argv[] = {"/usr/sbin/visudo", "-c", "-q", "-f", tmp_path, NULL};
+	const char *argv[] = { "/usr/sbin/visudo", "-c", "-q", "-f", tmp_path, NULL };
 	if (unixperm_run_tool(argv, NULL, e) < 0) {
 		err_prefix(e, "visudo refused the generated sudoers (nothing installed)");
 		return -1;
@@ -281,7 +273,7 @@ static void default_names(struct setup *s)
 
 static int render_sudoers(struct setup *s, struct strbuf *out)
 {
-	struct unix_mode_sudoers spec = {s->mode, s->daemon_user, s->executor_user, s->bin};
+	struct unix_mode_sudoers spec = { s->mode, s->daemon_user, s->executor_user, s->bin };
 	return unix_mode_sudoers(&spec, out, &s->e);
 }
 
@@ -302,14 +294,20 @@ static int check_printed_bin(struct setup *s)
 			continue;
 		int fd = adminconf_open_trusted_dir(dir, &s->e);
 		if (fd < 0)
-			return err_prefix(&s->e, "--bin %s is not installed and %s could be written by others, who could put "
-					  "their own program there for sudo to run as root (fix: install agor as root in a "
-					  "root-owned directory, mode 0755, first)", s->bin, dir), -1;
+			return err_prefix(&s->e,
+					  "--bin %s is not installed and %s could be written by others, who could put "
+					  "their own program there for sudo to run as root (fix: install agor as root "
+					  "in a "
+					  "root-owned directory, mode 0755, first)",
+					  s->bin, dir),
+			       -1;
 		close(fd);
 		break;
 	}
-	fprintf(stderr, "agor setup sudoers: note: %s is not installed yet; install it root-owned, mode 0755, before "
-			"these rules are used\n", s->bin);
+	fprintf(stderr,
+		"agor setup sudoers: note: %s is not installed yet; install it root-owned, mode 0755, before "
+		"these rules are used\n",
+		s->bin);
 	return 0;
 }
 
@@ -335,8 +333,7 @@ struct isolation_plan {
 	struct daemon_view view;
 	struct strbuf sudoers;
 	struct strbuf tmpfiles;
-	struct strbuf
-		admin_yaml; /* empty when admin.yaml exists (it is validated, never replaced) */
+	struct strbuf admin_yaml; /* empty when admin.yaml exists (it is validated, never replaced) */
 	bool admin_yaml_exists;
 	gid_t users_gid;
 	bool have_users_gid;
@@ -379,8 +376,7 @@ static int check_executor_user(struct setup *s)
 		return found;
 	bool bad = u.uid == 0 || u.uid >= unixperm_uid_min();
 	unixperm_user_release(&u);
-	return bad ? err_set(&s->e, E_PERMISSION_DENIED,
-			     "executor user %s exists and is not a system account",
+	return bad ? err_set(&s->e, E_PERMISSION_DENIED, "executor user %s exists and is not a system account",
 			     s->executor_user)
 		   : 0;
 }
@@ -413,11 +409,10 @@ static int plan_admin_yaml(struct setup *s, struct isolation_plan *p)
 		adminconf_release(&c);
 		return 0;
 	}
-	struct adminconf c = {NULL, p->view.worktrees_dir, p->view.repos_dir, NULL};
+	struct adminconf c = { NULL, p->view.worktrees_dir, p->view.repos_dir, NULL };
 	adminconf_format(&c, &p->admin_yaml);
 	struct adminconf parsed;
-	if (adminconf_parse(p->admin_yaml.buf, p->admin_yaml.len, ADMINCONF_DEFAULT_PATH, &parsed,
-			    &s->e) < 0)
+	if (adminconf_parse(p->admin_yaml.buf, p->admin_yaml.len, ADMINCONF_DEFAULT_PATH, &parsed, &s->e) < 0)
 		return -1;
 	adminconf_release(&parsed);
 	return 0;
@@ -456,11 +451,10 @@ static int plan_isolation(struct setup *s, struct isolation_plan *p)
 		return err_set(&s->e, E_USAGE, "%s mode needs no Unix isolation set-up (use --mode insulated|strict)",
 			       unix_mode_name(s->mode));
 	if (!s->dry_run && geteuid() != 0)
-		return err_set(&s->e, E_PERMISSION_DENIED,
-			       "setup isolation must run as root (try --dry-run)");
-	if (check_daemon_user(s, &p->daemon) < 0 || check_executor_user(s) < 0 ||
-	    render_sudoers(s, &p->sudoers) < 0 || check_bin(s) < 0 ||
-	    load_daemon_view(s, &p->daemon, &p->view) < 0 || plan_data_home(p) < 0 || plan_admin_yaml(s, p) < 0)
+		return err_set(&s->e, E_PERMISSION_DENIED, "setup isolation must run as root (try --dry-run)");
+	if (check_daemon_user(s, &p->daemon) < 0 || check_executor_user(s) < 0 || render_sudoers(s, &p->sudoers) < 0 ||
+	    check_bin(s) < 0 || load_daemon_view(s, &p->daemon, &p->view) < 0 || plan_data_home(p) < 0 ||
+	    plan_admin_yaml(s, p) < 0)
 		return -1;
 	strbuf_addf(&p->tmpfiles,
 		    "# recreates the daemon socket directory at boot (agor setup isolation)\n"
@@ -481,8 +475,7 @@ static int ensure_users_group(struct setup *s, struct isolation_plan *p)
 		return -1;
 	p->have_users_gid = unixperm_group_lookup(UNIXPERM_USERS_GROUP, &p->users_gid);
 	return p->have_users_gid ? 0
-				 : err_set(&s->e, E_SYSTEM, "group %s missing after groupadd",
-					   UNIXPERM_USERS_GROUP);
+				 : err_set(&s->e, E_SYSTEM, "group %s missing after groupadd", UNIXPERM_USERS_GROUP);
 }
 
 /* In the isolating modes the daemon hands its socket to agor_users (other users' executors reach it so), which
@@ -518,8 +511,7 @@ static int ensure_executor_user(struct setup *s)
 	if (rc == 0 && (!found || !unixperm_user_in_group(&u, UNIXPERM_USERS_GROUP))) {
 		act(s, "gpasswd -a %s %s", s->executor_user, UNIXPERM_USERS_GROUP);
 		if (!s->dry_run)
-			rc = unixperm_group_add_member(UNIXPERM_USERS_GROUP, s->executor_user,
-						       &s->e);
+			rc = unixperm_group_add_member(UNIXPERM_USERS_GROUP, s->executor_user, &s->e);
 	}
 	if (found > 0)
 		unixperm_user_release(&u);
@@ -531,11 +523,8 @@ static int ensure_sudoers(struct setup *s, struct isolation_plan *p)
 {
 	if (file_is_current(SUDOERS_DIR, SUDOERS_NAME, &p->sudoers, 0440))
 		return 0;
-	act(s, "install %s/%s (mode 0440, checked with visudo -cf first)", SUDOERS_DIR,
-	    SUDOERS_NAME);
-	return s->dry_run ? 0
-			  : install_file(SUDOERS_DIR, SUDOERS_NAME, &p->sudoers, 0440, visudo_check,
-					 &s->e);
+	act(s, "install %s/%s (mode 0440, checked with visudo -cf first)", SUDOERS_DIR, SUDOERS_NAME);
+	return s->dry_run ? 0 : install_file(SUDOERS_DIR, SUDOERS_NAME, &p->sudoers, 0440, visudo_check, &s->e);
 }
 
 /* /run/agor: owned by the daemon user, group agor_users, 0750 — never through a symlink. */
@@ -548,20 +537,15 @@ static int ensure_run_dir(struct setup *s, struct isolation_plan *p)
 	int rc = 0;
 	bool exists = fstatat(parent, RUN_DIR_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (exists && !S_ISDIR(st.st_mode))
-		rc = err_set(&s->e, E_PERMISSION_DENIED, "%s exists and is not a directory",
-			     RUN_DIR);
-	else if (!exists || st.st_uid != p->daemon.uid || st.st_gid != p->users_gid ||
-		 (st.st_mode & 07777) != 0750) {
-		act(s, "install -d -m 0750 -o %s -g %s %s", s->daemon_user, UNIXPERM_USERS_GROUP,
-		    RUN_DIR);
+		rc = err_set(&s->e, E_PERMISSION_DENIED, "%s exists and is not a directory", RUN_DIR);
+	else if (!exists || st.st_uid != p->daemon.uid || st.st_gid != p->users_gid || (st.st_mode & 07777) != 0750) {
+		act(s, "install -d -m 0750 -o %s -g %s %s", s->daemon_user, UNIXPERM_USERS_GROUP, RUN_DIR);
 		if (!s->dry_run) {
 			if (!exists && mkdirat(parent, RUN_DIR_NAME, 0700) < 0 && errno != EEXIST)
 				rc = err_errno(&s->e, errno, "mkdir %s", RUN_DIR);
 			int fd = rc < 0 ? -1
-					: openat(parent, RUN_DIR_NAME,
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (rc == 0 && (fd < 0 || fchown(fd, p->daemon.uid, p->users_gid) < 0 ||
-					fchmod(fd, 0750) < 0))
+					: openat(parent, RUN_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (rc == 0 && (fd < 0 || fchown(fd, p->daemon.uid, p->users_gid) < 0 || fchmod(fd, 0750) < 0))
 				rc = err_errno(&s->e, errno, "set up %s", RUN_DIR);
 			if (fd >= 0)
 				close(fd);
@@ -569,13 +553,11 @@ static int ensure_run_dir(struct setup *s, struct isolation_plan *p)
 	}
 	close(parent);
 	if (rc == 0 && !file_is_current(TMPFILES_DIR, TMPFILES_NAME, &p->tmpfiles, 0644)) {
-		act(s, "install %s/%s (recreates %s at boot)", TMPFILES_DIR, TMPFILES_NAME,
-		    RUN_DIR);
+		act(s, "install %s/%s (recreates %s at boot)", TMPFILES_DIR, TMPFILES_NAME, RUN_DIR);
 		if (!s->dry_run && mkdir(TMPFILES_DIR, 0755) < 0 && errno != EEXIST)
 			rc = err_errno(&s->e, errno, "mkdir %s", TMPFILES_DIR);
 		else if (!s->dry_run)
-			rc = install_file(TMPFILES_DIR, TMPFILES_NAME, &p->tmpfiles, 0644, NULL,
-					  &s->e);
+			rc = install_file(TMPFILES_DIR, TMPFILES_NAME, &p->tmpfiles, 0644, NULL, &s->e);
 	}
 	return rc;
 }
@@ -601,7 +583,8 @@ static int ensure_data_dir(struct setup *s, struct isolation_plan *p, const char
 	int fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	close(path_fd);
 	int rc = fd < 0 || fchown(fd, p->daemon.uid, p->users_gid) < 0 || fchmod(fd, 02770) < 0
-			 ? err_errno(&s->e, errno, "set up %s", dir) : 0;
+			 ? err_errno(&s->e, errno, "set up %s", dir)
+			 : 0;
 	if (fd >= 0)
 		close(fd);
 	return rc;
@@ -620,8 +603,8 @@ static int ensure_admin_yaml(struct setup *s, struct isolation_plan *p)
 {
 	if (p->admin_yaml_exists)
 		return 0;
-	act(s, "install %s (worktrees_dir: %s, repos_dir: %s; root-owned, mode 0644)",
-	    ADMINCONF_DEFAULT_PATH, p->view.worktrees_dir, p->view.repos_dir);
+	act(s, "install %s (worktrees_dir: %s, repos_dir: %s; root-owned, mode 0644)", ADMINCONF_DEFAULT_PATH,
+	    p->view.worktrees_dir, p->view.repos_dir);
 	if (s->dry_run)
 		return 0;
 	if (mkdir(ADMIN_DIR, 0755) < 0 && errno != EEXIST)
@@ -639,14 +622,13 @@ static int ensure_config(struct setup *s, struct isolation_plan *p)
 	    p->view.config_file, s->daemon_user);
 	if (s->dry_run)
 		return 0;
-	struct config_edit ed = {p->view.config_file, mode, RUN_SOCKET, p->move_data_home ? SETUP_DATA_HOME : NULL};
+	struct config_edit ed = { p->view.config_file, mode, RUN_SOCKET, p->move_data_home ? SETUP_DATA_HOME : NULL };
 	return unixperm_run_as_user(&p->daemon, write_config_fn, &ed, NULL, &s->e);
 }
 
 static int cmd_isolation(struct setup *s)
 {
-	struct isolation_plan p = {
-		.sudoers = STRBUF_INIT, .tmpfiles = STRBUF_INIT, .admin_yaml = STRBUF_INIT};
+	struct isolation_plan p = { .sudoers = STRBUF_INIT, .tmpfiles = STRBUF_INIT, .admin_yaml = STRBUF_INIT };
 	int rc = plan_isolation(s, &p);
 	if (rc == 0)
 		rc = ensure_users_group(s, &p);
@@ -689,8 +671,8 @@ static void PRINTF_LIKE(4, 5) check(struct setup *s, bool ok, const char *fix, c
 
 static void check_group_exists(struct setup *s)
 {
-	check(s, unixperm_group_lookup(UNIXPERM_USERS_GROUP, NULL), "sudo agor setup isolation",
-	      "group %s exists", UNIXPERM_USERS_GROUP);
+	check(s, unixperm_group_lookup(UNIXPERM_USERS_GROUP, NULL), "sudo agor setup isolation", "group %s exists",
+	      UNIXPERM_USERS_GROUP);
 }
 
 static void check_executor(struct setup *s)
@@ -699,19 +681,16 @@ static void check_executor(struct setup *s)
 	struct err e = ERR_INIT;
 	int found = unixperm_user_lookup(s->executor_user, &u, &e);
 	err_clear(&e);
-	check(s, found == 1, "sudo agor setup isolation", "executor user %s exists",
-	      s->executor_user);
+	check(s, found == 1, "sudo agor setup isolation", "executor user %s exists", s->executor_user);
 	if (found != 1)
 		return;
 	bool nologin = strstr(u.shell, "nologin") || strstr(u.shell, "/false");
 	check(s, u.uid != 0 && strcmp(u.name, s->daemon_user), "use a dedicated executor user",
 	      "executor user %s is neither root nor the daemon user", u.name);
-	check(s, nologin, "usermod --shell /usr/sbin/nologin",
-	      "executor user %s has no login shell (%s)", u.name, u.shell);
-	check(s, unixperm_user_in_group(&u, UNIXPERM_USERS_GROUP),
-	      "sudo gpasswd -a EXECUTOR agor_users",
-	      "executor user %s is in %s (to reach the daemon socket)", u.name,
-	      UNIXPERM_USERS_GROUP);
+	check(s, nologin, "usermod --shell /usr/sbin/nologin", "executor user %s has no login shell (%s)", u.name,
+	      u.shell);
+	check(s, unixperm_user_in_group(&u, UNIXPERM_USERS_GROUP), "sudo gpasswd -a EXECUTOR agor_users",
+	      "executor user %s is in %s (to reach the daemon socket)", u.name, UNIXPERM_USERS_GROUP);
 	unixperm_user_release(&u);
 }
 
@@ -719,34 +698,32 @@ static void check_sudoers_file(struct setup *s)
 {
 	struct strbuf want = STRBUF_INIT;
 	struct err e = ERR_INIT;
-	struct unix_mode_sudoers spec = {s->mode, s->daemon_user, s->executor_user, s->bin};
+	struct unix_mode_sudoers spec = { s->mode, s->daemon_user, s->executor_user, s->bin };
 	struct stat st;
 	if (unix_mode_sudoers(&spec, &want, &e) < 0)
-		check(s, false, "pass valid --daemon-user/--executor-user/--bin",
-		      "sudoers can be rendered: %s", e.message);
+		check(s, false, "pass valid --daemon-user/--executor-user/--bin", "sudoers can be rendered: %s",
+		      e.message);
 	else if (geteuid() != 0) /* 0440 root: only its owner and mode can be seen; sudo -l below
 				    checks the rules */
 		check(s,
-		      lstat(SUDOERS_DIR "/" SUDOERS_NAME, &st) == 0 && S_ISREG(st.st_mode) &&
-			      st.st_uid == 0 && (st.st_mode & 07777) == 0440,
+		      lstat(SUDOERS_DIR "/" SUDOERS_NAME, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+			      (st.st_mode & 07777) == 0440,
 		      "sudo agor setup isolation",
-		      "%s/%s is root's and mode 0440 (its text is checked when run as root)",
-		      SUDOERS_DIR, SUDOERS_NAME);
+		      "%s/%s is root's and mode 0440 (its text is checked when run as root)", SUDOERS_DIR,
+		      SUDOERS_NAME);
 	else
-		check(s, file_is_current(SUDOERS_DIR, SUDOERS_NAME, &want, 0440),
-		      "sudo agor setup isolation",
-		      "%s/%s is root's, mode 0440, and equals 'agor setup sudoers --mode %s'",
-		      SUDOERS_DIR, SUDOERS_NAME, unix_mode_name(s->mode));
+		check(s, file_is_current(SUDOERS_DIR, SUDOERS_NAME, &want, 0440), "sudo agor setup isolation",
+		      "%s/%s is root's, mode 0440, and equals 'agor setup sudoers --mode %s'", SUDOERS_DIR,
+		      SUDOERS_NAME, unix_mode_name(s->mode));
 	err_clear(&e);
 	strbuf_release(&want);
 }
 
 /* The command lines `sudo -l` lists for the daemon user (the indented lines after "may run"). */
-static int sudo_list(struct setup *s, const struct unixperm_user *daemon, struct strvec *lines,
-		     struct err *e)
+static int sudo_list(struct setup *s, const struct unixperm_user *daemon, struct strvec *lines, struct err *e)
 {
-	const char *as_root[] = {"/usr/bin/sudo", "-n", "-l", "-U", daemon->name, NULL};
-	const char *as_self[] = {"/usr/bin/sudo", "-n", "-l", NULL};
+	const char *as_root[] = { "/usr/bin/sudo", "-n", "-l", "-U", daemon->name, NULL };
+	const char *as_self[] = { "/usr/bin/sudo", "-n", "-l", NULL };
 	struct strbuf out = STRBUF_INIT;
 	(void)s;
 	int rc = unixperm_run_tool(geteuid() == 0 ? as_root : as_self, &out, e);
@@ -772,8 +749,7 @@ static void check_sudo_rules(struct setup *s, const struct unixperm_user *daemon
 	if (s->mode == UNIX_MODE_INSULATED)
 		strvec_pushf(&want, "(%s) NOPASSWD: %s executor --stdin", s->executor_user, s->bin);
 	if (s->mode == UNIX_MODE_STRICT)
-		strvec_pushf(&want, "(%%%s, !root) NOPASSWD: %s executor --stdin",
-			     UNIXPERM_USERS_GROUP, s->bin);
+		strvec_pushf(&want, "(%%%s, !root) NOPASSWD: %s executor --stdin", UNIXPERM_USERS_GROUP, s->bin);
 	strvec_pushf(&want, "(root) NOPASSWD: %s admin *", s->bin);
 	struct err e = ERR_INIT;
 	int rc = sudo_list(s, daemon, &have, &e);
@@ -799,27 +775,25 @@ static void check_run_dir(struct setup *s, const struct unixperm_user *daemon)
 	struct stat st;
 	gid_t gid = 0;
 	bool have_gid = unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid);
-	bool ok = lstat(RUN_DIR, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == daemon->uid &&
-		  have_gid && st.st_gid == gid && (st.st_mode & 07777) == 0750;
-	check(s, ok, "sudo agor setup isolation",
-	      "%s is a directory owned by %s, group %s, mode 0750", RUN_DIR, daemon->name,
-	      UNIXPERM_USERS_GROUP);
+	bool ok = lstat(RUN_DIR, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == daemon->uid && have_gid &&
+		  st.st_gid == gid && (st.st_mode & 07777) == 0750;
+	check(s, ok, "sudo agor setup isolation", "%s is a directory owned by %s, group %s, mode 0750", RUN_DIR,
+	      daemon->name, UNIXPERM_USERS_GROUP);
 }
 
 static void check_socket(struct setup *s, const struct daemon_view *v)
 {
-	check(s, !strcmp(v->socket_path, RUN_SOCKET),
-	      "sudo agor setup isolation (sets daemon.socket_path)",
+	check(s, !strcmp(v->socket_path, RUN_SOCKET), "sudo agor setup isolation (sets daemon.socket_path)",
 	      "daemon.socket_path is %s (%s)", RUN_SOCKET, v->socket_path);
 	struct stat st;
 	if (lstat(v->socket_path, &st) < 0) {
-		check(s, errno == ENOENT, "check the path",
-		      "socket %s not created yet (the daemon is not running)", v->socket_path);
+		check(s, errno == ENOENT, "check the path", "socket %s not created yet (the daemon is not running)",
+		      v->socket_path);
 		return;
 	}
 	gid_t gid = 0;
-	bool ok = S_ISSOCK(st.st_mode) && unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid) &&
-		  st.st_gid == gid && (st.st_mode & 0777) == 0660;
+	bool ok = S_ISSOCK(st.st_mode) && unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid) && st.st_gid == gid &&
+		  (st.st_mode & 0777) == 0660;
 	check(s, ok, "restart the daemon (it creates the socket 0660, group agor_users)",
 	      "socket %s is mode 0660, group %s", v->socket_path, UNIXPERM_USERS_GROUP);
 }
@@ -832,12 +806,10 @@ static bool reachable_by_users(const char *path)
 	bool have = unixperm_group_lookup(UNIXPERM_USERS_GROUP, &gid);
 	char *copy = xstrdup(path);
 	bool ok = true;
-	for (char *slash = strrchr(copy, '/'); ok && slash && slash != copy;
-	     slash = strrchr(copy, '/')) {
+	for (char *slash = strrchr(copy, '/'); ok && slash && slash != copy; slash = strrchr(copy, '/')) {
 		*slash = '\0';
 		struct stat st;
-		ok = stat(copy, &st) == 0 &&
-		     ((st.st_mode & 0001) || (have && st.st_gid == gid && (st.st_mode & 0010)));
+		ok = stat(copy, &st) == 0 && ((st.st_mode & 0001) || (have && st.st_gid == gid && (st.st_mode & 0010)));
 	}
 	free(copy);
 	return ok;
@@ -856,16 +828,15 @@ static void check_admin_conf(struct setup *s)
 	struct adminconf c;
 	struct err e = ERR_INIT;
 	int rc = adminconf_load(NULL, &c, &e);
-	check(s, rc == 0, "sudo agor setup isolation", "%s is root's and valid%s%s",
-	      ADMINCONF_DEFAULT_PATH, rc < 0 ? ": " : "", rc < 0 ? e.message : "");
+	check(s, rc == 0, "sudo agor setup isolation", "%s is root's and valid%s%s", ADMINCONF_DEFAULT_PATH,
+	      rc < 0 ? ": " : "", rc < 0 ? e.message : "");
 	err_clear(&e);
 	if (rc < 0)
 		return;
-	const char *roots[] = {c.worktrees_dir, c.repos_dir};
+	const char *roots[] = { c.worktrees_dir, c.repos_dir };
 	for (size_t i = 0; i < ARRAY_SIZE(roots); i++) {
 		int fd = unixperm_open_root(roots[i], &e);
-		check(s, fd >= 0,
-		      "create it as the daemon user (agor starts it), without symlinks in its path",
+		check(s, fd >= 0, "create it as the daemon user (agor starts it), without symlinks in its path",
 		      "root %s exists%s%s", roots[i], fd < 0 ? ": " : "", fd < 0 ? e.message : "");
 		if (fd >= 0)
 			close(fd);
@@ -873,8 +844,7 @@ static void check_admin_conf(struct setup *s)
 		check(s, reachable_by_users(roots[i]),
 		      "keep the data home outside AGOR_HOME (0700), e.g. paths.data_home: "
 		      "/srv/agor",
-		      "every directory above %s is searchable by %s", roots[i],
-		      UNIXPERM_USERS_GROUP);
+		      "every directory above %s is searchable by %s", roots[i], UNIXPERM_USERS_GROUP);
 		check(s, writable_by_users(roots[i]), "sudo agor setup isolation",
 		      "%s is writable by %s (group %s, mode 2770: executors clone and add worktrees there)", roots[i],
 		      UNIXPERM_USERS_GROUP, UNIXPERM_USERS_GROUP);
@@ -886,8 +856,8 @@ static void check_bin_trusted(struct setup *s)
 {
 	struct err e = ERR_INIT;
 	int fd = adminconf_open_trusted(s->bin, &e);
-	check(s, fd >= 0, "install agor root-owned (0755) in a root-owned directory",
-	      "%s is root's alone%s%s", s->bin, fd < 0 ? ": " : "", fd < 0 ? e.message : "");
+	check(s, fd >= 0, "install agor root-owned (0755) in a root-owned directory", "%s is root's alone%s%s", s->bin,
+	      fd < 0 ? ": " : "", fd < 0 ? e.message : "");
 	if (fd >= 0)
 		close(fd);
 	err_clear(&e);
@@ -898,21 +868,26 @@ static void validate_sandbox(struct setup *s)
 {
 	struct sandbox_probe p;
 	sandbox_probe(&p);
-	check(s, p.user_namespaces, "enable user namespaces (sysctl user.max_user_namespaces > 0; on Debian also "
-				    "kernel.unprivileged_userns_clone=1)",
-	      "user namespaces%s%s", p.user_namespaces ? "" : ": ", p.user_namespaces ? "" : strerror(p.user_namespaces_errno));
+	check(s, p.user_namespaces,
+	      "enable user namespaces (sysctl user.max_user_namespaces > 0; on Debian also "
+	      "kernel.unprivileged_userns_clone=1)",
+	      "user namespaces%s%s", p.user_namespaces ? "" : ": ",
+	      p.user_namespaces ? "" : strerror(p.user_namespaces_errno));
 	if (p.landlock_abi > 0)
-		check(s, true, "", "Landlock ABI %d%s", p.landlock_abi, p.landlock_abi >= 4 ? "" : " (no TCP rules before ABI 4)");
+		check(s, true, "", "Landlock ABI %d%s", p.landlock_abi,
+		      p.landlock_abi >= 4 ? "" : " (no TCP rules before ABI 4)");
 	else
 		check(s, false, "boot a kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK, lsm=…,landlock)",
 		      "Landlock: %s", strerror(p.landlock_errno));
-	check(s, p.seccomp, "run agor on x86_64 (the only architecture with a filter so far)", "seccomp filter for this architecture");
-	check(s, p.mount_api, "boot Linux 5.12 or later (the sandbox binds by descriptor: open_tree, move_mount, "
-			      "mount_setattr)", "the new mount API");
+	check(s, p.seccomp, "run agor on x86_64 (the only architecture with a filter so far)",
+	      "seccomp filter for this architecture");
+	check(s, p.mount_api,
+	      "boot Linux 5.12 or later (the sandbox binds by descriptor: open_tree, move_mount, "
+	      "mount_setattr)",
+	      "the new mount API");
 }
 
-static void validate_isolation(struct setup *s, const struct unixperm_user *daemon,
-			       const struct daemon_view *v)
+static void validate_isolation(struct setup *s, const struct unixperm_user *daemon, const struct daemon_view *v)
 {
 	check_group_exists(s);
 	check(s, unixperm_user_in_group(daemon, UNIXPERM_USERS_GROUP), "sudo agor setup isolation",
@@ -929,24 +904,19 @@ static void validate_isolation(struct setup *s, const struct unixperm_user *daem
 
 static int cmd_validate(struct setup *s)
 {
-	struct unixperm_user daemon = {0};
-	struct daemon_view v = {0};
+	struct unixperm_user daemon = { 0 };
+	struct daemon_view v = { 0 };
 	struct err e = ERR_INIT;
-	int found = unixperm_user_name_valid(s->daemon_user)
-			    ? unixperm_user_lookup(s->daemon_user, &daemon, &e)
-			    : 0;
-	check(s, found == 1 && daemon.uid != 0,
-	      "useradd --system --create-home agor (or pass --daemon-user)",
+	int found = unixperm_user_name_valid(s->daemon_user) ? unixperm_user_lookup(s->daemon_user, &daemon, &e) : 0;
+	check(s, found == 1 && daemon.uid != 0, "useradd --system --create-home agor (or pass --daemon-user)",
 	      "daemon user %s exists and is not root", s->daemon_user);
 	if (found == 1 && load_daemon_view(s, &daemon, &v) == 0) {
-		check(s, true, "", "config %s loads (%s)", v.config_file,
-		      v.found ? "found" : "defaults");
+		check(s, true, "", "config %s loads (%s)", v.config_file, v.found ? "found" : "defaults");
 		if (!s->mode_set && unix_mode_parse(v.mode, &s->mode) == 0)
 			s->mode_set = true;
 		if (!s->mode_set || strcmp(v.mode, unix_mode_name(s->mode)))
-			check(s, false, "sudo agor setup isolation --mode MODE",
-			      "execution.unix_user_mode is %s (%s)", unix_mode_name(s->mode),
-			      v.mode);
+			check(s, false, "sudo agor setup isolation --mode MODE", "execution.unix_user_mode is %s (%s)",
+			      unix_mode_name(s->mode), v.mode);
 		else
 			check(s, true, "", "execution.unix_user_mode is %s", v.mode);
 	} else if (found == 1) {
@@ -958,8 +928,7 @@ static int cmd_validate(struct setup *s)
 	else if (s->mode_set && s->mode != UNIX_MODE_SIMPLE && found == 1 && v.config_file)
 		validate_isolation(s, &daemon, &v);
 	else if (s->mode_set && s->mode == UNIX_MODE_SIMPLE)
-		check(s, true, "",
-		      "simple mode: executors run as the daemon user (no isolation to check)");
+		check(s, true, "", "simple mode: executors run as the daemon user (no isolation to check)");
 	view_release(&v);
 	if (found == 1)
 		unixperm_user_release(&daemon);
@@ -973,8 +942,7 @@ static int cmd_validate(struct setup *s)
 static int parse_setup_args(struct setup *s, int argc, char **argv)
 {
 	if (argc < 2)
-		return applet_usage_error(&applet_setup,
-					  "missing subcommand (sudoers, isolation, validate, zellij)");
+		return applet_usage_error(&applet_setup, "missing subcommand (sudoers, isolation, validate, zellij)");
 	s->sub = argv[1];
 	if (strcmp(s->sub, "sudoers") && strcmp(s->sub, "isolation") && strcmp(s->sub, "validate"))
 		return applet_usage_error(&applet_setup, "unknown subcommand '%s'", s->sub);
@@ -990,9 +958,8 @@ static int parse_setup_args(struct setup *s, int argc, char **argv)
 			s->dry_run = true;
 		else if (!strcmp(arg, "--mode")) {
 			if (!value || unix_mode_parse(value, &s->mode) < 0)
-				return applet_usage_error(
-					&applet_setup,
-					"--mode must be simple, insulated, strict or sandbox");
+				return applet_usage_error(&applet_setup,
+							  "--mode must be simple, insulated, strict or sandbox");
 			s->mode_set = true;
 			i++;
 		} else if (slot) {
@@ -1001,8 +968,7 @@ static int parse_setup_args(struct setup *s, int argc, char **argv)
 			*slot = value;
 			i++;
 		} else
-			return applet_usage_error(&applet_setup, "unknown option '%s' for setup %s",
-						  arg, s->sub);
+			return applet_usage_error(&applet_setup, "unknown option '%s' for setup %s", arg, s->sub);
 	}
 	return EXIT_OK;
 }
@@ -1043,7 +1009,7 @@ static int setup_main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "zellij"))
 		return cmd_zellij(argc, argv);
-	struct setup s = {.actions = STRVEC_INIT, .e = ERR_INIT};
+	struct setup s = { .actions = STRVEC_INIT, .e = ERR_INIT };
 	int status = parse_setup_args(&s, argc, argv);
 	if (status != EXIT_OK)
 		return status;
@@ -1057,9 +1023,7 @@ static int setup_main(int argc, char **argv)
 		printf("# nothing to change: isolation already set up\n");
 	if (rc < 0) {
 		fprintf(stderr, "agor setup %s: %s\n", s.sub, s.e.message ? s.e.message : "failed");
-		status = !strcmp(s.e.code, E_USAGE) || !strcmp(s.e.code, E_INVALID_PAYLOAD)
-				 ? EXIT_USAGE
-				 : EXIT_FAILED;
+		status = !strcmp(s.e.code, E_USAGE) || !strcmp(s.e.code, E_INVALID_PAYLOAD) ? EXIT_USAGE : EXIT_FAILED;
 	} else
 		status = s.failures ? EXIT_FAILED : EXIT_OK;
 	strvec_clear(&s.actions);

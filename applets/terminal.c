@@ -55,13 +55,15 @@ static int terminal_main(int argc, char **argv)
 const struct applet applet_terminal = {
 	.name = "terminal",
 	.summary = "attach this TTY to a worktree's terminal (tmux as the execution user, through the daemon)",
-	.usage = "Usage: agor terminal WORKTREE [--detach-key C-]] [--url URL] [--token T] [--config PATH]\n"
-		 "Opens (or rejoins) the tmux window of WORKTREE (id or name) through the daemon and relays this TTY to\n"
-		 "it in raw mode; the window follows this TTY's size. The detach key (default C-]) detaches: the shell\n"
-		 "goes on, and `agor terminal WORKTREE` finds it again, also after a daemon restart.\n"
-		 "  --url URL    the daemon: unix:PATH (default: the configured socket), or its TCP listener as\n"
-		 "               ws://HOST:PORT, wss://…, http://HOST:PORT or https://… (a WebSocket at /terminal)\n"
-		 "  --token T    over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN\n"
-		 "The web page at http://HOST:PORT/terminal is the same terminal in a browser (docs/terminals.md).\n",
+	.usage =
+		"Usage: agor terminal WORKTREE [--detach-key C-]] [--url URL] [--token T] [--config PATH]\n"
+		"Opens (or rejoins) the tmux window of WORKTREE (id or name) through the daemon and relays this TTY "
+		"to\n"
+		"it in raw mode; the window follows this TTY's size. The detach key (default C-]) detaches: the shell\n"
+		"goes on, and `agor terminal WORKTREE` finds it again, also after a daemon restart.\n"
+		"  --url URL    the daemon: unix:PATH (default: the configured socket), or its TCP listener as\n"
+		"               ws://HOST:PORT, wss://…, http://HOST:PORT or https://… (a WebSocket at /terminal)\n"
+		"  --token T    over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN\n"
+		"The web page at http://HOST:PORT/terminal is the same terminal in a browser (docs/terminals.md).\n",
 	.main = terminal_main,
 };

@@ -9,8 +9,8 @@
 
 static int print_user(const json_t *u)
 {
-	printf("user %s\n  name  %s\n  unix  %s\n  role  %s\n", json_get_str(u, "id") ?: "?", json_get_str(u, "name") ?: "?",
-	       json_get_str(u, "unix_username") ?: "-", json_get_str(u, "role") ?: "?");
+	printf("user %s\n  name  %s\n  unix  %s\n  role  %s\n", json_get_str(u, "id") ?: "?",
+	       json_get_str(u, "name") ?: "?", json_get_str(u, "unix_username") ?: "-", json_get_str(u, "role") ?: "?");
 	if (json_get_str(u, "email"))
 		printf("  email %s\n", json_get_str(u, "email"));
 	return 0;
@@ -22,9 +22,11 @@ static int print_user_removed(const json_t *r)
 	const json_t *refs = json_object_get(r, "references");
 	printf("removed (its Unix user, if any, is untouched)\n");
 	if (json_get_str(r, "reassigned_to"))
-		printf("  reassigned to %s: repos %lld, worktrees %lld, sessions %lld, tasks %lld, worktree ownerships %lld\n",
+		printf("  reassigned to %s: repos %lld, worktrees %lld, sessions %lld, tasks %lld, worktree ownerships "
+		       "%lld\n",
 		       json_get_str(r, "reassigned_to"), json_integer_value(json_object_get(refs, "repos")),
-		       json_integer_value(json_object_get(refs, "worktrees")), json_integer_value(json_object_get(refs, "sessions")),
+		       json_integer_value(json_object_get(refs, "worktrees")),
+		       json_integer_value(json_object_get(refs, "sessions")),
 		       json_integer_value(json_object_get(refs, "tasks")),
 		       json_integer_value(json_object_get(refs, "owned_worktrees")));
 	return 0;
@@ -40,8 +42,9 @@ static int print_users(const json_t *rows)
 static int print_token(const json_t *r)
 {
 	puts(json_get_str(r, "token") ?: "");
-	fprintf(stderr, "token %s (expires at %lld): keep it secret; use it with --token or AGOR_TOKEN over TCP; "
-			"revoke it with `agor user revoke-token %s`\n",
+	fprintf(stderr,
+		"token %s (expires at %lld): keep it secret; use it with --token or AGOR_TOKEN over TCP; "
+		"revoke it with `agor user revoke-token %s`\n",
 		json_get_str(r, "jti") ?: "?", (long long)json_integer_value(json_object_get(r, "expires_at")),
 		json_get_str(r, "jti") ?: "?");
 	return 0;
@@ -85,17 +88,19 @@ static const struct client_flag create_flags[] = {
 };
 
 static const struct client_command commands[] = {
-	{ "create", "users.create", name_arg, create_flags, "NAME [--unix-user LOGIN] [--role admin|member]", print_user,
-	  .example = "agor user create alice --unix-user alice --role member" },
+	{ "create", "users.create", name_arg, create_flags, "NAME [--unix-user LOGIN] [--role admin|member]",
+	  print_user, .example = "agor user create alice --unix-user alice --role member" },
 	{ "list", "users.list", NULL, NULL, "", print_users, .example = "agor user list" },
 	{ "get", "users.get", id_arg, NULL, "ID|NAME", print_user, .example = "agor user get alice" },
-	{ "update", "users.update", id_arg, update_flags, "ID|NAME [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]",
-	  print_user, .example = "agor user update alice --role admin --email alice@example.org" },
-	{ "link", "users.update", link_args, NULL, "ID|NAME LOGIN   (maps the agor user to Unix user LOGIN)", print_user,
-	  .example = "agor user link alice alice" },
+	{ "update", "users.update", id_arg, update_flags,
+	  "ID|NAME [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]", print_user,
+	  .example = "agor user update alice --role admin --email alice@example.org" },
+	{ "link", "users.update", link_args, NULL, "ID|NAME LOGIN   (maps the agor user to Unix user LOGIN)",
+	  print_user, .example = "agor user link alice alice" },
 	{ "remove", "users.remove", id_arg, remove_flags, "ID|NAME [--reassign-to USER]", print_user_removed,
 	  .example = "agor user remove alice --reassign-to bob" },
-	{ "token", "tokens.create", NULL, token_flags, "[--label L] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token,
+	{ "token", "tokens.create", NULL, token_flags,
+	  "[--label L] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token,
 	  .example = "AGOR_TOKEN=$(agor user token --label laptop)" },
 	{ "tokens", "tokens.list", NULL, NULL, "", print_tokens, .example = "agor user tokens" },
 	{ "revoke-token", "tokens.revoke", jti_arg, NULL, "JTI", print_revoked,
@@ -113,7 +118,8 @@ const struct applet applet_user = {
 	.usage = "Usage: agor user create NAME [--unix-user LOGIN] [--role admin|member] | list | get ID\n"
 		 "       agor user update ID [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]\n"
 		 "       agor user link ID LOGIN | remove ID [--reassign-to USER]\n"
-		 "       agor user token [--label L] [--for USER] | tokens | revoke-token JTI   [--json] [--url URL] [--token T]\n",
+		 "       agor user token [--label L] [--for USER] | tokens | revoke-token JTI   [--json] [--url URL] "
+		 "[--token T]\n",
 	.main = user_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
 };

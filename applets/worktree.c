@@ -40,7 +40,8 @@ static int print_owners(const json_t *rows)
 }
 
 static const char *const add_args[] = { "repo_id", "name", NULL }, *const id_arg[] = { "id", NULL };
-static const char *const owners_arg[] = { "worktree_id", NULL }, *const owner_args[] = { "worktree_id", "user_id", NULL };
+static const char *const owners_arg[] = { "worktree_id", NULL }, *const owner_args[] = { "worktree_id", "user_id",
+											 NULL };
 static const struct client_flag add_flags[] = {
 	{ "--branch", "branch", CLIENT_FLAG_STRING },
 	{ "--source-branch", "source_branch", CLIENT_FLAG_STRING },

@@ -48,8 +48,9 @@ static void end_turn(struct acp_client *c)
 struct acp_client *acp_start(int to_agent, const char *cwd, const char *prompt, acp_ask_fn ask, void *arg)
 {
 	struct acp_client *c = xcalloc(1, sizeof(*c));
-	*c = (struct acp_client){ .to_agent = to_agent, .cwd = xstrdup(cwd), .prompt = xstrdup(prompt), .ask = ask,
-				  .arg = arg };
+	*c = (struct acp_client){
+		.to_agent = to_agent, .cwd = xstrdup(cwd), .prompt = xstrdup(prompt), .ask = ask, .arg = arg
+	};
 	call(c, CALL_INITIALIZE, "initialize",
 	     json_pack("{s:i,s:{s:{s:b,s:b},s:b}}", "protocolVersion", 1, "clientCapabilities", "fs", "readTextFile", 0,
 		       "writeTextFile", 0, "terminal", 0));
@@ -113,7 +114,8 @@ static void on_answer(struct acp_client *c, json_t *msg, struct agent_state *st,
 		int failed = !stop || !strcmp(stop, "refusal") || !strcmp(stop, "cancelled");
 		json_t *usage = json_object_get(result, "usage");
 		if (!usage) /* Gemini: in _meta */
-			usage = json_object_get(json_object_get(json_object_get(result, "_meta"), "quota"), "token_count");
+			usage = json_object_get(json_object_get(json_object_get(result, "_meta"), "quota"),
+						"token_count");
 		finish_turn(c, st, failed, stop ? stop : "the prompt ended without a stop reason", usage);
 		emit("result", json_incref(msg), arg);
 	}
@@ -125,9 +127,8 @@ static const char *option_of_kind(json_t *options, const char *kind)
 {
 	size_t i;
 	json_t *o;
-	json_array_foreach(options, i, o)
-		if (!strcmp(json_get_str(o, "kind") ? json_get_str(o, "kind") : "", kind))
-			return json_get_str(o, "optionId");
+	json_array_foreach(options, i, o) if (!strcmp(json_get_str(o, "kind") ? json_get_str(o, "kind") : "",
+						      kind)) return json_get_str(o, "optionId");
 	return NULL;
 }
 
@@ -171,14 +172,18 @@ static void on_update(json_t *update, agent_emit_fn emit, void *arg)
 	else if (!strcmp(kind, "agent_thought_chunk"))
 		emit("thinking_delta", json_pack("{s:O?}", "text", json_object_get(content, "text")), arg);
 	else if (!strcmp(kind, "tool_call"))
-		emit("tool_use", json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(update, "toolCallId"), "name",
-					   json_object_get(update, "kind"), "input", json_object_get(update, "rawInput")), arg);
+		emit("tool_use",
+		     json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(update, "toolCallId"), "name",
+			       json_object_get(update, "kind"), "input", json_object_get(update, "rawInput")),
+		     arg);
 	else if (!strcmp(kind, "tool_call_update")) {
 		const char *status = json_get_str(update, "status");
 		if (status && (!strcmp(status, "completed") || !strcmp(status, "failed")))
-			emit("tool_result", json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(update, "toolCallId"),
-						      "content", content ? content : json_object_get(update, "rawOutput"),
-						      "is_error", !strcmp(status, "failed")), arg);
+			emit("tool_result",
+			     json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(update, "toolCallId"),
+				       "content", content ? content : json_object_get(update, "rawOutput"), "is_error",
+				       !strcmp(status, "failed")),
+			     arg);
 	} else
 		emit("unknown", json_pack("{s:s,s:O}", "type", kind, "raw", update), arg);
 }

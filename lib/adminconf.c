@@ -15,17 +15,14 @@
 
 int adminconf_override_allowed(struct err *e)
 {
-	static const char *const sudo_vars[] = {"SUDO_UID", "SUDO_GID", "SUDO_USER",
-						"SUDO_COMMAND"};
+	static const char *const sudo_vars[] = { "SUDO_UID", "SUDO_GID", "SUDO_USER", "SUDO_COMMAND" };
 	for (size_t i = 0; i < ARRAY_SIZE(sudo_vars); i++)
 		if (getenv(sudo_vars[i]))
-			return err_set(
-				e, E_PERMISSION_DENIED,
-				"--root-config is refused through sudo (%s is set): admin reads %s",
-				sudo_vars[i], ADMINCONF_DEFAULT_PATH);
+			return err_set(e, E_PERMISSION_DENIED,
+				       "--root-config is refused through sudo (%s is set): admin reads %s",
+				       sudo_vars[i], ADMINCONF_DEFAULT_PATH);
 	if (getuid() != 0 || geteuid() != 0)
-		return err_set(e, E_PERMISSION_DENIED,
-			       "--root-config is only accepted when root runs agor directly");
+		return err_set(e, E_PERMISSION_DENIED, "--root-config is only accepted when root runs agor directly");
 	return 0;
 }
 
@@ -33,13 +30,11 @@ int adminconf_override_allowed(struct err *e)
 static int check_trusted_stat(const struct stat *st, const char *what, struct err *e)
 {
 	if (st->st_uid != 0)
-		return err_set(e, E_CONFIG,
-			       "%s is owned by uid %u, not root (fix: chown root:root %s)", what,
+		return err_set(e, E_CONFIG, "%s is owned by uid %u, not root (fix: chown root:root %s)", what,
 			       (unsigned)st->st_uid, what);
 	if (st->st_mode & 022)
-		return err_set(e, E_CONFIG,
-			       "%s is writable by group or others (mode %04o; fix: chmod go-w %s)",
-			       what, (unsigned)(st->st_mode & 07777), what);
+		return err_set(e, E_CONFIG, "%s is writable by group or others (mode %04o; fix: chmod go-w %s)", what,
+			       (unsigned)(st->st_mode & 07777), what);
 	return 0;
 }
 
@@ -118,8 +113,7 @@ int adminconf_open_trusted(const char *path, struct err *e)
 	close(dirfd);
 	if (fd < 0) {
 		if (saved == ENOENT)
-			return err_set(e, E_CONFIG,
-				       "%s does not exist (fix: sudo agor setup isolation)", path);
+			return err_set(e, E_CONFIG, "%s does not exist (fix: sudo agor setup isolation)", path);
 		return err_errno(e, saved, "open %s", path);
 	}
 	struct stat st;
@@ -142,12 +136,10 @@ struct parse_state {
 	struct err *e;
 };
 
-static int fail_at(struct parse_state *ps, const yaml_node_t *node, const char *key,
-		   const char *msg)
+static int fail_at(struct parse_state *ps, const yaml_node_t *node, const char *key, const char *msg)
 {
 	unsigned long line = node ? (unsigned long)node->start_mark.line + 1 : 0;
-	return err_set(ps->e, E_CONFIG, "%s:%lu: %s%s%s", ps->origin, line, key ? key : "",
-		       key ? ": " : "", msg);
+	return err_set(ps->e, E_CONFIG, "%s:%lu: %s%s%s", ps->origin, line, key ? key : "", key ? ": " : "", msg);
 }
 
 static char **slot_for_key(struct adminconf *c, const char *key)
@@ -170,8 +162,7 @@ static int take_pair(struct parse_state *ps, yaml_document_t *doc, const yaml_no
 	const char *key = (const char *)k->data.scalar.value;
 	char **slot = slot_for_key(&ps->conf, key);
 	if (!slot)
-		return fail_at(ps, k, key,
-			       "unknown key (known: worktrees_dir, repos_dir, archive_dir)");
+		return fail_at(ps, k, key, "unknown key (known: worktrees_dir, repos_dir, archive_dir)");
 	if (*slot)
 		return fail_at(ps, k, key, "duplicate key");
 	if (!v || v->type != YAML_SCALAR_NODE)
@@ -198,12 +189,9 @@ static int check_roots(struct parse_state *ps, const yaml_node_t *root)
 	if (!c->repos_dir)
 		return fail_at(ps, root, "repos_dir", "required");
 	if (nested(c->worktrees_dir, c->repos_dir))
-		return fail_at(ps, root, "repos_dir",
-			       "must not contain, or lie inside, worktrees_dir");
-	if (c->archive_dir &&
-	    (nested(c->archive_dir, c->worktrees_dir) || nested(c->archive_dir, c->repos_dir)))
-		return fail_at(ps, root, "archive_dir",
-			       "must lie outside worktrees_dir and repos_dir");
+		return fail_at(ps, root, "repos_dir", "must not contain, or lie inside, worktrees_dir");
+	if (c->archive_dir && (nested(c->archive_dir, c->worktrees_dir) || nested(c->archive_dir, c->repos_dir)))
+		return fail_at(ps, root, "archive_dir", "must lie outside worktrees_dir and repos_dir");
 	return 0;
 }
 
@@ -211,13 +199,11 @@ static int parse_document(struct parse_state *ps, yaml_document_t *doc)
 {
 	yaml_node_t *root = yaml_document_get_root_node(doc);
 	if (!root)
-		return err_set(ps->e, E_CONFIG,
-			       "%s: empty file (worktrees_dir and repos_dir are required)",
+		return err_set(ps->e, E_CONFIG, "%s: empty file (worktrees_dir and repos_dir are required)",
 			       ps->origin);
 	if (root->type != YAML_MAPPING_NODE)
 		return fail_at(ps, root, NULL, "the top level must be a mapping");
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-	     p++)
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++)
 		if (take_pair(ps, doc, p) < 0)
 			return -1;
 	return check_roots(ps, root);
@@ -226,8 +212,7 @@ static int parse_document(struct parse_state *ps, yaml_document_t *doc)
 static int yaml_fail(struct parse_state *ps, const yaml_parser_t *parser)
 {
 	return err_set(ps->e, E_CONFIG, "%s:%lu: invalid YAML: %s", ps->origin,
-		       (unsigned long)parser->problem_mark.line + 1,
-		       parser->problem ? parser->problem : "error");
+		       (unsigned long)parser->problem_mark.line + 1, parser->problem ? parser->problem : "error");
 }
 
 /* A second document after the first is an error. */
@@ -241,10 +226,9 @@ static int expect_single_document(struct parse_state *ps, yaml_parser_t *parser)
 	return more ? err_set(ps->e, E_CONFIG, "%s: more than one YAML document", ps->origin) : 0;
 }
 
-int adminconf_parse(const char *text, size_t len, const char *origin, struct adminconf *c,
-		    struct err *e)
+int adminconf_parse(const char *text, size_t len, const char *origin, struct adminconf *c, struct err *e)
 {
-	struct parse_state ps = {origin, {NULL, NULL, NULL, NULL}, e};
+	struct parse_state ps = { origin, { NULL, NULL, NULL, NULL }, e };
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	if (!yaml_parser_initialize(&parser))
@@ -298,8 +282,7 @@ static void add_yaml_path(struct strbuf *out, const char *key, const char *path)
 {
 	bool plain = true;
 	for (const char *p = path; *p; p++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-+",
-			    *p))
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-+", *p))
 			plain = false;
 	strbuf_addf(out, "%s: ", key);
 	if (plain)

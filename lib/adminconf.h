@@ -47,8 +47,7 @@ int adminconf_open_trusted_dir(const char *path, struct err *e);
 /* adminconf_open_trusted + read + adminconf_parse. */
 int adminconf_load(const char *path, struct adminconf *c, struct err *e);
 /* Parses text (origin names it in messages); c is filled only on success. */
-int adminconf_parse(const char *text, size_t len, const char *origin, struct adminconf *c,
-		    struct err *e);
+int adminconf_parse(const char *text, size_t len, const char *origin, struct adminconf *c, struct err *e);
 /* The file text for c (what `agor setup isolation` writes). */
 void adminconf_format(const struct adminconf *c, struct strbuf *out);
 void adminconf_release(struct adminconf *c);

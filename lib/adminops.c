@@ -140,7 +140,8 @@ int adminops_parse(int argc, char **argv, struct admin_call *c, struct err *e)
 			continue;
 		}
 		if (npos == ADMIN_MAX_POS)
-			return err_set(e, E_USAGE, "usage: agor admin %s %s", adminops[c->op].name, adminops[c->op].args);
+			return err_set(e, E_USAGE, "usage: agor admin %s %s", adminops[c->op].name,
+				       adminops[c->op].args);
 		c->pos[npos++] = arg;
 	}
 	if (!have_op)

@@ -37,9 +37,9 @@ static int wants_prompt_tool(const char *mode)
 static void claude_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			   struct strbuf *in)
 {
-	strvec_pushv(argv, (const char *const[]){ "-p", "--input-format", "stream-json", "--output-format", "stream-json",
-						  "--verbose", "--include-partial-messages", "--permission-mode",
-						  inv->permission_mode, NULL });
+	strvec_pushv(argv, (const char *const[]){ "-p", "--input-format", "stream-json", "--output-format",
+						  "stream-json", "--verbose", "--include-partial-messages",
+						  "--permission-mode", inv->permission_mode, NULL });
 	if (inv->model)
 		strvec_pushv(argv, (const char *const[]){ "--model", inv->model, NULL });
 	if (inv->resume_id)
@@ -64,19 +64,24 @@ static void claude_blocks(json_t *content, int from_user, agent_emit_fn emit, vo
 {
 	size_t i;
 	json_t *b;
-	json_array_foreach(content, i, b) {
+	json_array_foreach(content, i, b)
+	{
 		const char *type = str_or(b, "type", "");
 		if (!from_user && !strcmp(type, "text"))
 			emit("text", json_pack("{s:O?}", "text", json_object_get(b, "text")), arg);
 		else if (!from_user && !strcmp(type, "thinking"))
 			emit("thinking", json_pack("{s:O?}", "text", json_object_get(b, "thinking")), arg);
 		else if (!from_user && !strcmp(type, "tool_use"))
-			emit("tool_use", json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(b, "id"), "name",
-						   json_object_get(b, "name"), "input", json_object_get(b, "input")), arg);
+			emit("tool_use",
+			     json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(b, "id"), "name",
+				       json_object_get(b, "name"), "input", json_object_get(b, "input")),
+			     arg);
 		else if (from_user && !strcmp(type, "tool_result"))
-			emit("tool_result", json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(b, "tool_use_id"),
-						      "content", json_object_get(b, "content"), "is_error",
-						      json_is_true(json_object_get(b, "is_error"))), arg);
+			emit("tool_result",
+			     json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(b, "tool_use_id"), "content",
+				       json_object_get(b, "content"), "is_error",
+				       json_is_true(json_object_get(b, "is_error"))),
+			     arg);
 		else
 			emit("unknown", json_pack("{s:s,s:O?}", "type", type, "raw", b), arg);
 	}
@@ -216,8 +221,8 @@ static int gemini_prepare(const struct agent_invocation *inv, struct err *e)
 	if (gemini_clear(dir, e) < 0)
 		return -1;
 	json_t *settings = json_pack("{s:{s:{s:s}},s:{s:b},s:{s:b,s:b}}", "security", "auth", "selectedType",
-				     "gemini-api-key", "privacy", "usageStatisticsEnabled", 0, "general", "enableAutoUpdate",
-				     0, "enableAutoUpdateNotification", 0);
+				     "gemini-api-key", "privacy", "usageStatisticsEnabled", 0, "general",
+				     "enableAutoUpdate", 0, "enableAutoUpdateNotification", 0);
 	_cleanup_free_ char *text = json_to_compact(settings);
 	json_decref(settings);
 	return fs_mkdir_p(dir, 0700, e) < 0 ? -1 : fs_write_file_atomic(path, text, strlen(text), 0600, e);
@@ -235,19 +240,24 @@ static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 		emit(json_is_true(json_object_get(event, "delta")) ? "text_delta" : "text",
 		     json_pack("{s:O?}", "text", json_object_get(event, "content")), arg);
 	} else if (!strcmp(type, "tool_use")) {
-		emit("tool_use", json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(event, "tool_id"), "name",
-					   json_object_get(event, "tool_name"), "input", json_object_get(event, "parameters")), arg);
+		emit("tool_use",
+		     json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(event, "tool_id"), "name",
+			       json_object_get(event, "tool_name"), "input", json_object_get(event, "parameters")),
+		     arg);
 	} else if (!strcmp(type, "tool_result")) {
-		emit("tool_result", json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(event, "tool_id"), "content",
-					      json_object_get(event, "output"), "is_error",
-					      strcmp(str_or(event, "status", "success"), "success") != 0), arg);
+		emit("tool_result",
+		     json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(event, "tool_id"), "content",
+			       json_object_get(event, "output"), "is_error",
+			       strcmp(str_or(event, "status", "success"), "success") != 0),
+		     arg);
 	} else if (!strcmp(type, "error")) {
 		emit("error", json_pack("{s:O?}", "message", json_object_get(event, "message")), arg);
 	} else if (!strcmp(type, "result")) {
 		int failed = strcmp(str_or(event, "status", ""), "success") != 0;
 		json_t *err = json_object_get(event, "error");
-		agent_finish(st, failed, json_get_str(err, "message") ? json_get_str(err, "message") : "gemini reported an error",
-		       json_object_get(event, "stats"));
+		agent_finish(st, failed,
+			     json_get_str(err, "message") ? json_get_str(err, "message") : "gemini reported an error",
+			     json_object_get(event, "stats"));
 		emit("result", json_incref(event), arg);
 	} else {
 		emit_unknown(event, emit, arg);
@@ -275,7 +285,8 @@ static char *opencode_config(const struct agent_invocation *inv)
 	json_t *cfg = json_pack("{s:s,s:b}", "share", "disabled", "autoupdate", 0);
 	if (inv->base_url) {
 		_cleanup_free_ char *url = xasprintf("%s/v1", inv->base_url);
-		json_object_set_new(cfg, "provider", json_pack("{s:{s:{s:s}}}", "anthropic", "options", "baseURL", url));
+		json_object_set_new(cfg, "provider",
+				    json_pack("{s:{s:{s:s}}}", "anthropic", "options", "baseURL", url));
 	}
 	char *text = json_to_compact(cfg);
 	json_decref(cfg);
@@ -290,7 +301,8 @@ static void opencode_environment(const struct agent_invocation *inv, struct strv
 	strvec_setenv(env, "OPENCODE_CONFIG_CONTENT", config);
 	strvec_setenv(env, "OPENCODE_PERMISSION", opencode_permissions(inv->permission_mode));
 	strvec_pushv(env, (const char *const[]){ "OPENCODE_DISABLE_PROJECT_CONFIG=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
-						 "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", NULL });
+						 "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+						 NULL });
 }
 
 static void opencode_command(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
@@ -309,12 +321,16 @@ static void opencode_tool(json_t *part, agent_emit_fn emit, void *arg)
 {
 	json_t *state = json_object_get(part, "state");
 	const char *status = str_or(state, "status", "");
-	emit("tool_use", json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(part, "callID"), "name",
-				   json_object_get(part, "tool"), "input", json_object_get(state, "input")), arg);
+	emit("tool_use",
+	     json_pack("{s:O?,s:O?,s:O?}", "id", json_object_get(part, "callID"), "name", json_object_get(part, "tool"),
+		       "input", json_object_get(state, "input")),
+	     arg);
 	if (!strcmp(status, "completed") || !strcmp(status, "error"))
-		emit("tool_result", json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(part, "callID"), "content",
-					      json_object_get(state, !strcmp(status, "error") ? "error" : "output"),
-					      "is_error", !strcmp(status, "error")), arg);
+		emit("tool_result",
+		     json_pack("{s:O?,s:O?,s:b}", "tool_use_id", json_object_get(part, "callID"), "content",
+			       json_object_get(state, !strcmp(status, "error") ? "error" : "output"), "is_error",
+			       !strcmp(status, "error")),
+		     arg);
 }
 
 static void opencode_map(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg)
@@ -356,7 +372,7 @@ static const char *const claude_state[] = { ".claude", NULL };
 static const char *const codex_state[] = { ".agor/codex", NULL };
 static const char *const gemini_state[] = { ".gemini", NULL };
 static const char *const opencode_state[] = { ".local/share/opencode", ".config/opencode", ".local/state/opencode",
-					       ".cache/opencode", NULL };
+					      ".cache/opencode", NULL };
 
 /* OpenCode cannot ask agor before a tool runs: it has no "default" mode. */
 static const char *const opencode_modes[] = { "acceptEdits", "bypassPermissions", "plan", NULL };
@@ -402,7 +418,8 @@ int agent_check_mode(const struct agent_adapter *a, const char *mode, struct err
 		strbuf_addf(&names, "%s%s", m == a->modes ? "" : "|", *m);
 	err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "permission_mode"),
 		 "permission_mode %s: %s cannot ask agor before it runs a tool, so it runs only in %s; choose one of "
-		 "those", mode, a->tool, names.buf);
+		 "those",
+		 mode, a->tool, names.buf);
 	strbuf_release(&names);
 	return -1;
 }
@@ -451,11 +468,13 @@ void agent_map_line(const struct agent_adapter *a, const char *line, size_t len,
 	json_t *event = json_loadb(line, len, JSON_DECODE_ANY, NULL);
 	if (!json_is_object(event)) {
 		st->garbage_lines++;
-		count_and_emit("garbage", json_pack("{s:o}", "line", json_string_lossy(line, len < GARBAGE_LINE_KEEP ? len : GARBAGE_LINE_KEEP)), &c);
+		count_and_emit("garbage",
+			       json_pack("{s:o}", "line",
+					 json_string_lossy(line, len < GARBAGE_LINE_KEEP ? len : GARBAGE_LINE_KEEP)),
+			       &c);
 	} else {
 		a->map(event, st, count_and_emit, &c);
 	}
 	if (event)
 		json_decref(event);
 }
-

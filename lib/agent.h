@@ -60,12 +60,11 @@
 #include "strbuf.h"
 #include "strvec.h"
 
-
 struct agent_adapter {
-	const char *tool;	  /* the payload's tool name */
-	const char *config_name;  /* its section under agents. in config.yaml */
-	const char *service;	  /* get_api_key service */
-	const char *program;	  /* default program name */
+	const char *tool;	 /* the payload's tool name */
+	const char *config_name; /* its section under agents. in config.yaml */
+	const char *service;	 /* get_api_key service */
+	const char *program;	 /* default program name */
 	void (*command)(const struct agent_invocation *inv, struct strvec *argv, struct strvec *env,
 			struct strbuf *stdin_text);
 	void (*map)(json_t *event, struct agent_state *st, agent_emit_fn emit, void *arg);

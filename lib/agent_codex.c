@@ -51,7 +51,8 @@ void codex_command(const struct agent_invocation *inv, struct strvec *argv, stru
 	if (inv->api_key)
 		strvec_setenv(env, "OPENAI_API_KEY", inv->api_key);
 	strvec_pushf(env, "CODEX_HOME=%s/.agor/codex", inv->home ? inv->home : inv->run_dir);
-	send_request(in, ID_INITIALIZE, "initialize", json_pack("{s:{s:s,s:s}}", "clientInfo", "name", "agor", "version", "1"));
+	send_request(in, ID_INITIALIZE, "initialize",
+		     json_pack("{s:{s:s,s:s}}", "clientInfo", "name", "agor", "version", "1"));
 }
 
 int codex_prepare(const struct agent_invocation *inv, struct err *e)
@@ -90,7 +91,8 @@ static void open_thread(struct agent_channel *ch)
 static void start_turn(struct agent_channel *ch, const char *thread_id)
 {
 	send_request(&ch->to_cli, ID_TURN, "turn/start",
-		     json_pack("{s:s,s:[{s:s,s:s}]}", "threadId", thread_id, "input", "type", "text", "text", ch->inv->prompt));
+		     json_pack("{s:s,s:[{s:s,s:s}]}", "threadId", thread_id, "input", "type", "text", "text",
+			       ch->inv->prompt));
 }
 
 static void end_conversation(struct agent_state *st, const char *failure)
@@ -152,7 +154,8 @@ static json_t *file_change_question(struct agent_channel *ch, json_t *params)
 {
 	const char *item = json_get_str(params, "itemId");
 	json_t *changes = ch && ch->pending && item ? json_object_get(ch->pending, item) : NULL;
-	return json_pack("{s:O?,s:O?}", "changes", changes ? changes : json_null(), "reason", json_object_get(params, "reason"));
+	return json_pack("{s:O?,s:O?}", "changes", changes ? changes : json_null(), "reason",
+			 json_object_get(params, "reason"));
 }
 
 static void on_server_request(json_t *msg, const char *method, struct agent_state *st)
@@ -182,7 +185,8 @@ static void remember_file_change(struct agent_channel *ch, json_t *item)
 		return;
 	if (!ch->pending)
 		ch->pending = json_object();
-	json_object_set(ch->pending, id, json_object_get(item, "changes") ? json_object_get(item, "changes") : json_null());
+	json_object_set(ch->pending, id,
+			json_object_get(item, "changes") ? json_object_get(item, "changes") : json_null());
 }
 
 static void item_started(json_t *item, struct agent_state *st, agent_emit_fn emit, void *arg)
@@ -190,12 +194,16 @@ static void item_started(json_t *item, struct agent_state *st, agent_emit_fn emi
 	const char *type = str_or(item, "type", "");
 	json_t *id = json_object_get(item, "id");
 	if (!strcmp(type, "commandExecution")) {
-		emit("tool_use", json_pack("{s:O?,s:s,s:{s:O?}}", "id", id, "name", "command_execution", "input", "command",
-					   json_object_get(item, "command")), arg);
+		emit("tool_use",
+		     json_pack("{s:O?,s:s,s:{s:O?}}", "id", id, "name", "command_execution", "input", "command",
+			       json_object_get(item, "command")),
+		     arg);
 	} else if (!strcmp(type, "fileChange")) {
 		remember_file_change(st->channel, item);
-		emit("tool_use", json_pack("{s:O?,s:s,s:{s:O?}}", "id", id, "name", "file_change", "input", "changes",
-					   json_object_get(item, "changes")), arg);
+		emit("tool_use",
+		     json_pack("{s:O?,s:s,s:{s:O?}}", "id", id, "name", "file_change", "input", "changes",
+			       json_object_get(item, "changes")),
+		     arg);
 	}
 }
 
@@ -204,7 +212,8 @@ static json_t *joined_text(json_t *parts)
 	struct strbuf sb = STRBUF_INIT;
 	size_t i;
 	json_t *p;
-	json_array_foreach(parts, i, p) {
+	json_array_foreach(parts, i, p)
+	{
 		const char *text = json_is_string(p) ? json_string_value(p) : json_get_str(p, "text");
 		strbuf_addf(&sb, "%s%s", sb.len && text ? "\n" : "", text ? text : "");
 	}
@@ -222,17 +231,23 @@ static void item_completed(json_t *item, agent_emit_fn emit, void *arg)
 		emit("text", json_pack("{s:O?}", "text", json_object_get(item, "text")), arg);
 	} else if (!strcmp(type, "reasoning")) {
 		json_t *summary = json_object_get(item, "summary");
-		emit("thinking", json_pack("{s:o}", "text", joined_text(json_array_size(summary) ? summary
-											 : json_object_get(item, "content"))), arg);
+		emit("thinking",
+		     json_pack("{s:o}", "text",
+			       joined_text(json_array_size(summary) ? summary : json_object_get(item, "content"))),
+		     arg);
 	} else if (!strcmp(type, "commandExecution")) {
 		json_t *code = json_object_get(item, "exitCode");
-		emit("tool_result", json_pack("{s:O?,s:O?,s:O?,s:s,s:b}", "tool_use_id", id, "content",
-					      json_object_get(item, "aggregatedOutput"), "exit_code", code ? code : json_null(),
-					      "status", status, "is_error",
-					      strcmp(status, "completed") || !json_is_integer(code) || json_integer_value(code)), arg);
+		emit("tool_result",
+		     json_pack("{s:O?,s:O?,s:O?,s:s,s:b}", "tool_use_id", id, "content",
+			       json_object_get(item, "aggregatedOutput"), "exit_code", code ? code : json_null(),
+			       "status", status, "is_error",
+			       strcmp(status, "completed") || !json_is_integer(code) || json_integer_value(code)),
+		     arg);
 	} else if (!strcmp(type, "fileChange")) {
-		emit("tool_result", json_pack("{s:O?,s:s,s:b}", "tool_use_id", id, "content", status, "is_error",
-					      strcmp(status, "completed") != 0), arg);
+		emit("tool_result",
+		     json_pack("{s:O?,s:s,s:b}", "tool_use_id", id, "content", status, "is_error",
+			       strcmp(status, "completed") != 0),
+		     arg);
 	} else if (strcmp(type, "userMessage")) {
 		emit("tool_use", json_pack("{s:O?,s:s,s:O}", "id", id, "name", type, "input", item), arg);
 	}
@@ -265,17 +280,27 @@ static void turn_completed(json_t *params, struct agent_state *st, agent_emit_fn
 	int ok = !strcmp(status, "completed");
 	const char *why = json_get_str(json_object_get(turn, "error"), "message");
 	agent_finish(st, !ok, why ? why : status, NULL); /* the usage was summed by add_usage */
-	emit("result", json_pack("{s:s,s:s,s:O?,s:O?}", "type", "turn.completed", "status", status, "usage", st->usage,
-				 "error", json_object_get(turn, "error")), arg);
+	emit("result",
+	     json_pack("{s:s,s:s,s:O?,s:O?}", "type", "turn.completed", "status", status, "usage", st->usage, "error",
+		       json_object_get(turn, "error")),
+	     arg);
 	end_conversation(st, NULL);
 }
 
 /* Known notifications agor does not relay: state already carried by the items, or nothing for the task. */
 static const char *const quiet_methods[] = {
-	"thread/status/changed",	       "account/rateLimits/updated", "remoteControl/status/changed",
-	"serverRequest/resolved",	       "item/commandExecution/outputDelta", "item/fileChange/outputDelta",
-	"item/fileChange/patchUpdated",	       "mcpServer/startupStatus/updated", "thread/settings/updated",
-	"item/reasoning/summaryPartAdded",     "turn/diff/updated", "skills/changed",
+	"thread/status/changed",
+	"account/rateLimits/updated",
+	"remoteControl/status/changed",
+	"serverRequest/resolved",
+	"item/commandExecution/outputDelta",
+	"item/fileChange/outputDelta",
+	"item/fileChange/patchUpdated",
+	"mcpServer/startupStatus/updated",
+	"thread/settings/updated",
+	"item/reasoning/summaryPartAdded",
+	"turn/diff/updated",
+	"skills/changed",
 	"thread/tokenUsage/updated", /* folded into the usage by on_notification */
 };
 
@@ -303,8 +328,10 @@ static void on_notification(json_t *msg, const char *method, struct agent_state 
 	else if (!strcmp(method, "thread/tokenUsage/updated"))
 		add_usage(st, json_object_get(json_object_get(params, "tokenUsage"), "last"));
 	else if (!strcmp(method, "error"))
-		emit("error", json_pack("{s:s,s:O?}", "message", str_or(json_object_get(params, "error"), "message", "error"),
-					"will_retry", json_object_get(params, "willRetry")), arg);
+		emit("error",
+		     json_pack("{s:s,s:O?}", "message", str_or(json_object_get(params, "error"), "message", "error"),
+			       "will_retry", json_object_get(params, "willRetry")),
+		     arg);
 	else if (!strcmp(method, "turn/completed"))
 		turn_completed(params, st, emit, arg);
 	else if (!is_quiet(method))

@@ -28,9 +28,9 @@
  * reasoning → thinking, commandExecution → tool_result {content: aggregatedOutput, exit_code, is_error unless it
  * completed with 0}, fileChange → tool_result {content: status, is_error unless completed}, other items (not the
  * user's own message) → tool_use {name: item type, input: item}; item/agentMessage/delta → text_delta;
- * item/reasoning/textDelta and summaryTextDelta → thinking_delta; thread/started, turn/started → system; thread/tokenUsage/updated adds
- * each request's `last` usage into st->usage {input_tokens, cached_input_tokens, output_tokens,
- * reasoning_output_tokens}; error → error; turn/completed → result, finished (failed unless status
+ * item/reasoning/textDelta and summaryTextDelta → thinking_delta; thread/started, turn/started → system;
+ * thread/tokenUsage/updated adds each request's `last` usage into st->usage {input_tokens, cached_input_tokens,
+ * output_tokens, reasoning_output_tokens}; error → error; turn/completed → result, finished (failed unless status
  * "completed", with turn.error.message), channel done (the caller closes stdin and the app-server exits).
  * Bookkeeping notifications (status changes, rate limits, output deltas repeated by item/completed, …) are not
  * relayed; any other message is kept as "unknown".

@@ -12,18 +12,18 @@
 struct agent_channel;
 
 struct agent_state {
-	char *agent_session_id; /* the CLI's conversation id (resume), or NULL */
-	json_t *usage;		/* token usage from the final event, or NULL */
-	int finished;		/* a final event (result / turn.completed / …) was seen */
-	int failed;		/* that event (or an error event) reported a failure */
-	char *failure;		/* its reason, or NULL */
-	size_t garbage_lines;	/* stdout lines that were not JSON */
-	size_t messages;	/* messages emitted */
+	char *agent_session_id;	       /* the CLI's conversation id (resume), or NULL */
+	json_t *usage;		       /* token usage from the final event, or NULL */
+	int finished;		       /* a final event (result / turn.completed / …) was seen */
+	int failed;		       /* that event (or an error event) reported a failure */
+	char *failure;		       /* its reason, or NULL */
+	size_t garbage_lines;	       /* stdout lines that were not JSON */
+	size_t messages;	       /* messages emitted */
 	struct agent_channel *channel; /* a conversing CLI's way back (the caller's), or NULL */
 };
 
 struct agent_invocation {
-	const char *program;	     /* the CLI (config agents.<tool>.command); NULL: the default name */
+	const char *program; /* the CLI (config agents.<tool>.command); NULL: the default name */
 	const char *prompt;
 	const char *permission_mode; /* default | acceptEdits | bypassPermissions | plan */
 	const char *resume_id;	     /* the CLI's session id from an earlier prompt, or NULL */

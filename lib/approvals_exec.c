@@ -12,23 +12,88 @@
 extern char **environ;
 
 /* Environment that names code to run, or changes which code a program loads. */
-static const char *const scrubbed_prefixes[] = {"LD_", "BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"};
+static const char *const scrubbed_prefixes[] = { "LD_", "BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_" };
 static const char *const scrubbed_names[] = {
-	"GCONV_PATH", "GLIBC_TUNABLES", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "CDPATH",
-	"GLOBIGNORE", "EXECIGNORE", "BASH_LOADABLES_PATH", "SSH_CLIENT", "SSH2_CLIENT", "ZDOTDIR", "PROMPT_COMMAND",
+	"GCONV_PATH",
+	"GLIBC_TUNABLES",
+	"BASH_ENV",
+	"ENV",
+	"SHELLOPTS",
+	"BASHOPTS",
+	"PS4",
+	"IFS",
+	"CDPATH",
+	"GLOBIGNORE",
+	"EXECIGNORE",
+	"BASH_LOADABLES_PATH",
+	"SSH_CLIENT",
+	"SSH2_CLIENT",
+	"ZDOTDIR",
+	"PROMPT_COMMAND",
 	/* git: programs, configuration and repositories named by the environment */
-	"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR",
-	"GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_EXEC_PATH", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
-	"GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_PROXY_COMMAND",
-	"GIT_TEMPLATE_DIR", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-	"GIT_ALLOW_PROTOCOL", "GIT_PROTOCOL_FROM_USER",
+	"GIT_SSH",
+	"GIT_SSH_COMMAND",
+	"GIT_SSH_VARIANT",
+	"GIT_EXTERNAL_DIFF",
+	"GIT_PAGER",
+	"GIT_EDITOR",
+	"GIT_SEQUENCE_EDITOR",
+	"GIT_ASKPASS",
+	"GIT_EXEC_PATH",
+	"GIT_CONFIG",
+	"GIT_CONFIG_PARAMETERS",
+	"GIT_CONFIG_COUNT",
+	"GIT_CONFIG_GLOBAL",
+	"GIT_CONFIG_SYSTEM",
+	"GIT_CONFIG_NOSYSTEM",
+	"GIT_PROXY_COMMAND",
+	"GIT_TEMPLATE_DIR",
+	"GIT_DIR",
+	"GIT_WORK_TREE",
+	"GIT_COMMON_DIR",
+	"GIT_INDEX_FILE",
+	"GIT_OBJECT_DIRECTORY",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES",
+	"GIT_NAMESPACE",
+	"GIT_CEILING_DIRECTORIES",
+	"GIT_DISCOVERY_ACROSS_FILESYSTEM",
+	"GIT_ALLOW_PROTOCOL",
+	"GIT_PROTOCOL_FROM_USER",
 	/* other programs' program and code variables */
-	"SSH_ASKPASS", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "BROWSER", "LESSOPEN", "LESSCLOSE", "LESSKEYIN",
-	"TAR_OPTIONS", "RSYNC_RSH", "RSYNC_CONNECT_PROG", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB",
-	"PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONINSPECT", "PYTHONUSERBASE", "NODE_OPTIONS",
-	"NODE_PATH", "RUBYOPT", "RUBYLIB", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "HOSTALIASES",
-	"LOCPATH", "NLSPATH", "AWKPATH", "AWKLIBPATH",
+	"SSH_ASKPASS",
+	"PAGER",
+	"MANPAGER",
+	"EDITOR",
+	"VISUAL",
+	"BROWSER",
+	"LESSOPEN",
+	"LESSCLOSE",
+	"LESSKEYIN",
+	"TAR_OPTIONS",
+	"RSYNC_RSH",
+	"RSYNC_CONNECT_PROG",
+	"PERL5OPT",
+	"PERL5LIB",
+	"PERLLIB",
+	"PERL5DB",
+	"PYTHONPATH",
+	"PYTHONSTARTUP",
+	"PYTHONHOME",
+	"PYTHONINSPECT",
+	"PYTHONUSERBASE",
+	"NODE_OPTIONS",
+	"NODE_PATH",
+	"RUBYOPT",
+	"RUBYLIB",
+	"MAKEFLAGS",
+	"MFLAGS",
+	"GNUMAKEFLAGS",
+	"MAKEFILES",
+	"HOSTALIASES",
+	"LOCPATH",
+	"NLSPATH",
+	"AWKPATH",
+	"AWKLIBPATH",
 };
 
 int appr_env_is_scrubbed(const char *entry)
@@ -74,8 +139,8 @@ int appr_exec_checked(const struct appr_analysis *a, struct err *e)
 	return 0;
 }
 
-int appr_exec_run(const char *resolved, int exec_fd, const char *path_env, const char *const *argv,
-		  int timeout_ms, struct appr_exec_result *r, struct err *e)
+int appr_exec_run(const char *resolved, int exec_fd, const char *path_env, const char *const *argv, int timeout_ms,
+		  struct appr_exec_result *r, struct err *e)
 {
 	memset(r, 0, sizeof(*r));
 	strbuf_init(&r->output, 0);
@@ -108,7 +173,10 @@ int appr_exec_run(const char *resolved, int exec_fd, const char *path_env, const
 	return 0;
 }
 
-void appr_exec_result_release(struct appr_exec_result *r) { strbuf_release(&r->output); }
+void appr_exec_result_release(struct appr_exec_result *r)
+{
+	strbuf_release(&r->output);
+}
 
 size_t appr_utf8_sanitize(const char *s, size_t len, struct strbuf *out)
 {

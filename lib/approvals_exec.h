@@ -32,7 +32,7 @@
 #include "err.h"
 #include "strbuf.h"
 
-#define APPR_OUTPUT_MAX 200000
+#define APPR_OUTPUT_MAX	      200000
 #define APPR_EVENT_OUTPUT_MAX 20000
 
 struct appr_exec_result {
@@ -46,8 +46,8 @@ struct appr_exec_result {
 int appr_env_is_scrubbed(const char *entry);
 /* 0 while every executable of a is what was checked (see the contract). */
 int appr_exec_checked(const struct appr_analysis *a, struct err *e);
-int appr_exec_run(const char *resolved, int exec_fd, const char *path_env, const char *const *argv,
-		  int timeout_ms, struct appr_exec_result *r, struct err *e);
+int appr_exec_run(const char *resolved, int exec_fd, const char *path_env, const char *const *argv, int timeout_ms,
+		  struct appr_exec_result *r, struct err *e);
 void appr_exec_result_release(struct appr_exec_result *r);
 void appr_event_output(const char *s, size_t len, struct strbuf *out);
 /* Appends s as valid UTF-8 (each invalid byte and NUL becomes U+FFFD); returns the characters. */

@@ -17,17 +17,29 @@
 
 static int is_boolean(const char *v)
 {
-	static const char *const words[] = {"", "true", "false", "yes", "no", "on", "off", "1", "0"};
+	static const char *const words[] = { "", "true", "false", "yes", "no", "on", "off", "1", "0" };
 	for (size_t i = 0; i < ARRAY_SIZE(words); i++)
 		if (!strcasecmp(v, words[i]))
 			return 1;
 	return 0;
 }
 
-static int is_dev_null(const char *v) { return !strcmp(v, "/dev/null"); }
-static int no_bang(const char *v) { return v[0] != '!'; }
-static int not_always(const char *v) { return strcasecmp(v, "always") != 0; }
-static int is_never(const char *v) { return !strcasecmp(v, "never"); }
+static int is_dev_null(const char *v)
+{
+	return !strcmp(v, "/dev/null");
+}
+static int no_bang(const char *v)
+{
+	return v[0] != '!';
+}
+static int not_always(const char *v)
+{
+	return strcasecmp(v, "always") != 0;
+}
+static int is_never(const char *v)
+{
+	return !strcasecmp(v, "never");
+}
 
 /* A program name found in the run's (pinned) PATH: letters, digits, - _ . only. */
 static int plain_name(const char *v)
@@ -53,31 +65,31 @@ static const struct code_key {
 	const char *key;
 	int (*safe)(const char *value); /* NULL: any value names code */
 } code_keys[] = {
-	{"core", SUB_NONE, "fsmonitor", is_boolean},
-	{"core", SUB_NONE, "hookspath", is_dev_null},
-	{"core", SUB_NONE, "sshcommand", NULL},
-	{"core", SUB_NONE, "gitproxy", NULL},
-	{"core", SUB_NONE, "alternaterefscommand", NULL},
-	{"diff", SUB_NONE, "external", NULL},
-	{"diff", SUB_ANY, "command", NULL},
-	{"diff", SUB_ANY, "textconv", NULL},
-	{"merge", SUB_ANY, "driver", NULL},
-	{"filter", SUB_ANY, "clean", NULL},
-	{"filter", SUB_ANY, "smudge", NULL},
-	{"filter", SUB_ANY, "process", NULL},
-	{"remote", SUB_ANY, "uploadpack", NULL},
-	{"remote", SUB_ANY, "receivepack", NULL},
-	{"uploadpack", SUB_NONE, "packobjectshook", NULL},
-	{"difftool", SUB_ANY, "cmd", NULL},
-	{"mergetool", SUB_ANY, "cmd", NULL},
-	{"interactive", SUB_NONE, "difffilter", NULL},
-	{"submodule", SUB_ANY, "update", no_bang},
-	{"protocol", SUB_EXT, "allow", is_never},
-	{"protocol", SUB_NONE, "allow", not_always},
-	{"credential", SUB_NONE, "helper", plain_command},
-	{"credential", SUB_ANY, "helper", plain_command},
-	{"gpg", SUB_NONE, "program", plain_name},
-	{"gpg", SUB_ANY, "program", plain_name},
+	{ "core", SUB_NONE, "fsmonitor", is_boolean },
+	{ "core", SUB_NONE, "hookspath", is_dev_null },
+	{ "core", SUB_NONE, "sshcommand", NULL },
+	{ "core", SUB_NONE, "gitproxy", NULL },
+	{ "core", SUB_NONE, "alternaterefscommand", NULL },
+	{ "diff", SUB_NONE, "external", NULL },
+	{ "diff", SUB_ANY, "command", NULL },
+	{ "diff", SUB_ANY, "textconv", NULL },
+	{ "merge", SUB_ANY, "driver", NULL },
+	{ "filter", SUB_ANY, "clean", NULL },
+	{ "filter", SUB_ANY, "smudge", NULL },
+	{ "filter", SUB_ANY, "process", NULL },
+	{ "remote", SUB_ANY, "uploadpack", NULL },
+	{ "remote", SUB_ANY, "receivepack", NULL },
+	{ "uploadpack", SUB_NONE, "packobjectshook", NULL },
+	{ "difftool", SUB_ANY, "cmd", NULL },
+	{ "mergetool", SUB_ANY, "cmd", NULL },
+	{ "interactive", SUB_NONE, "difffilter", NULL },
+	{ "submodule", SUB_ANY, "update", no_bang },
+	{ "protocol", SUB_EXT, "allow", is_never },
+	{ "protocol", SUB_NONE, "allow", not_always },
+	{ "credential", SUB_NONE, "helper", plain_command },
+	{ "credential", SUB_ANY, "helper", plain_command },
+	{ "gpg", SUB_NONE, "program", plain_name },
+	{ "gpg", SUB_ANY, "program", plain_name },
 };
 
 /* 1 when the entry name section[.subsection].key names code for this value. */
@@ -115,7 +127,7 @@ struct scan {
 /* 1 for an includeIf whose condition libgit2 does not evaluate (git may include a file this never read). */
 static int unread_include(const char *name)
 {
-	static const char *const understood[] = {"gitdir:", "gitdir/i:", "onbranch:"};
+	static const char *const understood[] = { "gitdir:", "gitdir/i:", "onbranch:" };
 	size_t n = strlen(name);
 	if (strncasecmp(name, "includeif.", 10) || n < 15 || strcasecmp(name + n - 5, ".path"))
 		return 0;
@@ -130,7 +142,8 @@ static int scan_entry(const git_config_entry *entry, void *arg)
 	struct scan *s = arg;
 	if (unread_include(entry->name)) {
 		s->reason = xasprintf("%s has %s: git may include a file not read here, so code cannot be ruled "
-				      "out", s->file, entry->name);
+				      "out",
+				      s->file, entry->name);
 		return 1;
 	}
 	if (!names_code(entry->name, entry->value))
@@ -147,14 +160,14 @@ static char *scan_file(const char *path, git_repository *repo)
 	if (!path || stat(path, &st) < 0)
 		return NULL;
 	git_config *cfg = NULL;
-	struct scan s = {path, NULL};
-	if (git_config_new(&cfg) < 0 ||
-	    git_config_add_file_ondisk(cfg, path, GIT_CONFIG_LEVEL_LOCAL, repo, 0) < 0 ||
+	struct scan s = { path, NULL };
+	if (git_config_new(&cfg) < 0 || git_config_add_file_ondisk(cfg, path, GIT_CONFIG_LEVEL_LOCAL, repo, 0) < 0 ||
 	    git_config_foreach(cfg, scan_entry, &s) < 0) {
 		if (!s.reason) {
 			const git_error *err = git_error_last();
 			s.reason = xasprintf("%s could not be read as git configuration (%s): code git would run "
-					     "cannot be ruled out", path, err ? err->message : "?");
+					     "cannot be ruled out",
+					     path, err ? err->message : "?");
 		}
 	}
 	git_config_free(cfg);
@@ -197,7 +210,8 @@ static char *start_directory(const char *cwd, const char *const *argv, char **gi
 	for (size_t i = 1; argv[i] && argv[i][0] == '-'; i++) {
 		const char *a = argv[i];
 		if ((!strcmp(a, "-C") || !strcmp(a, "--git-dir") || !strcmp(a, "--work-tree") ||
-		     !strcmp(a, "--namespace")) && argv[i + 1]) {
+		     !strcmp(a, "--namespace")) &&
+		    argv[i + 1]) {
 			if (!strcmp(a, "-C")) {
 				char *next = joined_path(start, argv[i + 1]);
 				free(start);
@@ -220,7 +234,7 @@ static git_repository *open_repository(const char *cwd, const char *const *argv)
 	char *git_dir = NULL;
 	_cleanup_free_ char *start = start_directory(cwd, argv, &git_dir);
 	git_repository *repo = NULL;
-	git_buf found = {0};
+	git_buf found = { 0 };
 	if (git_dir) {
 		git_repository_open_ext(&repo, git_dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
 	} else if (git_repository_discover(&found, start, 0, NULL) == 0) {
@@ -236,7 +250,8 @@ static char *scan_user_files(git_repository *repo)
 {
 	const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
 	_cleanup_free_ char *xdg_file = xdg && *xdg ? xasprintf("%s/git/config", xdg)
-				      : home ? xasprintf("%s/.config/git/config", home) : NULL;
+					: home	    ? xasprintf("%s/.config/git/config", home)
+						    : NULL;
 	_cleanup_free_ char *global = home ? xasprintf("%s/.gitconfig", home) : NULL;
 	char *reason = scan_file("/etc/gitconfig", repo);
 	if (!reason)
@@ -264,7 +279,8 @@ static char *scan_submodules(git_repository *repo, int depth, int *budget)
 			continue;
 		if (depth >= APPR_GIT_NESTING || --*budget < 0) {
 			reason = xasprintf("submodules nested deeper than %d or more than %d: code git would run in "
-					   "them cannot be ruled out", APPR_GIT_NESTING, APPR_GIT_SUBMODULES);
+					   "them cannot be ruled out",
+					   APPR_GIT_NESTING, APPR_GIT_SUBMODULES);
 			break;
 		}
 		_cleanup_free_ char *path = xasprintf("%s%s", workdir, entry->path);

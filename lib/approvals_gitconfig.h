@@ -25,7 +25,7 @@
  * environment sets GIT_EDITOR=: GIT_SEQUENCE_EDITOR=: GIT_ASKPASS= and its output is never a terminal.
  */
 
-#define APPR_GIT_NESTING 4
+#define APPR_GIT_NESTING    4
 #define APPR_GIT_SUBMODULES 64
 
 char *appr_git_config_code(const char *cwd, const char *const *argv);

@@ -48,7 +48,7 @@ int appr_glob_match(const char *pattern, const char *path, const char *home)
 		for (size_t j = 0; j < n; j++)
 			if (cur[j] && (any ? path[j] != '/' : path[j] == c))
 				next[j + 1] = 1;
-swap:;
+	swap:;
 		unsigned char *t = cur;
 		cur = next;
 		next = t;
@@ -72,14 +72,11 @@ int appr_pattern_check(const char *pattern, struct err *e)
 			return err_set(e, E_INVALID_PAYLOAD, "pattern contains a control character");
 	if (!strchr(pattern, '/'))
 		return err_set(e, E_INVALID_PAYLOAD,
-			       "pattern \"%s\" has no '/': patterns match resolved paths, not names",
-			       pattern);
+			       "pattern \"%s\" has no '/': patterns match resolved paths, not names", pattern);
 	if (pattern[0] == '~' && pattern[1] != '/')
-		return err_set(e, E_INVALID_PAYLOAD, "pattern \"%s\": only ~/ is expanded, not ~user",
-			       pattern);
+		return err_set(e, E_INVALID_PAYLOAD, "pattern \"%s\": only ~/ is expanded, not ~user", pattern);
 	if (pattern[0] != '/' && pattern[0] != '~')
-		return err_set(e, E_INVALID_PAYLOAD,
-			       "pattern \"%s\" is not absolute (start with / or ~/)", pattern);
+		return err_set(e, E_INVALID_PAYLOAD, "pattern \"%s\" is not absolute (start with / or ~/)", pattern);
 	return 0;
 }
 

@@ -43,8 +43,8 @@ static int pinned_component(const char *path, struct err *e)
 	if (S_ISLNK(st.st_mode))
 		return err_set(e, E_PERMISSION_DENIED, "%s is a symlink", path);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return err_set(e, E_PERMISSION_DENIED, "%s is writable by its group or by others (mode %04o)",
-			       path, (unsigned)(st.st_mode & 07777));
+		return err_set(e, E_PERMISSION_DENIED, "%s is writable by its group or by others (mode %04o)", path,
+			       (unsigned)(st.st_mode & 07777));
 	if (st.st_uid != 0 && (st.st_uid == geteuid() || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0))
 		return err_set(e, E_PERMISSION_DENIED, "%s is writable by the caller (owner uid %u)", path,
 			       (unsigned)st.st_uid);
@@ -154,8 +154,8 @@ int appr_open_executable(const char *canonical, struct appr_identity *id, struct
 int appr_identity_same(const struct appr_identity *want, const struct appr_identity *got, const char *name,
 		       struct err *e)
 {
-	if (!want->valid || !got->valid || want->dev != got->dev || want->ino != got->ino ||
-	    want->size != got->size || want->mtime_ns != got->mtime_ns || strcmp(want->sha256, got->sha256))
+	if (!want->valid || !got->valid || want->dev != got->dev || want->ino != got->ino || want->size != got->size ||
+	    want->mtime_ns != got->mtime_ns || strcmp(want->sha256, got->sha256))
 		return err_set(e, E_PERMISSION_DENIED,
 			       "%s changed since it was checked (sha256 %.16s…, now %.16s…): not run", name,
 			       want->sha256, got->sha256);

@@ -22,7 +22,7 @@
 #include "crypto.h"
 #include "err.h"
 
-#define APPR_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+#define APPR_DEFAULT_PATH   "/usr/local/bin:/usr/bin:/bin"
 #define APPR_EXECUTABLE_MAX (512 << 20) /* larger executables are not hashed: not pinnable, refused */
 
 /* 0 when every PATH entry is absolute and non-empty; -1 naming the first that is not. */

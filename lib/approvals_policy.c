@@ -18,8 +18,8 @@
 
 /* ---- levels ---------------------------------------------------------------------------------- */
 
-static const char *const security_names[] = {"deny", "allowlist", "full"};
-static const char *const ask_names[] = {"off", "on-miss", "always"};
+static const char *const security_names[] = { "deny", "allowlist", "full" };
+static const char *const ask_names[] = { "off", "on-miss", "always" };
 
 static int parse_name(const char *s, const char *const *names, size_t n)
 {
@@ -29,23 +29,31 @@ static int parse_name(const char *s, const char *const *names, size_t n)
 	return -1;
 }
 
-int appr_security_parse(const char *s) { return parse_name(s, security_names, 3); }
-int appr_ask_parse(const char *s) { return parse_name(s, ask_names, 3); }
+int appr_security_parse(const char *s)
+{
+	return parse_name(s, security_names, 3);
+}
+int appr_ask_parse(const char *s)
+{
+	return parse_name(s, ask_names, 3);
+}
 
 const char *appr_security_name(int level)
 {
 	return level >= 0 && level < 3 ? security_names[level] : NULL;
 }
 
-const char *appr_ask_name(int level) { return level >= 0 && level < 3 ? ask_names[level] : NULL; }
+const char *appr_ask_name(int level)
+{
+	return level >= 0 && level < 3 ? ask_names[level] : NULL;
+}
 
 const char *appr_decision_name(enum appr_decision d)
 {
 	return d == APPR_ALLOW ? "allow" : d == APPR_ASK ? "ask" : "deny";
 }
 
-static int host_value(const struct appr_levels *agent, const struct appr_levels *star, int dflt,
-		      size_t offset)
+static int host_value(const struct appr_levels *agent, const struct appr_levels *star, int dflt, size_t offset)
 {
 	const int *a = agent ? (const int *)((const char *)agent + offset) : NULL;
 	const int *s = star ? (const int *)((const char *)star + offset) : NULL;
@@ -56,18 +64,21 @@ static int host_value(const struct appr_levels *agent, const struct appr_levels 
 	return dflt;
 }
 
-static int min_int(int a, int b) { return a < b ? a : b; }
-static int max_int(int a, int b) { return a > b ? a : b; }
+static int min_int(int a, int b)
+{
+	return a < b ? a : b;
+}
+static int max_int(int a, int b)
+{
+	return a > b ? a : b;
+}
 
 void appr_policy_resolve(const struct appr_levels *request, const struct appr_levels *agent,
-			 const struct appr_levels *star, const struct appr_levels *defaults,
-			 struct appr_effective *out)
+			 const struct appr_levels *star, const struct appr_levels *defaults, struct appr_effective *out)
 {
-	int host_sec = host_value(agent, star, defaults->security,
-				  offsetof(struct appr_levels, security));
+	int host_sec = host_value(agent, star, defaults->security, offsetof(struct appr_levels, security));
 	int host_ask = host_value(agent, star, defaults->ask, offsetof(struct appr_levels, ask));
-	int host_fb = host_value(agent, star, defaults->ask_fallback,
-				 offsetof(struct appr_levels, ask_fallback));
+	int host_fb = host_value(agent, star, defaults->ask_fallback, offsetof(struct appr_levels, ask_fallback));
 	int sec = host_sec, ask = host_ask, fb = host_fb;
 	if (request && request->security != APPR_UNSET)
 		sec = min_int(request->security, host_sec);
@@ -134,8 +145,8 @@ char *appr_resolve_executable(const char *word, const char *cwd, const char *pat
 /* ---- shell text ------------------------------------------------------------------------------ */
 
 static const char *const reserved_words[] = {
-	"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for",
-	"in", "function", "select", "!", "[[", "]]", "{", "}", "coproc",
+	"if",  "then", "else",	   "elif",   "fi", "do", "done", "case", "esac", "while",  "until",
+	"for", "in",   "function", "select", "!",  "[[", "]]",	 "{",	 "}",	 "coproc",
 };
 
 /* Where a word of shell text is, and whether the shell expands it (unquoted glob, brace or ~). */
@@ -161,7 +172,10 @@ static int refuse(struct splitter *s, const char *why)
 	return err_set(s->e, E_PERMISSION_DENIED, "shell text is not allowlistable: %s", why);
 }
 
-static struct strvec *current_segment(struct splitter *s) { return &s->segs[s->nr - 1]; }
+static struct strvec *current_segment(struct splitter *s)
+{
+	return &s->segs[s->nr - 1];
+}
 
 static int end_word(struct splitter *s)
 {
@@ -180,7 +194,7 @@ static int end_word(struct splitter *s)
 				return refuse(s, "shell reserved word");
 	}
 	s->metas[s->nr - 1] = xrealloc(s->metas[s->nr - 1], (seg->nr + 1) * sizeof(struct word_meta));
-	s->metas[s->nr - 1][seg->nr] = (struct word_meta){s->word_start, s->pos, s->word_expands};
+	s->metas[s->nr - 1][seg->nr] = (struct word_meta){ s->word_start, s->pos, s->word_expands };
 	strvec_push(seg, s->word.buf);
 	strbuf_reset(&s->word);
 	s->in_word = s->word_glob = s->word_tilde = s->word_assign = s->word_expands = 0;
@@ -341,11 +355,12 @@ static void metas_free(struct word_meta **metas, size_t nr)
 }
 
 /* appr_shell_split, also returning where each word is (metas: caller frees with metas_free). */
-static int split_text(const char *text, struct strvec **segments, struct word_meta ***metas, size_t *nr,
-		      struct err *e)
+static int split_text(const char *text, struct strvec **segments, struct word_meta ***metas, size_t *nr, struct err *e)
 {
-	struct splitter s = {.segs = xcalloc(1, sizeof(struct strvec)),
-			     .metas = xcalloc(1, sizeof(struct word_meta *)), .nr = 1, .e = e};
+	struct splitter s = { .segs = xcalloc(1, sizeof(struct strvec)),
+			      .metas = xcalloc(1, sizeof(struct word_meta *)),
+			      .nr = 1,
+			      .e = e };
 	strvec_init(&s.segs[0]);
 	strbuf_init(&s.word, 0);
 	const char *p = text;
@@ -409,7 +424,7 @@ void appr_segments_free(struct strvec *segments, size_t nr)
 
 enum wrapper_kind {
 	KIND_PLAIN = 0,
-	KIND_SHELL,	  /* sh bash dash zsh: -c / -lc payloads */
+	KIND_SHELL, /* sh bash dash zsh: -c / -lc payloads */
 	KIND_NICE,
 	KIND_NOHUP,
 	KIND_TIMEOUT,
@@ -423,96 +438,96 @@ static const struct {
 	const char *name;
 	enum wrapper_kind kind;
 } wrapper_names[] = {
-	{"sh", KIND_SHELL},
-	{"bash", KIND_SHELL},
-	{"dash", KIND_SHELL},
-	{"zsh", KIND_FAIL_CLOSED}, /* reads ~/.zshenv (the caller's code) even for -c */
-	{"nice", KIND_NICE},
-	{"nohup", KIND_NOHUP},
-	{"timeout", KIND_TIMEOUT},
-	{"stdbuf", KIND_STDBUF},
-	{"time", KIND_TIME},
-	{"env", KIND_ENV},
+	{ "sh", KIND_SHELL },
+	{ "bash", KIND_SHELL },
+	{ "dash", KIND_SHELL },
+	{ "zsh", KIND_FAIL_CLOSED }, /* reads ~/.zshenv (the caller's code) even for -c */
+	{ "nice", KIND_NICE },
+	{ "nohup", KIND_NOHUP },
+	{ "timeout", KIND_TIMEOUT },
+	{ "stdbuf", KIND_STDBUF },
+	{ "time", KIND_TIME },
+	{ "env", KIND_ENV },
 	/* other shells, privilege changers, launchers and multi-call binaries */
-	{"ash", KIND_FAIL_CLOSED},
-	{"ksh", KIND_FAIL_CLOSED},
-	{"ksh93", KIND_FAIL_CLOSED},
-	{"mksh", KIND_FAIL_CLOSED},
-	{"rbash", KIND_FAIL_CLOSED},
-	{"fish", KIND_FAIL_CLOSED},
-	{"csh", KIND_FAIL_CLOSED},
-	{"tcsh", KIND_FAIL_CLOSED},
-	{"busybox", KIND_FAIL_CLOSED},
-	{"toybox", KIND_FAIL_CLOSED},
-	{"coreutils", KIND_FAIL_CLOSED},
-	{"sudo", KIND_FAIL_CLOSED},
-	{"doas", KIND_FAIL_CLOSED},
-	{"su", KIND_FAIL_CLOSED},
-	{"runuser", KIND_FAIL_CLOSED},
-	{"pkexec", KIND_FAIL_CLOSED},
-	{"setsid", KIND_FAIL_CLOSED},
-	{"setpriv", KIND_FAIL_CLOSED},
-	{"capsh", KIND_FAIL_CLOSED},
-	{"chroot", KIND_FAIL_CLOSED},
-	{"unshare", KIND_FAIL_CLOSED},
-	{"nsenter", KIND_FAIL_CLOSED},
-	{"xargs", KIND_FAIL_CLOSED},
-	{"parallel", KIND_FAIL_CLOSED},
-	{"flock", KIND_FAIL_CLOSED},
-	{"watch", KIND_FAIL_CLOSED},
-	{"strace", KIND_FAIL_CLOSED},
-	{"ltrace", KIND_FAIL_CLOSED},
-	{"gdb", KIND_FAIL_CLOSED},
-	{"chrt", KIND_FAIL_CLOSED},
-	{"ionice", KIND_FAIL_CLOSED},
-	{"taskset", KIND_FAIL_CLOSED},
-	{"numactl", KIND_FAIL_CLOSED},
-	{"script", KIND_FAIL_CLOSED},
-	{"fakeroot", KIND_FAIL_CLOSED},
-	{"firejail", KIND_FAIL_CLOSED},
-	{"bwrap", KIND_FAIL_CLOSED},
-	{"systemd-run", KIND_FAIL_CLOSED},
-	{"start-stop-daemon", KIND_FAIL_CLOSED},
-	{"run-parts", KIND_FAIL_CLOSED},
-	{"exec", KIND_FAIL_CLOSED},
-	{"eval", KIND_FAIL_CLOSED},
-	{"command", KIND_FAIL_CLOSED},
-	{"builtin", KIND_FAIL_CLOSED},
-	{"source", KIND_FAIL_CLOSED},
-	{".", KIND_FAIL_CLOSED},
-	{"agor", KIND_FAIL_CLOSED},
+	{ "ash", KIND_FAIL_CLOSED },
+	{ "ksh", KIND_FAIL_CLOSED },
+	{ "ksh93", KIND_FAIL_CLOSED },
+	{ "mksh", KIND_FAIL_CLOSED },
+	{ "rbash", KIND_FAIL_CLOSED },
+	{ "fish", KIND_FAIL_CLOSED },
+	{ "csh", KIND_FAIL_CLOSED },
+	{ "tcsh", KIND_FAIL_CLOSED },
+	{ "busybox", KIND_FAIL_CLOSED },
+	{ "toybox", KIND_FAIL_CLOSED },
+	{ "coreutils", KIND_FAIL_CLOSED },
+	{ "sudo", KIND_FAIL_CLOSED },
+	{ "doas", KIND_FAIL_CLOSED },
+	{ "su", KIND_FAIL_CLOSED },
+	{ "runuser", KIND_FAIL_CLOSED },
+	{ "pkexec", KIND_FAIL_CLOSED },
+	{ "setsid", KIND_FAIL_CLOSED },
+	{ "setpriv", KIND_FAIL_CLOSED },
+	{ "capsh", KIND_FAIL_CLOSED },
+	{ "chroot", KIND_FAIL_CLOSED },
+	{ "unshare", KIND_FAIL_CLOSED },
+	{ "nsenter", KIND_FAIL_CLOSED },
+	{ "xargs", KIND_FAIL_CLOSED },
+	{ "parallel", KIND_FAIL_CLOSED },
+	{ "flock", KIND_FAIL_CLOSED },
+	{ "watch", KIND_FAIL_CLOSED },
+	{ "strace", KIND_FAIL_CLOSED },
+	{ "ltrace", KIND_FAIL_CLOSED },
+	{ "gdb", KIND_FAIL_CLOSED },
+	{ "chrt", KIND_FAIL_CLOSED },
+	{ "ionice", KIND_FAIL_CLOSED },
+	{ "taskset", KIND_FAIL_CLOSED },
+	{ "numactl", KIND_FAIL_CLOSED },
+	{ "script", KIND_FAIL_CLOSED },
+	{ "fakeroot", KIND_FAIL_CLOSED },
+	{ "firejail", KIND_FAIL_CLOSED },
+	{ "bwrap", KIND_FAIL_CLOSED },
+	{ "systemd-run", KIND_FAIL_CLOSED },
+	{ "start-stop-daemon", KIND_FAIL_CLOSED },
+	{ "run-parts", KIND_FAIL_CLOSED },
+	{ "exec", KIND_FAIL_CLOSED },
+	{ "eval", KIND_FAIL_CLOSED },
+	{ "command", KIND_FAIL_CLOSED },
+	{ "builtin", KIND_FAIL_CLOSED },
+	{ "source", KIND_FAIL_CLOSED },
+	{ ".", KIND_FAIL_CLOSED },
+	{ "agor", KIND_FAIL_CLOSED },
 	/* more programs whose arguments are a program to run */
-	{"valgrind", KIND_FAIL_CLOSED},
-	{"perf", KIND_FAIL_CLOSED},
-	{"unbuffer", KIND_FAIL_CLOSED},
-	{"sg", KIND_FAIL_CLOSED},
-	{"newgrp", KIND_FAIL_CLOSED},
-	{"ssh-agent", KIND_FAIL_CLOSED},
-	{"dbus-run-session", KIND_FAIL_CLOSED},
-	{"xvfb-run", KIND_FAIL_CLOSED},
-	{"catchsegv", KIND_FAIL_CLOSED},
-	{"proxychains", KIND_FAIL_CLOSED},
-	{"proxychains4", KIND_FAIL_CLOSED},
-	{"torsocks", KIND_FAIL_CLOSED},
-	{"setarch", KIND_FAIL_CLOSED},
-	{"linux32", KIND_FAIL_CLOSED},
-	{"linux64", KIND_FAIL_CLOSED},
-	{"prlimit", KIND_FAIL_CLOSED},
-	{"faketime", KIND_FAIL_CLOSED},
-	{"eatmydata", KIND_FAIL_CLOSED},
-	{"fakechroot", KIND_FAIL_CLOSED},
-	{"chpst", KIND_FAIL_CLOSED},
-	{"tmux", KIND_FAIL_CLOSED},
-	{"screen", KIND_FAIL_CLOSED},
-	{"sshpass", KIND_FAIL_CLOSED},
-	{"entr", KIND_FAIL_CLOSED},
-	{"rlwrap", KIND_FAIL_CLOSED},
-	{"ld.so", KIND_FAIL_CLOSED},
-	{"cgexec", KIND_FAIL_CLOSED},
-	{"systemd-nspawn", KIND_FAIL_CLOSED},
-	{"runcon", KIND_FAIL_CLOSED},
-	{"run0", KIND_FAIL_CLOSED},
-	{"machinectl", KIND_FAIL_CLOSED},
+	{ "valgrind", KIND_FAIL_CLOSED },
+	{ "perf", KIND_FAIL_CLOSED },
+	{ "unbuffer", KIND_FAIL_CLOSED },
+	{ "sg", KIND_FAIL_CLOSED },
+	{ "newgrp", KIND_FAIL_CLOSED },
+	{ "ssh-agent", KIND_FAIL_CLOSED },
+	{ "dbus-run-session", KIND_FAIL_CLOSED },
+	{ "xvfb-run", KIND_FAIL_CLOSED },
+	{ "catchsegv", KIND_FAIL_CLOSED },
+	{ "proxychains", KIND_FAIL_CLOSED },
+	{ "proxychains4", KIND_FAIL_CLOSED },
+	{ "torsocks", KIND_FAIL_CLOSED },
+	{ "setarch", KIND_FAIL_CLOSED },
+	{ "linux32", KIND_FAIL_CLOSED },
+	{ "linux64", KIND_FAIL_CLOSED },
+	{ "prlimit", KIND_FAIL_CLOSED },
+	{ "faketime", KIND_FAIL_CLOSED },
+	{ "eatmydata", KIND_FAIL_CLOSED },
+	{ "fakechroot", KIND_FAIL_CLOSED },
+	{ "chpst", KIND_FAIL_CLOSED },
+	{ "tmux", KIND_FAIL_CLOSED },
+	{ "screen", KIND_FAIL_CLOSED },
+	{ "sshpass", KIND_FAIL_CLOSED },
+	{ "entr", KIND_FAIL_CLOSED },
+	{ "rlwrap", KIND_FAIL_CLOSED },
+	{ "ld.so", KIND_FAIL_CLOSED },
+	{ "cgexec", KIND_FAIL_CLOSED },
+	{ "systemd-nspawn", KIND_FAIL_CLOSED },
+	{ "runcon", KIND_FAIL_CLOSED },
+	{ "run0", KIND_FAIL_CLOSED },
+	{ "machinectl", KIND_FAIL_CLOSED },
 };
 
 static const char *base_name(const char *path)
@@ -531,7 +546,10 @@ static enum wrapper_kind wrapper_kind(const char *name)
 	return KIND_PLAIN;
 }
 
-int appr_is_shell_or_wrapper(const char *basename) { return wrapper_kind(basename) != KIND_PLAIN; }
+int appr_is_shell_or_wrapper(const char *basename)
+{
+	return wrapper_kind(basename) != KIND_PLAIN;
+}
 
 static int is_integer(const char *s)
 {
@@ -565,7 +583,10 @@ static int is_duration(const char *s)
 	return *p == '\0';
 }
 
-static int is_stdbuf_mode(const char *s) { return !strcmp(s, "L") || !strcmp(s, "0") || is_integer(s); }
+static int is_stdbuf_mode(const char *s)
+{
+	return !strcmp(s, "L") || !strcmp(s, "0") || is_integer(s);
+}
 
 static int is_signal_name(const char *s)
 {
@@ -612,7 +633,10 @@ static int short_option(const char *const *argv, size_t *i, char letter, int (*v
 	return 0;
 }
 
-static int negative_integer_flag(const char *a) { return a[0] == '-' && is_integer(a + 1) && a[1] != '-' && a[1] != '+'; }
+static int negative_integer_flag(const char *a)
+{
+	return a[0] == '-' && is_integer(a + 1) && a[1] != '-' && a[1] != '+';
+}
 
 /*
  * Index of the wrapped command in argv, or -1 when the wrapper's options are not all recognised
@@ -650,8 +674,8 @@ static long wrapped_command_index(enum wrapper_kind kind, const char *const *arg
 			    short_option(argv, &i, 'k', is_duration) ||
 			    long_option(argv, &i, "--kill-after", is_duration))
 				continue;
-			if (!strcmp(a, "--preserve-status") || !strcmp(a, "--foreground") ||
-			    !strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			if (!strcmp(a, "--preserve-status") || !strcmp(a, "--foreground") || !strcmp(a, "-v") ||
+			    !strcmp(a, "--verbose")) {
 				i++;
 				continue;
 			}
@@ -699,18 +723,19 @@ struct shell_segment {
 struct analyzer {
 	const char *cwd;
 	const char *path_env;
-	const char *const *top;	    /* the argv given to appr_analyze */
-	struct shell_segment *seg;  /* inside shell text: the segment; NULL outside */
+	const char *const *top;	   /* the argv given to appr_analyze */
+	struct shell_segment *seg; /* inside shell text: the segment; NULL outside */
 	struct appr_analysis *out;
 };
 
 /* Builtins that change how the shell finds or runs later commands, or that are no program at all. */
 static const char *const refused_builtins[] = {
-	"alias", "unalias", "enable", "hash", "declare", "typeset", "export", "readonly", "local", "read",
-	"mapfile", "readarray", "set", "shopt", "unset", "trap", "let", "getopts", "bind", "complete",
-	"compgen", "compopt", "ulimit", "umask", "fc", "history", "cd", "pushd", "popd", "source", ".",
-	"eval", "exec", "command", "builtin", "type", "wait", "jobs", "fg", "bg", "disown", "suspend",
-	"logout", "exit", "return", "break", "continue", "shift", "times", "caller", "dirs", "help",
+	"alias", "unalias",  "enable",	  "hash",    "declare", "typeset", "export",  "readonly", "local",
+	"read",	 "mapfile",  "readarray", "set",     "shopt",	"unset",   "trap",    "let",	  "getopts",
+	"bind",	 "complete", "compgen",	  "compopt", "ulimit",	"umask",   "fc",      "history",  "cd",
+	"pushd", "popd",     "source",	  ".",	     "eval",	"exec",	   "command", "builtin",  "type",
+	"wait",	 "jobs",     "fg",	  "bg",	     "disown",	"suspend", "logout",  "exit",	  "return",
+	"break", "continue", "shift",	  "times",   "caller",	"dirs",	   "help",
 };
 
 static int fail(struct analyzer *z, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -764,16 +789,18 @@ static int record_executable(struct analyzer *z, const char *path, int direct, s
 	} else {
 		_cleanup_err_ struct err e = ERR_INIT;
 		if (appr_path_pinned(path, &e) < 0)
-			return fail(z, "%s would be started by its path, which the caller could replace before it "
-				       "runs (%s): run it as the command itself, not through a wrapper or shell "
-				       "text", path, e.message);
+			return fail(z,
+				    "%s would be started by its path, which the caller could replace before it "
+				    "runs (%s): run it as the command itself, not through a wrapper or shell "
+				    "text",
+				    path, e.message);
 		int fd = appr_open_executable(path, id, &e);
 		if (fd < 0)
 			return fail(z, "%s", e.message);
 		close(fd);
 	}
 	o->exes = xrealloc(o->exes, (o->nexes + 1) * sizeof(*o->exes));
-	o->exes[o->nexes++] = (struct appr_executable){xstrdup(path), *id, direct};
+	o->exes[o->nexes++] = (struct appr_executable){ xstrdup(path), *id, direct };
 	return 0;
 }
 
@@ -791,8 +818,7 @@ static void add_command(struct analyzer *z, const char *const *argv, char *resol
 	c->id = *id;
 	for (size_t k = 1; argv[k]; k++)
 		c->expands |= word_expands(z, argv, k);
-	c->code = appr_code_running(base_name(argv[0]), base_name(resolved), argv, c->expands,
-				    &c->code_always);
+	c->code = appr_code_running(base_name(argv[0]), base_name(resolved), argv, c->expands, &c->code_always);
 	if (!c->code && appr_is_git(base_name(argv[0]), base_name(resolved))) {
 		c->code = appr_git_config_code(z->cwd, argv);
 		c->code_config = c->code != NULL;
@@ -806,8 +832,7 @@ static void add_command(struct analyzer *z, const char *const *argv, char *resol
 static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_depth);
 
 /* The text with every replaced word of every segment substituted (shell-quoted). */
-static char *rewrite_text(const char *text, struct strvec *segs, struct word_meta **metas, char ***subst,
-			  size_t nr)
+static char *rewrite_text(const char *text, struct strvec *segs, struct word_meta **metas, char ***subst, size_t nr)
 {
 	struct strbuf out = STRBUF_INIT;
 	size_t pos = 0;
@@ -842,8 +867,8 @@ static int analyze_shell_text(struct analyzer *z, const char *text, int shell_de
 	struct shell_segment *outer = z->seg;
 	int rc = 0;
 	for (size_t i = 0; i < nr && rc == 0; i++) {
-		struct shell_segment seg = {(const char *const *)segs[i].v, metas[i],
-					    xcalloc(segs[i].nr + 1, sizeof(char *))};
+		struct shell_segment seg = { (const char *const *)segs[i].v, metas[i],
+					     xcalloc(segs[i].nr + 1, sizeof(char *)) };
 		subst[i] = seg.subst;
 		z->seg = &seg;
 		rc = analyze_argv(z, seg.words, shell_depth);
@@ -883,7 +908,7 @@ static int analyze_shell(struct analyzer *z, const char *const *argv, const char
  * one of the system directories (a trojan named `nice` or `sh` elsewhere would be "unwrapped"). */
 static int system_program(struct analyzer *z, const char *resolved)
 {
-	static const char *const dirs[] = {"/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/"};
+	static const char *const dirs[] = { "/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/" };
 	const char *base = base_name(resolved);
 	int in_system_dir = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
@@ -891,8 +916,10 @@ static int system_program(struct analyzer *z, const char *resolved)
 			in_system_dir = 1;
 	_cleanup_err_ struct err e = ERR_INIT;
 	if (!in_system_dir)
-		return fail(z, "%s is named like a shell or wrapper but is not the system's (only "
-			       "/usr/bin, /bin, /usr/sbin and /sbin are): not allowlistable", resolved);
+		return fail(z,
+			    "%s is named like a shell or wrapper but is not the system's (only "
+			    "/usr/bin, /bin, /usr/sbin and /sbin are): not allowlistable",
+			    resolved);
 	if (appr_path_pinned(resolved, &e) < 0)
 		return fail(z, "%s: %s", resolved, e.message);
 	return 0;
@@ -905,8 +932,10 @@ static int shell_word_refused(struct analyzer *z, const char *const *argv)
 		return fail(z, "shell text is not allowlistable: glob, brace or ~ in a command name");
 	for (size_t i = 0; i < ARRAY_SIZE(refused_builtins); i++)
 		if (!strcmp(argv[0], refused_builtins[i]))
-			return fail(z, "%s is a shell builtin that changes how the shell finds or runs later "
-				       "commands (or runs none): not allowlistable in shell text", argv[0]);
+			return fail(z,
+				    "%s is a shell builtin that changes how the shell finds or runs later "
+				    "commands (or runs none): not allowlistable in shell text",
+				    argv[0]);
 	if (!strcmp(argv[0], "printf"))
 		for (size_t k = 1; argv[k]; k++)
 			if (!strncmp(argv[k], "-v", 2))
@@ -949,8 +978,7 @@ static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_d
 		replace_word(z, argv, 0, resolved);
 		enum wrapper_kind real = wrapper_kind(base_name(resolved));
 		if (given != KIND_PLAIN && given != real) {
-			fail(z, "%s resolves to %s: a wrapper name that is not the wrapper it runs", word,
-			     resolved);
+			fail(z, "%s resolves to %s: a wrapper name that is not the wrapper it runs", word, resolved);
 			free(resolved);
 			return -1;
 		}
@@ -969,9 +997,9 @@ static int analyze_argv(struct analyzer *z, const char *const *argv, int shell_d
 			return fail(z, "%s runs commands in a way that cannot be allowlisted", word);
 		long idx = wrapped_command_index(real, argv);
 		if (idx < 0)
-			return fail(z, real == KIND_ENV
-					       ? "env with options or assignments cannot be allowlisted"
-					       : "%s: options not recognised (only exact, known spellings are)",
+			return fail(z,
+				    real == KIND_ENV ? "env with options or assignments cannot be allowlisted"
+						     : "%s: options not recognised (only exact, known spellings are)",
 				    word);
 		for (long k = 1; k < idx; k++)
 			if (word_expands(z, argv, (size_t)k))
@@ -994,13 +1022,12 @@ static int pin_top(struct analyzer *z, const char *const *argv)
 	return 0;
 }
 
-void appr_analyze(const char *const *argv, const char *cwd, const char *path_env,
-		  struct appr_analysis *out)
+void appr_analyze(const char *const *argv, const char *cwd, const char *path_env, struct appr_analysis *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->ok = 1;
 	out->top_fd = -1;
-	struct analyzer z = {.cwd = cwd, .path_env = path_env, .top = argv, .out = out};
+	struct analyzer z = { .cwd = cwd, .path_env = path_env, .top = argv, .out = out };
 	strvec_init(&out->exec_argv);
 	strvec_pushv(&out->exec_argv, argv);
 	if (!argv[0]) {
@@ -1046,8 +1073,7 @@ void appr_analysis_release(struct appr_analysis *a)
 /* The first pattern that allows c: a path pattern only when c runs no code of its own; an argv pattern
  * when it matches the words as they will run (never words the shell expands), with a trailing `*`
  * only when the extra words add no code-running option. */
-static const char *first_match(const struct appr_command *c, const char *const *patterns, size_t n,
-			       const char *home)
+static const char *first_match(const struct appr_command *c, const char *const *patterns, size_t n, const char *home)
 {
 	if (c->code_config) /* code the argv does not show: no pattern can name it */
 		return NULL;
@@ -1067,9 +1093,8 @@ static const char *first_match(const struct appr_command *c, const char *const *
 	return NULL;
 }
 
-void appr_decide(const struct appr_effective *eff, const struct appr_analysis *a,
-		 const char *const *patterns, size_t npatterns, const char *home,
-		 struct appr_verdict *v)
+void appr_decide(const struct appr_effective *eff, const struct appr_analysis *a, const char *const *patterns,
+		 size_t npatterns, const char *home, struct appr_verdict *v)
 {
 	memset(v, 0, sizeof(*v));
 	strvec_init(&v->matched);
@@ -1105,8 +1130,7 @@ void appr_decide(const struct appr_effective *eff, const struct appr_analysis *a
 	v->reason = all ? "allowlisted" : "allowlist-miss";
 }
 
-enum appr_decision appr_fallback(const struct appr_effective *eff, const struct appr_verdict *v,
-				 const char **reason)
+enum appr_decision appr_fallback(const struct appr_effective *eff, const struct appr_verdict *v, const char **reason)
 {
 	*reason = "approval-required";
 	if (eff->ask_fallback == APPR_SECURITY_FULL)
@@ -1128,16 +1152,17 @@ void appr_verdict_release(struct appr_verdict *v)
 int appr_allow_always_patterns(const struct appr_analysis *a, struct strvec *out, struct err *e)
 {
 	if (!a->ok || a->nr == 0)
-		return err_set(e, E_PERMISSION_DENIED, "not recorded: %s",
-			       a->reason ? a->reason : "no command");
+		return err_set(e, E_PERMISSION_DENIED, "not recorded: %s", a->reason ? a->reason : "no command");
 	for (size_t i = 0; i < a->nr; i++) {
 		const char *path = a->cmds[i].resolved;
 		if (!path || path[0] != '/' || appr_is_shell_or_wrapper(base_name(path)))
 			return err_set(e, E_PERMISSION_DENIED, "not recorded: %s is a shell or wrapper",
 				       path ? path : "(unresolved)");
 		if (a->cmds[i].code)
-			return err_set(e, E_PERMISSION_DENIED, "not recorded: %s (allowing the executable would "
-				       "allow any code it is given)", a->cmds[i].code);
+			return err_set(e, E_PERMISSION_DENIED,
+				       "not recorded: %s (allowing the executable would "
+				       "allow any code it is given)",
+				       a->cmds[i].code);
 	}
 	for (size_t i = 0; i < a->nr; i++) {
 		char *p = appr_pattern_for_path(a->cmds[i].resolved);

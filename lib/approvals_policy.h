@@ -59,9 +59,9 @@
  *   can only ever record the inner executables, and never one whose argv runs code.
  *
  * Matching (appr_decide): no entry matches a command whose code is in configuration (code_config);
- *   an allowlist entry without a space matches the canonical path of a command whose code is NULL; an argv pattern (approvals_programs.h) matches the command's words
- *   unless the shell expands them, and with a trailing `*` only when the command's code is NULL or
- *   it always runs code (make, interpreters: naming it in a pattern is the point).
+ *   an allowlist entry without a space matches the canonical path of a command whose code is NULL; an argv pattern
+ * (approvals_programs.h) matches the command's words unless the shell expands them, and with a trailing `*` only when
+ * the command's code is NULL or it always runs code (make, interpreters: naming it in a pattern is the point).
  */
 
 #include <stddef.h>
@@ -74,8 +74,8 @@
 enum appr_security { APPR_SECURITY_DENY = 0, APPR_SECURITY_ALLOWLIST = 1, APPR_SECURITY_FULL = 2 };
 enum appr_ask { APPR_ASK_OFF = 0, APPR_ASK_ON_MISS = 1, APPR_ASK_ALWAYS = 2 };
 enum appr_decision { APPR_ALLOW = 0, APPR_DENY = 1, APPR_ASK = 3 }; /* also `check`'s exit codes */
-#define APPR_UNSET (-1)
-#define APPR_SHELL_DEPTH 3
+#define APPR_UNSET	   (-1)
+#define APPR_SHELL_DEPTH   3
 #define APPR_WRAPPER_DEPTH 8
 
 /* Parsers return the level or -1; names return NULL for an out-of-range value. */
@@ -91,7 +91,10 @@ struct appr_levels {
 	int ask;
 	int ask_fallback;
 };
-#define APPR_LEVELS_UNSET { APPR_UNSET, APPR_UNSET, APPR_UNSET }
+#define APPR_LEVELS_UNSET                                                                                              \
+	{                                                                                                              \
+		APPR_UNSET, APPR_UNSET, APPR_UNSET                                                                     \
+	}
 
 struct appr_effective {
 	enum appr_security security;
@@ -103,7 +106,6 @@ struct appr_effective {
 void appr_policy_resolve(const struct appr_levels *request, const struct appr_levels *agent,
 			 const struct appr_levels *star, const struct appr_levels *defaults,
 			 struct appr_effective *out);
-
 
 /* The canonical path of the executable word would run (see the contract); caller frees. NULL with
  * E_NOT_FOUND (not found / not executable), E_PERMISSION_DENIED (PATH refused) or E_SYSTEM. cwd NULL
@@ -133,23 +135,22 @@ struct appr_executable {
 };
 
 struct appr_analysis {
-	int ok;			    /* every command found, unwrapped and resolved */
-	char *reason;		    /* why not, when !ok */
-	char *top_resolved;	    /* canonical path of argv[0] itself (what exec runs); may be NULL */
-	int top_fd;		    /* argv[0]'s executable opened at check time (-1 when not) */
+	int ok;		    /* every command found, unwrapped and resolved */
+	char *reason;	    /* why not, when !ok */
+	char *top_resolved; /* canonical path of argv[0] itself (what exec runs); may be NULL */
+	int top_fd;	    /* argv[0]'s executable opened at check time (-1 when not) */
 	struct appr_identity top_id;
-	char *path_env;		    /* the PATH the run gets (appr_pinned_path); NULL when PATH was refused */
+	char *path_env;		      /* the PATH the run gets (appr_pinned_path); NULL when PATH was refused */
 	struct appr_executable *exes; /* every executable the run starts, argv[0] first */
 	size_t nexes;
-	struct strvec exec_argv;    /* the argv exec runs: argv with every command word outside shell
-				     * text (argv[0], each wrapped command) replaced by its canonical path */
-	struct appr_command *cmds;  /* the inner commands (also filled partially when !ok) */
+	struct strvec exec_argv;   /* the argv exec runs: argv with every command word outside shell
+				    * text (argv[0], each wrapped command) replaced by its canonical path */
+	struct appr_command *cmds; /* the inner commands (also filled partially when !ok) */
 	size_t nr;
 };
 
 /* Analyses argv (see the contract). Never fails as a call: the result says ok or why not. */
-void appr_analyze(const char *const *argv, const char *cwd, const char *path_env,
-		  struct appr_analysis *out);
+void appr_analyze(const char *const *argv, const char *cwd, const char *path_env, struct appr_analysis *out);
 void appr_analysis_release(struct appr_analysis *a);
 
 /* 1 when basename is a shell or a wrapper of any kind (unwrapped or fail-closed). */
@@ -157,21 +158,19 @@ int appr_is_shell_or_wrapper(const char *basename);
 
 struct appr_verdict {
 	enum appr_decision decision;
-	const char *reason;	 /* static: allowlisted | security=full | security=deny | allowlist-miss |
-				  * approval-required */
-	int allowlisted;	 /* every command matched a pattern */
-	struct strvec matched;	 /* the pattern each command matched (allowlisted commands only) */
-	struct strvec resolved;	 /* each inner command's canonical path */
+	const char *reason;	/* static: allowlisted | security=full | security=deny | allowlist-miss |
+				 * approval-required */
+	int allowlisted;	/* every command matched a pattern */
+	struct strvec matched;	/* the pattern each command matched (allowlisted commands only) */
+	struct strvec resolved; /* each inner command's canonical path */
 };
 
 /* Decides without asking anyone: APPR_ASK when approval is needed. patterns: the allowlist. */
-void appr_decide(const struct appr_effective *eff, const struct appr_analysis *a,
-		 const char *const *patterns, size_t npatterns, const char *home,
-		 struct appr_verdict *v);
+void appr_decide(const struct appr_effective *eff, const struct appr_analysis *a, const char *const *patterns,
+		 size_t npatterns, const char *home, struct appr_verdict *v);
 /* What an unanswered ask falls back to: allow or deny (with reason "approval-required" unless the
  * fallback is allowlist and the command is not allowlisted: "allowlist-miss"). */
-enum appr_decision appr_fallback(const struct appr_effective *eff, const struct appr_verdict *v,
-				 const char **reason);
+enum appr_decision appr_fallback(const struct appr_effective *eff, const struct appr_verdict *v, const char **reason);
 void appr_verdict_release(struct appr_verdict *v);
 
 /* The exact patterns allow-always records for an analysis: the inner commands' canonical paths,

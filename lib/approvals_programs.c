@@ -33,51 +33,55 @@ enum program_kind {
 struct program {
 	const char *names; /* space-separated family names */
 	enum program_kind kind;
-	const char *shorts;	    /* KIND_OPTIONS: short letters that run code (also inside bundles) */
-	const char *const *longs;   /* KIND_OPTIONS: long options (no leading --) that run code, by prefix */
-	const char *const *words;   /* exact single-dash words that run code (find -exec) */
-	int old_style_bundle;	    /* tar: a first argument without '-' is a bundle of short options */
+	const char *shorts;	  /* KIND_OPTIONS: short letters that run code (also inside bundles) */
+	const char *const *longs; /* KIND_OPTIONS: long options (no leading --) that run code, by prefix */
+	const char *const *words; /* exact single-dash words that run code (find -exec) */
+	int old_style_bundle;	  /* tar: a first argument without '-' is a bundle of short options */
 };
 
-static const char *const tar_longs[] = {"to-command", "use-compress-program", "info-script",
-					"new-volume-script", "checkpoint-action", "rsh-command",
-					"rmt-command", NULL};
-static const char *const rsync_longs[] = {"rsh", "rsync-path", NULL};
-static const char *const find_words[] = {"-exec", "-execdir", "-ok", "-okdir", NULL};
-static const char *const man_longs[] = {"pager", "html", NULL};
-static const char *const zip_longs[] = {"unzip-command", NULL};
-static const char *const zip_words[] = {"-TT", NULL};
-static const char *const gpg_longs[] = {"photo-viewer", "exec-path", NULL};
-static const char *const openssl_words[] = {"-engine", "-provider", "-provider-path", "-keygen_engine", NULL};
-static const char *const ip_words[] = {"exec", NULL};
-static const char *const none[] = {NULL};
+static const char *const tar_longs[] = { "to-command",	      "use-compress-program",
+					 "info-script",	      "new-volume-script",
+					 "checkpoint-action", "rsh-command",
+					 "rmt-command",	      NULL };
+static const char *const rsync_longs[] = { "rsh", "rsync-path", NULL };
+static const char *const find_words[] = { "-exec", "-execdir", "-ok", "-okdir", NULL };
+static const char *const man_longs[] = { "pager", "html", NULL };
+static const char *const zip_longs[] = { "unzip-command", NULL };
+static const char *const zip_words[] = { "-TT", NULL };
+static const char *const gpg_longs[] = { "photo-viewer", "exec-path", NULL };
+static const char *const openssl_words[] = { "-engine", "-provider", "-provider-path", "-keygen_engine", NULL };
+static const char *const ip_words[] = { "exec", NULL };
+static const char *const none[] = { NULL };
 
 static const struct program programs[] = {
-	{"make gmake bmake ninja cmake scons meson npm npx yarn pnpm cargo go pip pipx gradle mvn ant "
-	 "bazel docker podman kubectl at batch crontab", KIND_ALWAYS, NULL, none, none, 0},
-	{"vim vi nvim view ex vimdiff rvim emacs nano pico less more most", KIND_ALWAYS, NULL, none, none, 0},
+	{ "make gmake bmake ninja cmake scons meson npm npx yarn pnpm cargo go pip pipx gradle mvn ant "
+	  "bazel docker podman kubectl at batch crontab",
+	  KIND_ALWAYS, NULL, none, none, 0 },
+	{ "vim vi nvim view ex vimdiff rvim emacs nano pico less more most", KIND_ALWAYS, NULL, none, none, 0 },
 	/* handlers chosen by configuration the caller can write (mime types, alternatives) */
-	{"xdg-open gio kde-open sensible-browser sensible-editor sensible-pager x-www-browser www-browser "
-	 "editor pager", KIND_ALWAYS, NULL, none, none, 0},
-	{"sqlite psql mysql mariadb hg svn expect", KIND_ALWAYS, NULL, none, none, 0},
-	{"python pypy perl ruby node nodejs deno bun php lua luajit tclsh wish Rscript R julia java "
-	 "jshell guile racket ocaml erl elixir swift osascript", KIND_INTERPRETER, NULL, none, none, 0},
-	{"git", KIND_GIT, NULL, none, none, 0},
-	{"awk gawk mawk nawk original-awk", KIND_AWK, NULL, none, none, 0},
-	{"sed gsed", KIND_SED, NULL, none, none, 0},
-	{"tar gtar bsdtar", KIND_OPTIONS, "IF", tar_longs, none, 1},
-	{"rsync", KIND_OPTIONS, "e", rsync_longs, none, 0},
-	{"ssh", KIND_OPTIONS, "oFI", none, none, 0},    /* -I: a PKCS#11 library */
-	{"ssh-keygen", KIND_OPTIONS, "D", none, none, 0},
-	{"ssh-add", KIND_OPTIONS, "sS", none, none, 0},
-	{"openssl", KIND_OPTIONS, "", none, openssl_words, 0},
-	{"scp", KIND_OPTIONS, "oFS", none, none, 0},
-	{"sftp", KIND_OPTIONS, "oFSDb", none, none, 0}, /* -b: a batch file's !command runs locally */
-	{"ip", KIND_OPTIONS, "", none, ip_words, 0},     /* ip netns exec, ip vrf exec */
-	{"find", KIND_OPTIONS, "", none, find_words, 0},
-	{"man", KIND_OPTIONS, "PH", man_longs, none, 0},
-	{"zip", KIND_OPTIONS, "", zip_longs, zip_words, 0},
-	{"gpg gpg2", KIND_OPTIONS, "", gpg_longs, none, 0},
+	{ "xdg-open gio kde-open sensible-browser sensible-editor sensible-pager x-www-browser www-browser "
+	  "editor pager",
+	  KIND_ALWAYS, NULL, none, none, 0 },
+	{ "sqlite psql mysql mariadb hg svn expect", KIND_ALWAYS, NULL, none, none, 0 },
+	{ "python pypy perl ruby node nodejs deno bun php lua luajit tclsh wish Rscript R julia java "
+	  "jshell guile racket ocaml erl elixir swift osascript",
+	  KIND_INTERPRETER, NULL, none, none, 0 },
+	{ "git", KIND_GIT, NULL, none, none, 0 },
+	{ "awk gawk mawk nawk original-awk", KIND_AWK, NULL, none, none, 0 },
+	{ "sed gsed", KIND_SED, NULL, none, none, 0 },
+	{ "tar gtar bsdtar", KIND_OPTIONS, "IF", tar_longs, none, 1 },
+	{ "rsync", KIND_OPTIONS, "e", rsync_longs, none, 0 },
+	{ "ssh", KIND_OPTIONS, "oFI", none, none, 0 }, /* -I: a PKCS#11 library */
+	{ "ssh-keygen", KIND_OPTIONS, "D", none, none, 0 },
+	{ "ssh-add", KIND_OPTIONS, "sS", none, none, 0 },
+	{ "openssl", KIND_OPTIONS, "", none, openssl_words, 0 },
+	{ "scp", KIND_OPTIONS, "oFS", none, none, 0 },
+	{ "sftp", KIND_OPTIONS, "oFSDb", none, none, 0 }, /* -b: a batch file's !command runs locally */
+	{ "ip", KIND_OPTIONS, "", none, ip_words, 0 },	  /* ip netns exec, ip vrf exec */
+	{ "find", KIND_OPTIONS, "", none, find_words, 0 },
+	{ "man", KIND_OPTIONS, "PH", man_longs, none, 0 },
+	{ "zip", KIND_OPTIONS, "", zip_longs, zip_words, 0 },
+	{ "gpg gpg2", KIND_OPTIONS, "", gpg_longs, none, 0 },
 };
 
 static int in_names(const char *names, const char *name)
@@ -172,7 +176,7 @@ static char *options_reason(const struct program *p, const char *prog, const cha
 
 static char *interpreter_reason(const char *prog, const char *const *argv)
 {
-	static const char *const version_queries[] = {"--version", "-V", "-v", "-version", NULL};
+	static const char *const version_queries[] = { "--version", "-V", "-v", "-version", NULL };
 	if (argv[1] && !argv[2] && is_word(argv[1], version_queries))
 		return NULL;
 	return xasprintf("%s is an interpreter: its arguments (-c, -e, a script, stdin) are code", prog);
@@ -186,40 +190,49 @@ struct git_subcommand {
 	const char *const *longs;
 };
 
-static const char *const git_fetch_longs[] = {"upload-pack", NULL};
-static const char *const git_clone_longs[] = {"upload-pack", "config", "template", NULL};
-static const char *const git_init_longs[] = {"template", NULL};
-static const char *const git_ls_remote_longs[] = {"upload-pack", "exec", NULL};
-static const char *const git_push_longs[] = {"receive-pack", "exec", NULL};
-static const char *const git_archive_longs[] = {"exec", "remote", NULL};
-static const char *const git_rebase_longs[] = {"exec", NULL};
-static const char *const git_grep_longs[] = {"open-files-in-pager", "ext-grep", NULL};
-static const char *const git_diff_longs[] = {"ext-diff", "textconv", NULL};
+static const char *const git_fetch_longs[] = { "upload-pack", NULL };
+static const char *const git_clone_longs[] = { "upload-pack", "config", "template", NULL };
+static const char *const git_init_longs[] = { "template", NULL };
+static const char *const git_ls_remote_longs[] = { "upload-pack", "exec", NULL };
+static const char *const git_push_longs[] = { "receive-pack", "exec", NULL };
+static const char *const git_archive_longs[] = { "exec", "remote", NULL };
+static const char *const git_rebase_longs[] = { "exec", NULL };
+static const char *const git_grep_longs[] = { "open-files-in-pager", "ext-grep", NULL };
+static const char *const git_diff_longs[] = { "ext-diff", "textconv", NULL };
 
 static const struct git_subcommand git_subcommands[] = {
-	{"status add rm mv commit restore switch checkout reset branch tag stash merge cherry-pick revert "
-	 "clean worktree notes show-ref for-each-ref merge-base rev-parse rev-list ls-files ls-tree cat-file "
-	 "describe remote apply am format-patch count-objects fsck gc reflog version var symbolic-ref "
-	 "update-ref hash-object mktree write-tree read-tree check-ignore check-attr name-rev", "", none},
-	{"log show diff diff-tree diff-files diff-index whatchanged range-diff blame annotate shortlog", "",
-	 git_diff_longs},
-	{"fetch pull", "", git_fetch_longs},
-	{"clone", "uc", git_clone_longs},
-	{"init", "", git_init_longs},
-	{"ls-remote", "u", git_ls_remote_longs},
-	{"push", "", git_push_longs},
-	{"archive", "", git_archive_longs},
-	{"rebase", "x", git_rebase_longs},
-	{"grep", "O", git_grep_longs},
+	{ "status add rm mv commit restore switch checkout reset branch tag stash merge cherry-pick revert "
+	  "clean worktree notes show-ref for-each-ref merge-base rev-parse rev-list ls-files ls-tree cat-file "
+	  "describe remote apply am format-patch count-objects fsck gc reflog version var symbolic-ref "
+	  "update-ref hash-object mktree write-tree read-tree check-ignore check-attr name-rev",
+	  "", none },
+	{ "log show diff diff-tree diff-files diff-index whatchanged range-diff blame annotate shortlog", "",
+	  git_diff_longs },
+	{ "fetch pull", "", git_fetch_longs },
+	{ "clone", "uc", git_clone_longs },
+	{ "init", "", git_init_longs },
+	{ "ls-remote", "u", git_ls_remote_longs },
+	{ "push", "", git_push_longs },
+	{ "archive", "", git_archive_longs },
+	{ "rebase", "x", git_rebase_longs },
+	{ "grep", "O", git_grep_longs },
 };
 
 /* Global options of git that run nothing; 1 when argv[*i] is one (advancing past its value). */
 static int git_harmless_global(const char *const *argv, size_t *i)
 {
-	static const char *const flags[] = {"--no-pager", "-P", "--bare", "--no-replace-objects",
-					    "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs",
-					    "--icase-pathspecs", "--no-optional-locks", "--version", NULL};
-	static const char *const valued[] = {"-C", "--git-dir", "--work-tree", "--namespace", NULL};
+	static const char *const flags[] = { "--no-pager",
+					     "-P",
+					     "--bare",
+					     "--no-replace-objects",
+					     "--literal-pathspecs",
+					     "--glob-pathspecs",
+					     "--noglob-pathspecs",
+					     "--icase-pathspecs",
+					     "--no-optional-locks",
+					     "--version",
+					     NULL };
+	static const char *const valued[] = { "-C", "--git-dir", "--work-tree", "--namespace", NULL };
 	const char *a = argv[*i];
 	if (is_word(a, flags)) {
 		(*i)++;
@@ -241,8 +254,9 @@ static int git_harmless_global(const char *const *argv, size_t *i)
 
 static int git_config_reads_only(const char *const *argv)
 {
-	static const char *const reading[] = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list",
-					      "-l", "get", "list", NULL};
+	static const char *const reading[] = { "--get",	 "--get-all", "--get-regexp", "--get-urlmatch",
+					       "--list", "-l",	      "get",	      "list",
+					       NULL };
 	for (size_t i = 1; argv[i]; i++)
 		if (is_word(argv[i], reading))
 			return 1;
@@ -255,7 +269,8 @@ static char *git_reason(const char *const *argv)
 	while (argv[i] && argv[i][0] == '-')
 		if (!git_harmless_global(argv, &i))
 			return xasprintf("git %s: a global option that runs code (-c, --config-env, "
-					 "--exec-path, -p) or is not recognised", argv[i]);
+					 "--exec-path, -p) or is not recognised",
+					 argv[i]);
 	const char *sub = argv[i];
 	if (!sub)
 		return NULL;
@@ -277,14 +292,15 @@ static char *git_reason(const char *const *argv)
 		return NULL;
 	}
 	return xasprintf("git %s: not a git command known to run no other program (an alias or an "
-			 "external git-%s could run anything)", sub, sub);
+			 "external git-%s could run anything)",
+			 sub, sub);
 }
 
 /* ---- awk ------------------------------------------------------------------------------------- */
 
 static char *awk_reason(const char *prog, const char *const *argv)
 {
-	static const char *const longs[] = {"file", "exec", "include", "load", NULL};
+	static const char *const longs[] = { "file", "exec", "include", "load", NULL };
 	for (size_t i = 1; argv[i]; i++) {
 		const char *a = argv[i];
 		if (strstr(a, "system") || strchr(a, '|') || strchr(a, '@'))
@@ -308,7 +324,7 @@ static const char *skip_bracket(const char *p)
 		q++;
 	while (*q && *q != ']') {
 		if (*q == '[' && q[1] && strchr(":.=", q[1])) {
-			char close[3] = {q[1], ']', '\0'};
+			char close[3] = { q[1], ']', '\0' };
 			q = strstr(q + 2, close);
 			if (!q)
 				return NULL;
@@ -345,7 +361,11 @@ static const char *skip_delimited(const char *p, char delim, int is_regex)
 	return NULL;
 }
 
-static int usable_delimiter(char c) { return c && c != '\n' && c != '\\' && c != '[' && c != ']' && !(c >= '0' && c <= '9') && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
+static int usable_delimiter(char c)
+{
+	return c && c != '\n' && c != '\\' && c != '[' && c != ']' && !(c >= '0' && c <= '9') &&
+	       !((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
 
 static const char *skip_one_address(const char *p)
 {
@@ -470,14 +490,21 @@ static char *sed_script_reason(const char *prog, const char *script)
 	if (!r)
 		return NULL;
 	return xasprintf(r > 0 ? "%s script runs a command (the e command or the s///e flag)"
-			       : "%s script could not be parsed to rule out the e command", prog);
+			       : "%s script could not be parsed to rule out the e command",
+			 prog);
 }
 
 static char *sed_reason(const char *prog, const char *const *argv)
 {
-	static const char *const flags[] = {"-n", "-E", "-r", "-s", "-z", "-u", "--posix", "--debug", "--sandbox",
-					    "--follow-symlinks", "--quiet", "--silent", "--null-data",
-					    "--regexp-extended", "--separate", "--unbuffered", NULL};
+	static const char *const flags[] = { "-n",	    "-E",
+					     "-r",	    "-s",
+					     "-z",	    "-u",
+					     "--posix",	    "--debug",
+					     "--sandbox",   "--follow-symlinks",
+					     "--quiet",	    "--silent",
+					     "--null-data", "--regexp-extended",
+					     "--separate",  "--unbuffered",
+					     NULL };
 	int have_script = 0;
 	for (size_t i = 1; argv[i]; i++) {
 		const char *a = argv[i], *script = NULL;
@@ -500,7 +527,8 @@ static char *sed_reason(const char *prog, const char *const *argv)
 			continue;
 		} else if (a[0] == '-' && a[1]) {
 			return xasprintf("%s %s: an option not recognised (bundles and abbreviations are not "
-					 "parsed here)", prog, a);
+					 "parsed here)",
+					 prog, a);
 		} else if (!have_script) {
 			script = a;
 		}
@@ -516,8 +544,8 @@ static char *sed_reason(const char *prog, const char *const *argv)
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
-char *appr_code_running(const char *word_base, const char *resolved_base, const char *const *argv,
-			int expands, int *always)
+char *appr_code_running(const char *word_base, const char *resolved_base, const char *const *argv, int expands,
+			int *always)
 {
 	*always = 0;
 	const struct program *p = lookup_one(resolved_base);
@@ -530,7 +558,8 @@ char *appr_code_running(const char *word_base, const char *resolved_base, const 
 		return NULL;
 	if (expands)
 		return xasprintf("%s with arguments the shell expands (glob, brace, ~): they could become "
-				 "options that run code", prog);
+				 "options that run code",
+				 prog);
 	switch (p->kind) {
 	case KIND_ALWAYS:
 		*always = 1;
@@ -633,8 +662,8 @@ static const char *next_token(const char *p, struct strbuf *tok)
 	return p;
 }
 
-int appr_argv_pattern_match(const char *pattern, const char *resolved, const char *const *argv,
-			    const char *home, int *trailing)
+int appr_argv_pattern_match(const char *pattern, const char *resolved, const char *const *argv, const char *home,
+			    int *trailing)
 {
 	struct strbuf tok = STRBUF_INIT;
 	*trailing = 0;

@@ -36,8 +36,8 @@
 #include "err.h"
 
 /* NULL, or a reason (caller frees) — see the contract. */
-char *appr_code_running(const char *word_base, const char *resolved_base, const char *const *argv,
-			int expands, int *always);
+char *appr_code_running(const char *word_base, const char *resolved_base, const char *const *argv, int expands,
+			int *always);
 
 /* 1 when either name is git (its family). */
 int appr_is_git(const char *word_base, const char *resolved_base);
@@ -45,7 +45,7 @@ int appr_is_git(const char *word_base, const char *resolved_base);
 /* 1 when pattern contains an argument part (an unescaped space). */
 int appr_pattern_has_argv(const char *pattern);
 /* 1 when the argv pattern matches resolved + argv[1…]; *trailing: the match used a final `*`. */
-int appr_argv_pattern_match(const char *pattern, const char *resolved, const char *const *argv,
-			    const char *home, int *trailing);
+int appr_argv_pattern_match(const char *pattern, const char *resolved, const char *const *argv, const char *home,
+			    int *trailing);
 
 #endif

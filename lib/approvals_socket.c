@@ -19,9 +19,12 @@
 #include "strbuf.h"
 #include "banned.h"
 
-static const char *const answer_names[] = {"allow-once", "allow-always", "deny"};
+static const char *const answer_names[] = { "allow-once", "allow-always", "deny" };
 
-const char *appr_answer_name(enum appr_answer a) { return answer_names[a]; }
+const char *appr_answer_name(enum appr_answer a)
+{
+	return answer_names[a];
+}
 
 int appr_answer_parse(const char *s)
 {
@@ -63,8 +66,8 @@ json_t *appr_request_object(const struct appr_ask_request *r)
 		}
 		json_array_append_new(argv, word);
 	}
-	json_t *o = json_pack("{s:o,s:s,s:s,s:s?}", "argv", argv, "cwd", r->cwd, "agentId", r->agent,
-			      "resolvedPath", r->resolved);
+	json_t *o = json_pack("{s:o,s:s,s:s,s:s?}", "argv", argv, "cwd", r->cwd, "agentId", r->agent, "resolvedPath",
+			      r->resolved);
 	if (o && r->executables)
 		json_object_set(o, "executables", r->executables);
 	if (o && r->allow_always)
@@ -81,8 +84,7 @@ static void hmac_hex(const char *token, const char *msg, size_t len, char hex_ou
 	crypto_hex(mac, sizeof(mac), hex_out);
 }
 
-void appr_request_hmac(const char *token, const char *nonce, long long ts, const json_t *request,
-		       char hex_out[65])
+void appr_request_hmac(const char *token, const char *nonce, long long ts, const json_t *request, char hex_out[65])
 {
 	char *canonical = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
 	struct strbuf msg = STRBUF_INIT;
@@ -92,8 +94,7 @@ void appr_request_hmac(const char *token, const char *nonce, long long ts, const
 	strbuf_release(&msg);
 }
 
-static void decision_hmac(const char *token, const char *nonce, const char *id, const char *decision,
-			  char hex_out[65])
+static void decision_hmac(const char *token, const char *nonce, const char *id, const char *decision, char hex_out[65])
 {
 	struct strbuf msg = STRBUF_INIT;
 	strbuf_addf(&msg, "decision:%s:%s:%s", nonce, id, decision);
@@ -101,13 +102,12 @@ static void decision_hmac(const char *token, const char *nonce, const char *id, 
 	strbuf_release(&msg);
 }
 
-json_t *appr_request_envelope(const char *token, const char *id, const char *nonce, long long ts,
-			      json_t *request)
+json_t *appr_request_envelope(const char *token, const char *id, const char *nonce, long long ts, json_t *request)
 {
 	char mac[65];
 	appr_request_hmac(token, nonce, ts, request, mac);
-	return json_pack("{s:s,s:s,s:s,s:I,s:s,s:o}", "type", "request", "id", id, "nonce", nonce,
-			 "ts", (json_int_t)ts, "hmac", mac, "request", request);
+	return json_pack("{s:s,s:s,s:s,s:I,s:s,s:o}", "type", "request", "id", id, "nonce", nonce, "ts", (json_int_t)ts,
+			 "hmac", mac, "request", request);
 }
 
 json_t *appr_executables_json(const struct appr_analysis *a)
@@ -122,9 +122,9 @@ json_t *appr_executables_json(const struct appr_analysis *a)
 		else
 			snprintf(owner, sizeof(owner), "%u", (unsigned)id->uid);
 		snprintf(mode, sizeof(mode), "%04o", (unsigned)(id->mode & 07777));
-		json_array_append_new(out, json_pack("{s:s%,s:s,s:s,s:s}", "path", a->exes[i].path,
-						     strlen(a->exes[i].path), "owner", owner, "mode", mode, "sha256",
-						     id->sha256));
+		json_array_append_new(out,
+				      json_pack("{s:s%,s:s,s:s,s:s}", "path", a->exes[i].path, strlen(a->exes[i].path),
+						"owner", owner, "mode", mode, "sha256", id->sha256));
 	}
 	return out;
 }
@@ -136,7 +136,8 @@ int appr_executables_check(const json_t *exes, struct err *e)
 	if (!json_is_array(exes) || json_array_size(exes) > APPR_EXECUTABLES_MAX)
 		return err_set(e, E_INVALID_PAYLOAD, "executables must be an array of at most %d entries",
 			       APPR_EXECUTABLES_MAX);
-	json_array_foreach(exes, i, v) {
+	json_array_foreach(exes, i, v)
+	{
 		if (!json_is_object(v) || json_object_size(v) != 4 || !json_get_str(v, "path") ||
 		    !json_get_str(v, "owner") || !json_get_str(v, "mode") || !json_get_str(v, "sha256"))
 			return err_set(e, E_INVALID_PAYLOAD,
@@ -193,13 +194,15 @@ void appr_format_argv(const json_t *argv, struct strbuf *out)
 {
 	size_t i;
 	json_t *w;
-	json_array_foreach(argv, i, w) {
+	json_array_foreach(argv, i, w)
+	{
 		const char *s = json_string_value(w);
 		if (i)
 			strbuf_addch(out, ' ');
 		struct strbuf q = STRBUF_INIT;
-		if (s && *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-					 "/._-=:,+@%") == strlen(s))
+		if (s && *s &&
+		    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			      "/._-=:,+@%") == strlen(s))
 			strbuf_addstr(&q, s);
 		else
 			strbuf_add_shell_quoted(&q, s ? s : "");
@@ -212,7 +215,7 @@ void appr_format_argv(const json_t *argv, struct strbuf *out)
 
 static int connect_socket(const char *path, struct err *e)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return err_set(e, E_NOT_FOUND, "socket path %s is too long", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -230,8 +233,8 @@ static int connect_socket(const char *path, struct err *e)
 	socklen_t len = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid()) {
 		close(fd);
-		return err_set(e, E_PERMISSION_DENIED, "the approval socket %s is not served by uid %u",
-			       path, (unsigned)geteuid());
+		return err_set(e, E_PERMISSION_DENIED, "the approval socket %s is not served by uid %u", path,
+			       (unsigned)geteuid());
 	}
 	return fd;
 }
@@ -243,7 +246,7 @@ static int wait_fd(int fd, short events, long long deadline, struct err *e)
 		long long left = deadline - now_ms(CLOCK_MONOTONIC);
 		if (left <= 0)
 			return err_set(e, E_TIMEOUT, "no answer from the approval UI in time");
-		struct pollfd p = {.fd = fd, .events = events};
+		struct pollfd p = { .fd = fd, .events = events };
 		int n = poll(&p, 1, (int)(left > 1000000 ? 1000000 : left));
 		if (n > 0)
 			return 0;
@@ -322,8 +325,8 @@ static int parse_reply(const char *token, const char *id, const char *nonce, con
 	return 0;
 }
 
-int appr_ask(const char *socket_path, const char *token, const struct appr_ask_request *r,
-	     int timeout_ms, enum appr_answer *answer, struct err *e)
+int appr_ask(const char *socket_path, const char *token, const struct appr_ask_request *r, int timeout_ms,
+	     enum appr_answer *answer, struct err *e)
 {
 	long long deadline = now_ms(CLOCK_MONOTONIC) + timeout_ms;
 	int fd = connect_socket(socket_path, e);
@@ -388,7 +391,7 @@ struct server {
 	struct conn *conns[APPR_MAX_CONNECTIONS];
 	struct rate *rates; /* per peer uid */
 	size_t nrates;
-	struct rate total;  /* every connection, whoever it is from */
+	struct rate total; /* every connection, whoever it is from */
 	struct nonce_seen *nonces;
 	size_t nnonces;
 	long long seq;
@@ -425,8 +428,8 @@ static void reply_error(struct server *s, int fd, const char *id, const char *co
 	va_start(ap, fmt);
 	strbuf_vaddf(&msg, fmt, ap);
 	va_end(ap);
-	reply(fd, json_pack("{s:s,s:s?,s:{s:s,s:s}}", "type", "error", "id", id, "error", "code", code,
-			    "message", msg.buf));
+	reply(fd, json_pack("{s:s,s:s?,s:{s:s,s:s}}", "type", "error", "id", id, "error", "code", code, "message",
+			    msg.buf));
 	if (s->ops->note) {
 		struct strbuf note = STRBUF_INIT;
 		strbuf_addf(&note, "refused a request: %s: %s", code, msg.buf);
@@ -476,7 +479,7 @@ static int rate_allows(struct server *s, uid_t uid)
 		if (s->rates[i].uid == uid)
 			return rate_count(&s->rates[i], now, APPR_RATE_LIMIT) && total_ok;
 	s->rates = xrealloc(s->rates, (s->nrates + 1) * sizeof(*s->rates));
-	s->rates[s->nrates++] = (struct rate){uid, now, 1};
+	s->rates[s->nrates++] = (struct rate){ uid, now, 1 };
 	return total_ok;
 }
 
@@ -499,8 +502,8 @@ static void accept_one(struct server *s)
 		return;
 	}
 	if (cred.uid != geteuid()) {
-		reply_error(s, fd, NULL, "UID_MISMATCH", "peer uid %u is not the server's uid %u",
-			    (unsigned)cred.uid, (unsigned)geteuid());
+		reply_error(s, fd, NULL, "UID_MISMATCH", "peer uid %u is not the server's uid %u", (unsigned)cred.uid,
+			    (unsigned)geteuid());
 		close(fd);
 		return;
 	}
@@ -521,7 +524,10 @@ static void accept_one(struct server *s)
 	s->conns[slot] = c;
 }
 
-static int is_hex(const char *s, size_t n) { return strlen(s) == n && strspn(s, "0123456789abcdef") == n; }
+static int is_hex(const char *s, size_t n)
+{
+	return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
+}
 
 /* executables [{path, owner, mode, sha256}], allowAlways [patterns], allowAlwaysRefused (all optional). */
 static int check_request_extras(const json_t *r, struct err *e)
@@ -533,7 +539,8 @@ static int check_request_extras(const json_t *r, struct err *e)
 		return err_prefix(e, "request"), -1;
 	if (always && !json_is_array(always))
 		return err_set(e, E_INVALID_PAYLOAD, "request.allowAlways must be an array of patterns");
-	json_array_foreach(always, i, v) {
+	json_array_foreach(always, i, v)
+	{
 		if (!json_is_string(v))
 			return err_set(e, E_INVALID_PAYLOAD, "request.allowAlways.%zu must be a string", i);
 	}
@@ -546,22 +553,24 @@ static int check_request_extras(const json_t *r, struct err *e)
 static int check_shape(const json_t *j, const char **code, struct err *e)
 {
 	*code = "INVALID_REQUEST";
-	static const char *const keys[] = {"type", "id", "nonce", "ts", "hmac", "request", NULL};
-	static const char *const rkeys[] = {"argv", "cwd", "agentId", "resolvedPath", "executables",
-					    "allowAlways", "allowAlwaysRefused", NULL};
+	static const char *const keys[] = { "type", "id", "nonce", "ts", "hmac", "request", NULL };
+	static const char *const rkeys[] = {
+		"argv", "cwd", "agentId", "resolvedPath", "executables", "allowAlways", "allowAlwaysRefused", NULL
+	};
 	if (!json_is_object(j))
 		return err_set(e, E_INVALID_PAYLOAD, "the request is not a JSON object");
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)j, k, v) {
+	json_object_foreach((json_t *)j, k, v)
+	{
 		size_t i = 0;
 		while (keys[i] && strcmp(keys[i], k))
 			i++;
 		if (!keys[i])
 			return err_set(e, E_INVALID_PAYLOAD, "unknown field %s", k);
 	}
-	const char *type = json_get_str(j, "type"), *id = json_get_str(j, "id"),
-		   *nonce = json_get_str(j, "nonce"), *mac = json_get_str(j, "hmac");
+	const char *type = json_get_str(j, "type"), *id = json_get_str(j, "id"), *nonce = json_get_str(j, "nonce"),
+		   *mac = json_get_str(j, "hmac");
 	if (!type || strcmp(type, "request"))
 		return err_set(e, E_INVALID_PAYLOAD, "type must be \"request\"");
 	if (!id || !*id || strlen(id) > 128)
@@ -575,7 +584,8 @@ static int check_shape(const json_t *j, const char **code, struct err *e)
 	json_t *r = json_object_get(j, "request");
 	if (!json_is_object(r))
 		return err_set(e, E_INVALID_PAYLOAD, "request must be an object");
-	json_object_foreach(r, k, v) {
+	json_object_foreach(r, k, v)
+	{
 		size_t i = 0;
 		while (rkeys[i] && strcmp(rkeys[i], k))
 			i++;
@@ -586,7 +596,8 @@ static int check_shape(const json_t *j, const char **code, struct err *e)
 	if (!json_is_array(argv) || json_array_size(argv) == 0)
 		return err_set(e, E_INVALID_PAYLOAD, "request.argv must be a non-empty array");
 	size_t i;
-	json_array_foreach(argv, i, v) {
+	json_array_foreach(argv, i, v)
+	{
 		if (!json_is_string(v))
 			return err_set(e, E_INVALID_PAYLOAD, "request.argv.%zu must be a string", i);
 	}
@@ -614,7 +625,7 @@ static int nonce_replayed(struct server *s, const char *nonce, long long ts)
 		if (!strcmp(s->nonces[i].nonce, nonce))
 			return 1;
 	s->nonces = xrealloc(s->nonces, (s->nnonces + 1) * sizeof(*s->nonces));
-	s->nonces[s->nnonces++] = (struct nonce_seen){xstrdup(nonce), ts};
+	s->nonces[s->nnonces++] = (struct nonce_seen){ xstrdup(nonce), ts };
 	return 0;
 }
 
@@ -639,8 +650,8 @@ static int accept_request(struct server *s, struct conn *c)
 	}
 	long long now = now_ms(CLOCK_REALTIME) / 1000;
 	if (ts > now + APPR_MAX_SKEW_S || ts < now - APPR_MAX_SKEW_S) {
-		reply_error(s, c->fd, id, "EXPIRED", "ts %lld is more than %d s from now (%lld)", ts,
-			    APPR_MAX_SKEW_S, now);
+		reply_error(s, c->fd, id, "EXPIRED", "ts %lld is more than %d s from now (%lld)", ts, APPR_MAX_SKEW_S,
+			    now);
 		return -1;
 	}
 	if (nonce_replayed(s, nonce, ts)) {
@@ -676,8 +687,7 @@ static int read_request(struct server *s, struct conn *c)
 			return accept_request(s, c);
 		}
 		if (c->in.len > APPR_REQUEST_MAX) {
-			reply_error(s, c->fd, NULL, "TOO_LARGE", "requests are limited to %d bytes",
-				    APPR_REQUEST_MAX);
+			reply_error(s, c->fd, NULL, "TOO_LARGE", "requests are limited to %d bytes", APPR_REQUEST_MAX);
 			return -1;
 		}
 	}
@@ -718,8 +728,8 @@ static void answer_shown(struct server *s, enum appr_answer a)
 		s->ops->answered(s->ops->arg, c->request, &a);
 	char mac[65];
 	decision_hmac(s->token, c->nonce, c->id, appr_answer_name(a), mac);
-	reply(c->fd, json_pack("{s:s,s:s,s:s,s:s}", "type", "decision", "id", c->id, "decision",
-			       appr_answer_name(a), "hmac", mac));
+	reply(c->fd, json_pack("{s:s,s:s,s:s,s:s}", "type", "decision", "id", c->id, "decision", appr_answer_name(a),
+			       "hmac", mac));
 	for (size_t i = 0; i < APPR_MAX_CONNECTIONS; i++)
 		if (s->conns[i] == c)
 			conn_free(s, i);
@@ -737,8 +747,7 @@ static void read_ui(struct server *s)
 		s->ui_fd = -1;
 		for (size_t i = 0; i < APPR_MAX_CONNECTIONS; i++)
 			if (s->conns[i] && s->conns[i]->state == CONN_QUEUED) {
-				reply_error(s, s->conns[i]->fd, s->conns[i]->id, "UNAVAILABLE",
-					    "the UI went away");
+				reply_error(s, s->conns[i]->fd, s->conns[i]->id, "UNAVAILABLE", "the UI went away");
 				conn_free(s, i);
 			}
 		return;
@@ -771,7 +780,7 @@ static void read_ui(struct server *s)
 
 static int bind_socket(const char *path, struct err *e)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return err_set(e, E_CONFIG, "socket path %s is too long", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
@@ -782,8 +791,8 @@ static int bind_socket(const char *path, struct err *e)
 		return err_errno(e, errno, "stat %s", dir);
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
 		return err_set(e, E_PERMISSION_DENIED,
-			       "the socket directory %s must be a directory owned by uid %u with mode 0700",
-			       dir, (unsigned)geteuid());
+			       "the socket directory %s must be a directory owned by uid %u with mode 0700", dir,
+			       (unsigned)geteuid());
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return err_set(e, E_ALREADY_EXISTS, "%s exists and is not a socket", path);
@@ -864,10 +873,9 @@ static void serve_events(struct server *s, struct pollfd *p, struct conn **who, 
 	}
 }
 
-int appr_serve(const char *socket_path, const char *token, int ui_fd,
-	       const struct appr_server_ops *ops, struct err *e)
+int appr_serve(const char *socket_path, const char *token, int ui_fd, const struct appr_server_ops *ops, struct err *e)
 {
-	struct server s = {.token = token, .ui_fd = ui_fd, .ops = ops, .listen_fd = -1};
+	struct server s = { .token = token, .ui_fd = ui_fd, .ops = ops, .listen_fd = -1 };
 	strbuf_init(&s.ui_in, 0);
 	s.listen_fd = bind_socket(socket_path, e);
 	if (s.listen_fd < 0) {
@@ -876,22 +884,22 @@ int appr_serve(const char *socket_path, const char *token, int ui_fd,
 	}
 	if (ops->ready)
 		ops->ready(ops->arg, socket_path);
-	struct sigaction sa = {.sa_handler = on_stop_signal}, old_int, old_term;
+	struct sigaction sa = { .sa_handler = on_stop_signal }, old_int, old_term;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	stop_requested = 0;
 	while (!stop_requested) {
 		struct pollfd p[2 + APPR_MAX_CONNECTIONS];
-		struct conn *who[2 + APPR_MAX_CONNECTIONS] = {0};
+		struct conn *who[2 + APPR_MAX_CONNECTIONS] = { 0 };
 		size_t n = 2;
-		p[0] = (struct pollfd){.fd = s.listen_fd, .events = POLLIN};
-		p[1] = (struct pollfd){.fd = s.ui_fd, .events = POLLIN};
+		p[0] = (struct pollfd){ .fd = s.listen_fd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = s.ui_fd, .events = POLLIN };
 		for (size_t i = 0; i < APPR_MAX_CONNECTIONS; i++)
 			if (s.conns[i]) {
 				who[n] = s.conns[i];
-				p[n++] = (struct pollfd){
-					.fd = s.conns[i]->fd,
-					.events = s.conns[i]->state == CONN_READING ? POLLIN : POLLRDHUP};
+				p[n++] = (struct pollfd){ .fd = s.conns[i]->fd,
+							  .events = s.conns[i]->state == CONN_READING ? POLLIN
+												      : POLLRDHUP };
 			}
 		int rc = poll(p, n, 250);
 		if (rc < 0 && errno != EINTR) {

@@ -46,11 +46,11 @@
 #include "err.h"
 #include "strbuf.h"
 
-#define APPR_REQUEST_MAX (256 * 1024)
-#define APPR_MAX_SKEW_S 10
-#define APPR_RATE_LIMIT 20
-#define APPR_RATE_TOTAL 60
-#define APPR_RATE_WINDOW_MS 10000
+#define APPR_REQUEST_MAX     (256 * 1024)
+#define APPR_MAX_SKEW_S	     10
+#define APPR_RATE_LIMIT	     20
+#define APPR_RATE_TOTAL	     60
+#define APPR_RATE_WINDOW_MS  10000
 #define APPR_MAX_CONNECTIONS 64
 #define APPR_READ_TIMEOUT_MS 5000
 #define APPR_EXECUTABLES_MAX 64
@@ -65,9 +65,9 @@ struct appr_ask_request {
 	const char *const *argv;
 	const char *cwd;
 	const char *agent;
-	const char *resolved; /* may be NULL */
-	json_t *executables;  /* may be NULL: [{path, owner, mode, sha256}] */
-	json_t *allow_always; /* may be NULL: the patterns allow-always records */
+	const char *resolved;		  /* may be NULL */
+	json_t *executables;		  /* may be NULL: [{path, owner, mode, sha256}] */
+	json_t *allow_always;		  /* may be NULL: the patterns allow-always records */
 	const char *allow_always_refused; /* may be NULL */
 };
 
@@ -75,14 +75,13 @@ struct appr_ask_request {
  * envelope. */
 json_t *appr_request_object(const struct appr_ask_request *r);
 /* hex_out gets 64 hex digits + NUL. */
-void appr_request_hmac(const char *token, const char *nonce, long long ts, const json_t *request,
-		       char hex_out[65]);
+void appr_request_hmac(const char *token, const char *nonce, long long ts, const json_t *request, char hex_out[65]);
 json_t *appr_request_envelope(const char *token, const char *id, const char *nonce, long long ts,
 			      json_t *request /* reference stolen */);
 
 /* Asks the UI behind socket_path; 0 with *answer, or -1 (see the contract). */
-int appr_ask(const char *socket_path, const char *token, const struct appr_ask_request *r,
-	     int timeout_ms, enum appr_answer *answer, struct err *e);
+int appr_ask(const char *socket_path, const char *token, const struct appr_ask_request *r, int timeout_ms,
+	     enum appr_answer *answer, struct err *e);
 
 /* Terminal-safe display of an argv: shell-quoted words, control characters as \xNN, C1 controls, bidi
  * embeddings/overrides/isolates (U+202A–202E, U+2066–2069), marks and invisible characters as \u{XXXX}. */
@@ -109,7 +108,6 @@ struct appr_server_ops {
 
 /* Serves until SIGINT/SIGTERM (then 0) or a fatal error (-1). ui_fd: where answers are read
  * (lines, see appr_answer_parse); at its EOF, or when -1, requests are answered UNAVAILABLE. */
-int appr_serve(const char *socket_path, const char *token, int ui_fd,
-	       const struct appr_server_ops *ops, struct err *e);
+int appr_serve(const char *socket_path, const char *token, int ui_fd, const struct appr_server_ops *ops, struct err *e);
 
 #endif

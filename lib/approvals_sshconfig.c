@@ -10,10 +10,13 @@
 #include "strbuf.h"
 #include "banned.h"
 
-static const char *const command_keywords[] = {"proxycommand", "localcommand", "knownhostscommand",
-					       "pkcs11provider", "securitykeyprovider"};
+static const char *const command_keywords[] = { "proxycommand", "localcommand", "knownhostscommand", "pkcs11provider",
+						"securitykeyprovider" };
 
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
+static int is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
 
 /* The keyword of a config line (lower-cased into kw) and where its value starts. */
 static const char *split_line(const char *line, char *kw, size_t size)
@@ -62,8 +65,9 @@ static char *scan_includes(const char *value, const char *ssh_dir, int depth)
 		if (!n)
 			break;
 		char *word = xstrndup(p, n);
-		char *pattern = word[0] == '/' ? xstrdup(word) : word[0] == '~' ? xasprintf("%s/..%s", ssh_dir, word + 1)
-											  : xasprintf("%s/%s", ssh_dir, word);
+		char *pattern = word[0] == '/'	 ? xstrdup(word)
+				: word[0] == '~' ? xasprintf("%s/..%s", ssh_dir, word + 1)
+						 : xasprintf("%s/%s", ssh_dir, word);
 		glob_t g;
 		if (glob(pattern, 0, NULL, &g) == 0) {
 			for (size_t i = 0; i < g.gl_pathc && !reason; i++)
@@ -95,13 +99,15 @@ static char *scan_file(const char *path, int depth)
 			continue;
 		}
 		if (!strcmp(kw, "match") && match_has_exec(value)) {
-			reason = xasprintf("%s:%d: Match exec runs a command (the caller can write this file)", path, lineno);
+			reason = xasprintf("%s:%d: Match exec runs a command (the caller can write this file)", path,
+					   lineno);
 			continue;
 		}
 		for (size_t i = 0; i < ARRAY_SIZE(command_keywords) && !reason; i++)
 			if (!strcmp(kw, command_keywords[i]) && strncasecmp(value, "none", 4))
 				reason = xasprintf("%s:%d: %s names a program ssh would run (the caller can write this "
-						   "file)", path, lineno, kw);
+						   "file)",
+						   path, lineno, kw);
 	}
 	fclose(f);
 	return reason;
@@ -118,9 +124,9 @@ char *appr_ssh_config_code(void)
 
 int appr_uses_ssh(const char *word_base, const char *resolved_base, const char *const *argv)
 {
-	static const char *const ssh_programs[] = {"ssh", "scp", "sftp", "rsync"};
-	static const char *const git_remote[] = {"fetch", "pull", "push", "clone", "ls-remote", "archive", "remote",
-						 "submodule"};
+	static const char *const ssh_programs[] = { "ssh", "scp", "sftp", "rsync" };
+	static const char *const git_remote[] = { "fetch",     "pull",	  "push",   "clone",
+						  "ls-remote", "archive", "remote", "submodule" };
 	for (size_t i = 0; i < ARRAY_SIZE(ssh_programs); i++)
 		if (!strcmp(word_base, ssh_programs[i]) || !strcmp(resolved_base, ssh_programs[i]))
 			return 1;
@@ -129,7 +135,10 @@ int appr_uses_ssh(const char *word_base, const char *resolved_base, const char *
 	size_t i = 1;
 	while (argv[i] && argv[i][0] == '-')
 		i += (!strcmp(argv[i], "-C") || !strcmp(argv[i], "--git-dir") || !strcmp(argv[i], "--work-tree") ||
-		      !strcmp(argv[i], "--namespace")) && argv[i + 1] ? 2 : 1;
+		      !strcmp(argv[i], "--namespace")) &&
+				     argv[i + 1]
+			     ? 2
+			     : 1;
 	for (size_t k = 0; argv[i] && k < ARRAY_SIZE(git_remote); k++)
 		if (!strcmp(argv[i], git_remote[k]))
 			return 1;

@@ -15,8 +15,7 @@
 #include "strbuf.h"
 #include "banned.h"
 
-const struct appr_levels appr_builtin_defaults = {APPR_SECURITY_DENY, APPR_ASK_ON_MISS,
-						  APPR_SECURITY_DENY};
+const struct appr_levels appr_builtin_defaults = { APPR_SECURITY_DENY, APPR_ASK_ON_MISS, APPR_SECURITY_DENY };
 
 /* ---- validation ------------------------------------------------------------------------------ */
 
@@ -37,7 +36,8 @@ static int only_keys(const json_t *obj, const char *path, const char *const *key
 {
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)obj, k, v) {
+	json_object_foreach((json_t *)obj, k, v)
+	{
 		size_t i = 0;
 		while (keys[i] && strcmp(keys[i], k))
 			i++;
@@ -47,8 +47,7 @@ static int only_keys(const json_t *obj, const char *path, const char *const *key
 	return 0;
 }
 
-static int check_level(const json_t *obj, const char *path, const char *field, int security,
-		       struct err *e)
+static int check_level(const json_t *obj, const char *path, const char *field, int security, struct err *e)
 {
 	json_t *v = json_object_get(obj, field);
 	if (!v)
@@ -74,8 +73,7 @@ static int check_levels(const json_t *obj, const char *path, struct err *e)
 	return 0;
 }
 
-static int check_optional_string(const json_t *obj, const char *path, const char *field,
-				 struct err *e)
+static int check_optional_string(const json_t *obj, const char *path, const char *field, struct err *e)
 {
 	json_t *v = json_object_get(obj, field);
 	if (!v || json_is_null(v) || json_is_string(v))
@@ -85,8 +83,9 @@ static int check_optional_string(const json_t *obj, const char *path, const char
 
 static int check_entry(const json_t *entry, const char *path, struct err *e)
 {
-	static const char *const keys[] = {"id", "pattern", "lastUsedAt", "lastUsedCommand",
-					   "lastResolvedPath", NULL};
+	static const char *const keys[] = {
+		"id", "pattern", "lastUsedAt", "lastUsedCommand", "lastResolvedPath", NULL
+	};
 	if (!json_is_object(entry))
 		return bad(e, path, "must be an object");
 	if (only_keys(entry, path, keys, e) < 0)
@@ -111,7 +110,7 @@ static int check_entry(const json_t *entry, const char *path, struct err *e)
 
 static int check_agent(const char *id, const json_t *agent, struct err *e)
 {
-	static const char *const keys[] = {"security", "ask", "askFallback", "allowlist", NULL};
+	static const char *const keys[] = { "security", "ask", "askFallback", "allowlist", NULL };
 	_cleanup_free_ char *path = xasprintf("agents.%s", id);
 	_cleanup_err_ struct err ie = ERR_INIT;
 	if (appr_agent_id_check(id, &ie) < 0)
@@ -127,7 +126,8 @@ static int check_agent(const char *id, const json_t *agent, struct err *e)
 		return bad(e, path, "allowlist must be an array");
 	size_t i;
 	json_t *entry;
-	json_array_foreach(list, i, entry) {
+	json_array_foreach(list, i, entry)
+	{
 		_cleanup_free_ char *where = xasprintf("%s.allowlist.%zu", path, i);
 		if (check_entry(entry, where, e) < 0)
 			return -1;
@@ -137,14 +137,13 @@ static int check_agent(const char *id, const json_t *agent, struct err *e)
 
 static int check_socket(const json_t *sock, struct err *e)
 {
-	static const char *const keys[] = {"path", "token", NULL};
+	static const char *const keys[] = { "path", "token", NULL };
 	if (!json_is_object(sock))
 		return bad(e, "socket", "must be an object");
 	if (only_keys(sock, "socket", keys, e) < 0)
 		return -1;
 	json_t *p = json_object_get(sock, "path");
-	if (p && (!json_is_string(p) || json_string_value(p)[0] != '/' ||
-		  json_string_length(p) >= 108))
+	if (p && (!json_is_string(p) || json_string_value(p)[0] != '/' || json_string_length(p) >= 108))
 		return bad(e, "socket.path", "must be an absolute path shorter than 108 bytes");
 	json_t *t = json_object_get(sock, "token");
 	if (!t)
@@ -157,7 +156,7 @@ static int check_socket(const json_t *sock, struct err *e)
 
 int appr_store_validate(const json_t *root, struct err *e)
 {
-	static const char *const keys[] = {"version", "socket", "defaults", "agents", NULL};
+	static const char *const keys[] = { "version", "socket", "defaults", "agents", NULL };
 	if (!json_is_object(root))
 		return bad(e, "(top level)", "must be a JSON object");
 	if (only_keys(root, "", keys, e) < 0)
@@ -170,7 +169,7 @@ int appr_store_validate(const json_t *root, struct err *e)
 		return -1;
 	json_t *d = json_object_get(root, "defaults");
 	if (d) {
-		static const char *const dkeys[] = {"security", "ask", "askFallback", NULL};
+		static const char *const dkeys[] = { "security", "ask", "askFallback", NULL };
 		if (!json_is_object(d))
 			return bad(e, "defaults", "must be an object");
 		if (only_keys(d, "defaults", dkeys, e) < 0 || check_levels(d, "defaults", e) < 0)
@@ -183,7 +182,8 @@ int appr_store_validate(const json_t *root, struct err *e)
 		return bad(e, "agents", "must be an object");
 	const char *id;
 	json_t *agent;
-	json_object_foreach(agents, id, agent) {
+	json_object_foreach(agents, id, agent)
+	{
 		if (check_agent(id, agent, e) < 0)
 			return -1;
 	}
@@ -195,10 +195,8 @@ int appr_agent_id_check(const char *agent, struct err *e)
 	if (!strcmp(agent, "*"))
 		return 0;
 	size_t n = strlen(agent);
-	if (n == 0 || n > 64 ||
-	    strspn(agent, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
-		return err_set(e, E_INVALID_PAYLOAD,
-			       "agent id must be \"*\" or 1-64 characters of [A-Za-z0-9._-]");
+	if (n == 0 || n > 64 || strspn(agent, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+		return err_set(e, E_INVALID_PAYLOAD, "agent id must be \"*\" or 1-64 characters of [A-Za-z0-9._-]");
 	return 0;
 }
 
@@ -236,8 +234,8 @@ static int open_home(const char *dir, struct err *e)
 			int is_link = fstatat(fd, c, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 			close(fd);
 			if (is_link)
-				return err_set(e, E_PERMISSION_DENIED,
-					       "refusing %s: its component \"%s\" is a symlink", dir, c);
+				return err_set(e, E_PERMISSION_DENIED, "refusing %s: its component \"%s\" is a symlink",
+					       dir, c);
 			return err_errno(e, saved, "open %s (component \"%s\")", dir, c);
 		}
 		close(fd);
@@ -251,8 +249,8 @@ static int open_home(const char *dir, struct err *e)
 	}
 	if (st.st_uid != geteuid()) {
 		close(fd);
-		return err_set(e, E_PERMISSION_DENIED, "refusing %s: owned by uid %u, not %u", dir,
-			       (unsigned)st.st_uid, (unsigned)geteuid());
+		return err_set(e, E_PERMISSION_DENIED, "refusing %s: owned by uid %u, not %u", dir, (unsigned)st.st_uid,
+			       (unsigned)geteuid());
 	}
 	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0) {
 		int saved = errno;
@@ -296,7 +294,10 @@ static int read_file(int dirfd, const char *path, struct strbuf *sb, struct err 
 	return rc;
 }
 
-static json_t *new_document(void) { return json_pack("{s:i}", "version", 1); }
+static json_t *new_document(void)
+{
+	return json_pack("{s:i}", "version", 1);
+}
 
 /* Reads and validates the file under dirfd into s->root / s->hash. */
 static int load_at(struct appr_store *s, int dirfd, struct err *e)
@@ -416,8 +417,7 @@ static int write_atomically(int dirfd, const char *path, const char *text, size_
 	return 0;
 }
 
-int appr_store_update(struct appr_store *s, const char *expected_hash, appr_store_mutator fn,
-		      void *arg, struct err *e)
+int appr_store_update(struct appr_store *s, const char *expected_hash, appr_store_mutator fn, void *arg, struct err *e)
 {
 	int dirfd = open_home(s->home, e);
 	if (dirfd < 0)
@@ -429,9 +429,8 @@ int appr_store_update(struct appr_store *s, const char *expected_hash, appr_stor
 	if (load_at(s, dirfd, e) < 0)
 		goto out;
 	if (expected_hash && strcmp(expected_hash, s->hash)) {
-		retry_error(e, "%s changed since it was read (expected hash %s, now %s); re-read and retry",
-			    s->path, expected_hash[0] ? expected_hash : "(no file)",
-			    s->hash[0] ? s->hash : "(no file)");
+		retry_error(e, "%s changed since it was read (expected hash %s, now %s); re-read and retry", s->path,
+			    expected_hash[0] ? expected_hash : "(no file)", s->hash[0] ? s->hash : "(no file)");
 		goto out;
 	}
 	json_t *copy = json_deep_copy(s->root);
@@ -490,7 +489,8 @@ static void add_patterns(const json_t *agent_obj, struct strvec *out)
 {
 	size_t i;
 	json_t *entry;
-	json_array_foreach(json_object_get(agent_obj, "allowlist"), i, entry) {
+	json_array_foreach(json_object_get(agent_obj, "allowlist"), i, entry)
+	{
 		const char *p = json_get_str(entry, "pattern");
 		if (p && strvec_find(out, p) < 0)
 			strvec_push(out, p);
@@ -548,8 +548,7 @@ int appr_store_ensure_socket(json_t *root, const char *home, struct err *e)
 	return 0;
 }
 
-int appr_store_set_level(json_t *root, const char *agent, const char *field, const char *value,
-			 struct err *e)
+int appr_store_set_level(json_t *root, const char *agent, const char *field, const char *value, struct err *e)
 {
 	int security = !strcmp(field, "security") || !strcmp(field, "askFallback");
 	if (!security && strcmp(field, "ask"))
@@ -557,11 +556,10 @@ int appr_store_set_level(json_t *root, const char *agent, const char *field, con
 	if (agent && appr_agent_id_check(agent, e) < 0)
 		return -1;
 	if (value && (security ? appr_security_parse(value) : appr_ask_parse(value)) < 0)
-		return err_set(e, E_INVALID_PAYLOAD, "%s%s.%s: \"%s\" is not one of %s",
-			       agent ? "agents." : "defaults", agent ? agent : "", field, value,
+		return err_set(e, E_INVALID_PAYLOAD, "%s%s.%s: \"%s\" is not one of %s", agent ? "agents." : "defaults",
+			       agent ? agent : "", field, value,
 			       security ? "deny|allowlist|full" : "off|on-miss|always");
-	json_t *obj = agent ? object_member(object_member(root, "agents"), agent)
-			    : object_member(root, "defaults");
+	json_t *obj = agent ? object_member(object_member(root, "agents"), agent) : object_member(root, "defaults");
 	if (value)
 		json_object_set_new(obj, field, json_string(value));
 	else
@@ -569,8 +567,7 @@ int appr_store_set_level(json_t *root, const char *agent, const char *field, con
 	return 0;
 }
 
-int appr_store_allowlist_add(json_t *root, const char *agent, const char *pattern, char **id_out,
-			     struct err *e)
+int appr_store_allowlist_add(json_t *root, const char *agent, const char *pattern, char **id_out, struct err *e)
 {
 	if (appr_agent_id_check(agent, e) < 0 || appr_pattern_check(pattern, e) < 0)
 		return -1;
@@ -582,7 +579,8 @@ int appr_store_allowlist_add(json_t *root, const char *agent, const char *patter
 	}
 	size_t i;
 	json_t *entry;
-	json_array_foreach(list, i, entry) {
+	json_array_foreach(list, i, entry)
+	{
 		const char *p = json_get_str(entry, "pattern");
 		if (p && !strcmp(p, pattern)) {
 			if (id_out)
@@ -595,8 +593,8 @@ int appr_store_allowlist_add(json_t *root, const char *agent, const char *patter
 	if (crypto_random(raw, sizeof(raw), e) < 0)
 		return -1;
 	crypto_hex(raw, sizeof(raw), hex);
-	json_array_append_new(list, json_pack("{s:s,s:s,s:n,s:n,s:n}", "id", hex, "pattern", pattern,
-					      "lastUsedAt", "lastUsedCommand", "lastResolvedPath"));
+	json_array_append_new(list, json_pack("{s:s,s:s,s:n,s:n,s:n}", "id", hex, "pattern", pattern, "lastUsedAt",
+					      "lastUsedCommand", "lastResolvedPath"));
 	if (id_out)
 		*id_out = xstrdup(hex);
 	return 0;
@@ -607,7 +605,8 @@ int appr_store_allowlist_remove(json_t *root, const char *agent, const char *key
 	json_t *list = json_object_get(agent_object(root, agent), "allowlist");
 	size_t i;
 	json_t *entry;
-	json_array_foreach(list, i, entry) {
+	json_array_foreach(list, i, entry)
+	{
 		const char *id = json_get_str(entry, "id"), *p = json_get_str(entry, "pattern");
 		if ((id && !strcmp(id, key)) || (p && !strcmp(p, key))) {
 			json_array_remove(list, i);
@@ -621,7 +620,8 @@ static int touch_in(json_t *agent_obj, const char *pattern, const char *command,
 {
 	size_t i;
 	json_t *entry;
-	json_array_foreach(json_object_get(agent_obj, "allowlist"), i, entry) {
+	json_array_foreach(json_object_get(agent_obj, "allowlist"), i, entry)
+	{
 		const char *p = json_get_str(entry, "pattern");
 		if (!p || strcmp(p, pattern))
 			continue;
@@ -636,8 +636,7 @@ static int touch_in(json_t *agent_obj, const char *pattern, const char *command,
 	return 0;
 }
 
-void appr_store_touch(json_t *root, const char *agent, const char *pattern, const char *command,
-		      const char *resolved)
+void appr_store_touch(json_t *root, const char *agent, const char *pattern, const char *command, const char *resolved)
 {
 	if (!touch_in(agent_object(root, agent), pattern, command, resolved))
 		touch_in(agent_object(root, "*"), pattern, command, resolved);

@@ -37,22 +37,25 @@
 #include "err.h"
 #include "strvec.h"
 
-#define APPR_FILE_NAME "exec-approvals.json"
-#define APPR_SOCKET_NAME "approvals.sock"
+#define APPR_FILE_NAME	   "exec-approvals.json"
+#define APPR_SOCKET_NAME   "approvals.sock"
 #define APPR_TOKEN_HEX_LEN 64
-#define APPR_LOCK_WAIT_MS 10000
-#define APPR_FILE_MAX (4 * 1024 * 1024)
+#define APPR_LOCK_WAIT_MS  10000
+#define APPR_FILE_MAX	   (4 * 1024 * 1024)
 
 extern const struct appr_levels appr_builtin_defaults;
 
 struct appr_store {
-	char *home;				  /* AGOR_HOME */
-	char *path;				  /* home/exec-approvals.json */
-	json_t *root;				  /* the validated document */
-	char hash[CRYPTO_SHA256_HEX_LEN + 1];	  /* of the bytes read; "" when there was no file */
-	int no_wait;				  /* appr_store_update: a busy lock is a retry error at once */
+	char *home;			      /* AGOR_HOME */
+	char *path;			      /* home/exec-approvals.json */
+	json_t *root;			      /* the validated document */
+	char hash[CRYPTO_SHA256_HEX_LEN + 1]; /* of the bytes read; "" when there was no file */
+	int no_wait;			      /* appr_store_update: a busy lock is a retry error at once */
 };
-#define APPR_STORE_INIT { NULL, NULL, NULL, { 0 }, 0 }
+#define APPR_STORE_INIT                                                                                                \
+	{                                                                                                              \
+		NULL, NULL, NULL, { 0 }, 0                                                                             \
+	}
 
 /* Reads (or, when missing, starts) the document; never writes. Creates AGOR_HOME (0700) when missing. */
 int appr_store_load(struct appr_store *s, const char *home, struct err *e);
@@ -62,8 +65,7 @@ void appr_store_release(struct appr_store *s);
 typedef int (*appr_store_mutator)(json_t *root, void *arg, struct err *e);
 /* Locks, re-reads, checks expected_hash (NULL: none), mutates, validates, writes atomically.
  * s (which must have been loaded for home) is refreshed with what was written. */
-int appr_store_update(struct appr_store *s, const char *expected_hash, appr_store_mutator fn,
-		      void *arg, struct err *e);
+int appr_store_update(struct appr_store *s, const char *expected_hash, appr_store_mutator fn, void *arg, struct err *e);
 int appr_err_is_retry(const struct err *e);
 
 /* Checks a whole document; -1 with E_CONFIG and a message naming the field path. */
@@ -86,17 +88,14 @@ int appr_agent_id_check(const char *agent, struct err *e);
 /* Adds socket {path: home/approvals.sock, token: 32 random bytes} unless both are present. */
 int appr_store_ensure_socket(json_t *root, const char *home, struct err *e);
 /* field: "security" | "ask" | "askFallback"; value NULL removes it. agent NULL: defaults. */
-int appr_store_set_level(json_t *root, const char *agent, const char *field, const char *value,
-			 struct err *e);
+int appr_store_set_level(json_t *root, const char *agent, const char *field, const char *value, struct err *e);
 /* Adds pattern to agents.<agent>.allowlist (an existing equal pattern is kept, not duplicated);
  * *id_out (may be NULL) receives the entry id (caller frees). */
-int appr_store_allowlist_add(json_t *root, const char *agent, const char *pattern, char **id_out,
-			     struct err *e);
+int appr_store_allowlist_add(json_t *root, const char *agent, const char *pattern, char **id_out, struct err *e);
 /* Removes the entry whose id or pattern equals key; E_NOT_FOUND when none does. */
 int appr_store_allowlist_remove(json_t *root, const char *agent, const char *key, struct err *e);
 /* Records a use of pattern (lastUsedAt ms, lastUsedCommand, lastResolvedPath) in agent's or "*"'s list. */
-void appr_store_touch(json_t *root, const char *agent, const char *pattern, const char *command,
-		      const char *resolved);
+void appr_store_touch(json_t *root, const char *agent, const char *pattern, const char *command, const char *resolved);
 
 /* The SHA-256 (hex) of an argv's canonical form — its compact JSON array text, ASCII-escaped — the key of
  * the gateway's approval records (issue 8): the gateway and a node compute it the same way. -1 when argv is

@@ -13,7 +13,8 @@
 static void row_hash(const char *prev, long long id, long long at, const char *actor, const char *action,
 		     const char *target, const char *outcome, const char *details, char out[65])
 {
-	json_t *row = json_pack("[I,I,s,s,s?,s,s?]", (json_int_t)id, (json_int_t)at, actor, action, target, outcome, details);
+	json_t *row =
+		json_pack("[I,I,s,s,s?,s,s?]", (json_int_t)id, (json_int_t)at, actor, action, target, outcome, details);
 	char *canonical = json_to_compact(row);
 	json_decref(row);
 	unsigned char digest[32];
@@ -55,17 +56,20 @@ static int check_row(json_t *row, const char *prev, struct audit_report *r)
 	const char *stored_prev = json_string_value(json_object_get(row, "prev_hash"));
 	long long id = json_integer_value(json_object_get(row, "id"));
 	char want[65];
-	row_hash(prev, id, json_integer_value(json_object_get(row, "at")), json_string_value(json_object_get(row, "actor")),
-		 json_string_value(json_object_get(row, "action")), json_string_value(json_object_get(row, "target")),
-		 json_string_value(json_object_get(row, "outcome")), json_string_value(json_object_get(row, "details")), want);
+	row_hash(prev, id, json_integer_value(json_object_get(row, "at")),
+		 json_string_value(json_object_get(row, "actor")), json_string_value(json_object_get(row, "action")),
+		 json_string_value(json_object_get(row, "target")), json_string_value(json_object_get(row, "outcome")),
+		 json_string_value(json_object_get(row, "details")), want);
 	if (!stored_prev || strcmp(stored_prev, prev)) {
 		r->first_bad_id = id;
-		snprintf(r->reason, sizeof(r->reason), "row %lld does not follow the previous row (deleted or reordered rows)", id);
+		snprintf(r->reason, sizeof(r->reason),
+			 "row %lld does not follow the previous row (deleted or reordered rows)", id);
 		return -1;
 	}
 	if (!hash || strcmp(hash, want)) {
 		r->first_bad_id = id;
-		snprintf(r->reason, sizeof(r->reason), "row %lld was modified (its hash does not match its content)", id);
+		snprintf(r->reason, sizeof(r->reason), "row %lld was modified (its hash does not match its content)",
+			 id);
 		return -1;
 	}
 	return 0;
@@ -81,7 +85,8 @@ int audit_verify(struct db *db, struct audit_report *r, struct err *e)
 	snprintf(prev, sizeof(prev), "%s", GENESIS);
 	size_t i;
 	json_t *row;
-	json_array_foreach(rows, i, row) {
+	json_array_foreach(rows, i, row)
+	{
 		if (check_row(row, prev, r) < 0)
 			break;
 		snprintf(prev, sizeof(prev), "%s", json_string_value(json_object_get(row, "hash")));

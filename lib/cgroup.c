@@ -20,8 +20,8 @@
 #include "banned.h"
 
 #define CGROUP2_SUPER_MAGIC 0x63677270
-#define CGROUP_SUPER_MAGIC 0x27e0eb
-#define CPU_PERIOD_US 100000
+#define CGROUP_SUPER_MAGIC  0x27e0eb
+#define CPU_PERIOD_US	    100000
 
 int cgroup_limits_any(const struct cgroup_limits *limits)
 {
@@ -128,10 +128,12 @@ static int make_dir(const char *path, struct err *e)
 	if (mkdir(path, 0755) == 0 || errno == EEXIST)
 		return 0;
 	if (errno == EACCES && geteuid() != 0)
-		return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
-				"cgroup: cannot create %s: %s (fix: delegate a cgroup to this user once per boot, as root: "
-				"agor admin cgroup-delegate USER; or set execution.sandbox.memory_max_mb, pids_max and "
-				"cpu_max_percent to 0)", path, strerror(errno));
+		return err_setd(
+			e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
+			"cgroup: cannot create %s: %s (fix: delegate a cgroup to this user once per boot, as root: "
+			"agor admin cgroup-delegate USER; or set execution.sandbox.memory_max_mb, pids_max and "
+			"cpu_max_percent to 0)",
+			path, strerror(errno));
 	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
 			"cgroup: cannot create %s: %s", path, strerror(errno));
 }
@@ -227,22 +229,25 @@ static int check_inside_delegation(const char *parent, struct err *e)
 	size_t n = strlen(subtree);
 	if (own && !strncmp(own, subtree, n) && (own[n] == '/' || !own[n]))
 		return 0;
-	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s,s:s*}", "missing", "cgroup", "cgroup", own),
-			"cgroup v2: this executor runs in the cgroup %s, outside %s, the subtree delegated to it, and v2 "
-			"moves a process only within a subtree its mover lives in (fix: start the daemon inside it: as "
-			"root, once per daemon start, agor admin cgroup-delegate USER --pid DAEMON_PID, or run it in a "
-			"systemd unit with Delegate=yes; or set execution.sandbox.memory_max_mb, pids_max and "
-			"cpu_max_percent to 0)", own ? own : "(unknown)", subtree);
+	return err_setd(
+		e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s,s:s*}", "missing", "cgroup", "cgroup", own),
+		"cgroup v2: this executor runs in the cgroup %s, outside %s, the subtree delegated to it, and v2 "
+		"moves a process only within a subtree its mover lives in (fix: start the daemon inside it: as "
+		"root, once per daemon start, agor admin cgroup-delegate USER --pid DAEMON_PID, or run it in a "
+		"systemd unit with Delegate=yes; or set execution.sandbox.memory_max_mb, pids_max and "
+		"cpu_max_percent to 0)",
+		own ? own : "(unknown)", subtree);
 }
 
-static int create_v2(struct cgroup *cg, const char *v2root, const char *parent, const char *leaf,
-		     const char **ctrl, int n, struct err *e)
+static int create_v2(struct cgroup *cg, const char *v2root, const char *parent, const char *leaf, const char **ctrl,
+		     int n, struct err *e)
 {
 	_cleanup_free_ char *pdir = xasprintf("%s/%s", v2root, parent);
 	char *dir = xasprintf("%s/%s", pdir, leaf);
 	cg->version = 2;
-	if (make_dir(pdir, e) < 0 || check_inside_delegation(parent, e) < 0 || enable_v2_controllers(v2root, ctrl, n, e) < 0 ||
-	    enable_v2_controllers(pdir, ctrl, n, e) < 0 || (sweep_stale_runs(pdir), make_dir(dir, e) < 0)) {
+	if (make_dir(pdir, e) < 0 || check_inside_delegation(parent, e) < 0 ||
+	    enable_v2_controllers(v2root, ctrl, n, e) < 0 || enable_v2_controllers(pdir, ctrl, n, e) < 0 ||
+	    (sweep_stale_runs(pdir), make_dir(dir, e) < 0)) {
 		free(dir);
 		return -1;
 	}
@@ -255,7 +260,8 @@ static int write_v1_limit(const char *dir, const char *controller, const struct 
 	if (!strcmp(controller, "memory")) {
 		if (write_number(dir, "memory.limit_in_bytes", l->memory_max_bytes) < 0)
 			return limit_failed(e, dir, "memory.limit_in_bytes");
-		write_number(dir, "memory.memsw.limit_in_bytes", l->memory_max_bytes); /* absent without swap accounting */
+		write_number(dir, "memory.memsw.limit_in_bytes",
+			     l->memory_max_bytes); /* absent without swap accounting */
 		return 0;
 	}
 	if (!strcmp(controller, "pids"))
@@ -266,8 +272,8 @@ static int write_v1_limit(const char *dir, const char *controller, const struct 
 	return 0;
 }
 
-static int create_v1(struct cgroup *cg, const char *root, const char *parent, const char *leaf,
-		     const char **ctrl, int n, struct err *e)
+static int create_v1(struct cgroup *cg, const char *root, const char *parent, const char *leaf, const char **ctrl,
+		     int n, struct err *e)
 {
 	cg->version = 1;
 	for (int i = 0; i < n; i++) {
@@ -298,7 +304,8 @@ int cgroup_create(struct cgroup *cg, const char *root, const char *parent, const
 	int n;
 	needed_controllers(limits, ctrl, &n);
 	_cleanup_free_ char *v2root = find_v2_root(root, ctrl, n);
-	int rc = v2root ? create_v2(cg, v2root, parent, leaf, ctrl, n, e) : create_v1(cg, root, parent, leaf, ctrl, n, e);
+	int rc = v2root ? create_v2(cg, v2root, parent, leaf, ctrl, n, e)
+			: create_v1(cg, root, parent, leaf, ctrl, n, e);
 	if (rc < 0)
 		cgroup_destroy(cg);
 	return rc;
@@ -326,8 +333,10 @@ json_t *cgroup_events(const struct cgroup *cg)
 	for (int i = 0; i < cg->ndirs; i++) {
 		const char *dir = cg->dirs[i], *ctrl = cg->controllers[i];
 		if (cg->version == 2 || !strcmp(ctrl, "memory")) {
-			long long oom = read_keyed(dir, cg->version == 2 ? "memory.events" : "memory.oom_control", "oom_kill");
-			long long peak = read_number(dir, cg->version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
+			long long oom =
+				read_keyed(dir, cg->version == 2 ? "memory.events" : "memory.oom_control", "oom_kill");
+			long long peak =
+				read_number(dir, cg->version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
 			if (oom >= 0)
 				json_object_set_new(o, "oomKills", json_integer(oom));
 			if (peak >= 0)
@@ -436,7 +445,8 @@ static int move_process(const char *v2root, const char *dir, pid_t pid, uid_t ui
 	if (pidfd < 0)
 		return err_errno(e, errno, "cgroup: process %d", (int)pid);
 	if (stat(proc, &st) < 0 || st.st_uid != uid)
-		rc = err_set(e, E_PERMISSION_DENIED, "cgroup: process %d does not run as uid %u", (int)pid, (unsigned)uid);
+		rc = err_set(e, E_PERMISSION_DENIED, "cgroup: process %d does not run as uid %u", (int)pid,
+			     (unsigned)uid);
 	else if (write_text(dir, "cgroup.procs", text) < 0)
 		rc = err_errno(e, errno, "cgroup: moving process %d into %s", (int)pid, dir);
 	else if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
@@ -469,7 +479,8 @@ int cgroup_delegate(const char *root, const char *parent, const char *user, uid_
 		int n = controller_listed(v2root, "cpu") ? 3 : 2;
 		_cleanup_free_ char *pdir = xasprintf("%s/%s", v2root, parent), *dir = xasprintf("%s/%s", pdir, user);
 		if (make_dir(pdir, e) < 0 || enable_v2_controllers(v2root, ctrl, n, e) < 0 ||
-		    enable_v2_controllers(pdir, ctrl, n, e) < 0 || make_dir(dir, e) < 0 || hand_over(dir, uid, gid, e) < 0)
+		    enable_v2_controllers(pdir, ctrl, n, e) < 0 || make_dir(dir, e) < 0 ||
+		    hand_over(dir, uid, gid, e) < 0)
 			return -1;
 		json_array_append_new(made, json_string(dir));
 		return pid > 0 ? move_into_delegation(v2root, dir, pid, uid, gid, made, e) : 0;

@@ -35,13 +35,13 @@ struct cgroup_limits {
 
 #define CGROUP_MAX_DIRS 3
 /* execution.sandbox.cgroup_root and cgroup_parent by default; agor admin cgroup-delegate uses these */
-#define CGROUP_DEFAULT_ROOT "/sys/fs/cgroup"
+#define CGROUP_DEFAULT_ROOT   "/sys/fs/cgroup"
 #define CGROUP_DEFAULT_PARENT "agor"
 
 struct cgroup {
 	int version; /* 1 or 2; 0 before create */
 	char *dirs[CGROUP_MAX_DIRS];
-	char *procs[CGROUP_MAX_DIRS]; /* DIR/cgroup.procs, precomputed for the child */
+	char *procs[CGROUP_MAX_DIRS];		  /* DIR/cgroup.procs, precomputed for the child */
 	const char *controllers[CGROUP_MAX_DIRS]; /* v1: the controller of dirs[i]; v2: NULL */
 	int ndirs;
 	struct cgroup_limits limits;

@@ -39,10 +39,10 @@ extern char **environ;
 #define NR_SETRESUID SYS_setresuid
 #endif
 
-#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-#define DRAIN_AFTER_KILL_MS 500 /* how long child_run() still reads pipes after SIGKILL */
-#define POLL_WITHOUT_PIDFD_MS 10 /* how often the leader is checked when there is no pidfd */
-#define READ_CHUNK 65536
+#define DEFAULT_PATH	      "/usr/local/bin:/usr/bin:/bin"
+#define DRAIN_AFTER_KILL_MS   500 /* how long child_run() still reads pipes after SIGKILL */
+#define POLL_WITHOUT_PIDFD_MS 10  /* how often the leader is checked when there is no pidfd */
+#define READ_CHUNK	      65536
 
 static const char *const std_names[3] = { "stdin", "stdout", "stderr" };
 
@@ -96,8 +96,7 @@ static struct registry_chunk *registry_next_chunk(struct registry_chunk *chunk)
 	if (next)
 		return next;
 	struct registry_chunk *fresh = xcalloc(1, sizeof(*fresh));
-	if (__atomic_compare_exchange_n(&chunk->next, &next, fresh, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
+	if (__atomic_compare_exchange_n(&chunk->next, &next, fresh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return fresh;
 	free(fresh); /* another thread appended one first: use that */
 	return next;
@@ -108,8 +107,8 @@ static int *registry_add(int target)
 	for (struct registry_chunk *chunk = &registry_head;; chunk = registry_next_chunk(chunk)) {
 		for (int i = 0; i < REGISTRY_CHUNK_SLOTS; i++) {
 			int expected = 0;
-			if (__atomic_compare_exchange_n(&chunk->target[i], &expected, target, 0,
-							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			if (__atomic_compare_exchange_n(&chunk->target[i], &expected, target, 0, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED))
 				return &chunk->target[i];
 		}
 	}
@@ -163,9 +162,9 @@ enum child_stage {
 };
 
 static const char *const stage_names[] = {
-	[STAGE_NONE] = "unknown",	 [STAGE_SETPGID] = "setpgid",	  [STAGE_FDS] = "fds",
-	[STAGE_HOOK] = "before_exec",	 [STAGE_SETGROUPS] = "setgroups", [STAGE_SETGID] = "setgid",
-	[STAGE_SETUID] = "setuid",	 [STAGE_REGAIN] = "setuid",	  [STAGE_CHDIR] = "chdir",
+	[STAGE_NONE] = "unknown",     [STAGE_SETPGID] = "setpgid",     [STAGE_FDS] = "fds",
+	[STAGE_HOOK] = "before_exec", [STAGE_SETGROUPS] = "setgroups", [STAGE_SETGID] = "setgid",
+	[STAGE_SETUID] = "setuid",    [STAGE_REGAIN] = "setuid",       [STAGE_CHDIR] = "chdir",
 	[STAGE_EXEC] = "exec",
 };
 
@@ -275,8 +274,7 @@ static int open_devnull(struct exec_plan *p, struct err *e)
 }
 
 /* Decides what the child's descriptor i becomes; creates the pipe for CHILD_IO_PIPE. */
-static int prepare_stream(struct exec_plan *p, int i, enum child_io io, int given_fd,
-			  int *parent_end, struct err *e)
+static int prepare_stream(struct exec_plan *p, int i, enum child_io io, int given_fd, int *parent_end, struct err *e)
 {
 	int fds[2];
 	switch (io) {
@@ -289,8 +287,7 @@ static int prepare_stream(struct exec_plan *p, int i, enum child_io io, int give
 		return 0;
 	case CHILD_IO_FD:
 		if (given_fd < 0)
-			return err_set(e, E_INTERNAL, "child %s: CHILD_IO_FD without a descriptor",
-				       std_names[i]);
+			return err_set(e, E_INTERNAL, "child %s: CHILD_IO_FD without a descriptor", std_names[i]);
 		p->child_fd[i] = given_fd;
 		return 0;
 	case CHILD_IO_PIPE:
@@ -329,8 +326,7 @@ static int open_report_pipe(struct exec_plan *p, struct err *e)
 static long descriptor_limit(void)
 {
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
-	    rl.rlim_cur > (1u << 20))
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20))
 		return 1L << 20;
 	return (long)rl.rlim_cur;
 }
@@ -391,8 +387,7 @@ static int setup_std_fds(const struct exec_plan *p)
 {
 	int high[3] = { -1, -1, -1 };
 	for (int i = 0; i < 3; i++)
-		if (p->child_fd[i] >= 0 &&
-		    (high[i] = fcntl(p->child_fd[i], F_DUPFD_CLOEXEC, 3)) < 0)
+		if (p->child_fd[i] >= 0 && (high[i] = fcntl(p->child_fd[i], F_DUPFD_CLOEXEC, 3)) < 0)
 			return -1;
 	for (int i = 0; i < 3; i++)
 		if (high[i] >= 0 && dup2_retrying(high[i], i) < 0)
@@ -432,8 +427,8 @@ static int drop_ids(const struct child *c, int *stage)
 	*stage = STAGE_REGAIN;
 	if (getresuid(&ruid, &euid, &suid) < 0 || getresgid(&rgid, &egid, &sgid) < 0)
 		return -1;
-	int stuck = ruid == c->uid && euid == c->uid && suid == c->uid && rgid == c->gid &&
-		    egid == c->gid && sgid == c->gid;
+	int stuck = ruid == c->uid && euid == c->uid && suid == c->uid && rgid == c->gid && egid == c->gid &&
+		    sgid == c->gid;
 	if (stuck && c->uid != 0 && syscall(NR_SETRESUID, -1, 0, -1) == 0)
 		stuck = 0;
 	if (stuck && c->uid != 0 && c->gid != 0 && syscall(NR_SETRESGID, -1, 0, -1) == 0)
@@ -454,8 +449,7 @@ static void close_range_or_loop(unsigned first, unsigned last, long max_fd)
 
 static int is_path_search_miss(int errnum)
 {
-	return errnum == ENOENT || errnum == ENOTDIR || errnum == ESTALE || errnum == ENODEV ||
-	       errnum == ETIMEDOUT;
+	return errnum == ENOENT || errnum == ENOTDIR || errnum == ESTALE || errnum == ENODEV || errnum == ETIMEDOUT;
 }
 
 /* Returns the errno to report: the first hard error, else EACCES if any candidate had it,
@@ -887,8 +881,7 @@ int child_wait(struct child *c, int *status, struct err *e)
 
 int child_exited_ok(const struct child *c)
 {
-	return c->reaped && c->status >= 0 && !c->timed_out && WIFEXITED(c->status) &&
-	       WEXITSTATUS(c->status) == 0;
+	return c->reaped && c->status >= 0 && !c->timed_out && WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0;
 }
 
 int child_exit_code(const struct child *c)
@@ -1091,8 +1084,7 @@ static int next_poll_timeout(struct child *c, int64_t *drain_until)
 		int64_t left = *drain_until - now_ms();
 		return left <= 0 ? -2 : clamp_ms(left);
 	}
-	if (c->kill_phase_ == KILL_TERM_SENT && c->pidfd < 0 &&
-	    (wait < 0 || wait > POLL_WITHOUT_PIDFD_MS))
+	if (c->kill_phase_ == KILL_TERM_SENT && c->pidfd < 0 && (wait < 0 || wait > POLL_WITHOUT_PIDFD_MS))
 		wait = POLL_WITHOUT_PIDFD_MS;
 	return wait;
 }
@@ -1119,8 +1111,8 @@ static int bound_by_drain(int wait, int64_t drain_until)
 	return wait < 0 || wait > left ? clamp_ms(left) : wait;
 }
 
-static int pump(struct child *c, const char *input, size_t input_len, struct capture *cap_out,
-		struct capture *cap_err, struct err *e)
+static int pump(struct child *c, const char *input, size_t input_len, struct capture *cap_out, struct capture *cap_err,
+		struct err *e)
 {
 	size_t written = 0;
 	int64_t drain_until = -1;
@@ -1154,8 +1146,7 @@ static int pump(struct child *c, const char *input, size_t input_len, struct cap
 				continue;
 			return err_errno(e, errno, "poll on %s", c->args.v[0]);
 		}
-		if (i_in >= 0 && pfd[i_in].revents &&
-		    feed_stdin(&c->in, input, input_len, &written) < 0)
+		if (i_in >= 0 && pfd[i_in].revents && feed_stdin(&c->in, input, input_len, &written) < 0)
 			return err_errno(e, errno, "writing to %s", c->args.v[0]);
 		if (i_out >= 0 && pfd[i_out].revents && drain_output(&c->out, cap_out) < 0)
 			return err_errno(e, errno, "reading stdout of %s", c->args.v[0]);
@@ -1170,12 +1161,13 @@ static int pump(struct child *c, const char *input, size_t input_len, struct cap
 	return 0;
 }
 
-int child_run(struct child *c, const void *input, size_t input_len, struct strbuf *out,
-	      struct strbuf *err_out, size_t max_capture, struct err *e)
+int child_run(struct child *c, const void *input, size_t input_len, struct strbuf *out, struct strbuf *err_out,
+	      size_t max_capture, struct err *e)
 {
 	struct capture cap_out = { out, out ? out->len : 0, max_capture, 0, &c->out_dropped };
-	struct capture cap_err = { err_out, err_out ? err_out->len : 0, max_capture, 1,
-				   &c->err_dropped, c->on_stderr, c->on_stderr_arg };
+	struct capture cap_err = {
+		err_out, err_out ? err_out->len : 0, max_capture, 1, &c->err_dropped, c->on_stderr, c->on_stderr_arg
+	};
 	struct sigpipe_guard guard;
 
 	if (input)

@@ -187,8 +187,8 @@ int child_wait(struct child *c, int *status, struct err *e);
  * pipes are drained for at most a short while. Returns -1 when the child could not be started
  * or an I/O error occurred (the child is then killed and reaped).
  */
-int child_run(struct child *c, const void *input, size_t input_len, struct strbuf *out,
-	      struct strbuf *err_out, size_t max_capture, struct err *e);
+int child_run(struct child *c, const void *input, size_t input_len, struct strbuf *out, struct strbuf *err_out,
+	      size_t max_capture, struct err *e);
 
 /* The child exited on its own with status 0 (not killed, not timed out). */
 int child_exited_ok(const struct child *c);
@@ -212,7 +212,10 @@ void child_detach(struct child *c);
 /* Frees args/env, closes c's descriptors; kills (SIGKILL) and reaps a child still running. */
 void child_release(struct child *c);
 
-static inline void cleanup_child(struct child *c) { child_release(c); }
+static inline void cleanup_child(struct child *c)
+{
+	child_release(c);
+}
 #define _cleanup_child_ __attribute__((cleanup(cleanup_child)))
 
 #endif

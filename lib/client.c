@@ -13,7 +13,6 @@
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
-
 static void print_common_options(FILE *out)
 {
 	fprintf(out, "  --json         print the daemon's answer as JSON\n"
@@ -37,8 +36,8 @@ static void print_group_usage(FILE *out, const char *group, const struct client_
 /* `agor GROUP NAME --help`: its usage, the daemon method it calls, its own flags, the common ones, an example. */
 static void print_command_usage(FILE *out, const char *group, const struct client_command *c)
 {
-	fprintf(out, "Usage: agor %s %s %s\n\nCalls the daemon's %s.\n\nOptions:\n", group, c->name, c->usage ? c->usage : "",
-		c->method);
+	fprintf(out, "Usage: agor %s %s %s\n\nCalls the daemon's %s.\n\nOptions:\n", group, c->name,
+		c->usage ? c->usage : "", c->method);
 	for (const struct client_flag *f = c->flags; f && f->name; f++)
 		fprintf(out, "  %s%s\n", f->name, f->type == CLIENT_FLAG_BOOL ? "" : " VALUE");
 	print_common_options(out);
@@ -75,8 +74,10 @@ int client_take_option(struct client_opts *o, int argc, char **argv, int *i)
 		o->json = 1;
 		return 1;
 	}
-	const char **target = !strcmp(a, "--url") ? &o->url : !strcmp(a, "--token") ? &o->token
-				: !strcmp(a, "--config") ? &o->config_path : NULL;
+	const char **target = !strcmp(a, "--url")      ? &o->url
+			      : !strcmp(a, "--token")  ? &o->token
+			      : !strcmp(a, "--config") ? &o->config_path
+						       : NULL;
 	if (!target)
 		return 0;
 	if (*i + 1 >= argc)
@@ -187,10 +188,10 @@ static void show_progress(json_t *msg, void *arg)
 static const struct id_list {
 	const char *group, *param, *method;
 } id_lists[] = {
-	{ NULL, "repo_id", "repos.list" },	   { NULL, "worktree_id", "worktrees.list" },
-	{ NULL, "session_id", "sessions.list" },   { NULL, "user_id", "users.list" },
-	{ "repo", "id", "repos.list" },		   { "worktree", "id", "worktrees.list" },
-	{ "session", "id", "sessions.list" },	   { "task", "id", "tasks.list" },
+	{ NULL, "repo_id", "repos.list" },	 { NULL, "worktree_id", "worktrees.list" },
+	{ NULL, "session_id", "sessions.list" }, { NULL, "user_id", "users.list" },
+	{ "repo", "id", "repos.list" },		 { "worktree", "id", "worktrees.list" },
+	{ "session", "id", "sessions.list" },	 { "task", "id", "tasks.list" },
 	{ "user", "id", "users.list" },
 };
 enum { ID_LEN = 32, ID_PREFIX_MIN = 4 };
@@ -207,7 +208,8 @@ static json_t *ids_matching(const json_t *rows, const char *v)
 {
 	json_t *found = json_array(), *row;
 	size_t i;
-	json_array_foreach(rows, i, row) {
+	json_array_foreach(rows, i, row)
+	{
 		const char *id = json_get_str(row, "id"), *name = json_get_str(row, "name");
 		if ((id && !strcmp(id, v)) || (name && !strcmp(name, v))) {
 			json_array_clear(found);
@@ -297,15 +299,15 @@ void client_learn_user_names(struct rpc_client *cl)
 		return;
 	}
 	user_names = json_object();
-	json_array_foreach(rows, i, row)
-		if (json_get_str(row, "id") && json_get_str(row, "name"))
-			json_object_set(user_names, json_get_str(row, "id"), json_object_get(row, "name"));
+	json_array_foreach(rows, i, row) if (json_get_str(row, "id") && json_get_str(row, "name"))
+		json_object_set(user_names, json_get_str(row, "id"), json_object_get(row, "name"));
 	json_decref(rows);
 }
 
 /* Keys whose values are user ids (shown by name), and times (seconds, or milliseconds, since the epoch). */
-static const char *const user_keys[] = { "created_by", "set_by", "decided_by", "by", "user_id", "owner", "actor",
-					  NULL };
+static const char *const user_keys[] = {
+	"created_by", "set_by", "decided_by", "by", "user_id", "owner", "actor", NULL
+};
 
 static int is_user_key(const char *key)
 {
@@ -352,7 +354,8 @@ void client_print_table(const json_t *rows, const char *const *keys)
 		width[nkeys] = strlen(keys[nkeys]);
 	size_t i;
 	json_t *row;
-	json_array_foreach(rows, i, row) {
+	json_array_foreach(rows, i, row)
+	{
 		for (size_t k = 0; k < nkeys; k++) {
 			size_t n = strlen(cell_text(keys[k], json_object_get(row, keys[k]), buf, sizeof(buf)));
 			width[k] = n > width[k] ? n : width[k];
@@ -360,10 +363,12 @@ void client_print_table(const json_t *rows, const char *const *keys)
 	}
 	for (size_t k = 0; k < nkeys; k++)
 		printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0, keys[k], k + 1 < nkeys ? "  " : "\n");
-	json_array_foreach(rows, i, row) {
+	json_array_foreach(rows, i, row)
+	{
 		for (size_t k = 0; k < nkeys; k++)
 			printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0,
-			       cell_text(keys[k], json_object_get(row, keys[k]), buf, sizeof(buf)), k + 1 < nkeys ? "  " : "\n");
+			       cell_text(keys[k], json_object_get(row, keys[k]), buf, sizeof(buf)),
+			       k + 1 < nkeys ? "  " : "\n");
 	}
 }
 
@@ -384,7 +389,8 @@ static void print_fields(const json_t *obj, const char *prefix, int width)
 	const char *key;
 	json_t *v;
 	char buf[256];
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v)
+	{
 		_cleanup_free_ char *name = xasprintf("%s%s", prefix, key);
 		_cleanup_json_ json_t *inner = json_is_object(v) ? json_incref(v) : nested_object(v);
 		if (json_is_null(v))
@@ -404,9 +410,12 @@ static int fields_width(const json_t *obj, size_t prefix_len)
 	const char *key;
 	json_t *v;
 	int width = 0;
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v)
+	{
 		_cleanup_json_ json_t *inner = json_is_object(v) ? json_incref(v) : nested_object(v);
-		int w = inner ? fields_width(inner, prefix_len + strlen(key) + 1) : json_is_null(v) ? 0 : (int)(prefix_len + strlen(key));
+		int w = inner		  ? fields_width(inner, prefix_len + strlen(key) + 1)
+			: json_is_null(v) ? 0
+					  : (int)(prefix_len + strlen(key));
 		width = w > width ? w : width;
 	}
 	return width;

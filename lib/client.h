@@ -22,11 +22,11 @@ struct client_flag {
 };
 
 struct client_command {
-	const char *name;	      /* "clone" */
-	const char *method;	      /* "repos.clone" */
-	const char *const *positional; /* params keys for the positional arguments, NULL-terminated */
+	const char *name;		 /* "clone" */
+	const char *method;		 /* "repos.clone" */
+	const char *const *positional;	 /* params keys for the positional arguments, NULL-terminated */
 	const struct client_flag *flags; /* NULL-terminated by name == NULL; may be NULL */
-	const char *usage;	      /* "URL [--branch B]" */
+	const char *usage;		 /* "URL [--branch B]" */
 	/* Prints the result for humans (NULL: indented JSON); returns the exit status (0 ok, 1 failed). */
 	int (*print)(const json_t *result);
 	/* The method takes {progress: true} and then sends task.progress events while it waits: shown as one

@@ -63,12 +63,11 @@ static char *derive_zellij_dir(const struct config_state *st);
 static char *derive_socket_path(const struct config_state *st);
 static char *derive_worktree_rbac(const struct config_state *st);
 
-static const char *const user_modes[] = {"simple", "insulated", "strict", "sandbox", NULL};
-static const char *const sandbox_networks[] = {"none", "proxy", "host", NULL}; /* strictest first (policy) */
+static const char *const user_modes[] = { "simple", "insulated", "strict", "sandbox", NULL };
+static const char *const sandbox_networks[] = { "none", "proxy", "host", NULL }; /* strictest first (policy) */
 _Static_assert(sizeof(enum config_user_mode) == sizeof(int), "enum fields are stored as int");
 
-#define FIELD(member)                                                                              \
-	.offset = offsetof(struct config, member), .size = sizeof(((struct config *)0)->member)
+#define FIELD(member) .offset = offsetof(struct config, member), .size = sizeof(((struct config *)0)->member)
 
 /* Derived defaults refer only to rows above them (they are computed in table order). */
 /* clang-format off */
@@ -267,10 +266,8 @@ static int user_home(char *const *env, const char **home, struct err *e)
 		*home = pw->pw_dir;
 		return 0;
 	}
-	return err_set(
-		e, E_CONFIG,
-		"cannot expand ~: HOME is not an absolute path and uid %u has no home directory",
-		(unsigned)geteuid());
+	return err_set(e, E_CONFIG, "cannot expand ~: HOME is not an absolute path and uid %u has no home directory",
+		       (unsigned)geteuid());
 }
 
 /* ---- parsing values by type ----------------------------------------------------------- */
@@ -361,8 +358,7 @@ static bool has_control_chars(const char *s, bool allow_newlines)
 	return false;
 }
 
-static int parse_int(const struct config_key *k, const struct raw_value *raw, char **out,
-		     struct err *e)
+static int parse_int(const struct config_key *k, const struct raw_value *raw, char **out, struct err *e)
 {
 	const char *s = raw->text;
 	size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
@@ -378,8 +374,7 @@ static int parse_int(const struct config_key *k, const struct raw_value *raw, ch
 	return 0;
 }
 
-static int parse_bool(const struct config_key *k, const struct raw_value *raw, char **out,
-		      struct err *e)
+static int parse_bool(const struct config_key *k, const struct raw_value *raw, char **out, struct err *e)
 {
 	if (raw->null || raw->quoted || (strcmp(raw->text, "true") && strcmp(raw->text, "false")))
 		return type_error(k, raw, e);
@@ -387,8 +382,7 @@ static int parse_bool(const struct config_key *k, const struct raw_value *raw, c
 	return 0;
 }
 
-static int parse_enum(const struct config_key *k, const struct raw_value *raw, char **out,
-		      struct err *e)
+static int parse_enum(const struct config_key *k, const struct raw_value *raw, char **out, struct err *e)
 {
 	if (!raw->null)
 		for (const char *const *c = k->choices; *c; c++)
@@ -399,8 +393,8 @@ static int parse_enum(const struct config_key *k, const struct raw_value *raw, c
 	return type_error(k, raw, e);
 }
 
-static int parse_path(const struct config_key *k, const struct raw_value *raw, char *const *env,
-		      char **out, struct err *e)
+static int parse_path(const struct config_key *k, const struct raw_value *raw, char *const *env, char **out,
+		      struct err *e)
 {
 	const char *s = raw->text;
 	if (raw->null || !*s || has_control_chars(s, false))
@@ -423,8 +417,7 @@ static int parse_path(const struct config_key *k, const struct raw_value *raw, c
 	return 0;
 }
 
-static int parse_string(const struct config_key *k, const struct raw_value *raw, char **out,
-			struct err *e)
+static int parse_string(const struct config_key *k, const struct raw_value *raw, char **out, struct err *e)
 {
 	if (raw->null)
 		return type_error(k, raw, e);
@@ -434,8 +427,7 @@ static int parse_string(const struct config_key *k, const struct raw_value *raw,
 	return 0;
 }
 
-static int parse_nullable(const struct config_key *k, const struct raw_value *raw, char **out,
-			  struct err *e)
+static int parse_nullable(const struct config_key *k, const struct raw_value *raw, char **out, struct err *e)
 {
 	if (raw->null) {
 		*out = NULL;
@@ -449,8 +441,8 @@ static int parse_nullable(const struct config_key *k, const struct raw_value *ra
 
 /* Parses raw by k's type into canonical text (*out, NULL for null), then k's own check.
  * On error the message has no prefix; *at is the byte offset of the problem (0 if unknown). */
-static int parse_value(const struct config_key *k, const struct raw_value *raw, char *const *env,
-		       char **out, size_t *at, struct err *e)
+static int parse_value(const struct config_key *k, const struct raw_value *raw, char *const *env, char **out,
+		       size_t *at, struct err *e)
 {
 	*out = NULL;
 	*at = 0;
@@ -500,8 +492,7 @@ static int check_user_name(const char *value, size_t *at, struct err *e)
 		return 0;
 	struct strbuf sb = STRBUF_INIT;
 	add_quoted_excerpt(&sb, value, len);
-	err_set(e, E_CONFIG, "expected a user name matching ^[a-z_][a-z0-9_-]{0,31}$, got %s",
-		sb.buf);
+	err_set(e, E_CONFIG, "expected a user name matching ^[a-z_][a-z0-9_-]{0,31}$, got %s", sb.buf);
 	strbuf_release(&sb);
 	return -1;
 }
@@ -515,9 +506,11 @@ static int check_home_entries(const char *value, size_t *at, struct err *e)
 		*at = (size_t)(p - value);
 		_cleanup_free_ char *entry = xstrndup(p, len);
 		if (!fs_relative_path_is_clean(entry))
-			return err_set(e, E_CONFIG, "expected ':'-separated paths relative to the home (\".ssh\", "
-					      "\".config/gh\"), got \"%s\" at byte %zu: no '/' at either end, no '.', '..' or "
-					      "empty component", entry, *at);
+			return err_set(e, E_CONFIG,
+				       "expected ':'-separated paths relative to the home (\".ssh\", "
+				       "\".config/gh\"), got \"%s\" at byte %zu: no '/' at either end, no '.', '..' or "
+				       "empty component",
+				       entry, *at);
 		p += len + (p[len] == ':');
 	}
 	return 0;
@@ -529,8 +522,10 @@ static int check_path_list(const char *value, size_t *at, struct err *e)
 		size_t len = strcspn(p, ":");
 		*at = (size_t)(p - value);
 		if (len == 0 || *p != '/')
-			return err_set(e, E_CONFIG, "expected ':'-separated absolute paths, got an entry at "
-					      "byte %zu that does not start with '/'", *at);
+			return err_set(e, E_CONFIG,
+				       "expected ':'-separated absolute paths, got an entry at "
+				       "byte %zu that does not start with '/'",
+				       *at);
 		for (const char *d = p; (d = strstr(d, "/..")) && d < p + len; d += 3)
 			if (d[3] == '/' || d[3] == ':' || !d[3])
 				return err_set(e, E_CONFIG, "paths must not contain '..' (entry at byte %zu)", *at);
@@ -558,16 +553,17 @@ static int check_cgroup_name(const char *value, size_t *at, struct err *e)
 	if (ok == len && value[0] != '.' && len <= 64)
 		return 0;
 	*at = ok;
-	return err_set(e, E_CONFIG, "expected a cgroup name of letters, digits, '-', '_' and '.' (not starting "
-			      "with '.'), got \"%.60s\"", value);
+	return err_set(e, E_CONFIG,
+		       "expected a cgroup name of letters, digits, '-', '_' and '.' (not starting "
+		       "with '.'), got \"%.60s\"",
+		       value);
 }
 
 /* A host name or an IP address: letters, digits, . - _ : % (IPv6 zone), at most 253 bytes. */
 static int check_host(const char *value, size_t *at, struct err *e)
 {
 	size_t len = strlen(value);
-	size_t ok = strspn(value,
-			   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%");
+	size_t ok = strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%");
 	if (ok == len && len <= 253)
 		return 0;
 	*at = ok;
@@ -599,8 +595,10 @@ static int check_executor_daemon_url(const char *value, size_t *at, struct err *
 		return 0;
 	struct strbuf sb = STRBUF_INIT;
 	add_quoted_excerpt(&sb, value, strlen(value));
-	err_set(e, E_CONFIG, "expected a wss:// or https:// URL of the daemon's TLS listener (executors never call back "
-			     "in clear text), got %s", sb.buf);
+	err_set(e, E_CONFIG,
+		"expected a wss:// or https:// URL of the daemon's TLS listener (executors never call back "
+		"in clear text), got %s",
+		sb.buf);
 	strbuf_release(&sb);
 	return -1;
 }
@@ -614,8 +612,9 @@ static int check_fingerprint(const char *value, size_t *at, struct err *e)
 			digits++;
 		else if (*p != ':')
 			return (*at = (size_t)(p - value)),
-			       err_set(e, E_CONFIG, "expected the SHA-256 of the daemon's certificate: 64 hex digits "
-						    "(colons allowed), as `openssl x509 -noout -fingerprint -sha256` prints");
+			       err_set(e, E_CONFIG,
+				       "expected the SHA-256 of the daemon's certificate: 64 hex digits "
+				       "(colons allowed), as `openssl x509 -noout -fingerprint -sha256` prints");
 	}
 	if (digits == 64)
 		return 0;
@@ -630,8 +629,7 @@ static const char *const template_placeholders[] = {
 
 static bool is_name_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 const char *config_template_next(const char *s, const char **name, size_t *name_len)
@@ -658,8 +656,7 @@ const char *config_template_next(const char *s, const char **name, size_t *name_
 bool config_template_placeholder_known(const char *name, size_t len)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(template_placeholders); i++)
-		if (strlen(template_placeholders[i]) == len &&
-		    !memcmp(template_placeholders[i], name, len))
+		if (strlen(template_placeholders[i]) == len && !memcmp(template_placeholders[i], name, len))
 			return true;
 	return false;
 }
@@ -667,8 +664,7 @@ bool config_template_placeholder_known(const char *name, size_t len)
 static int check_template(const char *value, size_t *at, struct err *e)
 {
 	if (strspn(value, " \t\n") == strlen(value))
-		return err_set(e, E_CONFIG,
-			       "expected a shell command line or null, got an empty string");
+		return err_set(e, E_CONFIG, "expected a shell command line or null, got an empty string");
 	const char *name, *p = value;
 	size_t len;
 	while ((p = config_template_next(p, &name, &len))) {
@@ -676,10 +672,8 @@ static int check_template(const char *value, size_t *at, struct err *e)
 			*at = (size_t)(p - value);
 			struct strbuf allowed = STRBUF_INIT;
 			for (size_t i = 0; i < ARRAY_SIZE(template_placeholders); i++)
-				strbuf_addf(&allowed, "%s{%s}", i ? " " : "",
-					    template_placeholders[i]);
-			err_set(e, E_CONFIG, "unknown placeholder {%.*s} (allowed: %s)", (int)len,
-				name, allowed.buf);
+				strbuf_addf(&allowed, "%s{%s}", i ? " " : "", template_placeholders[i]);
+			err_set(e, E_CONFIG, "unknown placeholder {%.*s} (allowed: %s)", (int)len, name, allowed.buf);
 			strbuf_release(&allowed);
 			return -1;
 		}
@@ -723,8 +717,7 @@ static char *derive_socket_path(const struct config_state *st)
 }
 static char *derive_worktree_rbac(const struct config_state *st)
 {
-	return xstrdup(strcmp(slot_value(st, "execution.unix_user_mode"), "strict") ? "false"
-										    : "true");
+	return xstrdup(strcmp(slot_value(st, "execution.unix_user_mode"), "strict") ? "false" : "true");
 }
 
 /* ---- slots ---------------------------------------------------------------------------- */
@@ -775,7 +768,7 @@ static int apply_defaults(struct config_state *st, struct err *e)
 		if (keys[i].derive) {
 			value = keys[i].derive(st);
 		} else if (keys[i].def) {
-			struct raw_value raw = {keys[i].def, strlen(keys[i].def), false, false};
+			struct raw_value raw = { keys[i].def, strlen(keys[i].def), false, false };
 			size_t at;
 			if (parse_value(&keys[i], &raw, st->env, &value, &at, e) < 0) {
 				err_prefix(e, "%s (default %s)", keys[i].key, keys[i].def);
@@ -790,21 +783,20 @@ static int apply_defaults(struct config_state *st, struct err *e)
 static int check_cross_key_rules(const struct config_state *st, struct err *e)
 {
 	int rbac = find_key("execution.worktree_rbac");
-	if (!strcmp(slot_value(st, "execution.unix_user_mode"), "strict") &&
-	    !strcmp(st->slots[rbac].value, "false")) {
+	if (!strcmp(slot_value(st, "execution.unix_user_mode"), "strict") && !strcmp(st->slots[rbac].value, "false")) {
 		struct strbuf sb = STRBUF_INIT;
 		slot_where(st, rbac, &sb);
-		err_set(e, E_CONFIG,
-			"%smust be true when execution.unix_user_mode is strict (docs/modes.md)",
-			sb.buf);
+		err_set(e, E_CONFIG, "%smust be true when execution.unix_user_mode is strict (docs/modes.md)", sb.buf);
 		strbuf_release(&sb);
 		return -1;
 	}
 	int sandbox = find_key("execution.sandbox.enabled");
-	if (!strcmp(slot_value(st, "execution.unix_user_mode"), "sandbox") && !strcmp(st->slots[sandbox].value, "false")) {
+	if (!strcmp(slot_value(st, "execution.unix_user_mode"), "sandbox") &&
+	    !strcmp(st->slots[sandbox].value, "false")) {
 		struct strbuf sb = STRBUF_INIT;
 		slot_where(st, sandbox, &sb);
-		err_set(e, E_CONFIG, "%smust be true when execution.unix_user_mode is sandbox (the sandbox is its isolation)",
+		err_set(e, E_CONFIG,
+			"%smust be true when execution.unix_user_mode is sandbox (the sandbox is its isolation)",
 			sb.buf);
 		strbuf_release(&sb);
 		return -1;
@@ -865,8 +857,7 @@ int config_check_file_security(const struct stat *st, const char *path, struct e
 		return err_set(e, E_CONFIG, "%s: not a regular file", path);
 	uid_t me = geteuid();
 	if (st->st_uid != me && st->st_uid != 0) {
-		_cleanup_free_ char *owners =
-			me ? xasprintf("uid %u or root", (unsigned)me) : xstrdup("root");
+		_cleanup_free_ char *owners = me ? xasprintf("uid %u or root", (unsigned)me) : xstrdup("root");
 		return err_set(e, E_CONFIG,
 			       "%s: refusing a config file owned by uid %u (it must belong to %s); "
 			       "fix: chown %u %s && chmod 600 %s",
@@ -882,8 +873,7 @@ int config_check_file_security(const struct stat *st, const char *path, struct e
 
 /* Reads the file into sb. A missing file is fine (*found = false) unless named_by says who
  * asked for it explicitly. */
-static int read_config_file(const char *path, const char *named_by, struct strbuf *sb, bool *found,
-			    struct err *e)
+static int read_config_file(const char *path, const char *named_by, struct strbuf *sb, bool *found, struct err *e)
 {
 	*found = false;
 	/* O_NONBLOCK: a FIFO must not hang us; it is refused below as not a regular file. */
@@ -891,8 +881,8 @@ static int read_config_file(const char *path, const char *named_by, struct strbu
 	if (fd < 0) {
 		if (errno == ENOENT && !named_by)
 			return 0;
-		err_errno(e, errno, "%s: cannot open the config file%s%s", path,
-			  named_by ? " named by " : "", named_by ? named_by : "");
+		err_errno(e, errno, "%s: cannot open the config file%s%s", path, named_by ? " named by " : "",
+			  named_by ? named_by : "");
 		e->code = E_CONFIG;
 		return -1;
 	}
@@ -929,9 +919,7 @@ static int node_line(const yaml_node_t *n)
 
 static const char *node_kind(const yaml_node_t *n)
 {
-	return n->type == YAML_MAPPING_NODE    ? "a mapping"
-	       : n->type == YAML_SEQUENCE_NODE ? "a list"
-					       : "a scalar";
+	return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a list" : "a scalar";
 }
 
 static bool node_is_null(const yaml_node_t *n)
@@ -939,8 +927,7 @@ static bool node_is_null(const yaml_node_t *n)
 	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return false;
 	const char *v = (const char *)n->data.scalar.value;
-	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
-	       !strcmp(v, "NULL");
+	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
 /* The names under prefix ("" = top level), in table order: "host, port, unix_user, socket_path". */
@@ -975,11 +962,10 @@ static bool is_section(const char *full)
 	return false;
 }
 
-static int walk_error(const struct yaml_walk *w, struct err *e, int line, const char *key,
-		      const char *fmt, ...) PRINTF_LIKE(5, 6);
+static int walk_error(const struct yaml_walk *w, struct err *e, int line, const char *key, const char *fmt, ...)
+	PRINTF_LIKE(5, 6);
 /* Sets "path:line: key: message" (key may be NULL); fmt may refer to e->message. */
-static int walk_error(const struct yaml_walk *w, struct err *e, int line, const char *key,
-		      const char *fmt, ...)
+static int walk_error(const struct yaml_walk *w, struct err *e, int line, const char *key, const char *fmt, ...)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%s:%d: ", w->path, line);
@@ -1007,20 +993,18 @@ static int value_problem_line(const yaml_node_t *v, size_t at)
 	return line;
 }
 
-static int apply_file_value(struct yaml_walk *w, int idx, const yaml_node_t *kn,
-			    const yaml_node_t *vn, struct err *e)
+static int apply_file_value(struct yaml_walk *w, int idx, const yaml_node_t *kn, const yaml_node_t *vn, struct err *e)
 {
 	const struct config_key *k = &keys[idx];
 	if (vn->type != YAML_SCALAR_NODE) {
 		struct strbuf expected = STRBUF_INIT;
 		describe_expected(k, &expected);
-		walk_error(w, e, node_line(vn), k->key, "expected %s, got %s", expected.buf,
-			   node_kind(vn));
+		walk_error(w, e, node_line(vn), k->key, "expected %s, got %s", expected.buf, node_kind(vn));
 		strbuf_release(&expected);
 		return -1;
 	}
-	struct raw_value raw = {(const char *)vn->data.scalar.value, vn->data.scalar.length,
-				node_is_null(vn), vn->data.scalar.style != YAML_PLAIN_SCALAR_STYLE};
+	struct raw_value raw = { (const char *)vn->data.scalar.value, vn->data.scalar.length, node_is_null(vn),
+				 vn->data.scalar.style != YAML_PLAIN_SCALAR_STYLE };
 	char *value;
 	size_t at;
 	if (parse_value(k, &raw, w->st->env, &value, &at, e) < 0)
@@ -1030,20 +1014,18 @@ static int apply_file_value(struct yaml_walk *w, int idx, const yaml_node_t *kn,
 }
 
 /* The line where `name` first appears as a key of map before pair p, or 0. */
-static int earlier_key_line(const struct yaml_walk *w, const yaml_node_t *map,
-			    const yaml_node_pair_t *p, const char *name)
+static int earlier_key_line(const struct yaml_walk *w, const yaml_node_t *map, const yaml_node_pair_t *p,
+			    const char *name)
 {
 	for (const yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
 		const yaml_node_t *kn = yaml_document_get_node(w->doc, q->key);
-		if (kn && kn->type == YAML_SCALAR_NODE &&
-		    !strcmp((const char *)kn->data.scalar.value, name))
+		if (kn && kn->type == YAML_SCALAR_NODE && !strcmp((const char *)kn->data.scalar.value, name))
 			return node_line(kn);
 	}
 	return 0;
 }
 
-static int walk_mapping(struct yaml_walk *w, const yaml_node_t *map, const char *prefix,
-			struct err *e);
+static int walk_mapping(struct yaml_walk *w, const yaml_node_t *map, const char *prefix, struct err *e);
 
 static int walk_section(struct yaml_walk *w, const yaml_node_t *vn, const char *full, struct err *e)
 {
@@ -1053,20 +1035,19 @@ static int walk_section(struct yaml_walk *w, const yaml_node_t *vn, const char *
 		return walk_mapping(w, vn, full, e);
 	struct strbuf known = STRBUF_INIT;
 	add_known_children(&known, full);
-	walk_error(w, e, node_line(vn), full, "expected a mapping (keys: %s), got %s", known.buf,
-		   node_kind(vn));
+	walk_error(w, e, node_line(vn), full, "expected a mapping (keys: %s), got %s", known.buf, node_kind(vn));
 	strbuf_release(&known);
 	return -1;
 }
 
-static int walk_pair(struct yaml_walk *w, const yaml_node_t *map, const yaml_node_pair_t *p,
-		     const char *prefix, struct err *e)
+static int walk_pair(struct yaml_walk *w, const yaml_node_t *map, const yaml_node_pair_t *p, const char *prefix,
+		     struct err *e)
 {
 	const yaml_node_t *kn = yaml_document_get_node(w->doc, p->key);
 	const yaml_node_t *vn = yaml_document_get_node(w->doc, p->value);
 	if (kn->type != YAML_SCALAR_NODE)
-		return walk_error(w, e, node_line(kn), *prefix ? prefix : NULL,
-				  "expected a key name, got %s", node_kind(kn));
+		return walk_error(w, e, node_line(kn), *prefix ? prefix : NULL, "expected a key name, got %s",
+				  node_kind(kn));
 	const char *name = (const char *)kn->data.scalar.value;
 	if (strlen(name) != kn->data.scalar.length || has_control_chars(name, false) || !*name) {
 		struct strbuf sb = STRBUF_INIT;
@@ -1078,10 +1059,8 @@ static int walk_pair(struct yaml_walk *w, const yaml_node_t *map, const yaml_nod
 	_cleanup_free_ char *full = *prefix ? xasprintf("%s.%s", prefix, name) : xstrdup(name);
 	int first = earlier_key_line(w, map, p, name);
 	if (first)
-		return walk_error(w, e, node_line(kn), full, "duplicate key (first on line %d)",
-				  first);
-	bool dotted = strchr(name, '.') !=
-		      NULL; /* `daemon.port: 1` is not a way to spell daemon: {port: 1} */
+		return walk_error(w, e, node_line(kn), full, "duplicate key (first on line %d)", first);
+	bool dotted = strchr(name, '.') != NULL; /* `daemon.port: 1` is not a way to spell daemon: {port: 1} */
 	int idx = dotted ? -1 : find_key(full);
 	if (idx >= 0)
 		return apply_file_value(w, idx, kn, vn, e);
@@ -1094,11 +1073,9 @@ static int walk_pair(struct yaml_walk *w, const yaml_node_t *map, const yaml_nod
 	return -1;
 }
 
-static int walk_mapping(struct yaml_walk *w, const yaml_node_t *map, const char *prefix,
-			struct err *e)
+static int walk_mapping(struct yaml_walk *w, const yaml_node_t *map, const char *prefix, struct err *e)
 {
-	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start;
-	     p < map->data.mapping.pairs.top; p++)
+	for (const yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++)
 		if (walk_pair(w, map, p, prefix, e) < 0)
 			return -1;
 	return 0;
@@ -1113,15 +1090,13 @@ static int walk_document(struct yaml_walk *w, struct err *e)
 		return walk_mapping(w, root, "", e);
 	struct strbuf known = STRBUF_INIT;
 	add_known_children(&known, "");
-	walk_error(w, e, node_line(root), NULL,
-		   "expected a mapping of settings (%s) at the top level, got %s", known.buf,
-		   node_kind(root));
+	walk_error(w, e, node_line(root), NULL, "expected a mapping of settings (%s) at the top level, got %s",
+		   known.buf, node_kind(root));
 	strbuf_release(&known);
 	return -1;
 }
 
-static int yaml_syntax_error(const yaml_parser_t *p, const char *path, const struct strbuf *text,
-			     struct err *e)
+static int yaml_syntax_error(const yaml_parser_t *p, const char *path, const struct strbuf *text, struct err *e)
 {
 	size_t line = p->problem_mark.line + 1;
 	if (p->error == YAML_READER_ERROR) { /* no mark: count lines up to the offset */
@@ -1130,19 +1105,16 @@ static int yaml_syntax_error(const yaml_parser_t *p, const char *path, const str
 			line += text->buf[i] == '\n';
 	}
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%s:%zu: invalid YAML: %s", path, line,
-		    p->problem ? p->problem : "cannot parse");
+	strbuf_addf(&sb, "%s:%zu: invalid YAML: %s", path, line, p->problem ? p->problem : "cannot parse");
 	if (p->context)
-		strbuf_addf(&sb, " (%s that starts on line %zu)", p->context,
-			    p->context_mark.line + 1);
+		strbuf_addf(&sb, " (%s that starts on line %zu)", p->context, p->context_mark.line + 1);
 	err_set(e, E_CONFIG, "%s", sb.buf);
 	strbuf_release(&sb);
 	return -1;
 }
 
 /* Parses text as YAML (one document) and offers every setting in it at source FILE. */
-static int apply_config_text(struct config_state *st, const char *path, const struct strbuf *text,
-			     struct err *e)
+static int apply_config_text(struct config_state *st, const char *path, const struct strbuf *text, struct err *e)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc, extra;
@@ -1164,12 +1136,11 @@ static int apply_config_text(struct config_state *st, const char *path, const st
 		size_t extra_line = extra.start_mark.line + 1;
 		yaml_document_delete(&extra);
 		if (more) {
-			err_set(e, E_CONFIG, "%s:%zu: only one YAML document is allowed", path,
-				extra_line);
+			err_set(e, E_CONFIG, "%s:%zu: only one YAML document is allowed", path, extra_line);
 			goto out_doc;
 		}
 	}
-	struct yaml_walk w = {st, &doc, path};
+	struct yaml_walk w = { st, &doc, path };
 	rc = walk_document(&w, e);
 out_doc:
 	yaml_document_delete(&doc);
@@ -1186,7 +1157,7 @@ static int apply_environment(struct config_state *st, struct err *e)
 		const char *v = keys[i].env ? env_lookup(st->env, keys[i].env) : NULL;
 		if (!v)
 			continue;
-		struct raw_value raw = {v, strlen(v), false, false};
+		struct raw_value raw = { v, strlen(v), false, false };
 		char *value;
 		size_t at;
 		if (parse_value(&keys[i], &raw, st->env, &value, &at, e) < 0) {
@@ -1201,8 +1172,8 @@ static int apply_environment(struct config_state *st, struct err *e)
 /* --config: relative to the working directory, `~/` expanded. */
 static int config_flag_path(const char *arg, char *const *env, char **out, struct err *e)
 {
-	static const struct config_key flag = {.key = "--config", .type = CONFIG_PATH};
-	struct raw_value raw = {arg, strlen(arg), false, false};
+	static const struct config_key flag = { .key = "--config", .type = CONFIG_PATH };
+	struct raw_value raw = { arg, strlen(arg), false, false };
 	if (arg[0] && arg[0] != '/' && arg[0] != '~') {
 		char cwd[4096];
 		if (!getcwd(cwd, sizeof(cwd))) {
@@ -1221,8 +1192,8 @@ static int config_flag_path(const char *arg, char *const *env, char **out, struc
 }
 
 /* --config > AGOR_CONFIG_PATH > <agor_home>/config.yaml (agor_home from flag, env or default). */
-static int choose_config_file(struct config_state *st, const struct config_overrides *ov,
-			      const char **named_by, struct err *e)
+static int choose_config_file(struct config_state *st, const struct config_overrides *ov, const char **named_by,
+			      struct err *e)
 {
 	free(st->config_file);
 	st->config_file = NULL;
@@ -1233,8 +1204,8 @@ static int choose_config_file(struct config_state *st, const struct config_overr
 	}
 	const char *env_path = env_lookup(st->env, "AGOR_CONFIG_PATH");
 	if (env_path) {
-		static const struct config_key k = {.key = "AGOR_CONFIG_PATH", .type = CONFIG_PATH};
-		struct raw_value raw = {env_path, strlen(env_path), false, false};
+		static const struct config_key k = { .key = "AGOR_CONFIG_PATH", .type = CONFIG_PATH };
+		struct raw_value raw = { env_path, strlen(env_path), false, false };
 		*named_by = "AGOR_CONFIG_PATH";
 		if (parse_path(&k, &raw, st->env, &st->config_file, e) < 0) {
 			err_prefix(e, "AGOR_CONFIG_PATH");
@@ -1246,7 +1217,7 @@ static int choose_config_file(struct config_state *st, const struct config_overr
 	_cleanup_free_ char *def = NULL;
 	const char *dir = st->slots[home].value;
 	if (st->slots[home].source == CONFIG_SOURCE_DEFAULT) {
-		struct raw_value raw = {keys[home].def, strlen(keys[home].def), false, false};
+		struct raw_value raw = { keys[home].def, strlen(keys[home].def), false, false };
 		size_t at;
 		if (parse_value(&keys[home], &raw, st->env, &def, &at, e) < 0)
 			return -1;
@@ -1299,14 +1270,12 @@ int config_set_flag(struct config *cfg, const char *key, const char *value, stru
 	if (idx < 0) {
 		struct strbuf sb = STRBUF_INIT;
 		add_quoted_excerpt(&sb, key, strlen(key));
-		err_set(e, E_CONFIG, "unknown setting %s (see 'agor config show' for every key)",
-			sb.buf);
+		err_set(e, E_CONFIG, "unknown setting %s (see 'agor config show' for every key)", sb.buf);
 		strbuf_release(&sb);
 		return -1;
 	}
 	const struct config_key *k = &keys[idx];
-	struct raw_value raw = {value, strlen(value), k->type == CONFIG_NULLABLE_STRING && !*value,
-				false};
+	struct raw_value raw = { value, strlen(value), k->type == CONFIG_NULLABLE_STRING && !*value, false };
 	char *parsed;
 	size_t at;
 	if (parse_value(k, &raw, NULL, &parsed, &at, e) < 0) {
@@ -1355,9 +1324,7 @@ static int require_key(const char *key, unsigned type_mask)
 {
 	int i = find_key(key);
 	if (i < 0 || !(type_mask & (1u << keys[i].type))) {
-		fprintf(stderr,
-			"agor: internal error: config key '%s' is unknown or of another type\n",
-			key);
+		fprintf(stderr, "agor: internal error: config key '%s' is unknown or of another type\n", key);
 		abort();
 	}
 	return i;
@@ -1365,8 +1332,7 @@ static int require_key(const char *key, unsigned type_mask)
 
 const char *config_str(const struct config *cfg, const char *key)
 {
-	unsigned mask = 1u << CONFIG_STRING | 1u << CONFIG_PATH | 1u << CONFIG_ENUM |
-			1u << CONFIG_NULLABLE_STRING;
+	unsigned mask = 1u << CONFIG_STRING | 1u << CONFIG_PATH | 1u << CONFIG_ENUM | 1u << CONFIG_NULLABLE_STRING;
 	return cfg->state->slots[require_key(key, mask)].value;
 }
 
@@ -1412,7 +1378,7 @@ int config_entry_get(const struct config *cfg, const char *key, struct config_en
 
 const char *config_source_name(enum config_source source)
 {
-	static const char *const names[] = {"default", "file", "env", "flag", "policy"};
+	static const char *const names[] = { "default", "file", "env", "flag", "policy" };
 	return (size_t)source < ARRAY_SIZE(names) ? names[source] : "unknown";
 }
 
@@ -1424,14 +1390,13 @@ const char *config_user_mode_name(enum config_user_mode mode)
 /* ---- execution policy ----------------------------------------------------------------- */
 
 #define SANDBOX_PREFIX "execution.sandbox."
-#define POLICY_KEYS_TEXT                                                                           \
-	"a policy holds execution.sandbox.*, execution.fallback_to_unified, "                      \
+#define POLICY_KEYS_TEXT                                                                                               \
+	"a policy holds execution.sandbox.*, execution.fallback_to_unified, "                                          \
 	"execution.terminal_shell and execution.timeout_ms"
 
 static bool is_policy_key(const char *key)
 {
-	return !strncmp(key, SANDBOX_PREFIX, strlen(SANDBOX_PREFIX)) ||
-	       !strcmp(key, "execution.fallback_to_unified") ||
+	return !strncmp(key, SANDBOX_PREFIX, strlen(SANDBOX_PREFIX)) || !strcmp(key, "execution.fallback_to_unified") ||
 	       !strcmp(key, "execution.timeout_ms") || !strcmp(key, "execution.terminal_shell") ||
 	       /* the roots every payload path is confined to, and the git layout checked against */
 	       !strcmp(key, "paths.repos_dir") || !strcmp(key, "paths.worktrees_dir");
@@ -1459,16 +1424,16 @@ static const struct {
 	const char *key;
 	enum tighten how;
 } tighten_rules[] = {
-	{"execution.sandbox.enabled", TIGHTEN_TRUE},
-	{"execution.sandbox.fail_closed", TIGHTEN_TRUE},
-	{"execution.fallback_to_unified", TIGHTEN_FALSE},
-	{"execution.sandbox.network", TIGHTEN_EARLIER_CHOICE}, /* sandbox_networks: none, proxy, host */
-	{"execution.timeout_ms", TIGHTEN_SMALLER},
-	{"execution.sandbox.memory_max_mb", TIGHTEN_LIMIT},
-	{"execution.sandbox.pids_max", TIGHTEN_LIMIT},
-	{"execution.sandbox.cpu_max_percent", TIGHTEN_LIMIT},
-	{"execution.sandbox.nofile", TIGHTEN_LIMIT},
-	{"execution.sandbox.fsize_mb", TIGHTEN_LIMIT},
+	{ "execution.sandbox.enabled", TIGHTEN_TRUE },
+	{ "execution.sandbox.fail_closed", TIGHTEN_TRUE },
+	{ "execution.fallback_to_unified", TIGHTEN_FALSE },
+	{ "execution.sandbox.network", TIGHTEN_EARLIER_CHOICE }, /* sandbox_networks: none, proxy, host */
+	{ "execution.timeout_ms", TIGHTEN_SMALLER },
+	{ "execution.sandbox.memory_max_mb", TIGHTEN_LIMIT },
+	{ "execution.sandbox.pids_max", TIGHTEN_LIMIT },
+	{ "execution.sandbox.cpu_max_percent", TIGHTEN_LIMIT },
+	{ "execution.sandbox.nofile", TIGHTEN_LIMIT },
+	{ "execution.sandbox.fsize_mb", TIGHTEN_LIMIT },
 };
 
 /* A limit by its name: the last part ends in _mb or holds "max" (memory_max_mb, pids_max). */
@@ -1529,8 +1494,7 @@ static bool user_value_is_stricter(const struct config_key *k, const char *daemo
 static int policy_invalid(struct err *e, const char *key, const char *reason)
 {
 	_cleanup_free_ char *path = xasprintf("policy.%s", key);
-	return err_setd(e, E_INVALID_PAYLOAD,
-			json_pack("{s:s,s:s}", "path", path, "reason", reason), "%s: %s", path,
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", path, "reason", reason), "%s: %s", path,
 			reason);
 }
 
@@ -1542,8 +1506,7 @@ static int policy_member(const char *key, const json_t *v, char **out, struct er
 	if (i < 0 || !is_policy_key(key))
 		return policy_invalid(e, key,
 				      i < 0 ? "unknown setting (" POLICY_KEYS_TEXT ")"
-					    : "not an execution policy setting (" POLICY_KEYS_TEXT
-					      ")");
+					    : "not an execution policy setting (" POLICY_KEYS_TEXT ")");
 	const struct config_key *k = &keys[i];
 	if (json_is_null(v) && k->type == CONFIG_NULLABLE_STRING)
 		return 0;
@@ -1551,7 +1514,7 @@ static int policy_member(const char *key, const json_t *v, char **out, struct er
 		return policy_invalid(e, key,
 				      "expected the setting's text as a JSON string (\"true\", "
 				      "\"4096\"; null only for a nullable setting)");
-	struct raw_value raw = {json_string_value(v), json_string_length(v), false, false};
+	struct raw_value raw = { json_string_value(v), json_string_length(v), false, false };
 	struct err pe = ERR_INIT;
 	size_t at;
 	if (parse_value(k, &raw, NULL, out, &at, &pe) < 0) {
@@ -1576,8 +1539,7 @@ int config_policy_check(const json_t *policy, struct err *e)
 {
 	if (!json_is_object(policy))
 		return err_setd(e, E_INVALID_PAYLOAD,
-				json_pack("{s:s,s:s}", "path", "policy", "reason",
-					  "expected an object of settings"),
+				json_pack("{s:s,s:s}", "path", "policy", "reason", "expected an object of settings"),
 				"policy: expected an object of settings "
 				"{\"execution.sandbox.enabled\": \"true\", …}");
 	const char *key;
@@ -1593,8 +1555,7 @@ int config_policy_check(const json_t *policy, struct err *e)
 }
 
 /* keys[i]'s value in the policy, or its built-in default when the policy leaves it out. */
-static int policy_value(const struct config_state *st, const json_t *policy, size_t i, char **out,
-			struct err *e)
+static int policy_value(const struct config_state *st, const json_t *policy, size_t i, char **out, struct err *e)
 {
 	const json_t *v = json_object_get(policy, keys[i].key);
 	if (v)
@@ -1606,7 +1567,7 @@ static int policy_value(const struct config_state *st, const json_t *policy, siz
 	}
 	if (!keys[i].def)
 		return 0;
-	struct raw_value raw = {keys[i].def, strlen(keys[i].def), false, false};
+	struct raw_value raw = { keys[i].def, strlen(keys[i].def), false, false };
 	size_t at;
 	return parse_value(&keys[i], &raw, NULL, out, &at, e);
 }
@@ -1624,8 +1585,7 @@ int config_apply_policy(struct config *cfg, const json_t *policy, struct err *e)
 			return -1;
 		/* a built-in default is not the user's word: only what the user set may tighten */
 		const struct config_slot *mine = &st->slots[i];
-		if (mine->source != CONFIG_SOURCE_DEFAULT &&
-		    user_value_is_stricter(&keys[i], value, mine->value))
+		if (mine->source != CONFIG_SOURCE_DEFAULT && user_value_is_stricter(&keys[i], value, mine->value))
 			free(value);
 		else
 			slot_store(&st->slots[i], value, CONFIG_SOURCE_POLICY, 0);
@@ -1730,7 +1690,6 @@ json_t *config_to_json(const struct config *cfg)
 		config_entry_at(cfg, i, &en);
 		json_array_append_new(settings, entry_to_json(&en));
 	}
-	return json_pack("{s:o,s:s,s:b}", "settings", settings, "configFile",
-			 cfg->config_file ? cfg->config_file : "", "configFileFound",
-			 cfg->config_file_found);
+	return json_pack("{s:o,s:s,s:b}", "settings", settings, "configFile", cfg->config_file ? cfg->config_file : "",
+			 "configFileFound", cfg->config_file_found);
 }

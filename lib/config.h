@@ -79,11 +79,10 @@
  * ----------------
  * How an executor confines what it runs is the daemon's to decide, never the execution user's:
  * the policy keys are every key under execution.sandbox. (one added to the table later is one
- * too) plus execution.fallback_to_unified, execution.timeout_ms, execution.terminal_shell and the roots payload paths are
- * confined to, paths.repos_dir and paths.worktrees_dir (config_is_policy_key). The
- * daemon puts its own values in every payload it writes (config_execution_policy), and the
- * executor applies them over the config it loaded as whichever user it runs as
- * (config_apply_policy). A value that user set (file, environment; built-in defaults do not
+ * too) plus execution.fallback_to_unified, execution.timeout_ms, execution.terminal_shell and the roots payload paths
+ * are confined to, paths.repos_dir and paths.worktrees_dir (config_is_policy_key). The daemon puts its own values in
+ * every payload it writes (config_execution_policy), and the executor applies them over the config it loaded as
+ * whichever user it runs as (config_apply_policy). A value that user set (file, environment; built-in defaults do not
  * count) wins only where it is stricter:
  *   execution.sandbox.enabled, fail_closed   true is stricter
  *   execution.fallback_to_unified            false is stricter
@@ -152,17 +151,18 @@ struct config {
 		const char *tls_cert; /* PEM certificate (chain) for HTTPS/WSS on the TCP listener; NULL: plain */
 		const char *tls_key;  /* its private key; both or neither */
 		/* Limits (docs/security.md section 9): what a port scan, a slowloris or a hostile page can take. */
-		const char *allowed_origins; /* browser origins served besides the daemon's own (origin.h); NULL: none */
-		long long max_connections;	   /* open TCP connections */
-		long long max_connections_per_ip;  /* TCP connections from one address (IPv6: one /64); 0: no cap */
-		long long max_unauthenticated;	   /* TCP connections that presented no credential yet; 0: no cap */
-		long long auth_timeout_ms;	   /* such a connection completing no request for this long is closed */
-		long long fd_reserve;		   /* descriptors TCP connections never take (Unix socket, executors) */
+		const char
+			*allowed_origins;  /* browser origins served besides the daemon's own (origin.h); NULL: none */
+		long long max_connections; /* open TCP connections */
+		long long max_connections_per_ip; /* TCP connections from one address (IPv6: one /64); 0: no cap */
+		long long max_unauthenticated;	  /* TCP connections that presented no credential yet; 0: no cap */
+		long long auth_timeout_ms;	  /* such a connection completing no request for this long is closed */
+		long long fd_reserve;		  /* descriptors TCP connections never take (Unix socket, executors) */
 		long long audit_refusals_window_ms; /* a refused call's repeats in this window become one counted row */
-		long long audit_refusals_max;	   /* kinds of refusal audited one row each per window; the rest counted */
-		long long wal_max_mb;		   /* past this the WAL is checkpointed and truncated */
-		long long db_size_alarm_mb;	   /* past this the database size is logged and flagged; 0: never */
-		long long node_pair_per_minute;	   /* node.pair calls per address and minute */
+		long long audit_refusals_max;	/* kinds of refusal audited one row each per window; the rest counted */
+		long long wal_max_mb;		/* past this the WAL is checkpointed and truncated */
+		long long db_size_alarm_mb;	/* past this the database size is logged and flagged; 0: never */
+		long long node_pair_per_minute; /* node.pair calls per address and minute */
 		long long node_pair_pending_per_ip; /* pending pairing requests per address */
 	} daemon;
 	struct {
@@ -192,17 +192,18 @@ struct config {
 		 * NULL: none */
 		const char *exec_env_allow;
 		struct {
-			bool enabled;	  /* sandbox what the executor starts (agent CLIs, exec.run) */
-			bool fail_closed; /* a missing Landlock/seccomp refuses the run */
-			int network;	  /* enum config_sandbox_network */
-			const char *egress_allow; /* proxy mode: hosts reachable besides the provider (egress.h); NULL: none */
+			bool enabled;		  /* sandbox what the executor starts (agent CLIs, exec.run) */
+			bool fail_closed;	  /* a missing Landlock/seccomp refuses the run */
+			int network;		  /* enum config_sandbox_network */
+			const char *egress_allow; /* proxy mode: hosts reachable besides the provider (egress.h); NULL:
+						     none */
 			const char *upstream_ca_file; /* proxy, https provider: verifies it; NULL: the system bundle */
-			const char *home_expose; /* ':'-separated paths relative to the user's home, bound read-only
-						  * into the private home of exec.run and terminal runs; NULL: none */
-			const char *read_only_paths;  /* ':'-separated; NULL: none */
+			const char *home_expose;     /* ':'-separated paths relative to the user's home, bound read-only
+						      * into the private home of exec.run and terminal runs; NULL: none */
+			const char *read_only_paths; /* ':'-separated; NULL: none */
 			const char *read_write_paths; /* ':'-separated; NULL: none */
 			long long memory_max_mb, pids_max, cpu_max_percent, nofile, fsize_mb; /* 0: no limit */
-			long long disk_max_mb; /* a run's write budget (storage, and each private tmpfs); 0: none */
+			long long disk_max_mb;	   /* a run's write budget (storage, and each private tmpfs); 0: none */
 			const char *cgroup_root;   /* where the cgroup hierarchies are mounted */
 			const char *cgroup_parent; /* the group under which each run gets its own */
 			long long root_maps_to;	   /* a root executor's runs are this uid and gid inside (never 0) */
@@ -218,7 +219,7 @@ struct config {
 	} agents;
 
 	const char *config_file; /* the file read, or that would be read (absolute) */
-	bool config_file_found; /* false: it did not exist (only allowed at the default location) */
+	bool config_file_found;	 /* false: it did not exist (only allowed at the default location) */
 
 	struct config_state *state;
 };
@@ -226,7 +227,7 @@ struct config {
 /* What config_load takes besides flags. Every member may be NULL. */
 struct config_overrides {
 	const char *config_path; /* --config: this file, which must exist */
-	char *const *env; /* "NAME=value" strings to read instead of the process environment */
+	char *const *env;	 /* "NAME=value" strings to read instead of the process environment */
 };
 
 /* One setting as config_entry_at() describes it. */
@@ -259,8 +260,7 @@ const char *config_chosen_file(const struct config *cfg);
 
 /* Typed access by key, for code that iterates keys; the rest should read the struct.
  * Asking for an unknown key or the wrong type is a programming error: it aborts. */
-const char *config_str(const struct config *cfg,
-		       const char *key); /* string, path, enum, nullable */
+const char *config_str(const struct config *cfg, const char *key); /* string, path, enum, nullable */
 long long config_int(const struct config *cfg, const char *key);
 bool config_bool(const struct config *cfg, const char *key);
 

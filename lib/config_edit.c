@@ -21,8 +21,9 @@
 
 static bool plain_safe(const char *v)
 {
-	static const char *const reserved[] = { "null", "Null", "NULL", "~", "true", "True", "TRUE", "false", "False",
-						"FALSE", "yes", "Yes", "no", "No", "on", "On", "off", "Off", "y", "n" };
+	static const char *const reserved[] = { "null",	 "Null",  "NULL",  "~",	  "true", "True", "TRUE",
+						"false", "False", "FALSE", "yes", "Yes",  "no",	  "No",
+						"on",	 "On",	  "off",   "Off", "y",	  "n" };
 	if (!*v || strchr("-?:,[]{}#&*!|>'\"%@`0123456789+.", v[0]))
 		return false;
 	for (size_t i = 0; i < ARRAY_SIZE(reserved); i++)
@@ -76,7 +77,7 @@ struct target {
 	yaml_mark_t value_start, value_end, key_end;
 	bool value_empty;
 	/* else the deepest mapping on the path */
-	int anc_depth; /* 0: the root */
+	int anc_depth;	     /* 0: the root */
 	yaml_mark_t anc_key; /* the key line of that mapping (anc_depth > 0) */
 	int child_col;	     /* the column of its first key; -1 none */
 	bool anc_flow, anc_empty;
@@ -99,8 +100,8 @@ static void note_mapping(struct target *t, int depth, const yaml_event_t *ev, ya
 }
 
 /* A node event as the value of the current key of map frame f (on the path at depth f->depth). */
-static int on_path_value(struct target *t, struct frame *f, const yaml_event_t *ev, const char *name,
-			 const char *key, struct err *e, int *child_depth)
+static int on_path_value(struct target *t, struct frame *f, const yaml_event_t *ev, const char *name, const char *key,
+			 struct err *e, int *child_depth)
 {
 	*child_depth = -1;
 	if (f->depth < 0 || !f->key || strcmp(f->key, t->parts[f->depth]))
@@ -134,8 +135,7 @@ static int on_path_value(struct target *t, struct frame *f, const yaml_event_t *
 }
 
 /* Runs the parser over text, filling t. */
-static int find_target(const char *name, const char *text, size_t len, const char *key, struct target *t,
-		       struct err *e)
+static int find_target(const char *name, const char *text, size_t len, const char *key, struct target *t, struct err *e)
 {
 	yaml_parser_t parser;
 	yaml_parser_initialize(&parser);
@@ -168,7 +168,8 @@ static int find_target(const char *name, const char *text, size_t len, const cha
 				}
 			} else if (is_key) {
 				free(f->key);
-				f->key = ev.type == YAML_SCALAR_EVENT ? xstrdup((const char *)ev.data.scalar.value) : NULL;
+				f->key = ev.type == YAML_SCALAR_EVENT ? xstrdup((const char *)ev.data.scalar.value)
+								      : NULL;
 				f->key_mark = ev.start_mark;
 				f->key_end = ev.end_mark;
 				f->expect_key = false;
@@ -183,8 +184,8 @@ static int find_target(const char *name, const char *text, size_t len, const cha
 					rc = err_set(e, E_CONFIG, "%s: nested too deeply", name);
 				} else {
 					stack[++top] = (struct frame){ .is_map = ev.type == YAML_MAPPING_START_EVENT,
-								      .expect_key = true,
-								      .depth = child_depth };
+								       .expect_key = true,
+								       .depth = child_depth };
 				}
 			}
 		} else if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT) {

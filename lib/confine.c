@@ -15,8 +15,9 @@
 
 static int outside(struct err *e, const char *path, const char *root, const char *why)
 {
-	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s,s:s}", "path", path, "root", root, "reason", why),
-			"%s is outside %s (%s)", path, root, why);
+	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME,
+			json_pack("{s:s,s:s,s:s}", "path", path, "root", root, "reason", why), "%s is outside %s (%s)",
+			path, root, why);
 }
 
 /* rel beneath rootfd: symlinks that stay beneath are followed (openat2), or none at all (the walk without it). */
@@ -244,7 +245,8 @@ int confine_hold(const char *root, const char *path, int make_parents, struct co
 	const char *rel0 = relative_part(canonical, root, canonical_root);
 	if (!rel0 || !strcmp(rel0, ".") || !*rel0) {
 		confined_path_release(held);
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", path, "reason", "names the root itself"),
+		return err_setd(e, E_INVALID_PAYLOAD,
+				json_pack("{s:s,s:s}", "path", path, "reason", "names the root itself"),
 				"%s names %s itself: give a path below it", path, root);
 	}
 	_cleanup_free_ char *rel = xstrdup(rel0);

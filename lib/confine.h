@@ -34,7 +34,10 @@ struct confined_path {
 	char *name;    /* the last component: a plain name */
 	char *path;    /* canonical absolute path (messages, results, what is recorded) */
 };
-#define CONFINED_PATH_INIT { -1, -1, NULL, NULL }
+#define CONFINED_PATH_INIT                                                                                             \
+	{                                                                                                              \
+		-1, -1, NULL, NULL                                                                                     \
+	}
 int confine_hold(const char *root, const char *path, int make_parents, struct confined_path *held, struct err *e);
 void confined_path_release(struct confined_path *held);
 /* path (absolute under root, or relative to it; root itself allowed) opened beneath root with confine_openat's

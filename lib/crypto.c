@@ -132,8 +132,8 @@ void crypto_hmac_sha256(const void *key, size_t key_len, const void *data, size_
 		abort(); /* mbedTLS built without SHA-256: a broken build */
 	/* mbedtls_md_hmac allocates its context (and wipes it in mbedtls_md_free); it fails only on
 	 * allocation, which we treat like xmalloc does. */
-	must_succeed(mbedtls_md_hmac(sha256, key_len ? key : (const void *)"", key_len,
-				     len ? data : (const void *)"", len, out));
+	must_succeed(mbedtls_md_hmac(sha256, key_len ? key : (const void *)"", key_len, len ? data : (const void *)"",
+				     len, out));
 }
 
 /* ---- AES-256-GCM sealed blobs ---------------------------------------------------------------- */
@@ -158,14 +158,13 @@ static int gcm_with_key(mbedtls_gcm_context *gcm, const uint8_t key[CRYPTO_KEY_L
 	int ret = mbedtls_gcm_setkey(gcm, MBEDTLS_CIPHER_ID_AES, key, CRYPTO_KEY_LEN * 8);
 	if (ret != 0) {
 		mbedtls_gcm_free(gcm);
-		return err_set(e, E_INTERNAL, "AES-256-GCM key setup failed (mbedTLS -0x%04x)",
-			       (unsigned)-ret);
+		return err_set(e, E_INTERNAL, "AES-256-GCM key setup failed (mbedTLS -0x%04x)", (unsigned)-ret);
 	}
 	return 0;
 }
 
-int crypto_seal(const uint8_t key[CRYPTO_KEY_LEN], const void *plaintext, size_t len,
-		const void *aad, size_t aadlen, struct strbuf *out, struct err *e)
+int crypto_seal(const uint8_t key[CRYPTO_KEY_LEN], const void *plaintext, size_t len, const void *aad, size_t aadlen,
+		struct strbuf *out, struct err *e)
 {
 	if (len > SIZE_MAX / 2)
 		return err_set(e, E_INTERNAL, "plaintext too large to seal");
@@ -187,17 +186,15 @@ int crypto_seal(const uint8_t key[CRYPTO_KEY_LEN], const void *plaintext, size_t
 	}
 	size_t full_aad_len;
 	uint8_t *full_aad = sealing_aad(aad, aadlen, &full_aad_len);
-	int ret = mbedtls_gcm_crypt_and_tag(&gcm, MBEDTLS_GCM_ENCRYPT, len, nonce,
-					    CRYPTO_SEAL_NONCE_LEN, full_aad, full_aad_len,
-					    len ? plaintext : (const void *)"", ciphertext,
+	int ret = mbedtls_gcm_crypt_and_tag(&gcm, MBEDTLS_GCM_ENCRYPT, len, nonce, CRYPTO_SEAL_NONCE_LEN, full_aad,
+					    full_aad_len, len ? plaintext : (const void *)"", ciphertext,
 					    CRYPTO_SEAL_TAG_LEN, tag);
 	mbedtls_gcm_free(&gcm); /* zeroizes the expanded key */
 	free(full_aad);
 	if (ret != 0) {
 		crypto_wipe(blob, total);
 		strbuf_setlen(out, old_len);
-		return err_set(e, E_INTERNAL, "AES-256-GCM encryption failed (mbedTLS -0x%04x)",
-			       (unsigned)-ret);
+		return err_set(e, E_INTERNAL, "AES-256-GCM encryption failed (mbedTLS -0x%04x)", (unsigned)-ret);
 	}
 	strbuf_setlen(out, old_len + total);
 	return 0;
@@ -208,8 +205,8 @@ static int refuse_blob(struct err *e, const char *why)
 	return err_set(e, E_AUTH_FAILED, "sealed data refused: %s", why);
 }
 
-int crypto_open(const uint8_t key[CRYPTO_KEY_LEN], const void *blob, size_t bloblen,
-		const void *aad, size_t aadlen, struct strbuf *out, struct err *e)
+int crypto_open(const uint8_t key[CRYPTO_KEY_LEN], const void *blob, size_t bloblen, const void *aad, size_t aadlen,
+		struct strbuf *out, struct err *e)
 {
 	const uint8_t *b = blob;
 	if (bloblen < CRYPTO_SEAL_OVERHEAD)
@@ -228,9 +225,8 @@ int crypto_open(const uint8_t key[CRYPTO_KEY_LEN], const void *blob, size_t blob
 	uint8_t *plain = (uint8_t *)out->buf + old_len;
 	size_t full_aad_len;
 	uint8_t *full_aad = sealing_aad(aad, aadlen, &full_aad_len);
-	int ret = mbedtls_gcm_auth_decrypt(&gcm, len, nonce, CRYPTO_SEAL_NONCE_LEN, full_aad,
-					   full_aad_len, tag, CRYPTO_SEAL_TAG_LEN,
-					   len ? ciphertext : (const uint8_t *)"", plain);
+	int ret = mbedtls_gcm_auth_decrypt(&gcm, len, nonce, CRYPTO_SEAL_NONCE_LEN, full_aad, full_aad_len, tag,
+					   CRYPTO_SEAL_TAG_LEN, len ? ciphertext : (const uint8_t *)"", plain);
 	mbedtls_gcm_free(&gcm);
 	free(full_aad);
 	if (ret != 0) {
@@ -239,8 +235,7 @@ int crypto_open(const uint8_t key[CRYPTO_KEY_LEN], const void *blob, size_t blob
 		if (ret == MBEDTLS_ERR_GCM_AUTH_FAILED)
 			return refuse_blob(e, "authentication failed (wrong key, wrong context or "
 					      "tampered data)");
-		return err_set(e, E_INTERNAL, "AES-256-GCM decryption failed (mbedTLS -0x%04x)",
-			       (unsigned)-ret);
+		return err_set(e, E_INTERNAL, "AES-256-GCM decryption failed (mbedTLS -0x%04x)", (unsigned)-ret);
 	}
 	strbuf_setlen(out, old_len + len);
 	return 0;
@@ -250,11 +245,26 @@ int crypto_open(const uint8_t key[CRYPTO_KEY_LEN], const void *blob, size_t blob
 
 /* Constant-time byte predicates returning 0xff (true) or 0 (false), after libsodium's codecs: the
  * codec must not leak key material through table lookups or data-dependent branches. */
-static unsigned ct_gt(unsigned x, unsigned y) { return ((y - x) >> 8) & 0xff; }
-static unsigned ct_ge(unsigned x, unsigned y) { return ct_gt(y, x) ^ 0xff; }
-static unsigned ct_lt(unsigned x, unsigned y) { return ct_gt(y, x); }
-static unsigned ct_le(unsigned x, unsigned y) { return ct_ge(y, x); }
-static unsigned ct_eq(unsigned x, unsigned y) { return (((0u - (x ^ y)) >> 8) & 0xff) ^ 0xff; }
+static unsigned ct_gt(unsigned x, unsigned y)
+{
+	return ((y - x) >> 8) & 0xff;
+}
+static unsigned ct_ge(unsigned x, unsigned y)
+{
+	return ct_gt(y, x) ^ 0xff;
+}
+static unsigned ct_lt(unsigned x, unsigned y)
+{
+	return ct_gt(y, x);
+}
+static unsigned ct_le(unsigned x, unsigned y)
+{
+	return ct_ge(y, x);
+}
+static unsigned ct_eq(unsigned x, unsigned y)
+{
+	return (((0u - (x ^ y)) >> 8) & 0xff) ^ 0xff;
+}
 
 struct b64_alphabet {
 	unsigned c62, c63; /* '+' '/' or '-' '_' */
@@ -266,25 +276,22 @@ static const struct b64_alphabet B64_URL = { '-', '_', 0, "base64url" };
 
 static char b64_char(const struct b64_alphabet *a, unsigned x)
 {
-	return (char)((ct_lt(x, 26) & (x + 'A')) |
-		      (ct_ge(x, 26) & ct_lt(x, 52) & (x + ('a' - 26))) |
-		      (ct_ge(x, 52) & ct_lt(x, 62) & (x + ('0' - 52))) |
-		      (ct_eq(x, 62) & a->c62) | (ct_eq(x, 63) & a->c63));
+	return (char)((ct_lt(x, 26) & (x + 'A')) | (ct_ge(x, 26) & ct_lt(x, 52) & (x + ('a' - 26))) |
+		      (ct_ge(x, 52) & ct_lt(x, 62) & (x + ('0' - 52))) | (ct_eq(x, 62) & a->c62) |
+		      (ct_eq(x, 63) & a->c63));
 }
 
 /* 0…63, or 0xff for a character outside the alphabet. */
 static unsigned b64_value(const struct b64_alphabet *a, unsigned char ch)
 {
 	unsigned c = ch;
-	unsigned x = (ct_ge(c, 'A') & ct_le(c, 'Z') & (c - 'A')) |
-		     (ct_ge(c, 'a') & ct_le(c, 'z') & (c - ('a' - 26))) |
+	unsigned x = (ct_ge(c, 'A') & ct_le(c, 'Z') & (c - 'A')) | (ct_ge(c, 'a') & ct_le(c, 'z') & (c - ('a' - 26))) |
 		     (ct_ge(c, '0') & ct_le(c, '9') & (c - ('0' - 52))) | (ct_eq(c, a->c62) & 62) |
 		     (ct_eq(c, a->c63) & 63);
 	return x | (ct_eq(x, 0) & (ct_eq(c, 'A') ^ 0xff));
 }
 
-static void b64_encode(const struct b64_alphabet *a, const void *data, size_t len,
-		       struct strbuf *out)
+static void b64_encode(const struct b64_alphabet *a, const void *data, size_t len, struct strbuf *out)
 {
 	const uint8_t *in = data;
 	if (len > SIZE_MAX / 2)
@@ -320,14 +327,12 @@ static void b64_encode(const struct b64_alphabet *a, const void *data, size_t le
 
 /* The length of the encoded data without its padding, or -1 (with e set) when the length or the
  * padding is not one a canonical encoder produces. */
-static int b64_body_length(const struct b64_alphabet *a, const char *s, size_t len, size_t *body,
-			   struct err *e)
+static int b64_body_length(const struct b64_alphabet *a, const char *s, size_t len, size_t *body, struct err *e)
 {
 	size_t n = len;
 	if (a->padded) {
 		if (len % 4 != 0)
-			return err_set(e, E_INVALID_PAYLOAD,
-				       "%s: length %zu is not a multiple of 4", a->name, len);
+			return err_set(e, E_INVALID_PAYLOAD, "%s: length %zu is not a multiple of 4", a->name, len);
 		for (int pads = 0; pads < 2 && n > 0 && s[n - 1] == '='; pads++)
 			n--;
 	}
@@ -340,8 +345,7 @@ static int b64_body_length(const struct b64_alphabet *a, const char *s, size_t l
 static int b64_bad_char(const struct b64_alphabet *a, const char *s, size_t i, struct err *e)
 {
 	if (s[i] == '=')
-		return err_set(e, E_INVALID_PAYLOAD, "%s: unexpected padding at offset %zu",
-			       a->name, i);
+		return err_set(e, E_INVALID_PAYLOAD, "%s: unexpected padding at offset %zu", a->name, i);
 	return err_set(e, E_INVALID_PAYLOAD, "%s: invalid character at offset %zu", a->name, i);
 }
 
@@ -352,8 +356,7 @@ static void b64_abandon(struct strbuf *out, size_t old_len, const uint8_t *end)
 	strbuf_setlen(out, old_len);
 }
 
-static int b64_decode(const struct b64_alphabet *a, const char *s, size_t len, struct strbuf *out,
-		      struct err *e)
+static int b64_decode(const struct b64_alphabet *a, const char *s, size_t len, struct strbuf *out, struct err *e)
 {
 	size_t body = 0;
 	if (b64_body_length(a, s, len, &body, e) < 0)

@@ -29,14 +29,14 @@
 #include "err.h"
 #include "strbuf.h"
 
-#define CRYPTO_SHA256_LEN 32
-#define CRYPTO_SHA256_HEX_LEN 64 /* without the NUL */
+#define CRYPTO_SHA256_LEN      32
+#define CRYPTO_SHA256_HEX_LEN  64 /* without the NUL */
 #define CRYPTO_HMAC_SHA256_LEN 32
-#define CRYPTO_KEY_LEN 32 /* AES-256 */
-#define CRYPTO_SEAL_VERSION 1
-#define CRYPTO_SEAL_NONCE_LEN 12
-#define CRYPTO_SEAL_TAG_LEN 16
-#define CRYPTO_SEAL_OVERHEAD (1 + CRYPTO_SEAL_NONCE_LEN + CRYPTO_SEAL_TAG_LEN)
+#define CRYPTO_KEY_LEN	       32 /* AES-256 */
+#define CRYPTO_SEAL_VERSION    1
+#define CRYPTO_SEAL_NONCE_LEN  12
+#define CRYPTO_SEAL_TAG_LEN    16
+#define CRYPTO_SEAL_OVERHEAD   (1 + CRYPTO_SEAL_NONCE_LEN + CRYPTO_SEAL_TAG_LEN)
 
 /* Fills buf with len bytes from the kernel CSPRNG (getrandom, blocking only until the pool is first
  * initialised). Retries short reads and EINTR. -1 with E_SYSTEM when the kernel refuses. */
@@ -72,15 +72,15 @@ int crypto_equal(const void *a, const void *b, size_t n);
  * sealed blob (CRYPTO_SEAL_OVERHEAD + len bytes) to out. aad (may be NULL when aadlen is 0) is
  * authenticated, not stored: the same aad must be given to crypto_open. -1 (E_SYSTEM/E_INTERNAL)
  * leaves out as it was. */
-int crypto_seal(const uint8_t key[CRYPTO_KEY_LEN], const void *plaintext, size_t len,
-		const void *aad, size_t aadlen, struct strbuf *out, struct err *e);
+int crypto_seal(const uint8_t key[CRYPTO_KEY_LEN], const void *plaintext, size_t len, const void *aad, size_t aadlen,
+		struct strbuf *out, struct err *e);
 
 /* Checks and decrypts a blob made by crypto_seal, appending the plaintext to out (blob must not
  * point into out). Any tampering, a truncated blob, an unknown version, a wrong key or a wrong aad
  * is -1 with E_AUTH_FAILED, and out is left as it was (no partial or unauthenticated plaintext is
  * ever appended). */
-int crypto_open(const uint8_t key[CRYPTO_KEY_LEN], const void *blob, size_t bloblen,
-		const void *aad, size_t aadlen, struct strbuf *out, struct err *e);
+int crypto_open(const uint8_t key[CRYPTO_KEY_LEN], const void *blob, size_t bloblen, const void *aad, size_t aadlen,
+		struct strbuf *out, struct err *e);
 
 /* base64url (RFC 4648 §5) without padding; the decoder is strict (see the contract above). A
  * decode failure is -1 with E_INVALID_PAYLOAD naming the offset, and leaves out's content as it
@@ -97,7 +97,10 @@ void crypto_wipe(void *p, size_t n);
 /* Wipes the whole allocation of sb (not only len bytes), then releases it. */
 void crypto_strbuf_wipe(struct strbuf *sb);
 
-static inline void cleanup_strbuf_wipe(struct strbuf *sb) { crypto_strbuf_wipe(sb); }
+static inline void cleanup_strbuf_wipe(struct strbuf *sb)
+{
+	crypto_strbuf_wipe(sb);
+}
 #define _cleanup_strbuf_wipe_ __attribute__((cleanup(cleanup_strbuf_wipe)))
 
 #endif

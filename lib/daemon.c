@@ -46,7 +46,6 @@ void daemon_audit(struct daemon *d, const char *actor, const char *action, const
 		json_decref(details);
 }
 
-
 void daemon_commit_write_batch(struct daemon *d)
 {
 	struct err e = ERR_INIT;

@@ -1,6 +1,6 @@
 /* daemon.h — the trusted control plane's shared state (struct daemon) and its base: the clock, new ids, the
- * audit helper, the write batch. Never executes untrusted code and never opens the data home: every git or file change is an
- * executor payload run through lib/spawn on a worker thread; the database is touched on the loop thread only.
+ * audit helper, the write batch. Never executes untrusted code and never opens the data home: every git or file change
+ * is an executor payload run through lib/spawn on a worker thread; the database is touched on the loop thread only.
  *
  * The daemon's files, in layers (docs/architecture.md); a file calls only files of lower layers, never up
  * (`test/integration/t0006-layers.sh` fails on any call or include cycle between lib modules):
@@ -46,16 +46,17 @@ struct daemon {
 	struct net_server *server;
 	uint8_t jwt_secret[32];
 	uint8_t master_key[32];
-	char *self_path;   /* this agor binary: what executors run */
-	char *executor_daemon_ca_pem; /* execution.executor_daemon_ca_file's certificates, for remote executors; or NULL */
-	char *daemon_user; /* the Unix user the daemon runs as */
+	char *self_path;	      /* this agor binary: what executors run */
+	char *executor_daemon_ca_pem; /* execution.executor_daemon_ca_file's certificates, for remote executors; or NULL
+				       */
+	char *daemon_user;	      /* the Unix user the daemon runs as */
 	uid_t uid;
-	char *owner_id;	   /* the agor user mapped to the daemon's own uid */
+	char *owner_id;		   /* the agor user mapped to the daemon's own uid */
 	unsigned users_generation; /* bumped when a user's Unix mapping or role changes or a user goes */
 	int stopping;
 	long long started_at; /* daemon_now() at daemon_init: `agor daemon status` shows the uptime */
-	int lock_fd;  /* run/daemon.lock, flocked for the daemon's lifetime */
-	int ready_fd; /* when detached: the pipe to the waiting parent ("R" once serving), else -1 */
+	int lock_fd;	      /* run/daemon.lock, flocked for the daemon's lifetime */
+	int ready_fd;	      /* when detached: the pipe to the waiting parent ("R" once serving), else -1 */
 
 	struct task_run *queued;  /* waiting for a free executor slot (FIFO list) */
 	struct task_run *running; /* executors in flight (list) */
@@ -63,17 +64,17 @@ struct daemon {
 	pthread_mutex_t done_lock;
 	struct task_run *done; /* finished by workers, waiting for the loop thread */
 
-	int write_batch_open; /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
+	int write_batch_open;		 /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
-	uint64_t auth_generation; /* bumped by every write to tokens or tasks: a remembered check is void */
-	int saving_token_uses;	  /* writing the counted uses back: not a change of any token's state */
+	uint64_t auth_generation;	 /* bumped by every write to tokens or tasks: a remembered check is void */
+	int saving_token_uses;		 /* writing the counted uses back: not a change of any token's state */
 	struct report_line *report_line; /* report_scan's buffer, reused from line to line */
 
 	/* hooks: set by daemon_main, called by lower layers */
 	void (*on_task_cancel)(struct daemon *d, const char *task_id); /* a running task is being cancelled */
-	void (*before_commit)(struct daemon *d); /* a batch of writes is about to commit */
+	void (*before_commit)(struct daemon *d);		       /* a batch of writes is about to commit */
 
-	struct node_state *nodes; /* paired nodes connected now and their runs (daemon_nodes.c) */
+	struct node_state *nodes;   /* paired nodes connected now and their runs (daemon_nodes.c) */
 	struct terminal *terminals; /* open terminals (daemon_terminal.c) */
 
 	struct net_conn **subscribers;

@@ -63,7 +63,8 @@ int daemon_peer_token_live(struct daemon *d, struct daemon_peer *p, struct err *
 		p->is_admin = 0;
 		return -1;
 	}
-	p->is_admin = !strcmp(json_get_str(row, "role") ?: "", "admin"); /* a role changed since auth.token counts now */
+	p->is_admin =
+		!strcmp(json_get_str(row, "role") ?: "", "admin"); /* a role changed since auth.token counts now */
 	json_decref(row);
 	return 0;
 }
@@ -75,11 +76,14 @@ int daemon_need_user(struct rpc_ctx *rc, struct err *e)
 	if (P(rc)->user_id)
 		return 0;
 	if (P(rc)->uid == (uid_t)-1)
-		return err_set(e, E_AUTH_FAILED, "a TCP connection must first present a user token: the agor CLI takes "
-						 "--token T or $AGOR_TOKEN, other clients call auth.token {\"token\": …} "
-						 "(tokens are made with `agor user token` on the daemon's host)");
-	return err_set(e, E_AUTH_FAILED, "this connection is not an agor user (uid %u has none: an admin runs "
-					 "`agor user create NAME --unix-user LOGIN`)", (unsigned)P(rc)->uid);
+		return err_set(e, E_AUTH_FAILED,
+			       "a TCP connection must first present a user token: the agor CLI takes "
+			       "--token T or $AGOR_TOKEN, other clients call auth.token {\"token\": …} "
+			       "(tokens are made with `agor user token` on the daemon's host)");
+	return err_set(e, E_AUTH_FAILED,
+		       "this connection is not an agor user (uid %u has none: an admin runs "
+		       "`agor user create NAME --unix-user LOGIN`)",
+		       (unsigned)P(rc)->uid);
 }
 
 int daemon_need_admin(struct rpc_ctx *rc, struct err *e)
@@ -95,7 +99,8 @@ int daemon_need_str(json_t *params, const char *key, const char **out, struct er
 {
 	json_t *v = json_object_get(params, key);
 	if (!json_is_string(v) || !json_string_length(v))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: required (a non-empty string)", key);
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
+				"params.%s: required (a non-empty string)", key);
 	*out = json_string_value(v);
 	return 0;
 }
@@ -132,7 +137,8 @@ int daemon_list_rows(struct rpc_ctx *rc, const char *sql, json_t **result, struc
 }
 
 /* The row params.id selects with sql (one '?', or two for "id or name"), for any agor user. */
-int daemon_get_row(struct rpc_ctx *rc, json_t *params, const char *what, const char *sql, json_t **result, struct err *e)
+int daemon_get_row(struct rpc_ctx *rc, json_t *params, const char *what, const char *sql, json_t **result,
+		   struct err *e)
 {
 	const char *id;
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "id", &id, e) < 0)
@@ -145,8 +151,9 @@ int daemon_get_row(struct rpc_ctx *rc, json_t *params, const char *what, const c
 
 int daemon_owns_worktree(struct daemon *d, const char *worktree_id, const char *user_id, struct err *e)
 {
-	json_t *row = db_query_one(d->db, e, "SELECT 1 AS yes FROM worktree_owners WHERE worktree_id = ? AND user_id = ?",
-				   "ss", worktree_id, user_id);
+	json_t *row =
+		db_query_one(d->db, e, "SELECT 1 AS yes FROM worktree_owners WHERE worktree_id = ? AND user_id = ?",
+			     "ss", worktree_id, user_id);
 	int owns = row && !json_is_null(row);
 	if (row)
 		json_decref(row);
@@ -157,7 +164,8 @@ enum wt_access daemon_worktree_access(struct rpc_ctx *rc, const char *worktree_i
 {
 	if (P(rc)->is_admin || daemon_owns_worktree(D(rc), worktree_id, P(rc)->user_id, e))
 		return WT_OWNER;
-	_cleanup_json_ json_t *row = db_query_one(D(rc)->db, e, "SELECT others_can FROM worktrees WHERE id = ?", "s", worktree_id);
+	_cleanup_json_ json_t *row =
+		db_query_one(D(rc)->db, e, "SELECT others_can FROM worktrees WHERE id = ?", "s", worktree_id);
 	const char *can = json_is_object(row) ? json_get_str(row, "others_can") : NULL;
 	for (int level = WT_VIEW; can && level <= WT_ALL; level++)
 		if (!strcmp(can, others_can_words[level]))
@@ -181,7 +189,8 @@ int daemon_need_worktree_access(struct rpc_ctx *rc, const char *worktree_id, enu
 	if (have < WT_VIEW)
 		return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "id", id), "no %s with id %s", what, id);
 	if (need == WT_OWNER)
-		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may %s", worktree_id, action);
+		return err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may %s", worktree_id,
+			       action);
 	return err_set(e, E_PERMISSION_DENIED, "worktree %s lets others %s: %s needs others_can %s (or an owner)",
 		       worktree_id, others_can_words[have], action, others_can_words[need]);
 }
@@ -193,9 +202,11 @@ int daemon_need_task_access(struct rpc_ctx *rc, const char *id, enum wt_access n
 {
 	if (daemon_need_user(rc, e) < 0)
 		return -1;
-	_cleanup_json_ json_t *t = daemon_one_row(D(rc), e, "task",
-					   "SELECT t.created_by, s.worktree_id FROM tasks t LEFT JOIN sessions s ON s.id = "
-					   "t.session_id WHERE t.id = ?", id);
+	_cleanup_json_ json_t *t =
+		daemon_one_row(D(rc), e, "task",
+			       "SELECT t.created_by, s.worktree_id FROM tasks t LEFT JOIN sessions s ON s.id = "
+			       "t.session_id WHERE t.id = ?",
+			       id);
 	if (!t)
 		return -1;
 	const char *creator = json_get_str(t, "created_by"), *wt_id = json_get_str(t, "worktree_id");
@@ -213,7 +224,8 @@ int daemon_need_session_access(struct rpc_ctx *rc, const char *id, enum wt_acces
 {
 	if (daemon_need_user(rc, e) < 0)
 		return -1;
-	_cleanup_json_ json_t *s = daemon_one_row(D(rc), e, "session", "SELECT worktree_id FROM sessions WHERE id = ?", id);
+	_cleanup_json_ json_t *s =
+		daemon_one_row(D(rc), e, "session", "SELECT worktree_id FROM sessions WHERE id = ?", id);
 	if (!s || daemon_need_worktree_access(rc, json_get_str(s, "worktree_id"), need, "session", id, action, e) < 0)
 		return -1;
 	if (wt_id)
@@ -234,8 +246,10 @@ int daemon_execution_user_for(struct daemon *d, const char *creator_id, char **u
 	json_t *creator = daemon_one_row(d, e, "user", "SELECT * FROM users WHERE id = ?", creator_id);
 	if (!creator)
 		return -1;
-	static const enum unix_mode modes[] = { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT, UNIX_MODE_SANDBOX };
-	struct unix_mode_settings s = { .mode = modes[d->cfg->execution.unix_user_mode], .daemon_user = d->daemon_user,
+	static const enum unix_mode modes[] = { UNIX_MODE_SIMPLE, UNIX_MODE_INSULATED, UNIX_MODE_STRICT,
+						UNIX_MODE_SANDBOX };
+	struct unix_mode_settings s = { .mode = modes[d->cfg->execution.unix_user_mode],
+					.daemon_user = d->daemon_user,
 					.executor_user = d->cfg->execution.executor_unix_user };
 	struct unix_mode_creator c = { .label = json_string_value(json_object_get(creator, "name")),
 				       .unix_username = json_string_value(json_object_get(creator, "unix_username")) };

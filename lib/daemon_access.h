@@ -60,8 +60,7 @@ enum wt_access daemon_worktree_access(struct rpc_ctx *rc, const char *worktree_i
 int daemon_worktree_visible(struct rpc_ctx *rc, const char *worktree_id, struct err *e);
 int daemon_need_worktree_access(struct rpc_ctx *rc, const char *worktree_id, enum wt_access need, const char *what,
 				const char *id, const char *action, struct err *e);
-int daemon_need_task_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action,
-			    struct err *e);
+int daemon_need_task_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action, struct err *e);
 int daemon_need_session_access(struct rpc_ctx *rc, const char *id, enum wt_access need, const char *action,
 			       char **wt_id, struct err *e);
 int daemon_worktree_rbac_on(const struct daemon *d);

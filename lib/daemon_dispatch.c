@@ -82,7 +82,8 @@ static const struct rpc_method methods[] = {
 int daemon_dispatch_check(struct err *e)
 {
 	const char *name = rpc_table_unsorted(methods, ARRAY_SIZE(methods));
-	return name ? err_set(e, E_INTERNAL, "the daemon's method table is out of order at %s (daemon_dispatch.c)", name)
+	return name ? err_set(e, E_INTERNAL, "the daemon's method table is out of order at %s (daemon_dispatch.c)",
+			      name)
 		    : 0;
 }
 

@@ -14,8 +14,8 @@
 /* The session's entries, one per element (its stored text split at ", "). */
 static void stored_entries(struct daemon *d, const char *session_id, struct strvec *out, struct err *e)
 {
-	_cleanup_json_ json_t *row = db_query_one(d->db, e, "SELECT egress_allow FROM sessions WHERE id = ?", "s",
-						  session_id);
+	_cleanup_json_ json_t *row =
+		db_query_one(d->db, e, "SELECT egress_allow FROM sessions WHERE id = ?", "s", session_id);
 	const char *text = json_is_object(row) ? json_get_str(row, "egress_allow") : NULL;
 	for (const char *p = text; p && *p;) {
 		size_t n = strcspn(p, ", ");
@@ -61,14 +61,14 @@ static int check_entry(const char *entry, struct err *e)
 		err_clear(e);
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "entry"),
 				"params.entry: expected one egress_allow entry — host, *.suffix, an address literal "
-				"(1.2.3.4, [::1]), each optionally :port — not \"%s\"", entry);
+				"(1.2.3.4, [::1]), each optionally :port — not \"%s\"",
+				entry);
 	}
 	return 0;
 }
 
 /* The caller may change the session's egress (its creator or an admin); *session_id and *entry are the params. */
-static int change_params(struct rpc_ctx *rc, json_t *params, const char **session_id, const char **entry,
-			 struct err *e)
+static int change_params(struct rpc_ctx *rc, json_t *params, const char **session_id, const char **entry, struct err *e)
 {
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "session_id", session_id, e) < 0 ||
 	    daemon_need_str(params, "entry", entry, e) < 0)
@@ -87,7 +87,8 @@ static int change(struct rpc_ctx *rc, json_t *params, int add, json_t **result, 
 	int present = has_entry(&entries, entry);
 	if (!add && !present)
 		return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", "entry"),
-				"session %s has no egress entry \"%s\" (agor session get %s shows them)", sid, entry, sid);
+				"session %s has no egress entry \"%s\" (agor session get %s shows them)", sid, entry,
+				sid);
 	for (size_t i = 0; i < entries.nr; i++)
 		if (add || strcmp(entries.v[i], entry))
 			strvec_push(&kept, entries.v[i]);

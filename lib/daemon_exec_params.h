@@ -13,8 +13,8 @@
  * worktree (params.worktree_id, owned by the caller or the caller an admin). The judge of runs whose
  * program ended badly (exit ≠ 0, timeout, limits). */
 int daemon_need_argv(json_t *params, json_t **argv, struct err *e);
-int daemon_level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names,
-		       const char *dflt, const char **out, struct err *e);
+int daemon_level_param(json_t *params, const char *key, int (*parse)(const char *), const char *names, const char *dflt,
+		       const char **out, struct err *e);
 /* params.session_id, when given, must be a session the caller may see (else an unknown id, NOT_FOUND). */
 int daemon_visible_session_param(struct rpc_ctx *rc, json_t *params, struct err *e);
 int daemon_session_param(struct rpc_ctx *rc, json_t *params, const char **session_id, char **owner, struct err *e);

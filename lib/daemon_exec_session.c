@@ -41,10 +41,11 @@ static int within_cap(struct daemon *d, const json_t *next, struct err *e)
 		return -1;
 	if (appr_security_parse(security) <= cap)
 		return 0;
-	return err_setd(e, E_PERMISSION_DENIED, json_pack("{s:s,s:s}", "directive", "security", "cap", appr_security_name(cap)),
-			"security=%s is above what the gateway's exec approvals allow (security=%s in %s/%s); an operator "
-			"raises it with `agor approvals set --security %s`", security, appr_security_name(cap), d->paths.home,
-			APPR_FILE_NAME, security);
+	return err_setd(
+		e, E_PERMISSION_DENIED, json_pack("{s:s,s:s}", "directive", "security", "cap", appr_security_name(cap)),
+		"security=%s is above what the gateway's exec approvals allow (security=%s in %s/%s); an operator "
+		"raises it with `agor approvals set --security %s`",
+		security, appr_security_name(cap), d->paths.home, APPR_FILE_NAME, security);
 }
 
 int daemon_session_directive(struct daemon *d, const json_t *session, const char *prompt, int may_set, json_t **result,
@@ -58,17 +59,18 @@ int daemon_session_directive(struct daemon *d, const json_t *session, const char
 		return rc;
 	if (!may_set) {
 		json_decref(next);
-		return err_set(e, E_PERMISSION_DENIED, "only the session's creator (or an admin) may change its exec defaults");
+		return err_set(e, E_PERMISSION_DENIED,
+			       "only the session's creator (or an admin) may change its exec defaults");
 	}
 	_cleanup_free_ char *stored = json_to_compact(next);
 	const char *sid = json_get_str(session, "id");
-	if (within_cap(d, next, e) < 0 ||
-	    db_run(d->db, e, "UPDATE sessions SET exec_defaults = ? WHERE id = ?", "ss", json_object_size(next) ? stored : NULL,
-		   sid) < 0) {
+	if (within_cap(d, next, e) < 0 || db_run(d->db, e, "UPDATE sessions SET exec_defaults = ? WHERE id = ?", "ss",
+						 json_object_size(next) ? stored : NULL, sid) < 0) {
 		json_decref(next);
 		return -1;
 	}
-	*result = json_pack("{s:s,s:s,s:o}", "session_id", sid, "directive", prompt + strspn(prompt, " \t"), "exec", next);
+	*result = json_pack("{s:s,s:s,s:o}", "session_id", sid, "directive", prompt + strspn(prompt, " \t"), "exec",
+			    next);
 	return 1;
 }
 
@@ -115,10 +117,12 @@ static void add_event(struct strbuf *sb, const char *type, const json_t *data)
 char *daemon_session_events_note(struct daemon *d, const char *session_id, long long *last_id)
 {
 	struct err e = ERR_INIT;
-	_cleanup_json_ json_t *rows = db_query_json(d->db, &e,
+	_cleanup_json_ json_t *rows = db_query_json(
+		d->db, &e,
 		"SELECT m.id, m.message_type, m.data FROM messages m JOIN sessions s ON s.id = m.session_id "
 		"WHERE m.session_id = ? AND m.id > s.exec_events_seen "
-		"AND m.message_type IN ('exec.started', 'exec.finished', 'exec.denied') ORDER BY m.id", "s", session_id);
+		"AND m.message_type IN ('exec.started', 'exec.finished', 'exec.denied') ORDER BY m.id",
+		"s", session_id);
 	if (!rows) {
 		log_error("session %s: exec events: %s", session_id, e.message);
 		err_clear(&e);

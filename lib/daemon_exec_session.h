@@ -12,13 +12,12 @@
  * when prompt is no directive, -1 when it is invalid or asks for more security than the gateway's
  * exec-approvals.json allows (PERMISSION_DENIED naming the cap), or when !may_set (only the session's creator
  * or an admin may). session: the session row. */
-int daemon_session_directive(struct daemon *d, const json_t *session, const char *prompt, int may_set,
-			     json_t **result, struct err *e);
+int daemon_session_directive(struct daemon *d, const json_t *session, const char *prompt, int may_set, json_t **result,
+			     struct err *e);
 /* The session's exec events its agent has not been shown, as a note to put before the next prompt (NULL when
  * none); *last_id is the last event's message id, to pass to daemon_session_events_seen once the prompt is
  * submitted (so each event is shown exactly once). */
 char *daemon_session_events_note(struct daemon *d, const char *session_id, long long *last_id);
 void daemon_session_events_seen(struct daemon *d, const char *session_id, long long last_id);
-
 
 #endif

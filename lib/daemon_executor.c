@@ -1,6 +1,6 @@
-/* daemon_executor.c — the executor methods (daemon_executor.h, docs/rpc.md), authenticated by a task-bound session token:
- * verified (HS256, iss/aud/exp), known (jti recorded), not revoked, for a task still running; counted.
- * Never returns a secret to anyone but the token's task, never writes a secret to the audit log or logs. */
+/* daemon_executor.c — the executor methods (daemon_executor.h, docs/rpc.md), authenticated by a task-bound session
+ * token: verified (HS256, iss/aud/exp), known (jti recorded), not revoked, for a task still running; counted. Never
+ * returns a secret to anyone but the token's task, never writes a secret to the audit log or logs. */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,14 +25,16 @@
 #define API_KEY_FETCHES_PER_TOKEN 20
 
 /* A call naming a task (task, may be NULL) must name the token's own task. */
-static int check_task(struct daemon *d, const char *method, const char *task, struct daemon_token_auth *a, struct err *e)
+static int check_task(struct daemon *d, const char *method, const char *task, struct daemon_token_auth *a,
+		      struct err *e)
 {
 	if (task && strcmp(task, a->claims.tid))
 		return daemon_token_refuse(d, method, a->claims.tid, "the token belongs to another task", e);
 	return 0;
 }
 
-static int check_task_param(struct daemon *d, const char *method, json_t *params, struct daemon_token_auth *a, struct err *e)
+static int check_task_param(struct daemon *d, const char *method, json_t *params, struct daemon_token_auth *a,
+			    struct err *e)
 {
 	return check_task(d, method, json_get_str(params, "task_id"), a, e);
 }
@@ -65,15 +67,17 @@ int method_get_execution_context(struct rpc_ctx *rc, json_t *params, json_t **re
 		return -1;
 	}
 	heard_from_executor(rc, &a);
-	json_t *s = db_query_one(d->db, e,
-				 "SELECT s.id, s.tool, s.permission_mode, s.agent_session_id, w.path AS cwd FROM sessions s"
-				 " JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?",
-				 "s", a.claims.sid);
+	json_t *s =
+		db_query_one(d->db, e,
+			     "SELECT s.id, s.tool, s.permission_mode, s.agent_session_id, w.path AS cwd FROM sessions s"
+			     " JOIN worktrees w ON w.id = s.worktree_id WHERE s.id = ?",
+			     "s", a.claims.sid);
 	int rv = -1;
 	if (s && !json_is_null(s)) {
-		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[],s:o,s:I,s:I}", "session_id", a.claims.sid, "task_id",
-				    a.claims.tid, "prompt", json_object_get(a.task, "prompt"), "tool", json_object_get(s, "tool"),
-				    "permission_mode", json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"),
+		*result = json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O,s:[],s:o,s:I,s:I}", "session_id", a.claims.sid,
+				    "task_id", a.claims.tid, "prompt", json_object_get(a.task, "prompt"), "tool",
+				    json_object_get(s, "tool"), "permission_mode",
+				    json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"),
 				    "agent_session_id", json_object_get(s, "agent_session_id"), "conversation_history",
 				    "model_config", model_config(d->cfg, json_get_str(s, "tool")), "heartbeat_ms",
 				    (json_int_t)d->cfg->execution.executor_heartbeat_ms, "permission_timeout_ms",
@@ -118,9 +122,11 @@ static int check_scope(struct daemon *d, const char *service, const char *scope,
 		 (!strcmp(scope, "admins") && user && user_is_admin(d, user, e));
 	if (ok)
 		return 0;
-	return err_setd(e, E_PERMISSION_DENIED, json_pack("{s:s,s:s}", "service", service, "scope", scope),
-			"the key %s has scope %s: this task's user may not use it (an admin changes it with `agor api-key "
-			"set %s --scope members|admins|owner`)", service, scope, service);
+	return err_setd(
+		e, E_PERMISSION_DENIED, json_pack("{s:s,s:s}", "service", service, "scope", scope),
+		"the key %s has scope %s: this task's user may not use it (an admin changes it with `agor api-key "
+		"set %s --scope members|admins|owner`)",
+		service, scope, service);
 }
 
 /* The audit outcome of a key handed out (ok), refused by its scope, or not found (failed). */
@@ -144,7 +150,8 @@ static void audit_key_use(struct daemon *d, const char *actor, const char *actio
 int daemon_open_api_key(struct daemon *d, const char *service, const char *user, struct strbuf *out, char **scope,
 			struct err *e)
 {
-	sqlite3_stmt *st = db_prepare(d->db, "SELECT sealed, scope, set_by FROM api_keys WHERE service = ?", e, "s", service);
+	sqlite3_stmt *st =
+		db_prepare(d->db, "SELECT sealed, scope, set_by FROM api_keys WHERE service = ?", e, "s", service);
 	if (!st)
 		return -1;
 	int rc;
@@ -158,8 +165,8 @@ int daemon_open_api_key(struct daemon *d, const char *service, const char *user,
 			rc = crypto_open(d->master_key, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
 					 service, strlen(service), out, e);
 	} else {
-		rc = err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "service", service), "no API key is set for %s (agor api-key set %s)",
-			      service, service);
+		rc = err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "service", service),
+			      "no API key is set for %s (agor api-key set %s)", service, service);
 	}
 	sqlite3_finalize(st);
 	return rc;
@@ -174,12 +181,14 @@ int method_get_api_key(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	if (rv == 0 && !service)
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.service: required (anthropic, openai, google, github, …)");
 	if (rv == 0) {
-		json_t *row = db_query_one(d->db, e, "SELECT api_key_uses FROM tokens WHERE jti = ?", "s", a.claims.jti);
+		json_t *row =
+			db_query_one(d->db, e, "SELECT api_key_uses FROM tokens WHERE jti = ?", "s", a.claims.jti);
 		long long uses = row ? json_integer_value(json_object_get(row, "api_key_uses")) : 0;
 		if (row)
 			json_decref(row);
 		if (uses >= API_KEY_FETCHES_PER_TOKEN)
-			rv = daemon_token_refuse(d, "get_api_key", a.claims.tid, "rate limited: too many API key requests for one task", e);
+			rv = daemon_token_refuse(d, "get_api_key", a.claims.tid,
+						 "rate limited: too many API key requests for one task", e);
 	}
 	if (rv == 0) {
 		struct strbuf key = STRBUF_INIT;
@@ -245,17 +254,21 @@ int daemon_canonical_service(const char *service, char **out, struct err *e)
 		*out = xstrdup(service);
 		return 0;
 	}
-	_cleanup_free_ char *text = xasprintf("%s://%s", git_services[i].scheme, service + strlen(git_services[i].prefix));
+	_cleanup_free_ char *text =
+		xasprintf("%s://%s", git_services[i].scheme, service + strlen(git_services[i].prefix));
 	_cleanup_url_ struct url u = URL_INIT;
 	struct err why = ERR_INIT;
 	const char *reason = url_parse(text, &u, &why) < 0 ? why.message
-			     : u.userinfo || *u.path ? "only a host and a port may follow the prefix" : NULL;
+			     : u.userinfo || *u.path	   ? "only a host and a port may follow the prefix"
+							   : NULL;
 	if (!reason)
 		*out = git_service_for(&u);
 	else
 		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "service"),
-			 "params.service: a git credential is named git:HOST[:PORT] (an https origin) or git-ssh:HOST[:PORT] "
-			 "(an ssh server), got %s: %s", service, reason);
+			 "params.service: a git credential is named git:HOST[:PORT] (an https origin) or "
+			 "git-ssh:HOST[:PORT] "
+			 "(an ssh server), got %s: %s",
+			 service, reason);
 	err_clear(&why);
 	return *out ? 0 : -1;
 }
@@ -268,9 +281,10 @@ static int credential_url(const char *text, const char *scheme, struct url *u, s
 			     : url_parse(text, u, &why) < 0 ? why.message
 			     : git_service_index(u->scheme) < 0 || (scheme && strcmp(u->scheme, scheme))
 				     ? "credentials go over https:// or ssh:// only"
-			     : u->userinfo ? "user information (user@ or user:password@ before the host) is refused: the "
-					     "host is what follows the '@'"
-					   : NULL;
+			     : u->userinfo
+				     ? "user information (user@ or user:password@ before the host) is refused: the "
+				       "host is what follows the '@'"
+				     : NULL;
 	if (reason)
 		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "url"), "params.url: %s", reason);
 	err_clear(&why);
@@ -281,8 +295,8 @@ static int credential_url(const char *text, const char *scheme, struct url *u, s
 static char *stored_username(struct daemon *d, const char *service)
 {
 	struct err ignored = ERR_INIT;
-	_cleanup_json_ json_t *row = db_query_one(d->db, &ignored, "SELECT username FROM api_keys WHERE service = ?", "s",
-						  service);
+	_cleanup_json_ json_t *row =
+		db_query_one(d->db, &ignored, "SELECT username FROM api_keys WHERE service = ?", "s", service);
 	err_clear(&ignored);
 	const char *user = json_is_object(row) ? json_get_str(row, "username") : NULL;
 	return user ? xstrdup(user) : NULL;
@@ -296,7 +310,8 @@ int method_get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, s
 	int rv = daemon_token_authenticate(d, "get_credential", params, &a, e);
 	if (rv == 0 && credential_url(json_get_str(params, "url"), NULL, &u, e) < 0) {
 		rv = -1;
-		daemon_audit_refusal(d, a.claims.sub, "get_credential", a.claims.tid, json_pack("{s:s}", "reason", e->message));
+		daemon_audit_refusal(d, a.claims.sub, "get_credential", a.claims.tid,
+				     json_pack("{s:s}", "reason", e->message));
 	}
 	if (rv == 0) {
 		_cleanup_free_ char *origin = url_origin(&u), *service = git_service_for(&u), *scope = NULL;
@@ -305,8 +320,8 @@ int method_get_credential(struct rpc_ctx *rc, json_t *params, json_t **result, s
 		struct strbuf secret = STRBUF_INIT;
 		rv = daemon_open_api_key(d, service, a.claims.sub, &secret, &scope, e);
 		audit_key_use(d, a.claims.sub, "get_credential", a.claims.tid, outcome_of(rv, e),
-			      json_pack("{s:s,s:s,s:s?,s:s?}", "origin", origin, "service", service, "scope", scope, "reason",
-					rv == 0 ? NULL : e->message));
+			      json_pack("{s:s,s:s,s:s?,s:s?}", "origin", origin, "service", service, "scope", scope,
+					"reason", rv == 0 ? NULL : e->message));
 		if (rv == 0)
 			*result = json_pack("{s:s?,s:s%}", "username", user ? user : git_services[ssh].user,
 					    ssh ? "private_key" : "password", secret.buf, secret.len);
@@ -328,16 +343,21 @@ int method_get_known_hosts(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (rv == 0)
 		rv = credential_url(json_get_str(params, "url"), "ssh", &u, e);
 	if (rv == 0 && !file)
-		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts is not set (the "
-					       "operator points it at a known_hosts file listing each git server's key)");
+		rv = err_set(e, E_AUTH_FAILED,
+			     "ssh host keys cannot be checked: execution.git.known_hosts is not set (the "
+			     "operator points it at a known_hosts file listing each git server's key)");
 	struct stat sb;
 	if (rv == 0 && stat(file, &sb) == 0 && (sb.st_mode & (S_IWGRP | S_IWOTH)))
-		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts %s is writable by "
-					       "others than its owner (chmod go-w %s)", file, file);
+		rv = err_set(e, E_AUTH_FAILED,
+			     "ssh host keys cannot be checked: execution.git.known_hosts %s is writable by "
+			     "others than its owner (chmod go-w %s)",
+			     file, file);
 	struct strbuf text = STRBUF_INIT;
 	if (rv == 0 && strbuf_read_file(&text, file, 4 << 20) < 0)
-		rv = err_set(e, E_AUTH_FAILED, "ssh host keys cannot be checked: execution.git.known_hosts: cannot read %s: "
-					       "%s", file, strerror(errno));
+		rv = err_set(e, E_AUTH_FAILED,
+			     "ssh host keys cannot be checked: execution.git.known_hosts: cannot read %s: "
+			     "%s",
+			     file, strerror(errno));
 	if (rv == 0)
 		*result = json_pack("{s:o}", "keys", known_hosts_keys(text.buf ? text.buf : "", u.host, u.port));
 	strbuf_release(&text);
@@ -371,10 +391,15 @@ static int store_message(struct daemon *d, const char *jwt, const char *task, co
 	if (rv == 0 && (!type || !data_text))
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.message_type and params.data are required");
 	if (rv == 0) {
-		rv = db_run(d->db, e, "INSERT INTO messages (task_id, session_id, message_type, data, created_at) VALUES (?,?,?,?,?)",
-			    "ssssi", a.claims.tid, a.claims.sid, type, data_text, daemon_now()) < 0 ? -1 : 0;
+		rv = db_run(d->db, e,
+			    "INSERT INTO messages (task_id, session_id, message_type, data, created_at) VALUES "
+			    "(?,?,?,?,?)",
+			    "ssssi", a.claims.tid, a.claims.sid, type, data_text, daemon_now()) < 0
+			     ? -1
+			     : 0;
 		if (rv == 0)
-			daemon_task_message(d, a.claims.tid, json_get_str(a.task, "created_by"), a.claims.sid, type, data_text);
+			daemon_task_message(d, a.claims.tid, json_get_str(a.task, "created_by"), a.claims.sid, type,
+					    data_text);
 	}
 	daemon_token_auth_release(&a);
 	return rv;
@@ -422,7 +447,7 @@ int method_report_egress(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (rv == 0) {
 		size_t i;
 		json_array_foreach(refused, i, one) daemon_egress_refused_live(d, a.claims.tid, a.claims.sub,
-									     json_get_str(a.task, "created_by"), one);
+									       json_get_str(a.task, "created_by"), one);
 		*result = json_object();
 	}
 	daemon_token_auth_release(&a);
@@ -437,16 +462,22 @@ int method_report_completion(struct rpc_ctx *rc, json_t *params, json_t **result
 	int rv = daemon_token_authenticate(d, "report_completion", params, &a, e);
 	if (rv == 0)
 		rv = check_task_param(d, "report_completion", params, &a, e);
-	if (rv == 0 && (!status || (strcmp(status, "completed") && strcmp(status, "failed") && strcmp(status, "cancelled"))))
+	if (rv == 0 &&
+	    (!status || (strcmp(status, "completed") && strcmp(status, "failed") && strcmp(status, "cancelled"))))
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.status: expected completed, failed or cancelled");
 	if (rv == 0) {
 		json_t *usage = json_object_get(params, "token_usage");
 		const char *agent_session = json_get_str(params, "agent_session_id");
 		_cleanup_free_ char *usage_text = usage && !json_is_null(usage) ? json_to_compact(usage) : NULL;
-		rv = db_run(d->db, e, "UPDATE tasks SET token_usage = ? WHERE id = ?", "ss", usage_text, a.claims.tid) < 0 ? -1 : 0;
+		rv = db_run(d->db, e, "UPDATE tasks SET token_usage = ? WHERE id = ?", "ss", usage_text, a.claims.tid) <
+				     0
+			     ? -1
+			     : 0;
 		if (rv == 0 && agent_session) /* conversation continuity: the next prompt resumes this one */
-			rv = db_run(d->db, e, "UPDATE sessions SET agent_session_id = ? WHERE id = ?", "ss", agent_session,
-				    a.claims.sid) < 0 ? -1 : 0;
+			rv = db_run(d->db, e, "UPDATE sessions SET agent_session_id = ? WHERE id = ?", "ss",
+				    agent_session, a.claims.sid) < 0
+				     ? -1
+				     : 0;
 		daemon_audit(d, a.claims.sub, "report_completion", a.claims.tid, status, NULL);
 		*result = json_pack("{s:b}", "acknowledged", 1);
 	}

@@ -1,6 +1,6 @@
 /* daemon_executor.h — the methods an executor calls back with its task's session token (get_execution_context,
- * get_api_key, get_credential, get_known_hosts, request_permission, report_*, heartbeat), and the stored API keys and git
- * credentials they hand out. Features layer (daemon.h). Never returns a secret to anyone but the token's task. */
+ * get_api_key, get_credential, get_known_hosts, request_permission, report_*, heartbeat), and the stored API keys and
+ * git credentials they hand out. Features layer (daemon.h). Never returns a secret to anyone but the token's task. */
 #ifndef AGOR_DAEMON_EXECUTOR_H
 #define AGOR_DAEMON_EXECUTOR_H
 
@@ -10,15 +10,15 @@
 #include "rpc.h"
 #include "strbuf.h"
 
-RPC_METHOD(method_get_api_key); /* get_api_key */
-RPC_METHOD(method_get_credential); /* get_credential */
-RPC_METHOD(method_get_known_hosts); /* get_known_hosts */
+RPC_METHOD(method_get_api_key);		  /* get_api_key */
+RPC_METHOD(method_get_credential);	  /* get_credential */
+RPC_METHOD(method_get_known_hosts);	  /* get_known_hosts */
 RPC_METHOD(method_get_execution_context); /* get_execution_context */
-RPC_METHOD(method_heartbeat); /* heartbeat */
-RPC_METHOD(method_report_completion); /* report_completion */
-RPC_METHOD(method_report_egress); /* report_egress */
-RPC_METHOD(method_report_message); /* report_message */
-RPC_METHOD(method_request_permission); /* request_permission */
+RPC_METHOD(method_heartbeat);		  /* heartbeat */
+RPC_METHOD(method_report_completion);	  /* report_completion */
+RPC_METHOD(method_report_egress);	  /* report_egress */
+RPC_METHOD(method_report_message);	  /* report_message */
+RPC_METHOD(method_request_permission);	  /* request_permission */
 
 /* Opens the sealed API key of service into out when its scope (owner | admins | members) admits the agor user
  * user (a task's); PERMISSION_DENIED naming the scope otherwise, NOT_FOUND when none is stored. *scope (may be

@@ -21,8 +21,8 @@
 #include "strbuf.h"
 #include "banned.h"
 
-#define ALLOW_ONCE_TTL_S 600 /* an allow-once record outlives its ask only for this long */
-#define EXEC_PATH "/usr/local/bin:/usr/bin:/bin" /* the PATH execrun gives the program */
+#define ALLOW_ONCE_TTL_S 600				/* an allow-once record outlives its ask only for this long */
+#define EXEC_PATH	 "/usr/local/bin:/usr/bin:/bin" /* the PATH execrun gives the program */
 
 /* --- events ---------------------------------------------------------------------------------------- */
 
@@ -34,8 +34,10 @@ void daemon_exec_event(struct daemon *d, const char *task_id, const char *sessio
 		json_object_set_new(data, "sessionId", json_string(session_id));
 	_cleanup_free_ char *text = json_to_compact(data);
 	struct err e = ERR_INIT;
-	if (db_run(d->db, &e, "INSERT INTO messages (task_id, session_id, message_type, data, created_at) "
-			      "VALUES (?, ?, ?, ?, ?)", "ssssi", task_id, session_id, type, text, daemon_now()) < 0)
+	if (db_run(d->db, &e,
+		   "INSERT INTO messages (task_id, session_id, message_type, data, created_at) "
+		   "VALUES (?, ?, ?, ?, ?)",
+		   "ssssi", task_id, session_id, type, text, daemon_now()) < 0)
 		log_error("exec event %s of %s: %s", type, task_id, e.message);
 	err_clear(&e);
 	daemon_broadcast_to(d, user_id, type, data);
@@ -46,10 +48,11 @@ void daemon_exec_event(struct daemon *d, const char *task_id, const char *sessio
 /* 1 when a live record approves a (consuming an allow-once record), 0 when none does, -1 on error. */
 static int take_record(struct daemon *d, const struct exec_approval_ask *a, char **record_id, struct err *e)
 {
-	json_t *row = db_query_one(d->db, e,
-				   "SELECT id, scope FROM exec_approvals WHERE argv_sha256 = ? AND host = ? AND session_id IS ? "
-				   "AND user_id = ? AND expires_at > ? AND used_at IS NULL ORDER BY scope DESC, created_at LIMIT 1",
-				   "ssssi", a->argv_sha256, a->host, a->session_id, a->user_id, daemon_now());
+	json_t *row = db_query_one(
+		d->db, e,
+		"SELECT id, scope FROM exec_approvals WHERE argv_sha256 = ? AND host = ? AND session_id IS ? "
+		"AND user_id = ? AND expires_at > ? AND used_at IS NULL ORDER BY scope DESC, created_at LIMIT 1",
+		"ssssi", a->argv_sha256, a->host, a->session_id, a->user_id, daemon_now());
 	if (!row)
 		return -1;
 	int found = !json_is_null(row);
@@ -70,9 +73,11 @@ static int store_record(struct daemon *d, const struct exec_approval_ask *a, con
 						       : ALLOW_ONCE_TTL_S;
 	_cleanup_free_ char *id = daemon_new_id();
 	long long now = daemon_now();
-	if (db_run(d->db, e, "INSERT INTO exec_approvals (id, argv_sha256, host, session_id, user_id, scope, decided_by, "
-			     "created_at, expires_at) VALUES (?,?,?,?,?,?,?,?,?)", "sssssssii", id, a->argv_sha256, a->host,
-		   a->session_id, a->user_id, scope, decider, now, now + (ttl > 0 ? ttl : 1)) < 0)
+	if (db_run(d->db, e,
+		   "INSERT INTO exec_approvals (id, argv_sha256, host, session_id, user_id, scope, decided_by, "
+		   "created_at, expires_at) VALUES (?,?,?,?,?,?,?,?,?)",
+		   "sssssssii", id, a->argv_sha256, a->host, a->session_id, a->user_id, scope, decider, now,
+		   now + (ttl > 0 ? ttl : 1)) < 0)
 		return -1;
 	daemon_audit(d, decider, "exec.approval", id, scope,
 		     json_pack("{s:s,s:s,s:s?,s:s,s:s}", "argvSha256", a->argv_sha256, "host", a->host, "session",
@@ -99,8 +104,8 @@ static struct pending_ask *ask_copy(const struct exec_approval_ask *a)
 	p->argv = json_deep_copy(a->argv);
 	snprintf(p->argv_sha256, sizeof(p->argv_sha256), "%s", a->argv_sha256);
 	p->executables = a->executables ? json_deep_copy(a->executables) : NULL;
-	p->a = (struct exec_approval_ask){ p->host, p->run_id, p->session_id, p->user_id, p->owner, p->argv,
-					   p->argv_sha256, p->where, p->executables, a->done, a->arg };
+	p->a = (struct exec_approval_ask){ p->host,	   p->run_id, p->session_id,  p->user_id, p->owner, p->argv,
+					   p->argv_sha256, p->where,  p->executables, a->done,	  a->arg };
 	return p;
 }
 
@@ -129,9 +134,9 @@ static void ask_decided(struct daemon *d, int approved, const char *scope, const
 		verdict = take_record(d, &p->a, &record, &e) > 0;
 	if (approved && !verdict)
 		log_error("exec approval for run %s: %s", p->run_id, e.message ? e.message : "the record vanished");
-	_cleanup_free_ char *why = verdict ? xasprintf("approved by %s (%s, record %s)", decider, scope ? scope : "allow-once",
-						       record)
-					   : xstrdup(reason);
+	_cleanup_free_ char *why =
+		verdict ? xasprintf("approved by %s (%s, record %s)", decider, scope ? scope : "allow-once", record)
+			: xstrdup(reason);
 	p->a.done(d, verdict, why, p->a.arg);
 	err_clear(&e);
 	ask_free(p);
@@ -169,8 +174,8 @@ struct gateway_run {
 	char *run_id, *session_id, *user_id, *owner, *worktree_id, *execution_user, *cwd, *agent, *home;
 	json_t *argv, *exec_argv;
 	json_t *executables; /* what the run starts, as checked: shown to whoever is asked */
-	json_t *env;	    /* exec.run's env, every name on execution.exec_env_allow; may be NULL */
-	json_t *timeout_ms; /* may be NULL */
+	json_t *env;	     /* exec.run's env, every name on execution.exec_env_allow; may be NULL */
+	json_t *timeout_ms;  /* may be NULL */
 	char argv_sha256[CRYPTO_SHA256_HEX_LEN + 1];
 	struct appr_effective eff;
 	enum appr_decision fallback; /* what an unanswered ask becomes */
@@ -262,21 +267,24 @@ static void reply_error(struct gateway_run *r, const struct err *e)
 static void deny(struct daemon *d, struct gateway_run *r, const char *reason, const char *detail)
 {
 	struct err e = ERR_INIT;
-	err_setd(&e, E_PERMISSION_DENIED, json_pack("{s:s,s:s,s:s,s:s?}", "host", "gateway", "task_id", r->run_id,
-						    "reason", reason, "detail", detail),
+	err_setd(&e, E_PERMISSION_DENIED,
+		 json_pack("{s:s,s:s,s:s,s:s?}", "host", "gateway", "task_id", r->run_id, "reason", reason, "detail",
+			   detail),
 		 "denied by the gateway's exec approvals (%s)%s%s", reason, detail ? ": " : "", detail ? detail : "");
 	json_t *err_json = err_to_json(&e);
 	_cleanup_free_ char *error_text = json_to_compact(err_json);
 	json_decref(err_json);
 	struct err ignored = ERR_INIT;
 	long long now = daemon_now();
-	if (db_run(d->db, &ignored, "INSERT INTO tasks (id, session_id, command, status, created_by, execution_user, "
-				    "error, created_at, finished_at) VALUES (?, ?, 'exec.run', 'failed', ?, 'gateway', ?, ?, ?)",
+	if (db_run(d->db, &ignored,
+		   "INSERT INTO tasks (id, session_id, command, status, created_by, execution_user, "
+		   "error, created_at, finished_at) VALUES (?, ?, 'exec.run', 'failed', ?, 'gateway', ?, ?, ?)",
 		   "ssssii", r->run_id, r->session_id, r->user_id, error_text, now, now) < 0)
 		log_error("exec.run %s: %s", r->run_id, ignored.message);
 	err_clear(&ignored);
 	daemon_exec_event(d, r->run_id, r->session_id, r->user_id, "exec.denied",
-			  json_pack("{s:s,s:s?,s:O,s:s}", "reason", reason, "detail", detail, "argv", r->argv, "host", "gateway"));
+			  json_pack("{s:s,s:s?,s:O,s:s}", "reason", reason, "detail", detail, "argv", r->argv, "host",
+				    "gateway"));
 	daemon_audit(d, r->user_id, "exec.run", r->run_id, "denied",
 		     json_pack("{s:s,s:s,s:s?}", "host", "gateway", "reason", reason, "detail", detail));
 	reply_error(r, &e);
@@ -300,7 +308,8 @@ static json_t *finished_event(const json_t *data)
 	appr_event_output(out ? out : "", out ? strlen(out) : 0, &tail);
 	json_t *ev = json_pack("{s:O?,s:O?,s:b,s:s%,s:s}", "exitCode", json_object_get(data, "exitCode"), "timedOut",
 			       json_object_get(data, "timedOut"), "success",
-			       json_is_string(json_object_get(data, "outcome")) && !strcmp(json_get_str(data, "outcome"), "ok"),
+			       json_is_string(json_object_get(data, "outcome")) &&
+				       !strcmp(json_get_str(data, "outcome"), "ok"),
 			       "output", tail.buf ? tail.buf : "", tail.len, "host", "gateway");
 	strbuf_release(&tail);
 	return ev;
@@ -310,8 +319,9 @@ static void gateway_ran(struct daemon *d, const char *task_id, const json_t *dat
 {
 	struct gateway_run *r = arg;
 	unlink_granted(r);
-	json_t *ev = data ? finished_event(data) : json_pack("{s:b,s:s,s:s}", "success", 0, "host", "gateway", "error",
-								     error ? error->message : "no result");
+	json_t *ev = data ? finished_event(data)
+			  : json_pack("{s:b,s:s,s:s}", "success", 0, "host", "gateway", "error",
+				      error ? error->message : "no result");
 	daemon_exec_event(d, task_id, r->session_id, r->user_id, "exec.finished", ev);
 	json_t *result = NULL;
 	if (data) {
@@ -341,9 +351,17 @@ static void submit(struct daemon *d, struct gateway_run *r, const char *why)
 		json_object_set(p, "timeoutMs", r->timeout_ms);
 	if (r->home)
 		json_object_set_new(p, "home", json_string(r->home));
-	struct task_spec spec = { .command = "exec.run", .params = p, .env = r->env, .session_id = r->session_id,
-				  .created_by = r->user_id, .execution_user = r->execution_user, .worktree_id = r->worktree_id,
-				  .with_token = 1, .task_id = r->run_id, .judge = daemon_exec_outcome, .on_done = gateway_ran,
+	struct task_spec spec = { .command = "exec.run",
+				  .params = p,
+				  .env = r->env,
+				  .session_id = r->session_id,
+				  .created_by = r->user_id,
+				  .execution_user = r->execution_user,
+				  .worktree_id = r->worktree_id,
+				  .with_token = 1,
+				  .task_id = r->run_id,
+				  .judge = daemon_exec_outcome,
+				  .on_done = gateway_ran,
 				  .arg = r };
 	struct err e = ERR_INIT;
 	_cleanup_free_ char *task_id = NULL;
@@ -361,8 +379,8 @@ static void submit(struct daemon *d, struct gateway_run *r, const char *why)
 	daemon_audit(d, r->user_id, "exec.run", r->run_id, "started",
 		     json_pack("{s:s,s:s,s:s}", "host", "gateway", "decision", why, "argvSha256", r->argv_sha256));
 	daemon_exec_event(d, r->run_id, r->session_id, r->user_id, "exec.started",
-			  json_pack("{s:O,s:O,s:s,s:s,s:s}", "argv", r->argv, "execArgv", r->exec_argv, "cwd", r->cwd, "host",
-				    "gateway", "decision", why));
+			  json_pack("{s:O,s:O,s:s,s:s,s:s}", "argv", r->argv, "execArgv", r->exec_argv, "cwd", r->cwd,
+				    "host", "gateway", "decision", why));
 }
 
 static void asked(struct daemon *d, int verdict, const char *why, void *arg)
@@ -386,20 +404,24 @@ static int run_params(struct rpc_ctx *rc, json_t *params, struct gateway_run *r,
 	json_t *argv, *env, *timeout = json_object_get(params, "timeout_ms");
 	const char *security, *ask, *agent = json_get_str(params, "agent_id");
 	if (daemon_need_argv(params, &argv, e) < 0 || daemon_exec_env_param(rc, params, &env, e) < 0 ||
-	    daemon_level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &security, e) < 0 ||
+	    daemon_level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &security, e) <
+		    0 ||
 	    daemon_level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &ask, e) < 0 ||
 	    (agent && appr_agent_id_check(agent, e) < 0))
 		return -1;
 	static const char *const not_here[] = { "node", "cwd", NULL };
 	for (size_t i = 0; not_here[i]; i++)
 		if (json_object_get(params, not_here[i]))
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", not_here[i]),
-					"params.%s: not for host \"gateway\" (it runs in the worktree with the executor's "
-					"environment)", not_here[i]);
+			return err_setd(
+				e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", not_here[i]),
+				"params.%s: not for host \"gateway\" (it runs in the worktree with the executor's "
+				"environment)",
+				not_here[i]);
 	if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < 1))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "timeout_ms"),
 				"params.timeout_ms: expected a positive integer (milliseconds)");
-	*request = (struct appr_levels){ appr_security_parse(security), ask ? appr_ask_parse(ask) : APPR_UNSET, APPR_UNSET };
+	*request = (struct appr_levels){ appr_security_parse(security), ask ? appr_ask_parse(ask) : APPR_UNSET,
+					 APPR_UNSET };
 	r->argv = json_deep_copy(argv);
 	r->env = env && json_object_size(env) ? json_deep_copy(env) : NULL;
 	r->timeout_ms = timeout ? json_incref(timeout) : NULL;
@@ -419,7 +441,8 @@ int daemon_gateway_exec(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	const char *session_id = NULL, *reason = NULL;
 	enum appr_decision decision;
 	if (daemon_need_user(rc, e) < 0 || run_params(rc, params, r, &request, e) < 0 ||
-	    !(wt = daemon_run_worktree(rc, params, e)) || daemon_session_param(rc, params, &session_id, &owner, e) < 0 ||
+	    !(wt = daemon_run_worktree(rc, params, e)) ||
+	    daemon_session_param(rc, params, &session_id, &owner, e) < 0 ||
 	    daemon_execution_user_for(d, json_get_str(wt, "created_by"), &r->execution_user, e) < 0) {
 		run_free(r);
 		return -1;
@@ -444,8 +467,9 @@ int daemon_gateway_exec(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	} else if (decision == APPR_DENY) {
 		deny(d, r, reason, r->detail);
 	} else {
-		struct exec_approval_ask a = { "gateway", r->run_id, r->session_id, r->user_id, r->owner, r->argv,
-					       r->argv_sha256, "the gateway", r->executables, asked, r };
+		struct exec_approval_ask a = { "gateway", r->run_id,	  r->session_id, r->user_id,	 r->owner,
+					       r->argv,	  r->argv_sha256, "the gateway", r->executables, asked,
+					       r };
 		daemon_exec_approval(d, &a);
 	}
 	if (deferred)

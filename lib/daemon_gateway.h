@@ -48,7 +48,7 @@ struct exec_approval_ask {
 	const char *owner;	/* who is asked (the session's creator, else user_id) */
 	const json_t *argv;	/* as requested */
 	const char *argv_sha256;
-	const char *where; /* shown to the decider, e.g. "the gateway" or "node build-box" */
+	const char *where;	   /* shown to the decider, e.g. "the gateway" or "node build-box" */
 	const json_t *executables; /* may be NULL: what the run starts, as checked (appr_executables_json) */
 	exec_approval_done_fn done;
 	void *arg;
@@ -58,6 +58,5 @@ void daemon_exec_approval(struct daemon *d, const struct exec_approval_ask *a);
 /* Stores an exec.* event as a message of task_id (and session_id) and pushes it to user_id (data stolen). */
 void daemon_exec_event(struct daemon *d, const char *task_id, const char *session_id, const char *user_id,
 		       const char *type, json_t *data);
-
 
 #endif

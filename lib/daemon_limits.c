@@ -11,9 +11,9 @@
 #include "refusals.h"
 #include "banned.h"
 
-#define DB_WATCH_MS 5000
+#define DB_WATCH_MS	  5000
 #define DB_ALARM_RELOG_MS (3600 * 1000)
-#define MB (1024ULL * 1024)
+#define MB		  (1024ULL * 1024)
 
 /* --- descriptors -------------------------------------------------------------------------- */
 
@@ -21,15 +21,19 @@ int daemon_plan_descriptors(struct daemon *d, struct net_server_config *sc, stru
 {
 	const struct config *cfg = d->cfg;
 	struct fd_budget b;
-	if (fd_budget_apply((unsigned long)cfg->daemon.max_connections, (unsigned long)cfg->daemon.fd_reserve, &b, e) < 0)
+	if (fd_budget_apply((unsigned long)cfg->daemon.max_connections, (unsigned long)cfg->daemon.fd_reserve, &b, e) <
+	    0)
 		return -1;
 	if (b.raised)
-		log_info("open-file limit raised from %lu to %lu: daemon.max_connections %lld + daemon.fd_reserve %lld + "
-			 "%lu open", b.soft_before, b.soft, cfg->daemon.max_connections, cfg->daemon.fd_reserve, b.open);
+		log_info("open-file limit raised from %lu to %lu: daemon.max_connections %lld + daemon.fd_reserve %lld "
+			 "+ "
+			 "%lu open",
+			 b.soft_before, b.soft, cfg->daemon.max_connections, cfg->daemon.fd_reserve, b.open);
 	if (b.lowered)
 		log_warn("the open-file limit is %lu (hard %lu): serving at most %lu TCP connections and keeping %lu "
 			 "descriptors for the Unix socket and executors, instead of daemon.max_connections %lld + "
-			 "daemon.fd_reserve %lld (raise the hard limit: LimitNOFILE=%lld in the systemd unit, or ulimit -Hn)",
+			 "daemon.fd_reserve %lld (raise the hard limit: LimitNOFILE=%lld in the systemd unit, or "
+			 "ulimit -Hn)",
 			 b.soft, b.hard, b.max_tcp, b.reserve, cfg->daemon.max_connections, cfg->daemon.fd_reserve,
 			 (long long)b.open + cfg->daemon.max_connections + cfg->daemon.fd_reserve);
 	sc->max_connections = (unsigned)(b.max_tcp ? b.max_tcp : 1);
@@ -126,7 +130,8 @@ void daemon_set_origins(struct daemon *d, int tcp_port)
 {
 	const struct config *cfg = d->cfg;
 	origin_set_free(d->origins);
-	d->origins = origin_set_new(cfg->daemon.tls_cert != NULL, cfg->daemon.host, tcp_port, cfg->daemon.allowed_origins);
+	d->origins =
+		origin_set_new(cfg->daemon.tls_cert != NULL, cfg->daemon.host, tcp_port, cfg->daemon.allowed_origins);
 	_cleanup_free_ char *text = origin_set_text(d->origins);
 	log_info("browser origins served: %s (more with daemon.allowed_origins)", text);
 }

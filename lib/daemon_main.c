@@ -53,8 +53,9 @@ static int load_secret(const char *path, uint8_t key[32], struct err *e)
 	struct stat st;
 	int rc = 0;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-		rc = err_set(e, E_PERMISSION_DENIED, "%s must be a regular file owned by uid %u with mode 0600 (chmod 600 %s)",
-			     path, (unsigned)geteuid(), path);
+		rc = err_set(e, E_PERMISSION_DENIED,
+			     "%s must be a regular file owned by uid %u with mode 0600 (chmod 600 %s)", path,
+			     (unsigned)geteuid(), path);
 	else if (st.st_size != 32 || read(fd, key, 32) != 32)
 		rc = err_set(e, E_INTERNAL, "%s is not a 32-byte secret (corrupted?)", path);
 	close(fd);
@@ -75,10 +76,12 @@ static int ensure_owner(struct daemon *d, struct err *e)
 	json_decref(row);
 	d->owner_id = daemon_new_id();
 	if (db_run(d->db, e,
-		   "INSERT INTO users (id, name, unix_username, unix_uid, role, created_at) VALUES (?,?,?,?, 'admin', ?)",
+		   "INSERT INTO users (id, name, unix_username, unix_uid, role, created_at) VALUES (?,?,?,?, 'admin', "
+		   "?)",
 		   "sssii", d->owner_id, d->daemon_user, d->daemon_user, (long long)d->uid, daemon_now()) < 0)
 		return -1;
-	daemon_audit(d, "daemon", "users.create", d->owner_id, "ok", json_pack("{s:s,s:s}", "name", d->daemon_user, "role", "admin"));
+	daemon_audit(d, "daemon", "users.create", d->owner_id, "ok",
+		     json_pack("{s:s,s:s}", "name", d->daemon_user, "role", "admin"));
 	return 0;
 }
 
@@ -114,19 +117,21 @@ static int load_executor_trust(struct daemon *d, struct err *e)
 	if (!cfg->execution.executor_daemon_url)
 		return 0;
 	if (!ca && !cfg->execution.executor_daemon_fingerprint)
-		return err_set(e, E_CONFIG, "execution.executor_daemon_url: remote executors must verify the daemon: set "
-					    "execution.executor_daemon_ca_file (the CA of daemon.tls_cert) or "
-					    "execution.executor_daemon_fingerprint (its SHA-256)");
+		return err_set(e, E_CONFIG,
+			       "execution.executor_daemon_url: remote executors must verify the daemon: set "
+			       "execution.executor_daemon_ca_file (the CA of daemon.tls_cert) or "
+			       "execution.executor_daemon_fingerprint (its SHA-256)");
 	if (!cfg->daemon.tls_cert)
-		return err_set(e, E_CONFIG, "execution.executor_daemon_url: the daemon serves no TLS: set daemon.tls_cert "
-					    "and daemon.tls_key");
+		return err_set(e, E_CONFIG,
+			       "execution.executor_daemon_url: the daemon serves no TLS: set daemon.tls_cert "
+			       "and daemon.tls_key");
 	if (!ca)
 		return 0;
 	struct strbuf pem = STRBUF_INIT;
 	if (strbuf_read_file(&pem, ca, 1u << 20) < 0 || !strstr(pem.buf, "-----BEGIN CERTIFICATE-----")) {
 		strbuf_release(&pem);
-		return err_set(e, E_CONFIG, "execution.executor_daemon_ca_file: %s is not a readable PEM certificate file",
-			       ca);
+		return err_set(e, E_CONFIG,
+			       "execution.executor_daemon_ca_file: %s is not a readable PEM certificate file", ca);
 	}
 	d->executor_daemon_ca_pem = strbuf_detach(&pem, NULL);
 	return 0;
@@ -176,7 +181,7 @@ void daemon_release(struct daemon *d)
 	explicit_bzero(d->jwt_secret, sizeof(d->jwt_secret));
 	explicit_bzero(d->master_key, sizeof(d->master_key));
 	daemon_nodes_release(d);
-	daemon_terminals_release(d); /* before the loop goes: their descriptors are registered in it */
+	daemon_terminals_release(d);	  /* before the loop goes: their descriptors are registered in it */
 	daemon_forget_verified_tokens(d); /* their counted uses are written back */
 	if (d->report_line) {
 		report_line_release(d->report_line);

@@ -34,9 +34,7 @@
 
 /* --- params and identity ------------------------------------------------------------------ */
 
-
 /* --- deferred replies --------------------------------------------------------------------- */
-
 
 /* Answers a deferred call (result is stolen). */
 static void send_reply(struct pending_reply *pr, const char *task_id, json_t *result, const struct err *error)
@@ -99,13 +97,15 @@ int method_users_create(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	char uid[16];
 	snprintf(uid, sizeof(uid), "%u", pw ? (unsigned)pw->pw_uid : 0);
 	_cleanup_free_ char *id = daemon_new_id();
-	if (db_run(D(rc)->db, e, "INSERT INTO users (id, name, unix_username, unix_uid, role, created_at) VALUES (?,?,?,?,?,?)",
+	if (db_run(D(rc)->db, e,
+		   "INSERT INTO users (id, name, unix_username, unix_uid, role, created_at) VALUES (?,?,?,?,?,?)",
 		   "sssssi", id, name, unix_user, pw ? uid : NULL, role ? role : "member", daemon_now()) < 0) {
 		if (strstr(e->message, "UNIQUE"))
 			err_set(e, E_ALREADY_EXISTS, "a user with that name or Unix account already exists");
 		return -1;
 	}
-	daemon_audit(D(rc), P(rc)->user_id, "users.create", id, "ok", json_pack("{s:s,s:s?}", "name", name, "unix_username", unix_user));
+	daemon_audit(D(rc), P(rc)->user_id, "users.create", id, "ok",
+		     json_pack("{s:s,s:s?}", "name", name, "unix_username", unix_user));
 	*result = daemon_one_row(D(rc), e, "user", "SELECT * FROM users WHERE id = ?", id);
 	return *result ? 0 : -1;
 }
@@ -121,7 +121,6 @@ int method_users_get(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 	return daemon_get_row(rc, params, "user", "SELECT * FROM users WHERE id = ?1 OR name = ?1", result, e);
 }
 
-
 /* The users row named by params[key] (id or name), or NULL with NOT_FOUND. */
 static json_t *user_row(struct daemon *d, json_t *params, const char *key, struct err *e)
 {
@@ -136,7 +135,8 @@ static int refuse_owner(struct daemon *d, const json_t *user, const char *change
 {
 	if (strcmp(json_get_str(user, "id"), d->owner_id))
 		return 0;
-	return err_set(e, E_PERMISSION_DENIED, "user %s is the daemon's own user (it runs the daemon): its %s cannot change",
+	return err_set(e, E_PERMISSION_DENIED,
+		       "user %s is the daemon's own user (it runs the daemon): its %s cannot change",
 		       json_get_str(user, "name"), change);
 }
 
@@ -158,12 +158,15 @@ static int apply_user_changes(struct daemon *d, const json_t *user, json_t *para
 	const char *unix_user = daemon_opt_str(params, "unix_username"), *role = daemon_opt_str(params, "role");
 	const char *email = daemon_opt_str(params, "email");
 	if (!unix_user && !role && !email)
-		return err_set(e, E_INVALID_PAYLOAD, "nothing to change: give params.unix_username, params.role or params.email");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "nothing to change: give params.unix_username, params.role or params.email");
 	if (unix_user && *unix_user && !payload_valid_user_name(unix_user))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "unix_username"),
-				"params.unix_username: not a valid Unix user name (^[a-z_][a-z0-9_-]{0,31}$; \"\" unlinks)");
+		return err_setd(
+			e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "unix_username"),
+			"params.unix_username: not a valid Unix user name (^[a-z_][a-z0-9_-]{0,31}$; \"\" unlinks)");
 	if (role && strcmp(role, "admin") && strcmp(role, "member"))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "role"), "params.role: expected admin or member");
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "role"),
+				"params.role: expected admin or member");
 	if (email && *email && !valid_email(email))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "email"),
 				"params.email: expected one address like name@example.org (\"\" clears it)");
@@ -175,16 +178,24 @@ static int apply_user_changes(struct daemon *d, const json_t *user, json_t *para
 		snprintf(uid, sizeof(uid), "%u", pw ? (unsigned)pw->pw_uid : 0);
 		if (db_run(d->db, e, "UPDATE users SET unix_username = ?, unix_uid = ? WHERE id = ?", "sss",
 			   *unix_user ? unix_user : NULL, pw ? uid : NULL, id) < 0)
-			return strstr(e->message, "UNIQUE") ? err_set(e, E_ALREADY_EXISTS, "another agor user is already "
-				      "linked to Unix user %s: unlink it first (agor user update ID --unix-user \"\")", unix_user) : -1;
-		json_object_set_new(changes, "unix_username", json_pack("{s:O,s:s?}", "from", json_object_get(user, "unix_username"),
-									 "to", *unix_user ? unix_user : NULL));
+			return strstr(e->message, "UNIQUE") ? err_set(e, E_ALREADY_EXISTS,
+								      "another agor user is already "
+								      "linked to Unix user %s: unlink it first (agor "
+								      "user update ID --unix-user \"\")",
+								      unix_user)
+							    : -1;
+		json_object_set_new(changes, "unix_username",
+				    json_pack("{s:O,s:s?}", "from", json_object_get(user, "unix_username"), "to",
+					      *unix_user ? unix_user : NULL));
 	}
 	if (role && db_run(d->db, e, "UPDATE users SET role = ? WHERE id = ?", "ss", role, id) >= 0)
-		json_object_set_new(changes, "role", json_pack("{s:O,s:s}", "from", json_object_get(user, "role"), "to", role));
-	if (email && !err_is_set(e) && db_run(d->db, e, "UPDATE users SET email = ? WHERE id = ?", "ss", *email ? email : NULL, id) >= 0)
-		json_object_set_new(changes, "email", json_pack("{s:O,s:s?}", "from", json_object_get(user, "email"),
-								"to", *email ? email : NULL));
+		json_object_set_new(changes, "role",
+				    json_pack("{s:O,s:s}", "from", json_object_get(user, "role"), "to", role));
+	if (email && !err_is_set(e) &&
+	    db_run(d->db, e, "UPDATE users SET email = ? WHERE id = ?", "ss", *email ? email : NULL, id) >= 0)
+		json_object_set_new(
+			changes, "email",
+			json_pack("{s:O,s:s?}", "from", json_object_get(user, "email"), "to", *email ? email : NULL));
 	return err_is_set(e) ? -1 : 0;
 }
 
@@ -218,16 +229,15 @@ static json_t *user_references(struct daemon *d, const char *id, struct err *e)
 			    " (SELECT count(*) FROM worktrees WHERE created_by = ?1) AS worktrees,"
 			    " (SELECT count(*) FROM sessions WHERE created_by = ?1) AS sessions,"
 			    " (SELECT count(*) FROM tasks WHERE created_by = ?1) AS tasks,"
-			    " (SELECT count(*) FROM worktree_owners WHERE user_id = ?1) AS owned_worktrees", "s", id);
+			    " (SELECT count(*) FROM worktree_owners WHERE user_id = ?1) AS owned_worktrees",
+			    "s", id);
 }
 
 static int references_any(const json_t *refs)
 {
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)refs, k, v)
-		if (json_integer_value(v))
-			return 1;
+	json_object_foreach((json_t *)refs, k, v) if (json_integer_value(v)) return 1;
 	return 0;
 }
 
@@ -235,13 +245,17 @@ static int references_any(const json_t *refs)
  * savepoint. Worktree ownership is added to `to` where `from` had it. */
 static int reassign_and_delete_user(struct daemon *d, const char *from, const char *to, struct err *e)
 {
-	static const struct { const char *sql, *types; } steps[] = { /* ?1 from, ?2 to */
+	static const struct {
+		const char *sql, *types;
+	} steps[] = {
+		/* ?1 from, ?2 to */
 		{ "UPDATE repos SET created_by = ?2 WHERE created_by = ?1", "ss" },
 		{ "UPDATE worktrees SET created_by = ?2 WHERE created_by = ?1", "ss" },
 		{ "UPDATE sessions SET created_by = ?2 WHERE created_by = ?1", "ss" },
 		{ "UPDATE tasks SET created_by = ?2 WHERE created_by = ?1", "ss" },
 		{ "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) "
-		  "SELECT worktree_id, ?2 FROM worktree_owners WHERE user_id = ?1", "ss" },
+		  "SELECT worktree_id, ?2 FROM worktree_owners WHERE user_id = ?1",
+		  "ss" },
 		{ "UPDATE api_keys SET set_by = ?2 WHERE set_by = ?1", "ss" },
 		{ "DELETE FROM worktree_owners WHERE user_id = ?1", "s" },
 		{ "DELETE FROM client_tokens WHERE user_id = ?1", "s" },
@@ -270,7 +284,8 @@ int method_users_remove(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	if (daemon_need_admin(rc, e) < 0)
 		return -1;
 	_cleanup_json_ json_t *user = user_row(D(rc), params, "id", e);
-	_cleanup_json_ json_t *heir = user && daemon_opt_str(params, "reassign_to") ? user_row(D(rc), params, "reassign_to", e) : NULL;
+	_cleanup_json_ json_t *heir =
+		user && daemon_opt_str(params, "reassign_to") ? user_row(D(rc), params, "reassign_to", e) : NULL;
 	if (!user || err_is_set(e) || refuse_owner(D(rc), user, "existence", e) < 0)
 		return -1;
 	const char *id = json_get_str(user, "id"), *heir_id = heir ? json_get_str(heir, "id") : NULL;
@@ -281,25 +296,28 @@ int method_users_remove(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	if (!refs)
 		return -1;
 	if (references_any(refs) && !heir_id)
-		return err_setd(e, E_IN_USE, json_pack("{s:O}", "references", refs),
-				"user %s still created or owns repos %lld, worktrees %lld (owns %lld), sessions %lld, tasks %lld: "
-				"nothing was removed; give them to someone with `agor user remove %s --reassign-to USER`",
-				json_get_str(user, "name"), json_integer_value(json_object_get(refs, "repos")),
-				json_integer_value(json_object_get(refs, "worktrees")),
-				json_integer_value(json_object_get(refs, "owned_worktrees")),
-				json_integer_value(json_object_get(refs, "sessions")),
-				json_integer_value(json_object_get(refs, "tasks")), json_get_str(user, "name"));
+		return err_setd(
+			e, E_IN_USE, json_pack("{s:O}", "references", refs),
+			"user %s still created or owns repos %lld, worktrees %lld (owns %lld), sessions %lld, tasks "
+			"%lld: "
+			"nothing was removed; give them to someone with `agor user remove %s --reassign-to USER`",
+			json_get_str(user, "name"), json_integer_value(json_object_get(refs, "repos")),
+			json_integer_value(json_object_get(refs, "worktrees")),
+			json_integer_value(json_object_get(refs, "owned_worktrees")),
+			json_integer_value(json_object_get(refs, "sessions")),
+			json_integer_value(json_object_get(refs, "tasks")), json_get_str(user, "name"));
 	if (json_integer_value(json_object_get(refs, "owned_worktrees")) && daemon_worktree_rbac_on(D(rc)))
-		return err_setd(e, E_IN_USE, json_pack("{s:O}", "references", refs),
-				"user %s owns worktrees whose Unix groups have their Unix user as a member: move each first "
-				"(agor worktree add-owner W USER; agor worktree remove-owner W %s), then remove the user",
-				json_get_str(user, "name"), json_get_str(user, "name"));
+		return err_setd(
+			e, E_IN_USE, json_pack("{s:O}", "references", refs),
+			"user %s owns worktrees whose Unix groups have their Unix user as a member: move each first "
+			"(agor worktree add-owner W USER; agor worktree remove-owner W %s), then remove the user",
+			json_get_str(user, "name"), json_get_str(user, "name"));
 	if (reassign_and_delete_user(D(rc), id, heir_id, e) < 0)
 		return -1;
 	D(rc)->users_generation++;
 	daemon_audit(D(rc), P(rc)->user_id, "users.remove", id, "ok",
-		     json_pack("{s:O,s:O?,s:s?,s:O}", "name", json_object_get(user, "name"),
-			       "unix_username", json_object_get(user, "unix_username"), "reassigned_to", heir_id, "references", refs));
+		     json_pack("{s:O,s:O?,s:s?,s:O}", "name", json_object_get(user, "name"), "unix_username",
+			       json_object_get(user, "unix_username"), "reassigned_to", heir_id, "references", refs));
 	*result = json_pack("{s:b,s:s?,s:O}", "removed", 1, "reassigned_to", heir_id, "references", refs);
 	return 0;
 }
@@ -315,14 +333,19 @@ static void repo_cloned(struct daemon *d, const char *task_id, const json_t *dat
 	json_t *row = NULL;
 	if (!error) {
 		const char *branch = json_get_str(data, "defaultBranch");
-		if (db_run(d->db, &e, "INSERT INTO repos (id, url, path, default_branch, created_by, created_at) VALUES (?,?,?,?,?,?)",
+		if (db_run(d->db, &e,
+			   "INSERT INTO repos (id, url, path, default_branch, created_by, created_at) VALUES "
+			   "(?,?,?,?,?,?)",
 			   "sssssi", pr->row_id, json_get_str(data, "url"), json_get_str(data, "path"), branch,
 			   json_get_str(pr->extra, "created_by"), daemon_now()) >= 0)
 			row = daemon_one_row(d, &e, "repo", "SELECT * FROM repos WHERE id = ?", pr->row_id);
 		if (row)
 			daemon_broadcast(d, "repo.created", json_incref(row));
 	}
-	send_reply(pr, task_id, row ? json_pack("{s:O}", "repo", row) : NULL, error ? error : err_is_set(&e) ? &e : NULL);
+	send_reply(pr, task_id, row ? json_pack("{s:O}", "repo", row) : NULL,
+		   error	    ? error
+		   : err_is_set(&e) ? &e
+				    : NULL);
 	if (row)
 		json_decref(row);
 	err_clear(&e);
@@ -361,23 +384,29 @@ int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 {
 	const char *url;
 	_cleanup_free_ char *user = NULL;
-	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "url", &url, e) < 0 || gitops_check_clone_url(url, e) < 0 ||
-	    check_repo_subpath(url, e) < 0 || daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "url", &url, e) < 0 ||
+	    gitops_check_clone_url(url, e) < 0 || check_repo_subpath(url, e) < 0 ||
+	    daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0)
 		return -1;
 	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
 	if (daemon_opt_str(params, "branch"))
 		json_object_set_new(exec_params, "branch", json_string(daemon_opt_str(params, "branch")));
 	int wait = daemon_opt_bool(params, "wait", 1);
-	struct pending_reply *pr = daemon_reply_new(rc, wait, "repo", json_pack("{s:s,s:b}", "created_by", P(rc)->user_id,
-									   "progress", daemon_opt_bool(params, "progress", 0)));
+	struct pending_reply *pr = daemon_reply_new(rc, wait, "repo",
+						    json_pack("{s:s,s:b}", "created_by", P(rc)->user_id, "progress",
+							      daemon_opt_bool(params, "progress", 0)));
 	pr->row_id = daemon_new_id();
 	/* an https or ssh clone may need credentials (and ssh, host keys): its executor gets a token to ask for them
 	 * just in time */
 	const char *kind = gitops_url_kind(url);
-	struct task_spec spec = { .command = "git.clone", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .with_token = !strcmp(kind, "https") || !strcmp(kind, "ssh"),
+	struct task_spec spec = { .command = "git.clone",
+				  .params = exec_params,
+				  .created_by = P(rc)->user_id,
+				  .execution_user = user,
+				  .with_token = !strcmp(kind, "https") || !strcmp(kind, "ssh"),
 				  .on_done = repo_cloned,
-				  .on_progress = pr->peer && daemon_opt_bool(params, "progress", 0) ? clone_progress : NULL };
+				  .on_progress =
+					  pr->peer && daemon_opt_bool(params, "progress", 0) ? clone_progress : NULL };
 	int rv = submit_with_reply(rc, 0, &spec, pr, result, e);
 	json_decref(exec_params);
 	return rv;
@@ -447,12 +476,13 @@ static char *repo_subdir_of(const char *repo_path, int segments)
 
 static int refuse_without_rbac(const struct daemon *d, struct err *e)
 {
-	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "path", "others_fs_access"),
-			"params.others_fs_access: worktree Unix groups are off (execution.unix_user_mode: %s, "
-			"worktree_rbac: %s): every execution runs as one Unix user, so there is no other user to grant "
-			"or deny; set unix_user_mode insulated or strict and worktree_rbac: true (see agor setup --help)",
-			config_user_mode_name(d->cfg->execution.unix_user_mode),
-			d->cfg->execution.worktree_rbac ? "true" : "false");
+	return err_setd(
+		e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "path", "others_fs_access"),
+		"params.others_fs_access: worktree Unix groups are off (execution.unix_user_mode: %s, "
+		"worktree_rbac: %s): every execution runs as one Unix user, so there is no other user to grant "
+		"or deny; set unix_user_mode insulated or strict and worktree_rbac: true (see agor setup --help)",
+		config_user_mode_name(d->cfg->execution.unix_user_mode),
+		d->cfg->execution.worktree_rbac ? "true" : "false");
 }
 
 static int check_word(json_t *params, const char *key, const char *const *words, const char *expected, struct err *e)
@@ -495,8 +525,13 @@ static int submit_admin(struct daemon *d, const char *created_by, const char *wo
 {
 	_cleanup_free_ char *command = xasprintf("admin.%s", adminops[call->op].name), *task_id = NULL;
 	json_t *params = json_object();
-	struct task_spec spec = { .command = command, .params = params, .created_by = created_by,
-				  .worktree_id = worktree_id, .admin = call, .on_done = done, .arg = arg };
+	struct task_spec spec = { .command = command,
+				  .params = params,
+				  .created_by = created_by,
+				  .worktree_id = worktree_id,
+				  .admin = call,
+				  .on_done = done,
+				  .arg = arg };
 	int rc = daemon_task_submit(d, &spec, &task_id, e);
 	json_decref(params);
 	return rc;
@@ -539,9 +574,11 @@ static json_t *worktree_row(struct daemon *d, const char *id, struct err *e)
 static int worktree_audience(struct daemon *d, const char *id, struct strvec *owners)
 {
 	struct err e = ERR_INIT;
-	_cleanup_json_ json_t *rows = db_query_json(d->db, &e,
-						     "SELECT w.others_can, o.user_id FROM worktrees w LEFT JOIN worktree_owners o "
-						     "ON o.worktree_id = w.id WHERE w.id = ?", "s", id);
+	_cleanup_json_ json_t *rows =
+		db_query_json(d->db, &e,
+			      "SELECT w.others_can, o.user_id FROM worktrees w LEFT JOIN worktree_owners o "
+			      "ON o.worktree_id = w.id WHERE w.id = ?",
+			      "s", id);
 	if (!rows) {
 		log_warn("worktree %s: its events go to admins only: %s", id, e.message);
 		err_clear(&e);
@@ -575,14 +612,17 @@ static void worktree_event(struct daemon *d, const char *id, const char *type, j
 }
 
 /* The last step of a worktree's group set-up (or of set_access): the reply with the worktree's row. */
-static void reply_with_worktree(struct daemon *d, struct pending_reply *pr, const char *task_id, const struct err *error)
+static void reply_with_worktree(struct daemon *d, struct pending_reply *pr, const char *task_id,
+				const struct err *error)
 {
 	struct err e = ERR_INIT;
 	json_t *row = error ? NULL : worktree_row(d, pr->row_id, &e);
 	if (row)
 		worktree_event(d, pr->row_id, "worktree.updated", json_incref(row));
 	send_reply(pr, task_id, row ? json_pack("{s:o}", "worktree", row) : NULL,
-		   error ? error : err_is_set(&e) ? &e : NULL);
+		   error	    ? error
+		   : err_is_set(&e) ? &e
+				    : NULL);
 	err_clear(&e);
 	daemon_reply_free(pr);
 }
@@ -602,8 +642,8 @@ static void worktree_owner_added(struct daemon *d, const char *task_id, const js
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
 	if (!error && owners_via_admin(d)) {
-		if (submit_repo_sync(d, json_get_str(pr->extra, "created_by"), pr->row_id, json_get_str(pr->extra, "repo_url"),
-				     worktree_repo_synced, pr, &e) == 0)
+		if (submit_repo_sync(d, json_get_str(pr->extra, "created_by"), pr->row_id,
+				     json_get_str(pr->extra, "repo_url"), worktree_repo_synced, pr, &e) == 0)
 			return;
 		error = &e;
 	}
@@ -624,8 +664,10 @@ static void worktree_group_made(struct daemon *d, const char *task_id, const jso
 			     json_get_str(pr->extra, "others_fs_access"), pr->row_id) < 0)
 		error = &e;
 	if (!error && unix_user) {
-		struct admin_call call = admin_add_worktree_owner(pr->row_id, unix_user, json_get_str(pr->extra, "group_path"));
-		if (submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, &call, worktree_owner_added, pr, &e) == 0)
+		struct admin_call call =
+			admin_add_worktree_owner(pr->row_id, unix_user, json_get_str(pr->extra, "group_path"));
+		if (submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, &call, worktree_owner_added, pr,
+				 &e) == 0)
 			return;
 		error = &e;
 	}
@@ -641,7 +683,8 @@ static int start_worktree_group(struct daemon *d, struct pending_reply *pr, stru
 	return submit_admin(d, json_get_str(pr->extra, "created_by"), pr->row_id, &call, worktree_group_made, pr, e);
 }
 
-static void worktree_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+static void worktree_added(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+			   void *arg)
 {
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
@@ -650,10 +693,12 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 	if (!error &&
 	    db_run(d->db, &e,
 		   "INSERT INTO worktrees (id, repo_id, name, path, branch, created_by, created_at, others_can) "
-		   "VALUES (?,?,?,?,?,?,?,coalesce(?,'none'))", "ssssssis", pr->row_id, json_get_str(pr->extra, "repo_id"),
-		   json_get_str(data, "worktreeName"), json_get_str(data, "worktreePath"), json_get_str(data, "branch"),
-		   creator, daemon_now(), json_get_str(pr->extra, "others_can")) >= 0 &&
-	    db_run(d->db, &e, "INSERT INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss", pr->row_id, creator) >= 0)
+		   "VALUES (?,?,?,?,?,?,?,coalesce(?,'none'))",
+		   "ssssssis", pr->row_id, json_get_str(pr->extra, "repo_id"), json_get_str(data, "worktreeName"),
+		   json_get_str(data, "worktreePath"), json_get_str(data, "branch"), creator, daemon_now(),
+		   json_get_str(pr->extra, "others_can")) >= 0 &&
+	    db_run(d->db, &e, "INSERT INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss", pr->row_id,
+		   creator) >= 0)
 		row = daemon_one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
 	if (row) /* others_can is in the row already: a hidden worktree is announced to its creator and admins only */
 		worktree_event(d, pr->row_id, "worktree.created", json_incref(row));
@@ -664,7 +709,10 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 		err_prefix(&e, "worktree %s was added but its Unix group was not", pr->row_id);
 		row = NULL;
 	}
-	send_reply(pr, task_id, row ? json_pack("{s:O}", "worktree", row) : NULL, error ? error : err_is_set(&e) ? &e : NULL);
+	send_reply(pr, task_id, row ? json_pack("{s:O}", "worktree", row) : NULL,
+		   error	    ? error
+		   : err_is_set(&e) ? &e
+				    : NULL);
 	if (row)
 		json_decref(row);
 	err_clear(&e);
@@ -711,7 +759,8 @@ int method_worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 {
 	const char *repo_id, *name;
 	_cleanup_free_ char *user = NULL;
-	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "repo_id", &repo_id, e) < 0 || daemon_need_str(params, "name", &name, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "repo_id", &repo_id, e) < 0 ||
+	    daemon_need_str(params, "name", &name, e) < 0)
 		return -1;
 	json_t *repo = daemon_one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ?1 OR url = ?1", repo_id);
 	if (!repo)
@@ -721,17 +770,22 @@ int method_worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	_cleanup_free_ char *path = xasprintf("%s/%s", subdir, name);
 	json_t *exec_params = worktree_add_params(params, repo_path, name, path);
 	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree",
-					       json_pack("{s:s,s:O,s:s?,s:O}", "created_by", P(rc)->user_id, "repo_id",
-							 json_object_get(repo, "id"), "others_can", daemon_opt_str(params, "others_can"),
-							 "repo_url", json_object_get(repo, "url")));
+						    json_pack("{s:s,s:O,s:s?,s:O}", "created_by", P(rc)->user_id,
+							      "repo_id", json_object_get(repo, "id"), "others_can",
+							      daemon_opt_str(params, "others_can"), "repo_url",
+							      json_object_get(repo, "url")));
 	pr->row_id = daemon_new_id();
 	int rv = check_access_params(params, e);
 	if (rv == 0)
 		rv = plan_worktree_group(rc, params, repo_path, name, pr, e);
 	if (rv == 0)
 		rv = daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e);
-	struct task_spec spec = { .command = "git.worktree.add", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .worktree_id = pr->row_id, .on_done = worktree_added };
+	struct task_spec spec = { .command = "git.worktree.add",
+				  .params = exec_params,
+				  .created_by = P(rc)->user_id,
+				  .execution_user = user,
+				  .worktree_id = pr->row_id,
+				  .on_done = worktree_added };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	json_decref(exec_params);
 	json_decref(repo);
@@ -745,7 +799,7 @@ static int delete_worktree_rows(struct daemon *d, const char *worktree_id, struc
 {
 	static const char *const steps[] = {
 #define SESSIONS_OF_WT "(SELECT id FROM sessions WHERE worktree_id = ?1)"
-#define TASKS_OF_WT "(SELECT id FROM tasks WHERE session_id IN " SESSIONS_OF_WT ")"
+#define TASKS_OF_WT    "(SELECT id FROM tasks WHERE session_id IN " SESSIONS_OF_WT ")"
 		"DELETE FROM messages WHERE task_id IN " TASKS_OF_WT,
 		"DELETE FROM tokens WHERE task_id IN " TASKS_OF_WT,
 		"DELETE FROM exec_approvals WHERE session_id IN " SESSIONS_OF_WT,
@@ -773,8 +827,8 @@ static int delete_worktree_rows(struct daemon *d, const char *worktree_id, struc
 
 static void mark_removing(struct daemon *d, const char *id, int force, struct err *e)
 {
-	db_run(d->db, e, "UPDATE worktrees SET removing_since = ?, removing_force = ? WHERE id = ?", "iis", daemon_now(),
-	       (long long)force, id);
+	db_run(d->db, e, "UPDATE worktrees SET removing_since = ?, removing_force = ? WHERE id = ?", "iis",
+	       daemon_now(), (long long)force, id);
 }
 
 static void removal_failed(struct daemon *d, struct pending_reply *pr, const char *task_id, const struct err *error)
@@ -843,7 +897,8 @@ static void removal_group_deleted(struct daemon *d, const char *task_id, const j
 }
 
 /* After the executor: the worktree's Unix group (worktree_rbac), then the rest. */
-static void worktree_removed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+static void worktree_removed(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+			     void *arg)
 {
 	(void)data;
 	struct pending_reply *pr = arg;
@@ -882,8 +937,8 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
  * those is what worktrees.owners.add is for. */
 
 /* SQL condition "the caller may see worktree w" (?1 the caller's user id, ?2 1 for an admin). */
-#define VISIBLE_WORKTREE_SQL                                                                                              \
-	"(?2 OR w.others_can <> 'none' OR EXISTS (SELECT 1 FROM worktree_owners o WHERE o.worktree_id = w.id AND "       \
+#define VISIBLE_WORKTREE_SQL                                                                                           \
+	"(?2 OR w.others_can <> 'none' OR EXISTS (SELECT 1 FROM worktree_owners o WHERE o.worktree_id = w.id AND "     \
 	"o.user_id = ?1))"
 
 /* Before anything is deleted: a worktree with a queued or running task is refused (cancel it first); one with
@@ -891,19 +946,22 @@ static void worktree_removed(struct daemon *d, const char *task_id, const json_t
 /* No task is queued or running in the worktree (its directory must not go from under one). */
 static int check_worktree_idle(struct daemon *d, const char *worktree_id, struct err *e)
 {
-	_cleanup_json_ json_t *busy = db_query_json(d->db, e,
-		"SELECT t.id FROM tasks t JOIN sessions s ON s.id = t.session_id WHERE s.worktree_id = ? "
-		"AND t.status IN ('queued','running') ORDER BY t.created_at", "s", worktree_id);
+	_cleanup_json_ json_t *busy =
+		db_query_json(d->db, e,
+			      "SELECT t.id FROM tasks t JOIN sessions s ON s.id = t.session_id WHERE s.worktree_id = ? "
+			      "AND t.status IN ('queued','running') ORDER BY t.created_at",
+			      "s", worktree_id);
 	if (!busy)
 		return -1;
 	const char *live = daemon_worktree_busy(d, worktree_id); /* exec.run outside a session has no session row */
 	if (live)
 		json_array_append_new(busy, json_pack("{s:s}", "id", live));
 	if (json_array_size(busy))
-		return err_setd(e, E_IN_USE, json_pack("{s:O}", "tasks", busy),
-				"worktree %s has %zu task(s) queued or running, first %s: cancel them (agor task cancel ID) "
-				"or wait, then remove it", worktree_id, json_array_size(busy),
-				json_get_str(json_array_get(busy, 0), "id"));
+		return err_setd(
+			e, E_IN_USE, json_pack("{s:O}", "tasks", busy),
+			"worktree %s has %zu task(s) queued or running, first %s: cancel them (agor task cancel ID) "
+			"or wait, then remove it",
+			worktree_id, json_array_size(busy), json_get_str(json_array_get(busy, 0), "id"));
 	return 0;
 }
 
@@ -912,8 +970,8 @@ static int check_worktree_free(struct daemon *d, const char *worktree_id, int fo
 {
 	if (check_worktree_idle(d, worktree_id, e) < 0)
 		return -1;
-	_cleanup_json_ json_t *sessions = db_query_json(d->db, e,
-		"SELECT id FROM sessions WHERE worktree_id = ? ORDER BY created_at", "s", worktree_id);
+	_cleanup_json_ json_t *sessions = db_query_json(
+		d->db, e, "SELECT id FROM sessions WHERE worktree_id = ? ORDER BY created_at", "s", worktree_id);
 	if (!sessions)
 		return -1;
 	if (!json_array_size(sessions) || force)
@@ -921,8 +979,9 @@ static int check_worktree_free(struct daemon *d, const char *worktree_id, int fo
 	return err_setd(e, E_IN_USE, json_pack("{s:O}", "sessions", sessions),
 			"worktree %s has %zu session(s), first %s: nothing was removed; remove the worktree with its "
 			"sessions, their tasks and messages by `agor worktree remove %s --force` (force also discards "
-			"uncommitted changes)", worktree_id, json_array_size(sessions),
-			json_get_str(json_array_get(sessions, 0), "id"), worktree_id);
+			"uncommitted changes)",
+			worktree_id, json_array_size(sessions), json_get_str(json_array_get(sessions, 0), "id"),
+			worktree_id);
 }
 
 /* The payload of git.worktree.remove: a plain one, or {finish} for a removal recorded earlier. */
@@ -934,7 +993,9 @@ static json_t *removal_params(const json_t *wt, int finishing, int force)
 			 json_get_str(wt, "repo_path"), "worktreeName", json_get_str(wt, "name"));
 }
 
-#define REMOVAL_ROW "SELECT w.*, r.url AS repo_url, r.path AS repo_path FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id WHERE w.id = ?"
+#define REMOVAL_ROW                                                                                                    \
+	"SELECT w.*, r.url AS repo_url, r.path AS repo_path FROM worktrees w LEFT JOIN repos r ON r.id = w.repo_id "   \
+	"WHERE w.id = ?"
 
 /* Submits the removal of worktree row wt by user `by` (NULL: the daemon finishing one on its own); pr answers. */
 static int submit_removal(struct daemon *d, struct rpc_ctx *rc, const json_t *wt, const char *by, int force,
@@ -951,8 +1012,12 @@ static int submit_removal(struct daemon *d, struct rpc_ctx *rc, const json_t *wt
 	if (rv == 0 && err_is_set(e))
 		rv = -1;
 	json_t *params = removal_params(wt, finishing, force);
-	struct task_spec spec = { .command = "git.worktree.remove", .params = params, .created_by = by,
-				  .execution_user = user, .worktree_id = id, .on_done = worktree_removed };
+	struct task_spec spec = { .command = "git.worktree.remove",
+				  .params = params,
+				  .created_by = by,
+				  .execution_user = user,
+				  .worktree_id = id,
+				  .on_done = worktree_removed };
 	if (rc) {
 		rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	} else {
@@ -976,31 +1041,36 @@ int method_worktrees_remove(struct rpc_ctx *rc, json_t *params, json_t **result,
 	if (!wt)
 		return -1;
 	int finishing = json_integer_value(json_object_get(wt, "removing_since")) > 0;
-	int force = daemon_opt_bool(params, "force", 0) || (finishing && json_integer_value(json_object_get(wt, "removing_force")));
+	int force = daemon_opt_bool(params, "force", 0) ||
+		    (finishing && json_integer_value(json_object_get(wt, "removing_force")));
 	if (daemon_need_worktree_access(rc, id, WT_OWNER, "worktree", id, "remove it", e) < 0 ||
 	    (finishing ? check_worktree_idle(D(rc), id, e) : check_worktree_free(D(rc), id, force, e)) < 0)
 		return -1;
-	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.remove",
-					       json_pack("{s:s?,s:s,s:s?,s:s}", "repo_url", json_get_str(wt, "repo_url"), "name",
-							 json_get_str(wt, "name"), "created_by", json_get_str(wt, "created_by"),
-							 "by", P(rc)->user_id));
+	struct pending_reply *pr =
+		daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.remove",
+				 json_pack("{s:s?,s:s,s:s?,s:s}", "repo_url", json_get_str(wt, "repo_url"), "name",
+					   json_get_str(wt, "name"), "created_by", json_get_str(wt, "created_by"), "by",
+					   P(rc)->user_id));
 	return submit_removal(D(rc), rc, wt, P(rc)->user_id, force, pr, result, e);
 }
 
 void daemon_worktrees_finish_removals(struct daemon *d)
 {
 	struct err e = ERR_INIT;
-	_cleanup_json_ json_t *ids = db_query_json(d->db, &e, "SELECT id FROM worktrees WHERE removing_since IS NOT NULL", "");
+	_cleanup_json_ json_t *ids =
+		db_query_json(d->db, &e, "SELECT id FROM worktrees WHERE removing_since IS NOT NULL", "");
 	size_t i;
 	json_t *row;
-	json_array_foreach(ids, i, row) {
+	json_array_foreach(ids, i, row)
+	{
 		const char *id = json_get_str(row, "id");
 		_cleanup_json_ json_t *wt = daemon_one_row(d, &e, "worktree", REMOVAL_ROW, id);
 		log_warn("worktree %s: its removal was interrupted; finishing it", id);
 		daemon_audit(d, "daemon", "worktrees.remove.resume", id, "ok", NULL);
-		struct pending_reply *pr = daemon_reply_new(NULL, 0, "worktree.remove",
-						       json_pack("{s:s?,s:s?,s:s}", "repo_url", json_get_str(wt, "repo_url"), "name",
-								 json_get_str(wt, "name"), "by", "daemon"));
+		struct pending_reply *pr =
+			daemon_reply_new(NULL, 0, "worktree.remove",
+					 json_pack("{s:s?,s:s?,s:s}", "repo_url", json_get_str(wt, "repo_url"), "name",
+						   json_get_str(wt, "name"), "by", "daemon"));
 		if (!wt || submit_removal(d, NULL, wt, NULL, 1, pr, NULL, &e) < 0)
 			log_warn("worktree %s: cannot finish its removal now: %s", id, e.message);
 		err_clear(&e);
@@ -1012,9 +1082,11 @@ void daemon_worktrees_finish_removals(struct daemon *d)
 
 static json_t *owner_rows(struct daemon *d, const char *worktree_id, struct err *e)
 {
-	return db_query_json(d->db, e,
-			     "SELECT u.id, u.name, u.unix_username FROM worktree_owners o JOIN users u ON u.id = o.user_id "
-			     "WHERE o.worktree_id = ? ORDER BY u.name", "s", worktree_id);
+	return db_query_json(
+		d->db, e,
+		"SELECT u.id, u.name, u.unix_username FROM worktree_owners o JOIN users u ON u.id = o.user_id "
+		"WHERE o.worktree_id = ? ORDER BY u.name",
+		"s", worktree_id);
 }
 
 int method_worktrees_owners_list(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
@@ -1022,7 +1094,8 @@ int method_worktrees_owners_list(struct rpc_ctx *rc, json_t *params, json_t **re
 	const char *id;
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0)
 		return -1;
-	_cleanup_json_ json_t *wt = daemon_one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id);
+	_cleanup_json_ json_t *wt =
+		daemon_one_row(D(rc), e, "worktree", "SELECT id FROM worktrees WHERE id = ?1 OR name = ?1", id);
 	if (!wt || daemon_need_worktree_access(rc, json_get_str(wt, "id"), WT_VIEW, "worktree", id, "", e) < 0)
 		return -1;
 	*result = owner_rows(D(rc), json_get_str(wt, "id"), e);
@@ -1035,24 +1108,30 @@ static int owner_change_rows(struct rpc_ctx *rc, json_t *params, json_t **wt, js
 {
 	const char *id, *who;
 	*wt = *user = NULL;
-	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0 || daemon_need_str(params, "user_id", &who, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0 ||
+	    daemon_need_str(params, "user_id", &who, e) < 0)
 		return -1;
 	if (!(*wt = daemon_one_row(D(rc), e, "worktree",
-			    "SELECT w.id, w.name, w.path, r.path AS repo_path, r.url AS repo_url FROM worktrees w JOIN repos r "
-			    "ON r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id)) ||
-	    daemon_need_worktree_access(rc, json_get_str(*wt, "id"), WT_OWNER, "worktree", id, "change its owners", e) < 0)
+				   "SELECT w.id, w.name, w.path, r.path AS repo_path, r.url AS repo_url FROM worktrees "
+				   "w JOIN repos r "
+				   "ON r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1",
+				   id)) ||
+	    daemon_need_worktree_access(rc, json_get_str(*wt, "id"), WT_OWNER, "worktree", id, "change its owners", e) <
+		    0)
 		return -1;
 	*user = daemon_one_row(D(rc), e, "user", "SELECT id, unix_username FROM users WHERE id = ?1 OR name = ?1", who);
 	return *user ? 0 : -1;
 }
 
 /* Owners in the DB: "add" inserts (idempotent), "remove" deletes; the number of rows changed. */
-static int write_owner_change(struct daemon *d, const char *action, const char *wt_id, const char *user_id, struct err *e)
+static int write_owner_change(struct daemon *d, const char *action, const char *wt_id, const char *user_id,
+			      struct err *e)
 {
 	if (!strcmp(action, "add"))
-		return db_run(d->db, e, "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) VALUES (?,?)", "ss",
-			      wt_id, user_id);
-	return db_run(d->db, e, "DELETE FROM worktree_owners WHERE worktree_id = ? AND user_id = ?", "ss", wt_id, user_id);
+		return db_run(d->db, e, "INSERT OR IGNORE INTO worktree_owners (worktree_id, user_id) VALUES (?,?)",
+			      "ss", wt_id, user_id);
+	return db_run(d->db, e, "DELETE FROM worktree_owners WHERE worktree_id = ? AND user_id = ?", "ss", wt_id,
+		      user_id);
 }
 
 static void audit_owner_change(struct daemon *d, const char *by, const char *action, const char *wt_id,
@@ -1088,7 +1167,9 @@ static void owner_changed_by_admin(struct daemon *d, const char *task_id, const 
 			   json_get_str(pr->extra, "unix_user"), error);
 	json_t *owners = error ? NULL : owner_rows(d, pr->row_id, &e);
 	send_reply(pr, task_id, owners ? json_pack("{s:o}", "owners", owners) : NULL,
-		   error ? error : err_is_set(&e) ? &e : NULL);
+		   error	    ? error
+		   : err_is_set(&e) ? &e
+				    : NULL);
 	err_clear(&e);
 	daemon_reply_free(pr);
 }
@@ -1101,18 +1182,19 @@ static int change_owner_via_admin(struct rpc_ctx *rc, json_t *params, const char
 {
 	const char *wt_id = json_get_str(wt, "id"), *unix_user = json_get_str(user, "unix_username");
 	if (!unix_user || !payload_valid_user_name(unix_user))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "user_id"),
-				"user %s has no valid Unix user, and in strict mode an owner of worktree %s is a member of its "
-				"Unix group: an admin runs `agor user create NAME --unix-user LOGIN`", json_get_str(user, "id"),
-				wt_id);
+		return err_setd(
+			e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "user_id"),
+			"user %s has no valid Unix user, and in strict mode an owner of worktree %s is a member of its "
+			"Unix group: an admin runs `agor user create NAME --unix-user LOGIN`",
+			json_get_str(user, "id"), wt_id);
 	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"),
-								 json_get_str(wt, "path"));
+						      json_get_str(wt, "path"));
 	struct admin_call call = strcmp(action, "add") ? admin_remove_worktree_owner(wt_id, unix_user)
 						       : admin_add_worktree_owner(wt_id, unix_user, path);
-	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.owners",
-					       json_pack("{s:s,s:s,s:s,s:s,s:s?}", "action", action, "owner", json_get_str(user, "id"),
-							 "unix_user", unix_user, "by", P(rc)->user_id, "repo_url",
-							 json_get_str(wt, "repo_url")));
+	struct pending_reply *pr = daemon_reply_new(
+		rc, daemon_opt_bool(params, "wait", 1), "worktree.owners",
+		json_pack("{s:s,s:s,s:s,s:s,s:s?}", "action", action, "owner", json_get_str(user, "id"), "unix_user",
+			  unix_user, "by", P(rc)->user_id, "repo_url", json_get_str(wt, "repo_url")));
 	pr->row_id = xstrdup(wt_id);
 	if (submit_admin(D(rc), P(rc)->user_id, wt_id, &call, owner_changed_by_admin, pr, e) < 0) {
 		daemon_reply_free(pr);
@@ -1144,13 +1226,15 @@ int method_worktrees_owners_remove(struct rpc_ctx *rc, json_t *params, json_t **
 	if (owner_change_rows(rc, params, &wt, &user, e) < 0)
 		return -1;
 	const char *wt_id = json_get_str(wt, "id"), *user_id = json_get_str(user, "id");
-	if (!(count = db_query_one(D(rc)->db, e, "SELECT count(*) AS n FROM worktree_owners WHERE worktree_id = ?", "s", wt_id)))
+	if (!(count = db_query_one(D(rc)->db, e, "SELECT count(*) AS n FROM worktree_owners WHERE worktree_id = ?", "s",
+				   wt_id)))
 		return -1;
 	if (!daemon_owns_worktree(D(rc), wt_id, user_id, e))
-		return err_is_set(e) ? -1 : err_set(e, E_NOT_FOUND, "%s is not an owner of worktree %s", user_id, wt_id);
+		return err_is_set(e) ? -1
+				     : err_set(e, E_NOT_FOUND, "%s is not an owner of worktree %s", user_id, wt_id);
 	if (json_integer_value(json_object_get(count, "n")) <= 1)
-		return err_set(e, E_PERMISSION_DENIED, "worktree %s keeps at least one owner: add another before removing this one",
-			       wt_id);
+		return err_set(e, E_PERMISSION_DENIED,
+			       "worktree %s keeps at least one owner: add another before removing this one", wt_id);
 	if (owners_via_admin(D(rc)) && json_get_str(user, "unix_username")) /* else never in the group */
 		return change_owner_via_admin(rc, params, "remove", wt, user, result, e);
 	if (write_owner_change(D(rc), "remove", wt_id, user_id, e) < 0)
@@ -1161,14 +1245,17 @@ int method_worktrees_owners_remove(struct rpc_ctx *rc, json_t *params, json_t **
 
 /* --- worktrees.set_access ------------------------------------------------------------------------- */
 
-static void access_applied(struct daemon *d, const char *task_id, const json_t *data, const struct err *error, void *arg)
+static void access_applied(struct daemon *d, const char *task_id, const json_t *data, const struct err *error,
+			   void *arg)
 {
 	(void)data;
 	struct pending_reply *pr = arg;
 	struct err e = ERR_INIT;
 	const char *can = json_get_str(pr->extra, "others_can"), *fs = json_get_str(pr->extra, "others_fs_access");
-	if (!error && db_run(d->db, &e, "UPDATE worktrees SET others_fs_access = ?, others_can = coalesce(?, others_can) "
-					"WHERE id = ?", "sss", fs, can, pr->row_id) < 0)
+	if (!error && db_run(d->db, &e,
+			     "UPDATE worktrees SET others_fs_access = ?, others_can = coalesce(?, others_can) "
+			     "WHERE id = ?",
+			     "sss", fs, can, pr->row_id) < 0)
 		error = &e;
 	daemon_audit(d, json_get_str(pr->extra, "by"), "worktrees.set_access", pr->row_id, error ? "failed" : "ok",
 		     json_pack("{s:s?,s:s,s:s?}", "others_can", can, "others_fs_access", fs, "error",
@@ -1185,14 +1272,17 @@ static void access_applied(struct daemon *d, const char *task_id, const json_t *
 int method_worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0 || check_access_params(params, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &id, e) < 0 ||
+	    check_access_params(params, e) < 0)
 		return -1;
 	const char *can = daemon_opt_str(params, "others_can"), *fs = daemon_opt_str(params, "others_fs_access");
 	if (!can && !fs)
 		return err_set(e, E_INVALID_PAYLOAD, "params: give others_can, others_fs_access or both");
-	_cleanup_json_ json_t *wt = daemon_one_row(D(rc), e, "worktree",
-					    "SELECT w.id, w.name, w.path, r.path AS repo_path FROM worktrees w JOIN repos r ON "
-					    "r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1", id);
+	_cleanup_json_ json_t *wt =
+		daemon_one_row(D(rc), e, "worktree",
+			       "SELECT w.id, w.name, w.path, r.path AS repo_path FROM worktrees w JOIN repos r ON "
+			       "r.id = w.repo_id WHERE w.id = ?1 OR w.name = ?1",
+			       id);
 	if (!wt)
 		return -1;
 	const char *wt_id = json_get_str(wt, "id");
@@ -1206,7 +1296,8 @@ int method_worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 	if (!fs) {
 		if (db_run(D(rc)->db, e, "UPDATE worktrees SET others_can = ? WHERE id = ?", "ss", can, wt_id) < 0)
 			return -1;
-		daemon_audit(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id, "ok", json_pack("{s:s}", "others_can", can));
+		daemon_audit(D(rc), P(rc)->user_id, "worktrees.set_access", wt_id, "ok",
+			     json_pack("{s:s}", "others_can", can));
 		json_t *row = worktree_row(D(rc), wt_id, e);
 		if (!row)
 			return -1;
@@ -1214,12 +1305,12 @@ int method_worktrees_set_access(struct rpc_ctx *rc, json_t *params, json_t **res
 		*result = json_pack("{s:o}", "worktree", row);
 		return 0;
 	}
-	struct pending_reply *pr = daemon_reply_new(rc, daemon_opt_bool(params, "wait", 1), "worktree.access",
-					       json_pack("{s:s?,s:s,s:s}", "others_can", can, "others_fs_access", fs, "by",
-							 P(rc)->user_id));
+	struct pending_reply *pr = daemon_reply_new(
+		rc, daemon_opt_bool(params, "wait", 1), "worktree.access",
+		json_pack("{s:s?,s:s,s:s}", "others_can", can, "others_fs_access", fs, "by", P(rc)->user_id));
 	pr->row_id = xstrdup(wt_id);
 	_cleanup_free_ char *path = worktree_abs_path(D(rc), json_get_str(wt, "repo_path"), json_get_str(wt, "name"),
-								 json_get_str(wt, "path"));
+						      json_get_str(wt, "path"));
 	struct admin_call call = admin_create_worktree_group(wt_id, path, fs);
 	if (submit_admin(D(rc), P(rc)->user_id, wt_id, &call, access_applied, pr, e) < 0) {
 		daemon_reply_free(pr);
@@ -1248,12 +1339,14 @@ static int run_session(struct rpc_ctx *rc, json_t *params, const char *wt_id, js
 		return -1;
 	if (!sid)
 		return 0;
-	*session = daemon_one_row(D(rc), e, "session", "SELECT id, worktree_id, egress_allow FROM sessions WHERE id = ?", sid);
+	*session = daemon_one_row(D(rc), e, "session",
+				  "SELECT id, worktree_id, egress_allow FROM sessions WHERE id = ?", sid);
 	if (!*session)
 		return -1;
 	if (strcmp(json_get_str(*session, "worktree_id"), wt_id))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "session_id"),
-				"params.session_id: session %s is on another worktree than params.worktree_id %s", sid, wt_id);
+				"params.session_id: session %s is on another worktree than params.worktree_id %s", sid,
+				wt_id);
 	return 0;
 }
 
@@ -1268,7 +1361,8 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 		if (json_object_get(params, node_only[i]))
 			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", node_only[i]),
 					"params.%s: only for hosts \"gateway\" and \"node\" (the sandbox runs in the "
-					"worktree under its own controls)", node_only[i]);
+					"worktree under its own controls)",
+					node_only[i]);
 	json_t *wt = daemon_run_worktree(rc, params, e);
 	if (!wt)
 		return -1;
@@ -1290,9 +1384,15 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 	/* a command outside a session is the caller's own act: it runs as the caller's execution user (an owner
 	 * other than the creator reaches the files through the worktree's group), never as the creator */
 	int rv = daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e);
-	struct task_spec spec = { .command = "exec.run", .params = exec_params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .worktree_id = wt_id, .judge = daemon_exec_outcome, .on_done = exec_ran,
-				  .session_id = json_get_str(session, "id"), .egress_allow = json_get_str(session, "egress_allow") };
+	struct task_spec spec = { .command = "exec.run",
+				  .params = exec_params,
+				  .created_by = P(rc)->user_id,
+				  .execution_user = user,
+				  .worktree_id = wt_id,
+				  .judge = daemon_exec_outcome,
+				  .on_done = exec_ran,
+				  .session_id = json_get_str(session, "id"),
+				  .egress_allow = json_get_str(session, "egress_allow") };
 	rv = submit_with_reply(rc, rv, &spec, pr, result, e);
 	json_decref(exec_params);
 	json_decref(wt);
@@ -1302,11 +1402,15 @@ static int exec_run_sandbox(struct rpc_ctx *rc, json_t *params, json_t **result,
 /* host=node: the command goes to a paired node, which decides under its own approvals file. */
 static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	struct node_exec x = { .query = daemon_opt_str(params, "node"), .cwd = daemon_opt_str(params, "cwd"),
-			       .agent_id = daemon_opt_str(params, "agent_id"), .on_done = exec_ran };
+	struct node_exec x = { .query = daemon_opt_str(params, "node"),
+			       .cwd = daemon_opt_str(params, "cwd"),
+			       .agent_id = daemon_opt_str(params, "agent_id"),
+			       .on_done = exec_ran };
 	_cleanup_free_ char *owner = NULL;
-	if (daemon_need_user(rc, e) < 0 || daemon_need_argv(params, &x.argv, e) < 0 || daemon_exec_env_param(rc, params, &x.env, e) < 0 ||
-	    daemon_level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) < 0 ||
+	if (daemon_need_user(rc, e) < 0 || daemon_need_argv(params, &x.argv, e) < 0 ||
+	    daemon_exec_env_param(rc, params, &x.env, e) < 0 ||
+	    daemon_level_param(params, "security", appr_security_parse, "deny|allowlist|full", "deny", &x.security, e) <
+		    0 ||
 	    daemon_level_param(params, "ask", appr_ask_parse, "off|on-miss|always", NULL, &x.ask, e) < 0 ||
 	    daemon_session_param(rc, params, &x.session_id, &owner, e) < 0)
 		return -1;
@@ -1333,18 +1437,22 @@ static int exec_run_node(struct rpc_ctx *rc, json_t *params, json_t **result, st
 /* exec.run's parameters: anything else — an approval or a decision above all — is refused, never ignored. */
 static int known_exec_params(json_t *params, struct err *e)
 {
-	static const char *const known[] = { "host", "worktree_id", "argv", "timeout_ms", "wait", "node", "security",
-					     "ask", "env", "cwd", "agent_id", "session_id", NULL };
+	static const char *const known[] = { "host",	 "worktree_id", "argv", "timeout_ms", "wait",
+					     "node",	 "security",	"ask",	"env",	      "cwd",
+					     "agent_id", "session_id",	NULL };
 	const char *key;
 	json_t *value;
-	json_object_foreach(params, key, value) {
+	json_object_foreach(params, key, value)
+	{
 		size_t i = 0;
 		while (known[i] && strcmp(known[i], key))
 			i++;
 		if (!known[i])
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
-					"params.%s: unknown (approvals are granted by a person on the gateway, never by a "
-					"caller's params)", key);
+			return err_setd(
+				e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
+				"params.%s: unknown (approvals are granted by a person on the gateway, never by a "
+				"caller's params)",
+				key);
 	}
 	return 0;
 }
@@ -1355,7 +1463,8 @@ static json_t *with_session_defaults(struct rpc_ctx *rc, json_t *params, struct 
 	const char *sid = daemon_opt_str(params, "session_id");
 	if (!sid)
 		return json_incref(params);
-	_cleanup_json_ json_t *row = db_query_one(D(rc)->db, e, "SELECT exec_defaults FROM sessions WHERE id = ?", "s", sid);
+	_cleanup_json_ json_t *row =
+		db_query_one(D(rc)->db, e, "SELECT exec_defaults FROM sessions WHERE id = ?", "s", sid);
 	if (!row)
 		return NULL;
 	const char *text = json_is_object(row) ? json_get_str(row, "exec_defaults") : NULL;
@@ -1394,10 +1503,11 @@ int method_worktrees_list(struct rpc_ctx *rc, json_t *params, json_t **result, s
 {
 	if (daemon_need_user(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e,
-				"SELECT w.* FROM worktrees w WHERE (?3 IS NULL OR w.repo_id = ?3) AND " VISIBLE_WORKTREE_SQL
-				" ORDER BY w.created_at, w.rowid", "sis", P(rc)->user_id, (long long)P(rc)->is_admin,
-				daemon_opt_str(params, "repo_id"));
+	*result = db_query_json(
+		D(rc)->db, e,
+		"SELECT w.* FROM worktrees w WHERE (?3 IS NULL OR w.repo_id = ?3) AND " VISIBLE_WORKTREE_SQL
+		" ORDER BY w.created_at, w.rowid",
+		"sis", P(rc)->user_id, (long long)P(rc)->is_admin, daemon_opt_str(params, "repo_id"));
 	return *result ? 0 : -1;
 }
 
@@ -1405,7 +1515,8 @@ int method_worktrees_get(struct rpc_ctx *rc, json_t *params, json_t **result, st
 {
 	if (daemon_get_row(rc, params, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", result, e) < 0)
 		return -1;
-	if (daemon_need_worktree_access(rc, json_get_str(*result, "id"), WT_VIEW, "worktree", json_get_str(params, "id"), "", e) == 0)
+	if (daemon_need_worktree_access(rc, json_get_str(*result, "id"), WT_VIEW, "worktree",
+					json_get_str(params, "id"), "", e) == 0)
 		return 0;
 	json_decref(*result);
 	*result = NULL;
@@ -1427,16 +1538,19 @@ int method_tasks_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	if (daemon_need_user(rc, e) < 0)
 		return -1;
 	const char *status = daemon_opt_str(params, "status"), *mine = P(rc)->is_admin ? NULL : P(rc)->user_id;
-	*result = db_query_json(D(rc)->db, e,
-				"SELECT * FROM tasks WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR created_by = ?2)"
-				" ORDER BY created_at DESC, rowid DESC LIMIT 500", "ss", status, mine); /* ties: newest first too */
+	*result = db_query_json(
+		D(rc)->db, e,
+		"SELECT * FROM tasks WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR created_by = ?2)"
+		" ORDER BY created_at DESC, rowid DESC LIMIT 500",
+		"ss", status, mine); /* ties: newest first too */
 	return *result ? 0 : -1;
 }
 
 int method_tasks_cancel(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *id;
-	if (daemon_need_str(params, "id", &id, e) < 0 || daemon_need_task_access(rc, id, WT_PROMPT, "cancel its task", e) < 0 ||
+	if (daemon_need_str(params, "id", &id, e) < 0 ||
+	    daemon_need_task_access(rc, id, WT_PROMPT, "cancel its task", e) < 0 ||
 	    daemon_task_cancel(D(rc), id, e) < 0)
 		return -1;
 	daemon_audit(D(rc), P(rc)->user_id, "tasks.cancel", id, "ok", NULL);
@@ -1455,8 +1569,12 @@ int method_messages_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (task ? daemon_need_task_access(rc, task, WT_VIEW, "", e) < 0
 		 : daemon_need_session_access(rc, session, WT_VIEW, "", NULL, e) < 0)
 		return -1;
-	*result = task ? db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE task_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", task, (long long)after)
-		       : db_query_json(D(rc)->db, e, "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1000", "si", session, (long long)after);
+	*result = task ? db_query_json(D(rc)->db, e,
+				       "SELECT * FROM messages WHERE task_id = ? AND id > ? ORDER BY id LIMIT 1000",
+				       "si", task, (long long)after)
+		       : db_query_json(D(rc)->db, e,
+				       "SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT 1000",
+				       "si", session, (long long)after);
 	return *result ? 0 : -1;
 }
 
@@ -1491,7 +1609,8 @@ int method_audit_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 		return -1;
 	daemon_flush_refusals(D(rc)); /* the refusals counted so far are part of what is read */
 	json_int_t after = json_integer_value(json_object_get(params, "after"));
-	*result = db_query_json(D(rc)->db, e, "SELECT * FROM audit_log WHERE id > ? ORDER BY id LIMIT 1000", "i", (long long)after);
+	*result = db_query_json(D(rc)->db, e, "SELECT * FROM audit_log WHERE id > ? ORDER BY id LIMIT 1000", "i",
+				(long long)after);
 	return *result ? 0 : -1;
 }
 
@@ -1522,7 +1641,8 @@ static int one_of(const char *value, const char *const *allowed)
 int method_sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *wt_id, *tool, *mode = daemon_opt_str(params, "permission_mode");
-	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &wt_id, e) < 0 || daemon_need_str(params, "tool", &tool, e) < 0)
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "worktree_id", &wt_id, e) < 0 ||
+	    daemon_need_str(params, "tool", &tool, e) < 0)
 		return -1;
 	if (!one_of(tool, tools))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "tool"),
@@ -1535,14 +1655,17 @@ int method_sessions_create(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	json_t *wt = daemon_one_row(D(rc), e, "worktree", "SELECT * FROM worktrees WHERE id = ?1 OR name = ?1", wt_id);
 	if (!wt)
 		return -1;
-	if (daemon_need_worktree_access(rc, json_get_str(wt, "id"), WT_ALL, "worktree", wt_id, "create a session in it", e) < 0) {
+	if (daemon_need_worktree_access(rc, json_get_str(wt, "id"), WT_ALL, "worktree", wt_id, "create a session in it",
+					e) < 0) {
 		json_decref(wt);
 		return -1;
 	}
 	_cleanup_free_ char *id = daemon_new_id();
 	int rv = db_run(D(rc)->db, e,
-			"INSERT INTO sessions (id, worktree_id, tool, permission_mode, created_by, created_at) VALUES (?,?,?,?,?,?)",
-			"sssssi", id, json_get_str(wt, "id"), tool, mode ? mode : "default", P(rc)->user_id, daemon_now());
+			"INSERT INTO sessions (id, worktree_id, tool, permission_mode, created_by, created_at) VALUES "
+			"(?,?,?,?,?,?)",
+			"sssssi", id, json_get_str(wt, "id"), tool, mode ? mode : "default", P(rc)->user_id,
+			daemon_now());
 	json_decref(wt);
 	if (rv < 0)
 		return -1;
@@ -1556,9 +1679,11 @@ int method_sessions_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	(void)params;
 	if (daemon_need_user(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e,
-				"SELECT s.* FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE " VISIBLE_WORKTREE_SQL
-				" ORDER BY s.created_at, s.rowid", "si", P(rc)->user_id, (long long)P(rc)->is_admin);
+	*result = db_query_json(
+		D(rc)->db, e,
+		"SELECT s.* FROM sessions s JOIN worktrees w ON w.id = s.worktree_id WHERE " VISIBLE_WORKTREE_SQL
+		" ORDER BY s.created_at, s.rowid",
+		"si", P(rc)->user_id, (long long)P(rc)->is_admin);
 	return *result ? 0 : -1;
 }
 
@@ -1576,12 +1701,15 @@ int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 {
 	const char *sid, *prompt;
 	_cleanup_free_ char *user = NULL, *task_id = NULL;
-	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "session_id", &sid, e) < 0 || daemon_need_str(params, "prompt", &prompt, e) < 0 ||
+	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "session_id", &sid, e) < 0 ||
+	    daemon_need_str(params, "prompt", &prompt, e) < 0 ||
 	    daemon_need_session_access(rc, sid, WT_PROMPT, "prompt its sessions", NULL, e) < 0)
 		return -1;
 	json_t *s = daemon_one_row(D(rc), e, "session",
-			    "SELECT s.*, w.path AS cwd, r.path AS repo_path FROM sessions s JOIN worktrees w ON w.id = s.worktree_id "
-			    "LEFT JOIN repos r ON r.id = w.repo_id WHERE s.id = ?", sid);
+				   "SELECT s.*, w.path AS cwd, r.path AS repo_path FROM sessions s JOIN worktrees w ON "
+				   "w.id = s.worktree_id "
+				   "LEFT JOIN repos r ON r.id = w.repo_id WHERE s.id = ?",
+				   sid);
 	if (!s)
 		return -1;
 	int may_set = P(rc)->is_admin || !strcmp(json_get_str(s, "created_by"), P(rc)->user_id);
@@ -1596,14 +1724,21 @@ int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	_cleanup_free_ char *text = note ? xasprintf("%s%s", note, prompt) : NULL;
 	if (rv == 0) {
 		json_t *p = json_pack("{s:s,s:s,s:O,s:O,s:O}", "sessionId", sid, "prompt", text ? text : prompt, "tool",
-				      json_object_get(s, "tool"), "permissionMode", json_object_get(s, "permission_mode"), "cwd",
-				      json_object_get(s, "cwd"));
-		if (D(rc)->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX) /* the creator's kept home, as exec.run */
+				      json_object_get(s, "tool"), "permissionMode",
+				      json_object_get(s, "permission_mode"), "cwd", json_object_get(s, "cwd"));
+		if (D(rc)->cfg->execution.unix_user_mode ==
+		    CONFIG_MODE_SANDBOX) /* the creator's kept home, as exec.run */
 			json_object_set(p, "home", json_object_get(s, "created_by"));
 		if (json_get_str(s, "repo_path")) /* the executor checks the worktree's .git against it */
 			json_object_set(p, "repoPath", json_object_get(s, "repo_path"));
-		struct task_spec spec = { .command = "prompt", .params = p, .session_id = sid, .created_by = json_get_str(s, "created_by"),
-					  .prompted_by = P(rc)->user_id, .execution_user = user, .worktree_id = json_get_str(s, "worktree_id"), .with_token = 1,
+		struct task_spec spec = { .command = "prompt",
+					  .params = p,
+					  .session_id = sid,
+					  .created_by = json_get_str(s, "created_by"),
+					  .prompted_by = P(rc)->user_id,
+					  .execution_user = user,
+					  .worktree_id = json_get_str(s, "worktree_id"),
+					  .with_token = 1,
 					  .egress_allow = json_get_str(s, "egress_allow") };
 		rv = daemon_task_submit(D(rc), &spec, &task_id, e);
 		json_decref(p);
@@ -1611,7 +1746,8 @@ int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	if (rv == 0) {
 		if (note)
 			daemon_session_events_seen(D(rc), sid, seen);
-		daemon_audit(D(rc), P(rc)->user_id, "sessions.prompt", task_id, "ok", json_pack("{s:s}", "session_id", sid));
+		daemon_audit(D(rc), P(rc)->user_id, "sessions.prompt", task_id, "ok",
+			     json_pack("{s:s}", "session_id", sid));
 		*result = json_pack("{s:s}", "task_id", task_id);
 	}
 	json_decref(s);
@@ -1624,15 +1760,17 @@ int method_sessions_prompt(struct rpc_ctx *rc, json_t *params, json_t **result, 
  * (daemon_methods.h); a new key gets members, a key set again keeps its scope unless one is given. */
 int method_api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	const char *given, *value, *scope = daemon_opt_str(params, "scope"), *username = daemon_opt_str(params, "username");
+	const char *given, *value, *scope = daemon_opt_str(params, "scope"),
+				   *username = daemon_opt_str(params, "username");
 	_cleanup_free_ char *service = NULL;
-	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "service", &given, e) < 0 || daemon_need_str(params, "value", &value, e) < 0 ||
-	    daemon_canonical_service(given, &service, e) < 0)
+	if (daemon_need_admin(rc, e) < 0 || daemon_need_str(params, "service", &given, e) < 0 ||
+	    daemon_need_str(params, "value", &value, e) < 0 || daemon_canonical_service(given, &service, e) < 0)
 		return -1;
 	if (username && (!daemon_git_service(service) || !*username || strpbrk(username, "@:/ \t\r\n")))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "username"),
-				"params.username: a user name goes with a git credential (git:HOST or git-ssh:HOST) only, "
-				"and has no '@', ':', '/' or white space");
+		return err_setd(
+			e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "username"),
+			"params.username: a user name goes with a git credential (git:HOST or git-ssh:HOST) only, "
+			"and has no '@', ':', '/' or white space");
 	json_t *given_scope = json_object_get(params, "scope"); /* null: as absent (keep, or members when new) */
 	if (given_scope && !json_is_null(given_scope) && (!scope || !daemon_api_key_scope_valid(scope)))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),
@@ -1642,16 +1780,23 @@ int method_api_keys_set(struct rpc_ctx *rc, json_t *params, json_t **result, str
 	if (rv == 0)
 		rv = db_run(D(rc)->db, e,
 			    "INSERT INTO api_keys (service, sealed, scope, set_by, created_at, updated_at, username) "
-			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5, ?6) ON CONFLICT(service) DO UPDATE SET "
+			    "VALUES (?1, ?2, coalesce(?3, 'members'), ?4, ?5, ?5, ?6) ON CONFLICT(service) DO UPDATE "
+			    "SET "
 			    "sealed = excluded.sealed, scope = coalesce(?3, api_keys.scope), set_by = excluded.set_by, "
 			    "updated_at = excluded.updated_at, username = excluded.username",
-			    "sbssis", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now(), username) < 0 ? -1 : 0;
+			    "sbssis", service, sealed.buf, sealed.len, scope, P(rc)->user_id, daemon_now(),
+			    username) < 0
+			     ? -1
+			     : 0;
 	strbuf_release(&sealed);
-	_cleanup_json_ json_t *row = rv == 0 ? db_query_one(D(rc)->db, e, "SELECT scope FROM api_keys WHERE service = ?", "s",
-							    service) : NULL;
+	_cleanup_json_ json_t *row =
+		rv == 0 ? db_query_one(D(rc)->db, e, "SELECT scope FROM api_keys WHERE service = ?", "s", service)
+			: NULL;
 	if (rv == 0 && json_is_object(row)) {
-		daemon_audit(D(rc), P(rc)->user_id, "api_keys.set", service, "ok", json_pack("{s:O}", "scope", json_object_get(row, "scope")));
-		*result = json_pack("{s:s,s:b,s:O}", "service", service, "stored", 1, "scope", json_object_get(row, "scope"));
+		daemon_audit(D(rc), P(rc)->user_id, "api_keys.set", service, "ok",
+			     json_pack("{s:O}", "scope", json_object_get(row, "scope")));
+		*result = json_pack("{s:s,s:b,s:O}", "service", service, "stored", 1, "scope",
+				    json_object_get(row, "scope"));
 		return 0;
 	}
 	return -1;
@@ -1662,7 +1807,9 @@ int method_api_keys_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	(void)params;
 	if (daemon_need_admin(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT service, scope, username, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
+	*result = db_query_json(
+		D(rc)->db, e,
+		"SELECT service, scope, username, set_by, created_at, updated_at FROM api_keys ORDER BY service", "");
 	return *result ? 0 : -1;
 }
 
@@ -1689,8 +1836,9 @@ int method_ping(struct rpc_ctx *rc, json_t *params, json_t **result, struct err 
 	struct daemon *d = D(rc);
 	*result = json_pack("{s:b}", "pong", 1);
 	if (P(rc)->user_id)
-		json_object_update_new(*result, json_pack("{s:s,s:i,s:i,s:I}", "version", agor_version(), "pid", (int)getpid(),
-							   "port", d->server ? net_server_tcp_port(d->server) : 0,
-							   "started_at", (json_int_t)d->started_at));
+		json_object_update_new(*result,
+				       json_pack("{s:s,s:i,s:i,s:I}", "version", agor_version(), "pid", (int)getpid(),
+						 "port", d->server ? net_server_tcp_port(d->server) : 0, "started_at",
+						 (json_int_t)d->started_at));
 	return 0;
 }

@@ -18,8 +18,8 @@
 #include "rpcclient.h"
 #include "banned.h"
 
-#define MAX_PENDING_NODES 64
-#define DISPLAY_NAME_MAX 64
+#define MAX_PENDING_NODES   64
+#define DISPLAY_NAME_MAX    64
 #define PAIR_RATE_WINDOW_MS 60000
 #define PAIR_RATE_ADDRESSES 256 /* addresses whose node.pair calls are counted at once */
 
@@ -101,7 +101,8 @@ static int need_node_admin(struct rpc_ctx *rc, struct err *e)
 	if (daemon_peer_token_live(D(rc), P(rc), e) < 0)
 		return -1;
 	if (!P(rc)->user_id || !P(rc)->is_admin)
-		return err_set(e, E_PERMISSION_DENIED, "only an admin may manage nodes (on the daemon's host: agor nodes …)");
+		return err_set(e, E_PERMISSION_DENIED,
+			       "only an admin may manage nodes (on the daemon's host: agor nodes …)");
 	return 0;
 }
 
@@ -131,8 +132,10 @@ static int valid_sha256_hex(const char *s)
 /* Pending pairing requests: all of them, or those from one address. -1 on a database error. */
 static long long pending_count(struct daemon *d, const char *from, struct err *e)
 {
-	json_t *row = from ? db_query_one(d->db, e, "SELECT count(*) AS n FROM nodes WHERE status = 'pending' AND "
-						    "requested_from = ?", "s", from)
+	json_t *row = from ? db_query_one(d->db, e,
+					  "SELECT count(*) AS n FROM nodes WHERE status = 'pending' AND "
+					  "requested_from = ?",
+					  "s", from)
 			   : db_query_one(d->db, e, "SELECT count(*) AS n FROM nodes WHERE status = 'pending'", "");
 	if (!row)
 		return -1;
@@ -147,14 +150,18 @@ static int too_many_pending(struct daemon *d, const char *from, struct err *e)
 	if (n < 0)
 		return -1;
 	if (n >= per_ip)
-		return err_set(e, E_PERMISSION_DENIED, "%lld pending pairing requests from %s already "
-						       "(daemon.node_pair_pending_per_ip): an admin approves or revokes them "
-						       "first (agor nodes list)", n, from);
+		return err_set(e, E_PERMISSION_DENIED,
+			       "%lld pending pairing requests from %s already "
+			       "(daemon.node_pair_pending_per_ip): an admin approves or revokes them "
+			       "first (agor nodes list)",
+			       n, from);
 	if ((n = pending_count(d, NULL, e)) < 0)
 		return -1;
 	if (n >= MAX_PENDING_NODES)
-		return err_set(e, E_PERMISSION_DENIED, "too many pending pairing requests (%d): an admin must approve or "
-						       "revoke some first (agor nodes list)", MAX_PENDING_NODES);
+		return err_set(e, E_PERMISSION_DENIED,
+			       "too many pending pairing requests (%d): an admin must approve or "
+			       "revoke some first (agor nodes list)",
+			       MAX_PENDING_NODES);
 	return 0;
 }
 
@@ -191,15 +198,19 @@ static int pairing_allowed(struct rpc_ctx *rc, const char *from, struct err *e)
 {
 	long long per_minute = D(rc)->cfg->daemon.node_pair_per_minute;
 	if (net_conn_from_browser(P(rc)->conn) && !P(rc)->user_id)
-		return err_set(e, E_PERMISSION_DENIED, "node.pair from a browser needs a user token (auth.token first): "
-						       "a web page may not file pairing requests; a node pairs with `agor "
-						       "node pair`");
+		return err_set(e, E_PERMISSION_DENIED,
+			       "node.pair from a browser needs a user token (auth.token first): "
+			       "a web page may not file pairing requests; a node pairs with `agor "
+			       "node pair`");
 	unsigned calls = count_pair_call(D(rc), from);
 	if (!calls)
-		return err_set(e, E_PERMISSION_DENIED, "too many addresses are pairing right now: try again in a minute");
+		return err_set(e, E_PERMISSION_DENIED,
+			       "too many addresses are pairing right now: try again in a minute");
 	if (calls > per_minute)
-		return err_set(e, E_PERMISSION_DENIED, "more than %lld node.pair calls per minute from %s "
-						       "(daemon.node_pair_per_minute): try again in a minute", per_minute, from);
+		return err_set(e, E_PERMISSION_DENIED,
+			       "more than %lld node.pair calls per minute from %s "
+			       "(daemon.node_pair_per_minute): try again in a minute",
+			       per_minute, from);
 	return 0;
 }
 
@@ -211,8 +222,9 @@ int method_node_pair(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "displayName"),
 				"params.displayName: required, 1..%d printable characters", DISPLAY_NAME_MAX);
 	if (!valid_sha256_hex(hash))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "tokenSha256"),
-				"params.tokenSha256: required, 64 lowercase hex digits (the SHA-256 of the node's token)");
+		return err_setd(
+			e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "tokenSha256"),
+			"params.tokenSha256: required, 64 lowercase hex digits (the SHA-256 of the node's token)");
 	const char *from = net_conn_remote_ip(P(rc)->conn);
 	if (pairing_allowed(rc, from, e) < 0 || too_many_pending(D(rc), from, e) < 0) {
 		if (!strcmp(e->code, E_PERMISSION_DENIED))
@@ -220,8 +232,10 @@ int method_node_pair(struct rpc_ctx *rc, json_t *params, json_t **result, struct
 		return -1;
 	}
 	_cleanup_free_ char *id = daemon_new_id();
-	if (db_run(D(rc)->db, e, "INSERT INTO nodes (id, display_name, token_sha256, status, requested_from, created_at) "
-				 "VALUES (?, ?, ?, 'pending', ?, ?)", "ssssi", id, name, hash, from, daemon_now()) < 0)
+	if (db_run(D(rc)->db, e,
+		   "INSERT INTO nodes (id, display_name, token_sha256, status, requested_from, created_at) "
+		   "VALUES (?, ?, ?, 'pending', ?, ?)",
+		   "ssssi", id, name, hash, from, daemon_now()) < 0)
 		return -1;
 	daemon_audit(D(rc), from, "node.pair", id, "pending", json_pack("{s:s}", "displayName", name));
 	log_info("node pairing request %s (%s) from %s: approve with `agor nodes approve %s`", id, name, from, id);
@@ -266,7 +280,8 @@ static void become_node(struct daemon *d, struct daemon_peer *p, const json_t *r
 	free(p->node_id);
 	p->node_id = xstrdup(id);
 	struct err e = ERR_INIT;
-	db_run(d->db, &e, "UPDATE nodes SET last_ip = ?, last_seen_at = ? WHERE id = ?", "sis", l->ip, daemon_now(), id);
+	db_run(d->db, &e, "UPDATE nodes SET last_ip = ?, last_seen_at = ? WHERE id = ?", "sis", l->ip, daemon_now(),
+	       id);
 	err_clear(&e);
 	log_info("node %s (%s) connected from %s", id, l->display_name, l->ip);
 }
@@ -305,14 +320,16 @@ int method_nodes_list(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	(void)params;
 	if (need_node_admin(rc, e) < 0)
 		return -1;
-	*result = db_query_json(D(rc)->db, e, "SELECT id, display_name, status, requested_from, last_ip, created_at, "
-					      "decided_at, last_seen_at FROM nodes ORDER BY created_at", "");
+	*result = db_query_json(D(rc)->db, e,
+				"SELECT id, display_name, status, requested_from, last_ip, created_at, "
+				"decided_at, last_seen_at FROM nodes ORDER BY created_at",
+				"");
 	if (!*result)
 		return -1;
 	size_t i;
 	json_t *row;
-	json_array_foreach(*result, i, row) json_object_set_new(row, "connected",
-							json_boolean(link_of(D(rc), json_get_str(row, "id")) != NULL));
+	json_array_foreach(*result, i, row)
+		json_object_set_new(row, "connected", json_boolean(link_of(D(rc), json_get_str(row, "id")) != NULL));
 	return 0;
 }
 
@@ -344,19 +361,20 @@ static int decide(struct rpc_ctx *rc, json_t *params, const char *from_sql, cons
 	if (need_node_admin(rc, e) < 0)
 		return -1;
 	if (!query)
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "id"), "params.id: required (a node id, "
-							"id prefix of 6+ characters, IP or display name)");
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "id"),
+				"params.id: required (a node id, "
+				"id prefix of 6+ characters, IP or display name)");
 	json_t *row = node_by_query(D(rc), from_sql, query, e);
 	if (!row)
 		return -1;
 	const char *id = json_get_str(row, "id");
-	int rv = db_run(D(rc)->db, e, "UPDATE nodes SET status = ?, decided_at = ?, decided_by = ? WHERE id = ?", "siss",
-			status, daemon_now(), P(rc)->user_id, id);
+	int rv = db_run(D(rc)->db, e, "UPDATE nodes SET status = ?, decided_at = ?, decided_by = ? WHERE id = ?",
+			"siss", status, daemon_now(), P(rc)->user_id, id);
 	if (rv >= 0) {
-		daemon_audit(D(rc), P(rc)->user_id, strcmp(status, "revoked") ? "nodes.approve" : "nodes.revoke", id, "ok",
-			     NULL);
-		*result = json_pack("{s:s,s:s,s:s}", "id", id, "display_name", json_get_str(row, "display_name"), "status",
-				    status);
+		daemon_audit(D(rc), P(rc)->user_id, strcmp(status, "revoked") ? "nodes.approve" : "nodes.revoke", id,
+			     "ok", NULL);
+		*result = json_pack("{s:s,s:s,s:s}", "id", id, "display_name", json_get_str(row, "display_name"),
+				    "status", status);
 	}
 	struct node_link *l = rv >= 0 && !strcmp(status, "revoked") ? link_of(D(rc), id) : NULL;
 	if (l) { /* the token stops working now, not at the next connection */
@@ -370,14 +388,18 @@ static int decide(struct rpc_ctx *rc, json_t *params, const char *from_sql, cons
 
 int method_nodes_approve(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	return decide(rc, params, "SELECT id, display_name, requested_from AS last_ip FROM nodes WHERE status = 'pending' "
-				  "ORDER BY created_at", "approved", result, e);
+	return decide(rc, params,
+		      "SELECT id, display_name, requested_from AS last_ip FROM nodes WHERE status = 'pending' "
+		      "ORDER BY created_at",
+		      "approved", result, e);
 }
 
 int method_nodes_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
-	return decide(rc, params, "SELECT id, display_name, last_ip FROM nodes WHERE status != 'revoked' "
-				  "ORDER BY created_at", "revoked", result, e);
+	return decide(rc, params,
+		      "SELECT id, display_name, last_ip FROM nodes WHERE status != 'revoked' "
+		      "ORDER BY created_at",
+		      "revoked", result, e);
 }
 
 /* --- runs ----------------------------------------------------------------------------------- */
@@ -417,8 +439,8 @@ static void finish_run(struct daemon *d, struct node_run *run, json_t *data, con
 	json_t *err_json = failure ? err_to_json(failure) : NULL;
 	_cleanup_free_ char *error_text = err_json ? json_to_compact(err_json) : NULL;
 	struct err e = ERR_INIT;
-	if (db_run(d->db, &e, "UPDATE tasks SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?", "sssis",
-		   status, result_text, error_text, daemon_now(), run->run_id) < 0)
+	if (db_run(d->db, &e, "UPDATE tasks SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?",
+		   "sssis", status, result_text, error_text, daemon_now(), run->run_id) < 0)
 		log_error("node run %s: %s", run->run_id, e.message);
 	err_clear(&e);
 	daemon_audit(d, run->created_by, "exec.run", run->run_id, status,
@@ -451,8 +473,8 @@ static void run_timed_out(struct loop *l, void *arg)
 
 static json_t *system_run_params(const struct node_exec *x, const char *run_id, long long timeout_ms)
 {
-	json_t *p = json_pack("{s:O,s:s,s:I,s:s}", "argv", x->argv, "runId", run_id, "timeoutMs", (json_int_t)timeout_ms,
-			      "security", x->security);
+	json_t *p = json_pack("{s:O,s:s,s:I,s:s}", "argv", x->argv, "runId", run_id, "timeoutMs",
+			      (json_int_t)timeout_ms, "security", x->security);
 	if (x->cwd)
 		json_object_set_new(p, "cwd", json_string(x->cwd));
 	if (x->env)
@@ -472,19 +494,23 @@ static json_t *approved_node(struct daemon *d, const char *approved_sql, const c
 	if (row || strcmp(e->code, E_NOT_FOUND))
 		return row;
 	struct err other = ERR_INIT;
-	_cleanup_json_ json_t *any = node_by_query(d, "SELECT id, display_name, last_ip, status FROM nodes ORDER BY "
-						   "created_at", query, &other);
+	_cleanup_json_ json_t *any = node_by_query(d,
+						   "SELECT id, display_name, last_ip, status FROM nodes ORDER BY "
+						   "created_at",
+						   query, &other);
 	err_clear(&other);
 	const char *status = json_get_str(any, "status"), *id = json_get_str(any, "id");
 	if (!status)
 		return NULL;
 	err_clear(e);
 	if (!strcmp(status, "pending"))
-		err_set(e, E_NOT_FOUND, "node %s (%.8s) waits for approval: an admin runs `agor nodes approve %.8s`", query,
-			id, id);
+		err_set(e, E_NOT_FOUND, "node %s (%.8s) waits for approval: an admin runs `agor nodes approve %.8s`",
+			query, id, id);
 	else
-		err_set(e, E_NOT_FOUND, "node %s (%.8s) is %s: on the node, pair it again (`agor node pair --gateway "
-			"URL`), then approve it here (`agor nodes approve ID`)", query, id, status);
+		err_set(e, E_NOT_FOUND,
+			"node %s (%.8s) is %s: on the node, pair it again (`agor node pair --gateway "
+			"URL`), then approve it here (`agor nodes approve ID`)",
+			query, id, status);
 	return NULL;
 }
 
@@ -499,12 +525,14 @@ static json_t *target_node(struct daemon *d, const char *query, struct err *e)
 		return NULL;
 	json_t *only = json_array_size(rows) == 1 ? json_incref(json_array_get(rows, 0)) : NULL;
 	if (!json_array_size(rows))
-		err_set(e, E_NOT_FOUND, "host \"node\": no node is paired (on the node: agor node pair --gateway URL; "
-					"then here: agor nodes approve ID)");
+		err_set(e, E_NOT_FOUND,
+			"host \"node\": no node is paired (on the node: agor node pair --gateway URL; "
+			"then here: agor nodes approve ID)");
 	else if (!only)
 		err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "node"),
 			 "params.node: required when %zu nodes are paired (a node id, id prefix, IP or display name; "
-			 "see agor nodes list)", json_array_size(rows));
+			 "see agor nodes list)",
+			 json_array_size(rows));
 	json_decref(rows);
 	return only;
 }
@@ -514,9 +542,12 @@ static int store_run_task(struct daemon *d, const struct node_exec *x, const cha
 {
 	_cleanup_free_ char *who = xasprintf("node:%s", node_id);
 	long long now = daemon_now();
-	return db_run(d->db, e, "INSERT INTO tasks (id, session_id, command, status, created_by, execution_user, "
-				"created_at, started_at) VALUES (?, ?, 'exec.run', 'running', ?, ?, ?, ?)",
-		      "ssssii", run_id, x->session_id, x->created_by, who, now, now) < 0 ? -1 : 0;
+	return db_run(d->db, e,
+		      "INSERT INTO tasks (id, session_id, command, status, created_by, execution_user, "
+		      "created_at, started_at) VALUES (?, ?, 'exec.run', 'running', ?, ?, ?, ?)",
+		      "ssssii", run_id, x->session_id, x->created_by, who, now, now) < 0
+		       ? -1
+		       : 0;
 }
 
 int daemon_node_exec(struct daemon *d, const struct node_exec *x, char **run_id, struct err *e)
@@ -528,7 +559,8 @@ int daemon_node_exec(struct daemon *d, const struct node_exec *x, char **run_id,
 	struct node_link *l = link_of(d, node_id);
 	if (!l)
 		return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "node", node_id),
-				"node %s (%s) is paired but not connected (is `agor node run` running there?)", name, node_id);
+				"node %s (%s) is paired but not connected (is `agor node run` running there?)", name,
+				node_id);
 	long long timeout_ms = x->timeout_ms > 0 ? x->timeout_ms : NODE_DEFAULT_TIMEOUT_MS;
 	char *id = daemon_new_id();
 	if (store_run_task(d, x, id, node_id, e) < 0) {
@@ -536,9 +568,15 @@ int daemon_node_exec(struct daemon *d, const struct node_exec *x, char **run_id,
 		return -1;
 	}
 	struct node_run *run = xcalloc(1, sizeof(*run));
-	*run = (struct node_run){ .next = state(d)->runs, .d = d, .run_id = xstrdup(id), .node_id = xstrdup(node_id),
-				  .node_name = xstrdup(name), .session_id = x->session_id ? xstrdup(x->session_id) : NULL,
-				  .created_by = xstrdup(x->created_by), .on_done = x->on_done, .arg = x->arg };
+	*run = (struct node_run){ .next = state(d)->runs,
+				  .d = d,
+				  .run_id = xstrdup(id),
+				  .node_id = xstrdup(node_id),
+				  .node_name = xstrdup(name),
+				  .session_id = x->session_id ? xstrdup(x->session_id) : NULL,
+				  .created_by = xstrdup(x->created_by),
+				  .on_done = x->on_done,
+				  .arg = x->arg };
 	run->owner = xstrdup(x->owner ? x->owner : x->created_by);
 	run->argv = json_deep_copy(x->argv);
 	appr_argv_sha256(run->argv, run->argv_sha256);
@@ -614,7 +652,8 @@ void daemon_node_closed(struct daemon *d, struct daemon_peer *p)
 	while (run) {
 		struct node_run *next = run->next;
 		if (!strcmp(run->node_id, p->node_id))
-			fail_run(d, run, "disconnected", "disconnected during the run: the command's outcome is unknown");
+			fail_run(d, run, "disconnected",
+				 "disconnected during the run: the command's outcome is unknown");
 		run = next;
 	}
 	free(p->node_id);
@@ -625,7 +664,8 @@ void daemon_node_closed(struct daemon *d, struct daemon_peer *p)
 
 static int is_exec_event(const char *type)
 {
-	return type && (!strcmp(type, "exec.started") || !strcmp(type, "exec.finished") || !strcmp(type, "exec.denied"));
+	return type &&
+	       (!strcmp(type, "exec.started") || !strcmp(type, "exec.finished") || !strcmp(type, "exec.denied"));
 }
 
 /* node.event {runId, type, data}: only from the node that runs runId. */
@@ -634,21 +674,26 @@ int method_node_event(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	const char *run_id = json_get_str(params, "runId"), *type = json_get_str(params, "type");
 	json_t *data = json_object_get(params, "data");
 	if (!P(rc)->node_id)
-		return err_set(e, E_AUTH_FAILED, "node.event: this connection is not an authenticated node (node.hello)");
+		return err_set(e, E_AUTH_FAILED,
+			       "node.event: this connection is not an authenticated node (node.hello)");
 	struct node_run *run = run_id ? run_of(D(rc), run_id) : NULL;
 	if (!run || strcmp(run->node_id, P(rc)->node_id))
-		return err_set(e, E_NOT_FOUND, "node.event: no run %s on this node", run_id ? run_id : "(missing runId)");
+		return err_set(e, E_NOT_FOUND, "node.event: no run %s on this node",
+			       run_id ? run_id : "(missing runId)");
 	if (!is_exec_event(type) || !json_is_object(data))
-		return err_set(e, E_INVALID_PAYLOAD, "node.event: params.type must be exec.started|exec.finished|exec.denied "
-						     "and params.data an object");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "node.event: params.type must be exec.started|exec.finished|exec.denied "
+			       "and params.data an object");
 	json_t *event = json_deep_copy(data);
 	json_object_set_new(event, "runId", json_string(run->run_id));
 	json_object_set_new(event, "node", json_pack("{s:s,s:s}", "id", run->node_id, "displayName", run->node_name));
 	if (run->session_id)
 		json_object_set_new(event, "sessionId", json_string(run->session_id));
 	_cleanup_free_ char *text = json_to_compact(event);
-	if (db_run(D(rc)->db, e, "INSERT INTO messages (task_id, session_id, message_type, data, created_at) "
-				 "VALUES (?, ?, ?, ?, ?)", "ssssi", run->run_id, run->session_id, type, text, daemon_now()) < 0) {
+	if (db_run(D(rc)->db, e,
+		   "INSERT INTO messages (task_id, session_id, message_type, data, created_at) "
+		   "VALUES (?, ?, ?, ?, ?)",
+		   "ssssi", run->run_id, run->session_id, type, text, daemon_now()) < 0) {
 		json_decref(event);
 		return -1;
 	}
@@ -662,8 +707,9 @@ static void node_asked(struct daemon *d, int verdict, const char *why, void *arg
 	(void)d;
 	struct node_ask_reply *r = arg;
 	const char *decision = verdict > 0 ? "approved" : verdict == 0 ? "denied" : "unanswered";
-	daemon_reply_finish(r->pr, json_pack("{s:s,s:s,s:s}", "decision", decision, "argvSha256", r->argv_sha256,
-					     "reason", why), NULL);
+	daemon_reply_finish(
+		r->pr, json_pack("{s:s,s:s,s:s}", "decision", decision, "argvSha256", r->argv_sha256, "reason", why),
+		NULL);
 	free(r);
 }
 
@@ -679,7 +725,8 @@ int method_node_ask(struct rpc_ctx *rc, json_t *params, json_t **result, struct 
 	if (!run || strcmp(run->node_id, P(rc)->node_id))
 		return err_set(e, E_NOT_FOUND, "node.ask: no run %s on this node", run_id ? run_id : "(missing runId)");
 	if (!hash || strcmp(hash, run->argv_sha256))
-		return err_set(e, E_PERMISSION_DENIED, "node.ask: params.argvSha256 is not the hash of run %s's argv", run_id);
+		return err_set(e, E_PERMISSION_DENIED, "node.ask: params.argvSha256 is not the hash of run %s's argv",
+			       run_id);
 	if (!rc->id || rc->in_batch)
 		return err_set(e, E_INVALID_PAYLOAD, "node.ask: a call with an id, outside a batch");
 	struct node_ask_reply *r = xcalloc(1, sizeof(*r));
@@ -690,8 +737,17 @@ int method_node_ask(struct rpc_ctx *rc, json_t *params, json_t **result, struct 
 	_cleanup_err_ struct err bad = ERR_INIT;
 	if (exes && appr_executables_check(exes, &bad) < 0)
 		exes = NULL;
-	struct exec_approval_ask a = { host, run->run_id, run->session_id, run->created_by, run->owner, run->argv,
-				       run->argv_sha256, where, exes, node_asked, r };
+	struct exec_approval_ask a = { host,
+				       run->run_id,
+				       run->session_id,
+				       run->created_by,
+				       run->owner,
+				       run->argv,
+				       run->argv_sha256,
+				       where,
+				       exes,
+				       node_asked,
+				       r };
 	daemon_exec_approval(D(rc), &a);
 	return RPC_DEFERRED;
 }

@@ -34,16 +34,16 @@
 #include "daemon_tasks.h"
 #include "rpc.h"
 
-#define NODE_ANSWER_GRACE_MS 30000
+#define NODE_ANSWER_GRACE_MS	30000
 #define NODE_DEFAULT_TIMEOUT_MS 300000
 
-RPC_METHOD(method_node_ask); /* node.ask */
-RPC_METHOD(method_node_event); /* node.event */
-RPC_METHOD(method_node_hello); /* node.hello */
-RPC_METHOD(method_node_pair); /* node.pair */
+RPC_METHOD(method_node_ask);	  /* node.ask */
+RPC_METHOD(method_node_event);	  /* node.event */
+RPC_METHOD(method_node_hello);	  /* node.hello */
+RPC_METHOD(method_node_pair);	  /* node.pair */
 RPC_METHOD(method_nodes_approve); /* nodes.approve */
-RPC_METHOD(method_nodes_list); /* nodes.list */
-RPC_METHOD(method_nodes_revoke); /* nodes.revoke */
+RPC_METHOD(method_nodes_list);	  /* nodes.list */
+RPC_METHOD(method_nodes_revoke);  /* nodes.revoke */
 
 struct node_exec {
 	const char *query;	/* params.node (NULL: the only approved node) */

@@ -126,7 +126,8 @@ static void send_event_text(struct daemon *d, const char *const *users, const ch
 {
 	for (size_t i = 0; i < d->nsubscribers; i++)
 		if (may_see(d->subscribers[i], users))
-			net_send(d->subscribers[i], text, len); /* a slow subscriber is dropped by net, not waited for */
+			net_send(d->subscribers[i], text,
+				 len); /* a slow subscriber is dropped by net, not waited for */
 }
 
 void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *also_to, const char *task_id,
@@ -136,7 +137,8 @@ void daemon_broadcast_message(struct daemon *d, const char *user_id, const char 
 	const char *const *users = USERS2(user_id, also_to);
 	if (!has_watcher_among(d, users))
 		return;
-	json_t *fields = json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
+	json_t *fields =
+		json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
 	char *text = rpc_event_text_raw("message", fields, "data", data_text);
 	send_event_text(d, users, text, strlen(text));
 	free(text);

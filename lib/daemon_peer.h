@@ -17,17 +17,17 @@ struct terminal;
 struct daemon_peer {
 	struct daemon *d;
 	struct net_conn *conn;
-	uid_t uid;	/* SO_PEERCRED on the Unix socket; (uid_t)-1 over TCP */
+	uid_t uid; /* SO_PEERCRED on the Unix socket; (uid_t)-1 over TCP */
 	pid_t pid;
-	char *user_id;	/* the agor user this connection acts as, or NULL */
+	char *user_id; /* the agor user this connection acts as, or NULL */
 	int is_admin;
 	unsigned users_generation; /* d->users_generation when user_id/is_admin were read */
 	int subscribed;
-	char *node_id;	 /* a paired node authenticated with node.hello (never also a user) */
-	char *token_jti; /* over TCP: the client token this connection authenticated with (auth.token) */
+	char *node_id;		   /* a paired node authenticated with node.hello (never also a user) */
+	char *token_jti;	   /* over TCP: the client token this connection authenticated with (auth.token) */
 	struct terminal *terminal; /* the terminal this connection is attached to (daemon_terminal.c), or NULL */
-	int executor; /* a task's executor that presented its live session token (a remote one, over TCP) */
-	void **pending;	/* deferred replies waiting on this connection */
+	int executor;	/* a task's executor that presented its live session token (a remote one, over TCP) */
+	void **pending; /* deferred replies waiting on this connection */
 	size_t npending, pending_alloc;
 };
 
@@ -66,8 +66,14 @@ void daemon_reply_free(struct pending_reply *pr);
 void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct err *error);
 
 /* The daemon and the calling connection of a method call (every method file uses these). */
-static inline struct daemon *D(struct rpc_ctx *rc) { return rc->app; }
-static inline struct daemon_peer *P(struct rpc_ctx *rc) { return rc->peer; }
+static inline struct daemon *D(struct rpc_ctx *rc)
+{
+	return rc->app;
+}
+static inline struct daemon_peer *P(struct rpc_ctx *rc)
+{
+	return rc->peer;
+}
 
 /* Pushes {"type":type,"data":data} to every subscriber (data stolen). */
 void daemon_broadcast(struct daemon *d, const char *type, json_t *data);

@@ -124,7 +124,7 @@ static void on_timeout(struct loop *l, void *arg)
 }
 
 static struct permission_request *request_new(struct daemon *d, const char *task_id, const char *session_id,
-					       const char *owner, const char *tool, const char *mode)
+					      const char *owner, const char *tool, const char *mode)
 {
 	struct permission_request *r = xcalloc(1, sizeof(*r));
 	r->base.detach = request_detach;
@@ -147,15 +147,15 @@ static void announce(struct permission_request *r, const char *kind, const json_
 	r->timer = loop_timer_add(r->d->loop, (uint64_t)timeout, on_timeout, r);
 	daemon_broadcast_to(r->d, r->owner, "permission.requested",
 			    json_pack("{s:s,s:s,s:s?,s:s,s:s,s:O?,s:I}", "request_id", r->id, "task_id", r->task_id,
-				      "session_id", r->session_id, "kind", kind, "tool_name", r->tool, "tool_input", input,
-				      "timeout_ms", (json_int_t)timeout));
+				      "session_id", r->session_id, "kind", kind, "tool_name", r->tool, "tool_input",
+				      input, "timeout_ms", (json_int_t)timeout));
 }
 
 static void ask(struct rpc_ctx *rc, const json_t *task, const char *session_id, const char *mode, const char *tool,
 		json_t *params)
 {
-	struct permission_request *r = request_new(D(rc), json_get_str(task, "id"), session_id,
-						   json_get_str(task, "created_by"), tool, mode);
+	struct permission_request *r =
+		request_new(D(rc), json_get_str(task, "id"), session_id, json_get_str(task, "created_by"), tool, mode);
 	r->peer = P(rc);
 	r->rpc_id = json_incref(rc->id);
 	daemon_peer_remember(r->peer, r);
@@ -222,12 +222,14 @@ int method_permissions_respond(struct rpc_ctx *rc, json_t *params, json_t **resu
 	if (!p->user_id)
 		return err_set(e, E_AUTH_FAILED, "this connection is not an agor user");
 	if (!id || !json_is_boolean(approved))
-		return err_set(e, E_INVALID_PAYLOAD, "params.request_id (string) and params.approved (true|false) are required");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "params.request_id (string) and params.approved (true|false) are required");
 	struct permission_request *r = requests;
 	while (r && strcmp(r->id, id))
 		r = r->next;
 	if (!r || (!p->is_admin && strcmp(p->user_id, r->owner))) /* another's answers as an unknown id */
-		return err_set(e, E_NOT_FOUND, "no pending permission request %s (answered, timed out or cancelled)", id);
+		return err_set(e, E_NOT_FOUND, "no pending permission request %s (answered, timed out or cancelled)",
+			       id);
 	const char *reason = json_get_str(params, "reason"), *scope = json_get_str(params, "scope");
 	if (scope && strcmp(scope, "allow-once") && strcmp(scope, "allow-always"))
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "scope"),

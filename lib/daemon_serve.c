@@ -143,8 +143,8 @@ static void add_limit_metrics(struct strbuf *b, const struct daemon *d, const st
 		   "TCP connections refused at daemon.max_connections_per_ip.", s->refused_per_ip);
 	add_metric(b, "agor_connections_refused_unauthenticated_total", "counter",
 		   "TCP connections refused at daemon.max_unauthenticated.", s->refused_unauthenticated);
-	add_metric(b, "agor_auth_timeouts_total", "counter", "Unauthenticated connections closed at daemon.auth_timeout_ms.",
-		   s->auth_timeouts);
+	add_metric(b, "agor_auth_timeouts_total", "counter",
+		   "Unauthenticated connections closed at daemon.auth_timeout_ms.", s->auth_timeouts);
 	add_metric(b, "agor_origin_refusals_total", "counter", "Browser requests refused for their Origin (403).",
 		   s->origin_refusals);
 	add_metric(b, "agor_db_bytes", "gauge", "Size of the database file.", d->db_bytes);
@@ -172,7 +172,8 @@ static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body
 	struct daemon *d = arg;
 	if (!strcmp(path, "/healthz")) {
 		*content_type = "application/json";
-		strbuf_addf(body, "{\"status\":\"%s\",\"runningTasks\":%d}", d->stopping ? "stopping" : "ok", d->nrunning);
+		strbuf_addf(body, "{\"status\":\"%s\",\"runningTasks\":%d}", d->stopping ? "stopping" : "ok",
+			    d->nrunning);
 		return 200;
 	}
 	if (strcmp(path, "/metrics"))
@@ -184,7 +185,8 @@ static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body
 	add_metric(body, "agor_connections_total", "counter", "Connections accepted.", s.connections_total);
 	add_metric(body, "agor_messages_in_total", "counter", "Messages received.", s.messages_in);
 	add_metric(body, "agor_messages_out_total", "counter", "Messages sent.", s.messages_out);
-	add_metric(body, "agor_slow_subscribers_dropped_total", "counter", "Connections dropped for not reading.", s.slow_drops);
+	add_metric(body, "agor_slow_subscribers_dropped_total", "counter", "Connections dropped for not reading.",
+		   s.slow_drops);
 	add_metric(body, "agor_oversize_messages_total", "counter", "Messages refused for size.", s.oversize_refusals);
 	add_metric(body, "agor_events_total", "counter", "Events broadcast.", d->events_sent);
 	add_metric(body, "agor_tasks_running", "gauge", "Executors in flight.", (unsigned long long)d->nrunning);
@@ -241,7 +243,8 @@ static void on_hup(struct loop *l, int signo, void *arg)
 /* In the isolating modes executors (other users) reach the socket through the agor_users group. */
 static int socket_group(const struct daemon *d, gid_t *gid)
 {
-	if (d->cfg->execution.unix_user_mode == CONFIG_MODE_SIMPLE || d->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX)
+	if (d->cfg->execution.unix_user_mode == CONFIG_MODE_SIMPLE ||
+	    d->cfg->execution.unix_user_mode == CONFIG_MODE_SANDBOX)
 		return 0;
 	struct group *g = getgrnam("agor_users");
 	if (!g)
@@ -264,12 +267,18 @@ int daemon_run(struct daemon *d, struct err *e)
 		.out_high_water = 8u << 20,
 	};
 	if (!sc.tls_cert != !sc.tls_key)
-		return err_set(e, E_CONFIG, "daemon.tls_cert and daemon.tls_key go together: set both for TLS, or neither");
+		return err_set(e, E_CONFIG,
+			       "daemon.tls_cert and daemon.tls_key go together: set both for TLS, or neither");
 	if (daemon_plan_descriptors(d, &sc, e) < 0)
 		return -1;
 	sc.unix_gid_set = socket_group(d, &sc.unix_gid);
-	struct net_callbacks cb = { .arg = d, .on_open = on_open, .on_close = on_close, .on_message = on_message,
-				    .on_binary = on_binary, .on_oversize = on_oversize, .on_http_get = on_http_get,
+	struct net_callbacks cb = { .arg = d,
+				    .on_open = on_open,
+				    .on_close = on_close,
+				    .on_message = on_message,
+				    .on_binary = on_binary,
+				    .on_oversize = on_oversize,
+				    .on_http_get = on_http_get,
 				    .on_origin = on_origin };
 	if (loop_add_signal(d->loop, SIGTERM, on_stop_signal, d, e) < 0 ||
 	    loop_add_signal(d->loop, SIGINT, on_stop_signal, d, e) < 0 ||
@@ -280,9 +289,9 @@ int daemon_run(struct daemon *d, struct err *e)
 		return -1;
 	daemon_set_origins(d, net_server_tcp_port(d->server));
 	daemon_watch_db_size(d);
-	log_info("serving on %s and %s://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tls_cert ? "https" : "http", sc.tcp_host,
-		 net_server_tcp_port(d->server),
-		 (int)getpid(), config_user_mode_name(d->cfg->execution.unix_user_mode));
+	log_info("serving on %s and %s://%s:%d (pid %d, mode %s)", sc.unix_path, sc.tls_cert ? "https" : "http",
+		 sc.tcp_host, net_server_tcp_port(d->server), (int)getpid(),
+		 config_user_mode_name(d->cfg->execution.unix_user_mode));
 	daemon_terminals_sweep(d);
 	daemon_worktrees_finish_removals(d);
 	if (d->ready_fd >= 0) {

@@ -33,9 +33,9 @@ int daemon_token_refuse(struct daemon *d, const char *method, const char *task, 
 struct verified_token {
 	char *jwt;
 	struct token_claims claims;
-	json_t *task;		 /* the running task's row when last found live, else NULL */
-	uint64_t generation;	 /* d->auth_generation then */
-	unsigned data_version;	 /* the database file's SQLITE_FCNTL_DATA_VERSION then */
+	json_t *task;		/* the running task's row when last found live, else NULL */
+	uint64_t generation;	/* d->auth_generation then */
+	unsigned data_version;	/* the database file's SQLITE_FCNTL_DATA_VERSION then */
 	long long unsaved_uses; /* calls not yet added to tokens.uses */
 };
 
@@ -75,7 +75,8 @@ static void save_uses(struct daemon *d, struct verified_token *v)
 		return;
 	struct err e = ERR_INIT;
 	d->saving_token_uses = 1;
-	if (db_run(d->db, &e, "UPDATE tokens SET uses = uses + ? WHERE jti = ?", "is", v->unsaved_uses, v->claims.jti) < 0)
+	if (db_run(d->db, &e, "UPDATE tokens SET uses = uses + ? WHERE jti = ?", "is", v->unsaved_uses, v->claims.jti) <
+	    0)
 		log_error("could not count the uses of token %s: %s", v->claims.jti, e.message);
 	d->saving_token_uses = 0;
 	err_clear(&e);
@@ -132,7 +133,8 @@ static struct verified_token *verify_token(struct daemon *d, const char *jwt, st
 			return v;
 	}
 	struct token_claims claims = TOKEN_CLAIMS_INIT;
-	if (token_verify_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), jwt, TOKEN_NOW, &claims, why) < 0)
+	if (token_verify_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), jwt, TOKEN_NOW, &claims, why) <
+	    0)
 		return NULL;
 	struct verified_token *slot = &d->verified[(unsigned)claims.iat % VERIFIED_TOKENS];
 	forget_slot(d, slot);
@@ -144,16 +146,19 @@ static struct verified_token *verify_token(struct daemon *d, const char *jwt, st
 /* The remembered finding that v is live still holds: nothing that could change it was written since. */
 static int still_live(struct daemon *d, const struct verified_token *v)
 {
-	return v->task && d->write_batch_open && v->generation == d->auth_generation && v->data_version == data_version(d);
+	return v->task && d->write_batch_open && v->generation == d->auth_generation &&
+	       v->data_version == data_version(d);
 }
 
 /* Looks the token up (recorded for its task, not revoked) and its task (running); on success a->task
  * is set and v remembers the finding. */
-static int check_live(struct daemon *d, const char *method, struct verified_token *v, struct daemon_token_auth *a, struct err *e)
+static int check_live(struct daemon *d, const char *method, struct verified_token *v, struct daemon_token_auth *a,
+		      struct err *e)
 {
 	uint64_t generation = d->auth_generation;
 	unsigned version = data_version(d);
-	json_t *row = db_query_one(d->db, e, "SELECT task_id, revoked_at FROM tokens WHERE jti = ?", "s", v->claims.jti);
+	json_t *row =
+		db_query_one(d->db, e, "SELECT task_id, revoked_at FROM tokens WHERE jti = ?", "s", v->claims.jti);
 	if (!row)
 		return -1;
 	const char *tid = v->claims.tid;
@@ -177,7 +182,8 @@ static int check_live(struct daemon *d, const char *method, struct verified_toke
 }
 
 /* Verifies the session token jwt (NULL: none given) for method; on success a->claims and a->task are set. */
-int daemon_token_authenticate_jwt(struct daemon *d, const char *method, const char *jwt, struct daemon_token_auth *a, struct err *e)
+int daemon_token_authenticate_jwt(struct daemon *d, const char *method, const char *jwt, struct daemon_token_auth *a,
+				  struct err *e)
 {
 	memset(a, 0, sizeof(*a));
 	if (!jwt)
@@ -204,7 +210,8 @@ int daemon_token_authenticate_jwt(struct daemon *d, const char *method, const ch
 	return 0;
 }
 
-int daemon_token_authenticate(struct daemon *d, const char *method, json_t *params, struct daemon_token_auth *a, struct err *e)
+int daemon_token_authenticate(struct daemon *d, const char *method, json_t *params, struct daemon_token_auth *a,
+			      struct err *e)
 {
 	return daemon_token_authenticate_jwt(d, method, json_get_str(params, "session_token"), a, e);
 }
@@ -218,4 +225,3 @@ int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *p
 	daemon_token_auth_release(&a);
 	return rc;
 }
-

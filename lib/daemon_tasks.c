@@ -17,7 +17,7 @@
 #include "banned.h"
 
 struct task_run {
-	struct task_run *next;      /* in d->queued or d->running (loop thread only) */
+	struct task_run *next;	    /* in d->queued or d->running (loop thread only) */
 	struct task_run *done_next; /* in d->done (under d->done_lock): never next, which the loop may be walking */
 	struct daemon *d;
 	char *task_id;
@@ -26,8 +26,8 @@ struct task_run {
 	char *template;
 	char *unix_user, *command, *session_id, *worktree_id;
 	struct strvec admin_args; /* non-empty: the task runs agor admin, not an executor */
-	char *created_by; /* the agor user whose task it is: its events go to them (and admins) only */
-	char *prompted_by; /* …and to whoever prompted it, when not created_by (kept in memory only) */
+	char *created_by;	  /* the agor user whose task it is: its events go to them (and admins) only */
+	char *prompted_by;	  /* …and to whoever prompted it, when not created_by (kept in memory only) */
 	task_judge_fn judge;
 	task_done_fn on_done;
 	task_progress_fn on_progress;
@@ -53,14 +53,17 @@ struct task_run {
 
 int daemon_recover_tasks(struct daemon *d, struct err *e)
 {
-	int n = db_run(d->db, e,
-		       "UPDATE tasks SET status = 'failed', error = ?, finished_at = ? WHERE status IN ('queued','running')",
-		       "si", "{\"code\":\"CANCELLED\",\"message\":\"interrupted: the daemon stopped while the task ran\"}",
-		       daemon_now());
+	int n = db_run(
+		d->db, e,
+		"UPDATE tasks SET status = 'failed', error = ?, finished_at = ? WHERE status IN ('queued','running')",
+		"si", "{\"code\":\"CANCELLED\",\"message\":\"interrupted: the daemon stopped while the task ran\"}",
+		daemon_now());
 	if (n > 0) {
 		log_warn("%d task(s) interrupted by the previous daemon's end are now failed", n);
-		db_run(d->db, e, "UPDATE tokens SET revoked_at = ? WHERE revoked_at IS NULL AND task_id IN "
-				 "(SELECT id FROM tasks WHERE status = 'failed')", "i", daemon_now());
+		db_run(d->db, e,
+		       "UPDATE tokens SET revoked_at = ? WHERE revoked_at IS NULL AND task_id IN "
+		       "(SELECT id FROM tasks WHERE status = 'failed')",
+		       "i", daemon_now());
 		daemon_audit(d, "daemon", "tasks.recover", NULL, "ok", json_pack("{s:i}", "interrupted", n));
 	}
 	return n < 0 ? -1 : n;
@@ -164,7 +167,8 @@ static json_t *policy_with_egress(const struct config *cfg, const char *extra)
 	if (!extra || !*extra)
 		return policy;
 	const char *mine = json_get_str(policy, EGRESS_ALLOW_KEY);
-	json_object_set_new(policy, EGRESS_ALLOW_KEY, mine && *mine ? json_sprintf("%s, %s", mine, extra) : json_string(extra));
+	json_object_set_new(policy, EGRESS_ALLOW_KEY,
+			    mine && *mine ? json_sprintf("%s, %s", mine, extra) : json_string(extra));
 	return policy;
 }
 
@@ -229,9 +233,10 @@ static void watch_remote(struct loop *l, void *arg)
 		arm_watch(t, t->heard_at + limit - now);
 		return;
 	}
-	t->lost = xasprintf("the remote executor went silent: nothing heard for %llu ms (three of "
-			    "execution.executor_heartbeat_ms and execution.permission_timeout_ms); its link or host is lost",
-			    (unsigned long long)(now - t->heard_at));
+	t->lost = xasprintf(
+		"the remote executor went silent: nothing heard for %llu ms (three of "
+		"execution.executor_heartbeat_ms and execution.permission_timeout_ms); its link or host is lost",
+		(unsigned long long)(now - t->heard_at));
 	log_warn("task %s: %s", t->task_id, t->lost);
 	pid_t pid = __atomic_load_n(&t->pid, __ATOMIC_ACQUIRE);
 	if (pid > 0)
@@ -286,7 +291,8 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 		t->heard_at = loop_now_ms();
 		arm_watch(t, silence_limit_ms(cfg));
 	}
-	task_event(d, t, "task.updated", json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
+	task_event(d, t, "task.updated",
+		   json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", "running", "command", t->command));
 	return 0;
 }
 
@@ -317,10 +323,13 @@ static int issue_task_token(struct daemon *d, const char *task_id, const struct 
 	struct token_claims in = { .sub = (char *)s->created_by, .sid = (char *)sid, .tid = (char *)task_id };
 	struct token_claims issued = TOKEN_CLAIMS_INIT;
 	long long ttl = d->cfg->execution.session_tokens.expiration_ms / 1000;
-	if (token_issue_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), &in, ttl > 0 ? ttl : 1, jwt, &issued, e) < 0)
+	if (token_issue_for(TOKEN_AUD_EXECUTOR, d->jwt_secret, sizeof(d->jwt_secret), &in, ttl > 0 ? ttl : 1, jwt,
+			    &issued, e) < 0)
 		return -1;
-	int rc = db_run(d->db, e, "INSERT INTO tokens (jti, task_id, session_id, user_id, issued_at, expires_at) VALUES (?,?,?,?,?,?)",
-			"ssssii", issued.jti, task_id, s->session_id, s->created_by, issued.iat, issued.exp);
+	int rc = db_run(
+		d->db, e,
+		"INSERT INTO tokens (jti, task_id, session_id, user_id, issued_at, expires_at) VALUES (?,?,?,?,?,?)",
+		"ssssii", issued.jti, task_id, s->session_id, s->created_by, issued.iat, issued.exp);
 	token_claims_release(&issued);
 	return rc < 0 ? -1 : 0;
 }
@@ -335,14 +344,17 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	t->task_id = s->task_id ? xstrdup(s->task_id) : daemon_new_id();
 	t->command = xstrdup(s->command);
 	_cleanup_free_ char *token = NULL;
-	t->template = d->cfg->execution.executor_command_template ? xstrdup(d->cfg->execution.executor_command_template) : NULL;
+	t->template = d->cfg->execution.executor_command_template ? xstrdup(d->cfg->execution.executor_command_template)
+								  : NULL;
 	if (s->admin)
 		adminops_argv(s->admin, &t->admin_args);
 	t->unix_user = xstrdup(s->admin ? "root" : s->execution_user ? s->execution_user : d->daemon_user);
 	t->session_id = s->session_id ? xstrdup(s->session_id) : NULL;
 	t->worktree_id = s->worktree_id ? xstrdup(s->worktree_id) : NULL;
 	t->created_by = s->created_by ? xstrdup(s->created_by) : NULL;
-	t->prompted_by = s->prompted_by && (!s->created_by || strcmp(s->prompted_by, s->created_by)) ? xstrdup(s->prompted_by) : NULL;
+	t->prompted_by = s->prompted_by && (!s->created_by || strcmp(s->prompted_by, s->created_by))
+				 ? xstrdup(s->prompted_by)
+				 : NULL;
 	t->judge = s->judge;
 	t->on_done = s->on_done;
 	t->on_progress = s->on_progress;
@@ -351,7 +363,8 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 	if (db_run(d->db, e,
 		   "INSERT INTO tasks (id, session_id, command, status, prompt, created_by, execution_user, created_at)"
 		   " VALUES (?,?,?, 'queued', ?,?,?,?)",
-		   "ssssssi", t->task_id, s->session_id, s->command, prompt, s->created_by, t->unix_user, daemon_now()) < 0 ||
+		   "ssssssi", t->task_id, s->session_id, s->command, prompt, s->created_by, t->unix_user,
+		   daemon_now()) < 0 ||
 	    (s->with_token && issue_task_token(d, t->task_id, s, &token, e) < 0)) {
 		task_run_free(t);
 		return -1;
@@ -407,7 +420,8 @@ static void report_git_repairs(struct daemon *d, struct task_run *t)
 	if (!json_is_array(repaired) || !json_array_size(repaired))
 		return;
 	log_warn("task %s: the worktree's git metadata was changed during the run and has been put back", t->task_id);
-	daemon_audit(d, t->unix_user, "git.metadata.repaired", t->task_id, "repaired", json_pack("{s:O}", "repaired", repaired));
+	daemon_audit(d, t->unix_user, "git.metadata.repaired", t->task_id, "repaired",
+		     json_pack("{s:O}", "repaired", repaired));
 	task_event(d, t, "task.git_metadata_repaired", json_pack("{s:s,s:O}", "id", t->task_id, "repaired", repaired));
 }
 
@@ -461,11 +475,11 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	_cleanup_free_ char *result_text = data ? json_to_compact(data) : NULL;
 	json_t *err_json = failure ? err_to_json(failure) : NULL;
 	_cleanup_free_ char *error_text = err_json ? json_to_compact(err_json) : NULL;
-	if (db_run(d->db, &e, "UPDATE tasks SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?", "sssis",
-		   status, result_text, error_text, daemon_now(), t->task_id) < 0)
+	if (db_run(d->db, &e, "UPDATE tasks SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?",
+		   "sssis", status, result_text, error_text, daemon_now(), t->task_id) < 0)
 		log_error("task %s: %s", t->task_id, e.message);
-	db_run(d->db, &e, "UPDATE tokens SET revoked_at = ? WHERE task_id = ? AND revoked_at IS NULL", "is", daemon_now(),
-	       t->task_id);
+	db_run(d->db, &e, "UPDATE tokens SET revoked_at = ? WHERE task_id = ? AND revoked_at IS NULL", "is",
+	       daemon_now(), t->task_id);
 	daemon_audit(d, t->unix_user, t->command, t->task_id, status,
 		     json_pack("{s:i,s:O?}", "exitStatus", t->res.exit_status, "error", err_json));
 	report_git_repairs(d, t);
@@ -525,7 +539,8 @@ void daemon_task_message(struct daemon *d, const char *task_id, const char *crea
 			 const char *message_type, const char *data_text)
 {
 	struct task_run *t = find_live_task(d, task_id);
-	daemon_broadcast_message(d, created_by, t ? t->prompted_by : NULL, task_id, session_id, message_type, data_text);
+	daemon_broadcast_message(d, created_by, t ? t->prompted_by : NULL, task_id, session_id, message_type,
+				 data_text);
 }
 
 static const char *busy_in(const struct task_run *list, const char *worktree_id)

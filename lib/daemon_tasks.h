@@ -1,5 +1,6 @@
 /* daemon_tasks.h — the task queue: every executor (or admin) run is a task row, queued → running →
- * completed|failed|cancelled, its events sent to its creator (and whoever prompted it) and admins. Core layer (daemon.h). */
+ * completed|failed|cancelled, its events sent to its creator (and whoever prompted it) and admins. Core layer
+ * (daemon.h). */
 #ifndef AGOR_DAEMON_TASKS_H
 #define AGOR_DAEMON_TASKS_H
 
@@ -7,7 +8,6 @@
 #include "adminops.h"
 #include "daemon.h"
 #include "err.h"
-
 
 /*
  * Tasks: every executor run is a task row (queued → running → completed|failed|cancelled).
@@ -23,17 +23,18 @@ typedef void (*task_done_fn)(struct daemon *d, const char *task_id, const json_t
 /* A line of progress the task's executor printed on stderr (loop thread; line is untrusted text). */
 typedef void (*task_progress_fn)(struct daemon *d, const char *task_id, const char *line, void *arg);
 struct task_spec {
-	const char *command;	  /* the executor command, e.g. "git.clone" */
-	json_t *params;		  /* borrowed */
-	json_t *env;		  /* borrowed; the payload's env (checked by the caller), or NULL */
-	const char *session_id;	  /* NULL for tasks outside sessions */
-	const char *created_by;	  /* agor user id */
-	const char *prompted_by;  /* sessions.prompt by someone else (others_can prompt): they get its events too */
+	const char *command;	    /* the executor command, e.g. "git.clone" */
+	json_t *params;		    /* borrowed */
+	json_t *env;		    /* borrowed; the payload's env (checked by the caller), or NULL */
+	const char *session_id;	    /* NULL for tasks outside sessions */
+	const char *created_by;	    /* agor user id */
+	const char *prompted_by;    /* sessions.prompt by someone else (others_can prompt): they get its events too */
 	const char *execution_user; /* Unix user the executor runs as (NULL: the daemon user) */
 	const char *worktree_id;
-	int with_token; /* issue a session token bound to this task (prompt tasks, gateway runs) */
+	int with_token;	     /* issue a session token bound to this task (prompt tasks, gateway runs) */
 	const char *task_id; /* NULL: a new id; else this id (one the caller made with daemon_new_id) */
-	const char *egress_allow; /* entries added to execution.sandbox.egress_allow for this run (a session's), or NULL */
+	const char
+		*egress_allow; /* entries added to execution.sandbox.egress_allow for this run (a session's), or NULL */
 	/* Instead of an executor: `sudo -n <agor> admin … --json` for this call (adminops.h, built by the caller from
 	 * its own config and database; command names it, e.g. "admin.create-worktree-group"). The task runs as root. */
 	const struct admin_call *admin;

@@ -22,9 +22,9 @@
 #include "tmux_control.h"
 #include "banned.h"
 
-#define TOKEN_HEX 64		     /* a terminal token: 32 random bytes, hex */
-#define INPUT_BACKLOG_MAX (1u << 20) /* commands queued for tmux before input is refused */
-#define READ_BUDGET (256u * 1024)    /* bytes read from tmux per loop iteration */
+#define TOKEN_HEX	  64		/* a terminal token: 32 random bytes, hex */
+#define INPUT_BACKLOG_MAX (1u << 20)	/* commands queued for tmux before input is refused */
+#define READ_BUDGET	  (256u * 1024) /* bytes read from tmux per loop iteration */
 
 struct terminal {
 	struct terminal *next;
@@ -33,7 +33,7 @@ struct terminal {
 	char token[TOKEN_HEX + 1];
 	const char *multiplexer; /* "tmux" (a control-mode socket) or "zellij" (a PTY master) */
 	int is_pty;
-	json_t *tmux; /* {server, session, window, pane, controlPid} once handed over */
+	json_t *tmux;		   /* {server, session, window, pane, controlPid} once handed over */
 	const char *window, *pane; /* borrowed from tmux */
 	int fd;			   /* the control socket, -1 until handed over */
 	int cols, rows;
@@ -72,10 +72,12 @@ static struct terminal *find_by_task(struct daemon *d, const char *task_id)
 	return NULL;
 }
 
-static struct terminal *find_open(struct daemon *d, const char *user_id, const char *worktree_id, const char *multiplexer)
+static struct terminal *find_open(struct daemon *d, const char *user_id, const char *worktree_id,
+				  const char *multiplexer)
 {
 	for (struct terminal *t = d->terminals; t; t = t->next)
-		if (!strcmp(t->user_id, user_id) && !strcmp(t->worktree_id, worktree_id) && !strcmp(t->multiplexer, multiplexer))
+		if (!strcmp(t->user_id, user_id) && !strcmp(t->worktree_id, worktree_id) &&
+		    !strcmp(t->multiplexer, multiplexer))
 			return t;
 	return NULL;
 }
@@ -128,7 +130,8 @@ static void terminal_free(struct terminal *t)
 		t->clients[i]->terminal = NULL;
 	if (t->fd >= 0) {
 		loop_del_fd(t->d->loop, t->fd);
-		close(t->fd); /* the tmux client sees EOF (zellij: SIGHUP) and detaches; the session and its shell stay */
+		close(t->fd); /* the tmux client sees EOF (zellij: SIGHUP) and detaches; the session and its shell stay
+			       */
 		if (!t->is_pty)
 			tmux_parser_release(&t->parser);
 	}
@@ -255,7 +258,8 @@ static void relay_output(struct terminal *t, const uint8_t *data, size_t len)
 		}
 		if (!b64.len)
 			crypto_base64_encode(data, len, &b64);
-		send_event(t->clients[i], "terminal.output", json_pack("{s:s,s:s}", "terminal_id", t->id, "data", b64.buf));
+		send_event(t->clients[i], "terminal.output",
+			   json_pack("{s:s,s:s}", "terminal_id", t->id, "data", b64.buf));
 	}
 	strbuf_release(&b64);
 }
@@ -270,8 +274,9 @@ static void terminal_end(struct terminal *t, const char *reason)
 		if (net_conn_is_terminal(p->conn))
 			net_conn_close(p->conn);
 	}
-	daemon_broadcast_to(t->d, t->user_id, "terminal.exited",
-			    json_pack("{s:s,s:s,s:s}", "terminal_id", t->id, "worktree_id", t->worktree_id, "reason", reason));
+	daemon_broadcast_to(
+		t->d, t->user_id, "terminal.exited",
+		json_pack("{s:s,s:s,s:s}", "terminal_id", t->id, "worktree_id", t->worktree_id, "reason", reason));
 	terminal_free(t);
 }
 
@@ -305,7 +310,8 @@ static void on_tmux_event(void *arg, const struct tmux_event *ev)
 		break;
 	case TMUX_EXIT: /* the session ended (its last shell exited) or tmux detached the client */
 		if (!t->end_reason) {
-			snprintf(t->end_reason_buf, sizeof(t->end_reason_buf), "%s%s", *ev->arg ? "tmux: " : "exited", ev->arg);
+			snprintf(t->end_reason_buf, sizeof(t->end_reason_buf), "%s%s", *ev->arg ? "tmux: " : "exited",
+				 ev->arg);
 			t->end_reason = t->end_reason_buf;
 		}
 		break;
@@ -432,8 +438,9 @@ struct open_request {
 
 static json_t *terminal_json(const struct terminal *t, int with_token)
 {
-	json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:i,s:I}", "terminal_id", t->id, "worktree_id", t->worktree_id, "user_id",
-			      t->user_id, "cols", t->cols, "rows", t->rows, "clients", (json_int_t)t->nclients);
+	json_t *j =
+		json_pack("{s:s,s:s,s:s,s:i,s:i,s:I}", "terminal_id", t->id, "worktree_id", t->worktree_id, "user_id",
+			  t->user_id, "cols", t->cols, "rows", t->rows, "clients", (json_int_t)t->nclients);
 	if (t->tmux)
 		json_object_set(j, "tmux", t->tmux);
 	if (with_token)
@@ -458,7 +465,8 @@ static void terminal_opened(struct daemon *d, const char *task_id, const json_t 
 			terminal_free(t);
 		daemon_reply_finish(o->pr, NULL, failure);
 	} else {
-		daemon_audit(d, t->user_id, "terminal.open", t->worktree_id, "ok", json_pack("{s:s}", "terminal_id", t->id));
+		daemon_audit(d, t->user_id, "terminal.open", t->worktree_id, "ok",
+			     json_pack("{s:s}", "terminal_id", t->id));
 		daemon_reply_finish(o->pr, terminal_json(t, 1), NULL);
 	}
 	err_clear(&e);
@@ -471,7 +479,8 @@ static int need_string(json_t *params, const char *key, const char **out, struct
 	*out = json_get_str(params, key);
 	if (*out && **out)
 		return 0;
-	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "params.%s: required (a non-empty string)", key);
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
+			"params.%s: required (a non-empty string)", key);
 }
 
 /* params.cols/rows when given (both integers in 1..10000), else the defaults already in cols and rows. */
@@ -507,7 +516,8 @@ static json_t *worktree_for_caller(struct rpc_ctx *rc, json_t *params, struct er
 	}
 	if (wt && !P(rc)->is_admin && !daemon_owns_worktree(D(rc), json_get_str(wt, "id"), P(rc)->user_id, e)) {
 		json_decref(wt);
-		err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may open a terminal in it", id);
+		err_set(e, E_PERMISSION_DENIED, "only an owner of worktree %s (or an admin) may open a terminal in it",
+			id);
 		return NULL;
 	}
 	return wt;
@@ -524,7 +534,8 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 {
 	_cleanup_free_ char *user = NULL, *task_id = NULL;
 	const char *wt_id = json_get_str(wt, "id");
-	if (daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0) /* the caller's own shell, not the creator's */
+	if (daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) <
+	    0) /* the caller's own shell, not the creator's */
 		return -1;
 	_cleanup_free_ char *window = worktree_window_name(json_get_str(wt, "name"), wt_id);
 	int zellij = !strcmp(t->multiplexer, "zellij");
@@ -532,9 +543,14 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 				   zellij ? "tabName" : "windowName", window, "create", 1);
 	struct open_request *o = xcalloc(1, sizeof(*o));
 	o->terminal_id = xstrdup(t->id);
-	struct task_spec spec = { .command = zellij ? "zellij.attach" : "tmux.attach", .params = params, .created_by = P(rc)->user_id,
-				  .execution_user = user, .worktree_id = wt_id, .with_token = 1,
-				  .on_done = terminal_opened, .arg = o };
+	struct task_spec spec = { .command = zellij ? "zellij.attach" : "tmux.attach",
+				  .params = params,
+				  .created_by = P(rc)->user_id,
+				  .execution_user = user,
+				  .worktree_id = wt_id,
+				  .with_token = 1,
+				  .on_done = terminal_opened,
+				  .arg = o };
 	int rv = daemon_task_submit(D(rc), &spec, &task_id, e);
 	json_decref(params);
 	if (rv < 0) {
@@ -550,12 +566,14 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 int method_terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	if (!rc->id || rc->in_batch)
-		return err_set(e, E_INVALID_PAYLOAD, "terminal.open answers when the terminal is ready: call it with an id, "
-						     "outside a batch");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "terminal.open answers when the terminal is ready: call it with an id, "
+			       "outside a batch");
 	if (D(rc)->cfg->execution.executor_daemon_url) /* a remote executor cannot pass a descriptor */
-		return err_set(e, E_NOT_BUILT, "terminals are handed over on the daemon's Unix socket (SCM_RIGHTS), and "
-					       "execution.executor_daemon_url runs executors on other hosts: no terminal "
-					       "until remote terminals stream over the executor's WebSocket");
+		return err_set(e, E_NOT_BUILT,
+			       "terminals are handed over on the daemon's Unix socket (SCM_RIGHTS), and "
+			       "execution.executor_daemon_url runs executors on other hosts: no terminal "
+			       "until remote terminals stream over the executor's WebSocket");
 	_cleanup_json_ json_t *wt = worktree_for_caller(rc, params, e);
 	if (!wt)
 		return -1;
@@ -616,9 +634,9 @@ static int check_descriptor(int fd, int is_pty, struct err *e)
 static int adopt_descriptor(struct terminal *t, int fd, json_t *params, struct err *e)
 {
 	t->tmux = json_pack("{s:s,s:O?,s:O?,s:O?,s:O?,s:O?}", "multiplexer", t->multiplexer, "server",
-			    json_object_get(params, "server"), "session",
-			    json_object_get(params, "session"), "window", json_object_get(params, "window"), "pane",
-			    json_object_get(params, "pane"), "controlPid", json_object_get(params, "controlPid"));
+			    json_object_get(params, "server"), "session", json_object_get(params, "session"), "window",
+			    json_object_get(params, "window"), "pane", json_object_get(params, "pane"), "controlPid",
+			    json_object_get(params, "controlPid"));
 	t->window = json_get_str(t->tmux, "window");
 	t->pane = json_get_str(t->tmux, "pane");
 	if (!t->is_pty)
@@ -645,12 +663,14 @@ int method_terminal_handover(struct rpc_ctx *rc, json_t *params, json_t **result
 	int rv = 0;
 	if (!t || t->fd >= 0)
 		rv = err_set(e, E_AUTH_FAILED, "no terminal waits for this task's hand-over");
-	else if ((t->is_pty = !strcmp(t->multiplexer, "zellij")) != !strcmp(json_get_str(params, "kind") ? json_get_str(params, "kind") : "", "pty"))
+	else if ((t->is_pty = !strcmp(t->multiplexer, "zellij")) !=
+		 !strcmp(json_get_str(params, "kind") ? json_get_str(params, "kind") : "", "pty"))
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.kind: a %s terminal hands over %s", t->multiplexer,
 			     t->is_pty ? "a PTY (kind \"pty\")" : "a tmux control socket");
 	else if (fd < 0)
-		rv = err_set(e, E_INVALID_PAYLOAD, "terminal.handover carries its descriptor with SCM_RIGHTS on the Unix "
-						   "socket: none arrived");
+		rv = err_set(e, E_INVALID_PAYLOAD,
+			     "terminal.handover carries its descriptor with SCM_RIGHTS on the Unix "
+			     "socket: none arrived");
 	else if (!t->is_pty && (!valid_tmux_id(json_get_str(params, "window"), '@') ||
 				!valid_tmux_id(json_get_str(params, "pane"), '%')))
 		rv = err_set(e, E_INVALID_PAYLOAD, "params.window/pane: tmux ids (@N, %%N) are required");
@@ -683,10 +703,12 @@ int method_terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, 
 	struct terminal *t = find_terminal(D(rc), id);
 	if (!t || t->fd < 0 || !token_matches(t, token)) {
 		daemon_audit_refusal(D(rc), p->user_id ? p->user_id : "anonymous", "terminal.attach", id, NULL);
-		return err_set(e, E_AUTH_FAILED, "terminal %s: no such terminal, or the token is not this terminal's", id);
+		return err_set(e, E_AUTH_FAILED, "terminal %s: no such terminal, or the token is not this terminal's",
+			       id);
 	}
 	if (p->user_id && !p->is_admin && strcmp(p->user_id, t->user_id)) {
-		daemon_audit_refusal(D(rc), p->user_id, "terminal.attach", id, json_pack("{s:s}", "reason", "another user's terminal"));
+		daemon_audit_refusal(D(rc), p->user_id, "terminal.attach", id,
+				     json_pack("{s:s}", "reason", "another user's terminal"));
 		return err_set(e, E_PERMISSION_DENIED, "terminal %s belongs to another user", id);
 	}
 	if (p->terminal)
@@ -706,7 +728,9 @@ int method_terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, 
 static int attached_terminal(struct rpc_ctx *rc, struct terminal **t, struct err *e)
 {
 	*t = P(rc)->terminal;
-	return *t ? 0 : err_set(e, E_INVALID_PAYLOAD, "this connection is not attached to a terminal: call terminal.attach first");
+	return *t ? 0
+		  : err_set(e, E_INVALID_PAYLOAD,
+			    "this connection is not attached to a terminal: call terminal.attach first");
 }
 
 static int send_input(struct terminal *t, const void *data, size_t len, struct err *e)
@@ -728,8 +752,10 @@ void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_
 {
 	struct err e = ERR_INIT;
 	if (!peer->terminal)
-		send_event(peer, "terminal.error", json_pack("{s:s}", "message", "binary frames are keystrokes for an "
-									      "attached terminal: call terminal.attach first"));
+		send_event(peer, "terminal.error",
+			   json_pack("{s:s}", "message",
+				     "binary frames are keystrokes for an "
+				     "attached terminal: call terminal.attach first"));
 	else if (send_input(peer->terminal, data, len, &e) < 0)
 		send_event(peer, "terminal.error", json_pack("{s:s}", "message", e.message));
 	err_clear(&e);
@@ -824,8 +850,12 @@ static void submit_tmux_close(struct daemon *d, const char *execution_user, json
 {
 	struct err e = ERR_INIT;
 	char *label = xstrdup(what);
-	struct task_spec spec = { .command = "tmux.close", .params = params, .created_by = d->owner_id,
-				  .execution_user = execution_user, .on_done = tmux_closed, .arg = label };
+	struct task_spec spec = { .command = "tmux.close",
+				  .params = params,
+				  .created_by = d->owner_id,
+				  .execution_user = execution_user,
+				  .on_done = tmux_closed,
+				  .arg = label };
 	_cleanup_free_ char *task_id = NULL;
 	if (daemon_task_submit(d, &spec, &task_id, &e) < 0) {
 		log_warn("tmux windows of %s stay open: %s", what, e.message);
@@ -837,8 +867,10 @@ static void submit_tmux_close(struct daemon *d, const char *execution_user, json
 json_t *daemon_terminal_openers(struct daemon *d, const char *worktree_id)
 {
 	struct err e = ERR_INIT;
-	json_t *rows = db_query_json(d->db, &e, "SELECT user_id AS id FROM worktree_owners WHERE worktree_id = ? "
-						"UNION SELECT id FROM users WHERE role = 'admin'", "s", worktree_id);
+	json_t *rows = db_query_json(d->db, &e,
+				     "SELECT user_id AS id FROM worktree_owners WHERE worktree_id = ? "
+				     "UNION SELECT id FROM users WHERE role = 'admin'",
+				     "s", worktree_id);
 	if (!rows) {
 		log_warn("worktree %s: who opened its terminals is unknown: %s", worktree_id, e.message);
 		err_clear(&e);
@@ -853,7 +885,8 @@ static json_t *execution_users_of(struct daemon *d, const json_t *rows)
 	json_t *users = json_object();
 	size_t i;
 	json_t *row;
-	json_array_foreach((json_t *)rows, i, row) {
+	json_array_foreach((json_t *)rows, i, row)
+	{
 		_cleanup_free_ char *user = NULL;
 		struct err e = ERR_INIT;
 		if (daemon_execution_user_for(d, json_get_str(row, "id"), &user, &e) == 0)
@@ -863,7 +896,8 @@ static json_t *execution_users_of(struct daemon *d, const json_t *rows)
 	return users;
 }
 
-void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name, const json_t *openers)
+void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name,
+				       const json_t *openers)
 {
 	for (struct terminal *t = d->terminals, *next; t; t = next) {
 		next = t->next;
@@ -875,8 +909,7 @@ void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id
 	_cleanup_json_ json_t *users = execution_users_of(d, openers);
 	const char *user;
 	json_t *yes;
-	json_object_foreach(users, user, yes)
-		submit_tmux_close(d, *user ? user : NULL, params, window);
+	json_object_foreach(users, user, yes) submit_tmux_close(d, *user ? user : NULL, params, window);
 }
 
 void daemon_terminals_sweep(struct daemon *d)
@@ -894,7 +927,8 @@ void daemon_terminals_sweep(struct daemon *d)
 	_cleanup_json_ json_t *keep = json_array(); /* every live worktree's window, in every server */
 	size_t i;
 	json_t *row;
-	json_array_foreach(worktrees, i, row) {
+	json_array_foreach(worktrees, i, row)
+	{
 		_cleanup_free_ char *window = worktree_window_name(json_get_str(row, "name"), json_get_str(row, "id"));
 		json_array_append_new(keep, json_string(window));
 	}

@@ -8,13 +8,13 @@
 #include "daemon_peer.h"
 #include "rpc.h"
 
-RPC_METHOD(method_terminal_attach); /* terminal.attach */
-RPC_METHOD(method_terminal_close); /* terminal.close */
+RPC_METHOD(method_terminal_attach);   /* terminal.attach */
+RPC_METHOD(method_terminal_close);    /* terminal.close */
 RPC_METHOD(method_terminal_handover); /* terminal.handover */
-RPC_METHOD(method_terminal_input); /* terminal.input */
-RPC_METHOD(method_terminal_list); /* terminal.list */
-RPC_METHOD(method_terminal_open); /* terminal.open */
-RPC_METHOD(method_terminal_resize); /* terminal.resize */
+RPC_METHOD(method_terminal_input);    /* terminal.input */
+RPC_METHOD(method_terminal_list);     /* terminal.list */
+RPC_METHOD(method_terminal_open);     /* terminal.open */
+RPC_METHOD(method_terminal_resize);   /* terminal.resize */
 
 /* Bytes typed into the terminal the connection is attached to (WebSocket binary frames). */
 void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_t len);
@@ -27,7 +27,8 @@ void daemon_terminals_release(struct daemon *d);
 json_t *daemon_terminal_openers(struct daemon *d, const char *worktree_id);
 /* A removed worktree: its open terminals end ("the worktree was removed") and a tmux.close task for each distinct
  * execution user of openers kills its window there (the shell would stay in a deleted directory). */
-void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name, const json_t *openers);
+void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id, const char *name,
+				       const json_t *openers);
 /* At start: for each execution user of the agor users, a tmux.close task closes the windows agor made for
  * worktrees that no longer exist (removed while the daemon was down, or before this was done). */
 void daemon_terminals_sweep(struct daemon *d);

@@ -11,8 +11,7 @@
 #include "banned.h"
 
 #define DEFAULT_TTL_MS (30LL * 24 * 3600 * 1000)
-#define MAX_TTL_MS (365LL * 24 * 3600 * 1000)
-
+#define MAX_TTL_MS     (365LL * 24 * 3600 * 1000)
 
 /* tokens.create {ttl_ms?, label?, user_id?} → {token, jti, expires_at}: only a caller known by SO_PEERCRED
  * may mint one, for itself — or, an admin, for another user (user_id: id or name). */
@@ -20,8 +19,9 @@ int method_tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, st
 {
 	struct daemon_peer *p = P(rc);
 	if (!p->user_id || p->token_jti)
-		return err_set(e, E_AUTH_FAILED, "tokens are made on the Unix socket by the user they are for "
-						 "(`agor user token`), never over TCP");
+		return err_set(e, E_AUTH_FAILED,
+			       "tokens are made on the Unix socket by the user they are for "
+			       "(`agor user token`), never over TCP");
 	json_t *ttl = json_object_get(params, "ttl_ms");
 	long long ttl_ms = json_is_integer(ttl) ? json_integer_value(ttl) : DEFAULT_TTL_MS;
 	if (ttl && (!json_is_integer(ttl) || ttl_ms < 60000 || ttl_ms > MAX_TTL_MS))
@@ -42,10 +42,12 @@ int method_tokens_create(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (token_issue_for(TOKEN_AUD_CLIENT, D(rc)->jwt_secret, sizeof(D(rc)->jwt_secret), &in, ttl_ms / 1000, &jwt,
 			    &issued, e) < 0)
 		return -1;
-	int rv = db_run(D(rc)->db, e, "INSERT INTO client_tokens (jti, user_id, label, issued_at, expires_at) VALUES (?,?,?,?,?)",
+	int rv = db_run(D(rc)->db, e,
+			"INSERT INTO client_tokens (jti, user_id, label, issued_at, expires_at) VALUES (?,?,?,?,?)",
 			"sssii", issued.jti, subject, json_get_str(params, "label"), issued.iat, issued.exp);
 	if (rv >= 0) {
-		*result = json_pack("{s:s,s:s,s:I}", "token", jwt, "jti", issued.jti, "expires_at", (json_int_t)issued.exp);
+		*result = json_pack("{s:s,s:s,s:I}", "token", jwt, "jti", issued.jti, "expires_at",
+				    (json_int_t)issued.exp);
 		daemon_audit(D(rc), p->user_id, "tokens.create", issued.jti, "ok",
 			     user ? json_pack("{s:s}", "for", subject) : NULL);
 	}
@@ -60,10 +62,13 @@ int method_tokens_list(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	if (!P(rc)->user_id)
 		return err_set(e, E_AUTH_FAILED, "this connection is not an agor user");
 	*result = P(rc)->is_admin
-			  ? db_query_json(D(rc)->db, e, "SELECT jti, user_id, label, issued_at, expires_at, revoked_at, "
-							"last_used_at FROM client_tokens ORDER BY issued_at", "")
-			  : db_query_json(D(rc)->db, e, "SELECT jti, user_id, label, issued_at, expires_at, revoked_at, "
-							"last_used_at FROM client_tokens WHERE user_id = ? ORDER BY issued_at",
+			  ? db_query_json(D(rc)->db, e,
+					  "SELECT jti, user_id, label, issued_at, expires_at, revoked_at, "
+					  "last_used_at FROM client_tokens ORDER BY issued_at",
+					  "")
+			  : db_query_json(D(rc)->db, e,
+					  "SELECT jti, user_id, label, issued_at, expires_at, revoked_at, "
+					  "last_used_at FROM client_tokens WHERE user_id = ? ORDER BY issued_at",
 					  "s", P(rc)->user_id);
 	return *result ? 0 : -1;
 }
@@ -75,12 +80,13 @@ int method_tokens_revoke(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		return err_set(e, E_AUTH_FAILED, "this connection is not an agor user");
 	if (!jti)
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "jti"), "params.jti: required");
-	int n = P(rc)->is_admin
-			? db_run(D(rc)->db, e, "UPDATE client_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL",
-				 "is", daemon_now(), jti)
-			: db_run(D(rc)->db, e,
-				 "UPDATE client_tokens SET revoked_at = ? WHERE jti = ? AND user_id = ? AND revoked_at IS NULL",
-				 "iss", daemon_now(), jti, P(rc)->user_id);
+	int n = P(rc)->is_admin ? db_run(D(rc)->db, e,
+					 "UPDATE client_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL",
+					 "is", daemon_now(), jti)
+				: db_run(D(rc)->db, e,
+					 "UPDATE client_tokens SET revoked_at = ? WHERE jti = ? AND user_id = ? AND "
+					 "revoked_at IS NULL",
+					 "iss", daemon_now(), jti, P(rc)->user_id);
 	if (n < 0)
 		return -1;
 	if (n == 0)
@@ -96,7 +102,8 @@ int method_auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 	struct daemon_peer *p = P(rc);
 	const char *jwt = json_get_str(params, "token");
 	if (p->uid != (uid_t)-1)
-		return err_set(e, E_INVALID_PAYLOAD, "auth.token is for TCP connections; the Unix socket knows its peer");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "auth.token is for TCP connections; the Unix socket knows its peer");
 	struct token_claims c = TOKEN_CLAIMS_INIT;
 	struct err why = ERR_INIT;
 	if (!jwt || token_verify_for(TOKEN_AUD_CLIENT, D(rc)->jwt_secret, sizeof(D(rc)->jwt_secret), jwt, TOKEN_NOW, &c,
@@ -113,7 +120,8 @@ int method_auth_token(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 		p->user_id = xstrdup(json_get_str(row, "user_id"));
 		p->is_admin = !strcmp(json_get_str(row, "role"), "admin");
 		p->token_jti = xstrdup(c.jti);
-		db_run(D(rc)->db, e, "UPDATE client_tokens SET last_used_at = ? WHERE jti = ?", "is", daemon_now(), c.jti);
+		db_run(D(rc)->db, e, "UPDATE client_tokens SET last_used_at = ? WHERE jti = ?", "is", daemon_now(),
+		       c.jti);
 		*result = json_pack("{s:s,s:b}", "user_id", p->user_id, "is_admin", p->is_admin);
 		json_decref(row);
 	} else {

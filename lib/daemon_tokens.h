@@ -5,9 +5,9 @@
 
 #include "rpc.h"
 
-RPC_METHOD(method_auth_token); /* auth.token */
+RPC_METHOD(method_auth_token);	  /* auth.token */
 RPC_METHOD(method_tokens_create); /* tokens.create */
-RPC_METHOD(method_tokens_list); /* tokens.list */
+RPC_METHOD(method_tokens_list);	  /* tokens.list */
 RPC_METHOD(method_tokens_revoke); /* tokens.revoke */
 
 #endif

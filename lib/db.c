@@ -75,7 +75,8 @@ static const char *const migrations[] = {
 	"ALTER TABLE sessions ADD COLUMN exec_defaults TEXT;"
 	"ALTER TABLE sessions ADD COLUMN exec_events_seen INTEGER NOT NULL DEFAULT 0;",
 	/* 5: who may use a stored key (issue 20): its scope, and who stored its value (scope owner means them) */
-	"ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'members' CHECK (scope IN ('owner','admins','members'));"
+	"ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'members' CHECK (scope IN "
+	"('owner','admins','members'));"
 	"ALTER TABLE api_keys ADD COLUMN set_by TEXT;",
 	/* 6: users.update (issue 22): an e-mail address to reach the user by */
 	"ALTER TABLE users ADD COLUMN email TEXT;",
@@ -108,8 +109,14 @@ int db_exec(struct db *db, const char *sql, struct err *e)
 	return -1;
 }
 
-int db_begin(struct db *db, struct err *e) { return db_exec(db, "BEGIN IMMEDIATE", e); }
-int db_commit(struct db *db, struct err *e) { return db_exec(db, "COMMIT", e); }
+int db_begin(struct db *db, struct err *e)
+{
+	return db_exec(db, "BEGIN IMMEDIATE", e);
+}
+int db_commit(struct db *db, struct err *e)
+{
+	return db_exec(db, "COMMIT", e);
+}
 
 void db_savepoint_undo(struct db *db, const char *name)
 {
@@ -120,7 +127,10 @@ void db_savepoint_undo(struct db *db, const char *name)
 	db_exec(db, release, &ignored);
 	err_clear(&ignored);
 }
-void db_rollback(struct db *db) { sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL); }
+void db_rollback(struct db *db)
+{
+	sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+}
 
 static int user_version(struct db *db, int *version, struct err *e)
 {
@@ -138,8 +148,9 @@ static int migrate(struct db *db, struct err *e)
 	if (user_version(db, &version, e) < 0)
 		return -1;
 	if (version > db_schema_version())
-		return err_set(e, E_INTERNAL, "%s has schema version %d, newer than this agor (%d): refusing to downgrade",
-			       db->path, version, db_schema_version());
+		return err_set(e, E_INTERNAL,
+			       "%s has schema version %d, newer than this agor (%d): refusing to downgrade", db->path,
+			       version, db_schema_version());
 	for (int v = version; v < db_schema_version(); v++) {
 		char pragma[48];
 		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
@@ -179,9 +190,11 @@ int db_open(const char *path, struct db **out, struct err *e)
 		return -1;
 	struct db *db = xcalloc(1, sizeof(*db));
 	db->path = xstrdup(path);
-	int rc = sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
+	int rc = sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX,
+				 NULL);
 	if (rc != SQLITE_OK) {
-		err_set(e, E_INTERNAL, "cannot open %s: %s", path, db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc));
+		err_set(e, E_INTERNAL, "cannot open %s: %s", path,
+			db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc));
 		db_close(db);
 		return -1;
 	}
@@ -229,10 +242,11 @@ static void truncate_if_large(struct db_checkpointer *c)
 		return;
 	int rc = sqlite3_wal_checkpoint_v2(c->sql, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 	if (rc == SQLITE_OK)
-		log_info("database: the WAL had grown to %llu bytes, past %llu: checkpointed and truncated", size, c->wal_max);
+		log_info("database: the WAL had grown to %llu bytes, past %llu: checkpointed and truncated", size,
+			 c->wal_max);
 	else
-		log_warn("database: the WAL is %llu bytes, past %llu, and could not be truncated yet: %s", size, c->wal_max,
-			 sqlite3_errmsg(c->sql));
+		log_warn("database: the WAL is %llu bytes, past %llu, and could not be truncated yet: %s", size,
+			 c->wal_max, sqlite3_errmsg(c->sql));
 }
 
 static void deadline_after_ms(struct timespec *ts, long ms)
@@ -291,7 +305,8 @@ static int init_wake(struct db_checkpointer *c)
 	pthread_condattr_t attr;
 	if (pthread_condattr_init(&attr) != 0)
 		return -1;
-	int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&c->wake, &attr) == 0 ? 0 : -1;
+	int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&c->wake, &attr) == 0 ? 0
+														   : -1;
 	pthread_condattr_destroy(&attr);
 	return rc;
 }
@@ -307,7 +322,8 @@ int db_checkpoint_in_background(struct db *db, unsigned long long wal_max, struc
 	}
 	c->wal_path = xasprintf("%s-wal", db->path);
 	c->wal_max = wal_max;
-	int rc = sqlite3_open_v2(db->path, &c->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
+	int rc = sqlite3_open_v2(db->path, &c->sql,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		err_set(e, E_INTERNAL, "checkpoints: cannot open %s: %s", db->path, sqlite3_errstr(rc));
 		checkpointer_free(c);
@@ -455,10 +471,17 @@ static json_t *row_to_json(sqlite3_stmt *st)
 	for (int i = 0; i < sqlite3_column_count(st); i++) {
 		const char *name = sqlite3_column_name(st, i);
 		switch (sqlite3_column_type(st, i)) {
-		case SQLITE_INTEGER: json_object_set_new(o, name, json_integer(sqlite3_column_int64(st, i))); break;
-		case SQLITE_NULL: json_object_set_new(o, name, json_null()); break;
-		case SQLITE_FLOAT: json_object_set_new(o, name, json_real(sqlite3_column_double(st, i))); break;
-		default: json_object_set_new(o, name, json_string((const char *)sqlite3_column_text(st, i)));
+		case SQLITE_INTEGER:
+			json_object_set_new(o, name, json_integer(sqlite3_column_int64(st, i)));
+			break;
+		case SQLITE_NULL:
+			json_object_set_new(o, name, json_null());
+			break;
+		case SQLITE_FLOAT:
+			json_object_set_new(o, name, json_real(sqlite3_column_double(st, i)));
+			break;
+		default:
+			json_object_set_new(o, name, json_string((const char *)sqlite3_column_text(st, i)));
 		}
 	}
 	return o;

@@ -39,7 +39,7 @@ void db_close(struct db *db);
  * DB_TRUNCATE_WAIT_MS for the writer in progress, blocks writers while it copies what is left, and empties the
  * file), logged with the size it had. wal_max 0: never. */
 #define DB_CHECKPOINT_INTERVAL_MS 200
-#define DB_TRUNCATE_WAIT_MS 2000
+#define DB_TRUNCATE_WAIT_MS	  2000
 int db_checkpoint_in_background(struct db *db, unsigned long long wal_max, struct err *e);
 /* The sizes of the database file and its WAL now (0 for a file that does not exist). */
 void db_file_sizes(const struct db *db, unsigned long long *db_bytes, unsigned long long *wal_bytes);

@@ -99,7 +99,9 @@ struct diskwatch *diskwatch_start(pid_t init, long long budget)
 	if (pidfd < 0)
 		return NULL;
 	struct diskwatch *w = xcalloc(1, sizeof(*w));
-	*w = (struct diskwatch){ .init = init, .pidfd = pidfd, .budget = budget, .self_before = write_bytes_of(getpid()) };
+	*w = (struct diskwatch){
+		.init = init, .pidfd = pidfd, .budget = budget, .self_before = write_bytes_of(getpid())
+	};
 	return w;
 }
 

@@ -32,13 +32,13 @@
 #include "egress_ca.h"
 #include "banned.h"
 
-#define MAX_HEAD_BYTES (32u << 10)
-#define HEAD_TIMEOUT_MS 30000
+#define MAX_HEAD_BYTES	   (32u << 10)
+#define HEAD_TIMEOUT_MS	   30000
 #define CONNECT_TIMEOUT_MS 10000
-#define IDLE_TIMEOUT_MS (10 * 60 * 1000)
-#define MAX_ADDRESSES 8
-#define REPORT_LINE_MAX 512
-#define MAX_CONNECTIONS 128 /* at once: each is a process outside the sandbox's cgroup */
+#define IDLE_TIMEOUT_MS	   (10 * 60 * 1000)
+#define MAX_ADDRESSES	   8
+#define REPORT_LINE_MAX	   512
+#define MAX_CONNECTIONS	   128 /* at once: each is a process outside the sandbox's cgroup */
 
 struct egress {
 	struct egress_allow allow;
@@ -48,15 +48,15 @@ struct egress {
 	char dir[64];
 	char *socket_path;
 	int listen_fd;
-	int report[2]; /* refusals, one JSON line each, from the connection processes */
-	pid_t pid;     /* the proxy (leader of its process group), 0 before egress_launch */
-	struct egress_ca *ca;		/* an https provider: the per-task CA (egress_ca.h), else NULL */
-	struct tls_config *tls_server;	/* its certificate for the provider host */
-	struct tls_config *tls_client;	/* upstream: the system bundle or cfg.upstream_ca_file */
-	char *ca_path, *bundle_path;	/* in dir: the CA alone; the CA and the system bundle */
-	json_t *refused;		/* what the proxy refused so far ({host, port, reason, count[, reported]}) */
-	long long dropped;		/* refusals past EGRESS_MAX_REPORTED entries */
-	struct strbuf partial;		/* a line of the pipe not read whole yet */
+	int report[2];		       /* refusals, one JSON line each, from the connection processes */
+	pid_t pid;		       /* the proxy (leader of its process group), 0 before egress_launch */
+	struct egress_ca *ca;	       /* an https provider: the per-task CA (egress_ca.h), else NULL */
+	struct tls_config *tls_server; /* its certificate for the provider host */
+	struct tls_config *tls_client; /* upstream: the system bundle or cfg.upstream_ca_file */
+	char *ca_path, *bundle_path;   /* in dir: the CA alone; the CA and the system bundle */
+	json_t *refused;	       /* what the proxy refused so far ({host, port, reason, count[, reported]}) */
+	long long dropped;	       /* refusals past EGRESS_MAX_REPORTED entries */
+	struct strbuf partial;	       /* a line of the pipe not read whole yet */
 };
 
 /* --- opening ------------------------------------------------------------------------------------ */
@@ -72,7 +72,8 @@ static int make_socket(struct egress *eg, uid_t run_uid, struct err *e)
 	    listen(eg->listen_fd, 64) < 0 || chmod(eg->socket_path, 0666) < 0)
 		return err_errno(e, errno, "egress proxy socket %s", eg->socket_path);
 	if (run_uid != geteuid() && chown(eg->dir, run_uid, run_uid) < 0)
-		return err_errno(e, errno, "chown %s to %u (execution.sandbox.root_maps_to)", eg->dir, (unsigned)run_uid);
+		return err_errno(e, errno, "chown %s to %u (execution.sandbox.root_maps_to)", eg->dir,
+				 (unsigned)run_uid);
 	return 0;
 }
 
@@ -92,7 +93,8 @@ static int write_file_0644(const char *path, const char *a, size_t alen, const c
 static int open_interception(struct egress *eg, const struct egress_config *cfg, struct err *e)
 {
 	if (!(eg->ca = egress_ca_new(eg->provider_host, e)) ||
-	    !(eg->tls_server = tls_server_config_new_pem(egress_ca_leaf_pem(eg->ca), egress_ca_leaf_key_pem(eg->ca), e)) ||
+	    !(eg->tls_server =
+		      tls_server_config_new_pem(egress_ca_leaf_pem(eg->ca), egress_ca_leaf_key_pem(eg->ca), e)) ||
 	    !(eg->tls_client = tls_client_config_new(cfg->upstream_ca_file, NULL, e)))
 		return err_prefix(e, "the egress proxy for %s", eg->provider_host), -1;
 	const char *pem = egress_ca_pem(eg->ca);
@@ -113,13 +115,15 @@ static int open_interception(struct egress *eg, const struct egress_config *cfg,
 static void sweep_one(int tmp, const char *name, uid_t owner)
 {
 	struct stat st;
-	if (strncmp(name, "agor-egress-", 12) || strlen(name) > 32 || fstatat(tmp, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISDIR(st.st_mode) || st.st_uid != owner || st.st_mtime > time(NULL) - 60)
+	if (strncmp(name, "agor-egress-", 12) || strlen(name) > 32 ||
+	    fstatat(tmp, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != owner ||
+	    st.st_mtime > time(NULL) - 60)
 		return;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/%.32s/egress.sock", name);
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int stale = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 && (errno == ECONNREFUSED || errno == ENOENT);
+	int stale = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+		    (errno == ECONNREFUSED || errno == ENOENT);
 	if (s >= 0)
 		close(s);
 	int dir = stale ? openat(tmp, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
@@ -248,9 +252,10 @@ static void report_refusal(const struct egress *eg, const char *host, int port, 
 static void answer(int fd, const char *status, const char *body)
 {
 	char buf[512];
-	int n = snprintf(buf, sizeof(buf),
-			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-			 status, strlen(body), body);
+	int n = snprintf(
+		buf, sizeof(buf),
+		"HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", status,
+		strlen(body), body);
 	(void)fs_write_all(fd, buf, (size_t)n);
 }
 
@@ -361,7 +366,8 @@ static int parse_authority(const char *text, size_t n, struct request *r, int de
 	if (colon) {
 		*colon = 0;
 		const char *d = colon + 1;
-		if (!*d || strspn(d, "0123456789") != strlen(d) || strlen(d) > 5 || (r->port = atoi(d)) < 1 || r->port > 65535)
+		if (!*d || strspn(d, "0123456789") != strlen(d) || strlen(d) > 5 || (r->port = atoi(d)) < 1 ||
+		    r->port > 65535)
 			return -1;
 	}
 	if (!r->port)
@@ -557,9 +563,9 @@ static void rewrite_response_head(const char *head, size_t len, struct strbuf *o
 
 struct relay {
 	struct end client, upstream;
-	struct scanner scan;	   /* client → upstream */
-	int response_head;	   /* absolute-URI mode: the response's head is still being read */
-	struct strbuf head;	   /* its bytes so far */
+	struct scanner scan; /* client → upstream */
+	int response_head;   /* absolute-URI mode: the response's head is still being read */
+	struct strbuf head;  /* its bytes so far */
 	int client_eof, upstream_eof;
 	int sentinel_found;
 };
@@ -635,7 +641,9 @@ static const char ESTABLISHED[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 static void forward(const struct egress *eg, struct request *r, struct end client, struct end upstream,
 		    const struct strbuf *in, size_t head_len, int intercept)
 {
-	struct relay rl = { .client = client, .upstream = upstream, .head = STRBUF_INIT,
+	struct relay rl = { .client = client,
+			    .upstream = upstream,
+			    .head = STRBUF_INIT,
 			    .scan = { .needle = r->provider ? NULL : eg->sentinel, .pending = STRBUF_INIT } };
 	rl.scan.n = rl.scan.needle ? strlen(rl.scan.needle) : 0;
 	int ok;
@@ -649,7 +657,8 @@ static void forward(const struct egress *eg, struct request *r, struct end clien
 		rl.response_head = 1;
 	}
 	if (ok && in->len > head_len)
-		ok = scan_and_send(&rl.scan, &rl.upstream, in->buf + head_len, in->len - head_len, &rl.sentinel_found) == 0;
+		ok = scan_and_send(&rl.scan, &rl.upstream, in->buf + head_len, in->len - head_len,
+				   &rl.sentinel_found) == 0;
 	if (ok)
 		relay_run(&rl);
 	if (rl.sentinel_found)
@@ -694,8 +703,10 @@ static void intercept(const struct egress *eg, struct request *r, int client, si
 		_cleanup_free_ char *body = xasprintf("agor egress: %s:%d: %s\n", r->host, r->port,
 						      err_is_set(&e) ? e.message : "the provider did not answer");
 		char head[160];
-		int n = snprintf(head, sizeof(head), "HTTP/1.1 502 Bad Gateway\r\nContent-Length: %zu\r\n"
-						     "Connection: close\r\n\r\n", strlen(body));
+		int n = snprintf(head, sizeof(head),
+				 "HTTP/1.1 502 Bad Gateway\r\nContent-Length: %zu\r\n"
+				 "Connection: close\r\n\r\n",
+				 strlen(body));
 		if (end_write(&down, head, (size_t)n) == 0)
 			(void)end_write(&down, body, strlen(body));
 		goto out;
@@ -842,7 +853,8 @@ static int count_refusal(struct egress *eg, json_t *entry)
 		if (json_equal(json_object_get(old, "host"), json_object_get(entry, "host")) &&
 		    json_equal(json_object_get(old, "port"), json_object_get(entry, "port")) &&
 		    json_equal(json_object_get(old, "reason"), json_object_get(entry, "reason"))) {
-			json_object_set_new(old, "count", json_integer(json_integer_value(json_object_get(old, "count")) + 1));
+			json_object_set_new(old, "count",
+					    json_integer(json_integer_value(json_object_get(old, "count")) + 1));
 			return 0;
 		}
 	}

@@ -56,16 +56,16 @@
 
 #include "err.h"
 
-#define EGRESS_MAX_REPORTED 100
+#define EGRESS_MAX_REPORTED    100
 #define EGRESS_SENTINEL_PREFIX "agor-sentinel-"
 
 struct egress_config {
 	const char *allow;	   /* execution.sandbox.egress_allow, or NULL */
 	const char *provider_host; /* the session's provider endpoint (allowed; gets the key), or NULL */
 	int provider_port;
-	int provider_tls;		/* the provider endpoint is https: its TLS is terminated here (below) */
-	const char *upstream_ca_file;	/* verifies the provider upstream; NULL: the system bundle */
-	uid_t run_uid; /* who the sandboxed run is: the directory's owner */
+	int provider_tls;	      /* the provider endpoint is https: its TLS is terminated here (below) */
+	const char *upstream_ca_file; /* verifies the provider upstream; NULL: the system bundle */
+	uid_t run_uid;		      /* who the sandboxed run is: the directory's owner */
 };
 
 struct egress;

@@ -98,8 +98,10 @@ static int each_entry(const char *list, struct egress_allow *into, size_t *at, s
 		struct egress_rule r;
 		*at = (size_t)(p - list);
 		if (parse_entry(text, &r) < 0)
-			return err_set(e, E_CONFIG, "expected entries like api.example.com, *.example.com:443 or "
-						    "127.0.0.1:8080 separated by commas or spaces; \"%.60s\" is not one", text);
+			return err_set(e, E_CONFIG,
+				       "expected entries like api.example.com, *.example.com:443 or "
+				       "127.0.0.1:8080 separated by commas or spaces; \"%.60s\" is not one",
+				       text);
 		if (into)
 			push_rule(into, &r);
 		else
@@ -204,7 +206,8 @@ static int same_address(const struct sockaddr *x, const struct sockaddr *y)
 	if (x->sa_family != y->sa_family)
 		return 0;
 	if (x->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)x)->sin_addr.s_addr == ((const struct sockaddr_in *)y)->sin_addr.s_addr;
+		return ((const struct sockaddr_in *)x)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)y)->sin_addr.s_addr;
 	return !memcmp(&((const struct sockaddr_in6 *)x)->sin6_addr, &((const struct sockaddr_in6 *)y)->sin6_addr, 16);
 }
 

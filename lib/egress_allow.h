@@ -39,7 +39,10 @@ struct egress_allow {
 	struct egress_rule *rules;
 	size_t n;
 };
-#define EGRESS_ALLOW_INIT { NULL, 0 }
+#define EGRESS_ALLOW_INIT                                                                                              \
+	{                                                                                                              \
+		NULL, 0                                                                                                \
+	}
 /* The setting that holds the operator's allowlist. */
 #define EGRESS_ALLOW_KEY "execution.sandbox.egress_allow"
 

@@ -14,9 +14,9 @@
 #include "egress_ca.h"
 #include "banned.h"
 
-#define PEM_MAX 4096
+#define PEM_MAX	      4096
 #define VALID_SECONDS (7 * 24 * 3600)
-#define RSA_BITS 2048
+#define RSA_BITS      2048
 
 struct egress_ca {
 	char ca_pem[PEM_MAX];
@@ -103,8 +103,9 @@ static int sign(struct issued *subject, struct issued *issuer, int is_ca, const 
 	if (!ret)
 		ret = mbedtls_x509write_crt_set_basic_constraints(&crt, is_ca, is_ca ? 0 : -1);
 	if (!ret)
-		ret = mbedtls_x509write_crt_set_key_usage(&crt, is_ca ? MBEDTLS_X509_KU_KEY_CERT_SIGN | MBEDTLS_X509_KU_CRL_SIGN
-								  : MBEDTLS_X509_KU_DIGITAL_SIGNATURE);
+		ret = mbedtls_x509write_crt_set_key_usage(&crt, is_ca ? MBEDTLS_X509_KU_KEY_CERT_SIGN |
+										MBEDTLS_X509_KU_CRL_SIGN
+								      : MBEDTLS_X509_KU_DIGITAL_SIGNATURE);
 	if (!ret)
 		ret = mbedtls_x509write_crt_set_subject_key_identifier(&crt);
 	if (!ret && !is_ca)
@@ -112,7 +113,7 @@ static int sign(struct issued *subject, struct issued *issuer, int is_ca, const 
 	size_t n = is_ca ? 0 : subject_alt_name(host, san, sizeof(san));
 	if (!ret && !is_ca)
 		ret = n ? mbedtls_x509write_crt_set_extension(&crt, MBEDTLS_OID_SUBJECT_ALT_NAME,
-							     MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san, n)
+							      MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME), 0, san, n)
 			: MBEDTLS_ERR_X509_BAD_INPUT_DATA;
 	if (!ret)
 		ret = mbedtls_x509write_crt_pem(&crt, (unsigned char *)out, PEM_MAX, crypto_mbedtls_rng, NULL);
@@ -134,9 +135,10 @@ struct egress_ca *egress_ca_new(const char *host, struct err *e)
 	snprintf(root.name, sizeof(root.name), "CN=agor egress CA %s,O=agor", hex);
 	snprintf(leaf.name, sizeof(leaf.name), "CN=%.120s", host);
 	int rc = make_key(&root.key, e) == 0 && make_key(&leaf.key, e) == 0 &&
-			 sign(&root, &root, 1, host, ca->ca_pem, e) == 0 && sign(&leaf, &root, 0, host, ca->leaf_pem, e) == 0
-		 ? 0
-		 : -1;
+				 sign(&root, &root, 1, host, ca->ca_pem, e) == 0 &&
+				 sign(&leaf, &root, 0, host, ca->leaf_pem, e) == 0
+			 ? 0
+			 : -1;
 	int ret = rc == 0 ? mbedtls_pk_write_key_pem(&leaf.key, (unsigned char *)ca->leaf_key_pem, PEM_MAX) : 0;
 	if (ret)
 		rc = fail(e, ret, "writing the provider certificate's key");

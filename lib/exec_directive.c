@@ -42,14 +42,16 @@ static int set_pair(json_t *next, const char *word, struct err *e)
 {
 	const char *eq = strchr(word, '=');
 	if (!eq || eq == word) {
-		_cleanup_free_ char *why = xasprintf("/exec: \"%s\": expected KEY=VALUE (keys: host, security, ask, node)", word);
+		_cleanup_free_ char *why =
+			xasprintf("/exec: \"%s\": expected KEY=VALUE (keys: host, security, ask, node)", word);
 		return bad(e, word, why);
 	}
 	_cleanup_free_ char *key = xstrndup(word, (size_t)(eq - word));
 	const char *value = eq + 1;
 	if (!strcmp(key, "host")) {
 		if (strcmp(value, "sandbox") && strcmp(value, "gateway") && strcmp(value, "node")) {
-			_cleanup_free_ char *why = xasprintf("/exec: host=%s: expected one of sandbox|gateway|node", value);
+			_cleanup_free_ char *why =
+				xasprintf("/exec: host=%s: expected one of sandbox|gateway|node", value);
 			return bad(e, key, why);
 		}
 		json_object_set_new(next, "host", json_string(value));
@@ -61,8 +63,9 @@ static int set_pair(json_t *next, const char *word, struct err *e)
 		return set_level(next, key, value, appr_ask_parse, "off|on-miss|always", e);
 	if (!strcmp(key, "node")) {
 		if (!valid_query(value))
-			return bad(e, key, "/exec: node=: expected a node id, id prefix, IP or display name (1-64 "
-					   "characters, no blanks)");
+			return bad(e, key,
+				   "/exec: node=: expected a node id, id prefix, IP or display name (1-64 "
+				   "characters, no blanks)");
 		json_object_set_new(next, "node", json_string(value));
 		if (!json_object_get(next, "host"))
 			json_object_set_new(next, "host", json_string("node"));
@@ -84,8 +87,9 @@ static int check_host(json_t *next, struct err *e)
 		return 0;
 	}
 	if (!host && (json_object_get(next, "security") || json_object_get(next, "ask")))
-		return bad(e, "host", "/exec: security and ask apply to hosts gateway and node: add host=gateway or "
-				      "host=node");
+		return bad(e, "host",
+			   "/exec: security and ask apply to hosts gateway and node: add host=gateway or "
+			   "host=node");
 	if (host && !strcmp(host, "gateway"))
 		json_object_del(next, "node");
 	return 0;

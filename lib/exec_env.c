@@ -37,8 +37,8 @@ static int listed(const char *list, const char *name)
 
 int exec_env_name_ours(const char *name)
 {
-	static const char *const exact[] = { "BASH_ENV", "ENV",		 "PATH",    "HOME",
-					     "SHELL",	 "IFS",		 "NODE_OPTIONS", "RUBYOPT" };
+	static const char *const exact[] = { "BASH_ENV", "ENV", "PATH",		"HOME",
+					     "SHELL",	 "IFS", "NODE_OPTIONS", "RUBYOPT" };
 	static const char *const prefixes[] = { "LD_", "DYLD_", "PYTHON", "PERL5", "GIT_CONFIG" };
 	for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
 		if (!strcmp(name, exact[i]))
@@ -65,11 +65,14 @@ int exec_env_list_check(const char *list, size_t *at, struct err *e)
 		*at = (size_t)(p - list);
 		size_t name_len = n && p[n - 1] == '*' ? n - 1 : n;
 		if (n == 1 && *p == '*')
-			return err_set(e, E_CONFIG, "a lone '*' would pass every name (GIT_*, SSH_*, LD_*, …): list names, "
-					      "or prefixes ending in '*'");
+			return err_set(e, E_CONFIG,
+				       "a lone '*' would pass every name (GIT_*, SSH_*, LD_*, …): list names, "
+				       "or prefixes ending in '*'");
 		if (!valid_name(p, name_len))
-			return err_set(e, E_CONFIG, "expected ':'-separated environment variable names (letters, digits, _; "
-					      "a trailing '*' for a prefix), got an entry at byte %zu that is not one", *at);
+			return err_set(e, E_CONFIG,
+				       "expected ':'-separated environment variable names (letters, digits, _; "
+				       "a trailing '*' for a prefix), got an entry at byte %zu that is not one",
+				       *at);
 		p += n;
 		if (!*p)
 			return 0;

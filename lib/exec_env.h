@@ -21,12 +21,12 @@
 #define EXEC_ENV_DEFAULT "LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES"
 
 #define EXEC_ENV_INVALID "not a valid environment variable name (letters, digits, _)"
-#define EXEC_ENV_KEPT                                                                                           \
-	"agor keeps it for itself whatever " EXEC_ENV_SETTING " says (loader, shell and interpreter variables, " \
+#define EXEC_ENV_KEPT                                                                                                  \
+	"agor keeps it for itself whatever " EXEC_ENV_SETTING " says (loader, shell and interpreter variables, "       \
 	"PATH, HOME, GIT_CONFIG* and AGOR_*)"
-#define EXEC_ENV_UNLISTED                                                                                       \
-	EXEC_ENV_SETTING " does not list it (an operator adds a name only if no program reads it as code to run " \
-	"or as where to connect: GIT_*, SSH_*, *_PROXY, PAGER, EDITOR never qualify)"
+#define EXEC_ENV_UNLISTED                                                                                              \
+	EXEC_ENV_SETTING " does not list it (an operator adds a name only if no program reads it as code to run "      \
+			 "or as where to connect: GIT_*, SSH_*, *_PROXY, PAGER, EDITOR never qualify)"
 
 const char *exec_env_refusal(const char *list, const char *name);
 /* 1 when name is one agor never lets a payload's env set (loader, shell and interpreter variables, PATH, HOME,

@@ -72,7 +72,8 @@ static int isolation_missing(const struct config *cfg, struct execrun_confinemen
 {
 	if (strcmp(e->code, E_ISOLATION_UNAVAILABLE) || !cfg->execution.fallback_to_unified)
 		return -1;
-	log_warn("a program in a worktree runs WITHOUT a sandbox (execution.fallback_to_unified is true): %s", e->message);
+	log_warn("a program in a worktree runs WITHOUT a sandbox (execution.fallback_to_unified is true): %s",
+		 e->message);
 	pr->fallback = unsandboxed_receipt(e);
 	err_clear(e);
 	return 0;
@@ -106,8 +107,10 @@ static int resolve_home(const struct config *cfg, const char *home, int plan_onl
 		return 0;
 	}
 	if (!valid_home_name(home))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", "params.home", "reason", "not a home name"),
-				"params.home: expected a name of letters, digits, '.', '_' and '-' (not starting with '.')");
+		return err_setd(
+			e, E_INVALID_PAYLOAD,
+			json_pack("{s:s,s:s}", "path", "params.home", "reason", "not a home name"),
+			"params.home: expected a name of letters, digits, '.', '_' and '-' (not starting with '.')");
 	_cleanup_free_ char *homes = xasprintf("%s/homes", cfg->paths.data_home);
 	pr->home_kept = 1;
 	if (plan_only && !fs_exists(homes)) {
@@ -141,13 +144,14 @@ static void plan_git_binds(const struct config *cfg, struct execrun_confinement 
 		const char *name;
 		enum sandbox_access access;
 	} repository[] = {
-		{ "", SANDBOX_READ },	     { "/objects", SANDBOX_DATA },   { "/objects/info", SANDBOX_READ },
-		{ "/refs", SANDBOX_DATA },   { "/logs", SANDBOX_DATA },	     { "/worktrees", SANDBOX_COVER },
+		{ "", SANDBOX_READ },	   { "/objects", SANDBOX_DATA }, { "/objects/info", SANDBOX_READ },
+		{ "/refs", SANDBOX_DATA }, { "/logs", SANDBOX_DATA },	 { "/worktrees", SANDBOX_COVER },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(repository); i++)
 		add_bind(pr, repos, keep_path(pr, g->common, repository[i].name),
 			 read_only && repository[i].access == SANDBOX_DATA ? SANDBOX_READ : repository[i].access);
-	add_bind(pr, repos, g->admin, read_only ? SANDBOX_READ : SANDBOX_DATA); /* HEAD, index, logs: files and dirs only */
+	add_bind(pr, repos, g->admin,
+		 read_only ? SANDBOX_READ : SANDBOX_DATA); /* HEAD, index, logs: files and dirs only */
 	add_bind(pr, repos, keep_path(pr, g->admin, "/gitdir"), SANDBOX_READ);
 	add_bind(pr, repos, keep_path(pr, g->admin, "/commondir"), SANDBOX_READ);
 	add_bind(pr, cfg->paths.worktrees_dir, keep_path(pr, g->worktree, "/.git"), SANDBOX_READ);
@@ -172,7 +176,9 @@ static const char *expose_refusal(const char *const ours[2], int homefd, const c
 {
 	int fd = confine_openat(homefd, entry, O_PATH);
 	if (fd < 0)
-		return errno == ENOENT ? "missing" : errno == ELOOP || errno == EXDEV ? "a symlink on the way" : "unreadable";
+		return errno == ENOENT			  ? "missing"
+		       : errno == ELOOP || errno == EXDEV ? "a symlink on the way"
+							  : "unreadable";
 	close(fd);
 	_cleanup_free_ char *path = xasprintf("%s/%s", home, entry);
 	for (size_t i = 0; i < 2; i++)
@@ -206,7 +212,8 @@ static void plan_home_expose(const struct execrun_confine_request *req, struct e
 		_cleanup_free_ char *tail = xasprintf("/%s", entry);
 		pr->binds[pr->nbinds++] = (struct sandbox_bind){ .root = pr->passwd_home,
 								 .src = keep_path(pr, pr->passwd_home, tail),
-								 .dst = keep_path(pr, pr->home, tail), .access = SANDBOX_READ };
+								 .dst = keep_path(pr, pr->home, tail),
+								 .access = SANDBOX_READ };
 		json_array_append_new(bound, json_string(entry));
 	}
 	if (homefd >= 0)
@@ -215,7 +222,8 @@ static void plan_home_expose(const struct execrun_confine_request *req, struct e
 
 static void plan_binds(const struct execrun_confine_request *req, struct execrun_confinement *pr)
 {
-	pr->binds = xcalloc(16 + req->nbinds + count_entries(req->cfg->execution.sandbox.home_expose), sizeof(*pr->binds));
+	pr->binds =
+		xcalloc(16 + req->nbinds + count_entries(req->cfg->execution.sandbox.home_expose), sizeof(*pr->binds));
 	if (pr->git.common)
 		plan_git_binds(req->cfg, pr, req->read_only);
 	for (size_t i = 0; i < req->nbinds; i++)
@@ -270,7 +278,8 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 		return -1;
 	if (!req->plan_only) {
 		git_layout_snapshot(req->cfg, &pr->git);
-		if ((pr->cwd_fd = confine_open_path(req->cfg->paths.worktrees_dir, req->cwd, O_PATH | O_DIRECTORY, e)) < 0)
+		if ((pr->cwd_fd = confine_open_path(req->cfg->paths.worktrees_dir, req->cwd, O_PATH | O_DIRECTORY, e)) <
+		    0)
 			return err_prefix(e, "cwd"), -1;
 		pr->cwd_held = 1;
 	}
@@ -311,15 +320,20 @@ int execrun_confine(const struct execrun_confine_request *req, struct execrun_co
 
 static int prepare(const struct execrun_request *req, int plan_only, struct execrun_confinement *pr, struct err *e)
 {
-	struct execrun_confine_request cr = { .cfg = req->cfg, .cwd = req->cwd, .home = req->home, .repo_path = req->repo_path,
-					      .plan_only = plan_only, .unsandboxed = req->unsandboxed };
+	struct execrun_confine_request cr = { .cfg = req->cfg,
+					      .cwd = req->cwd,
+					      .home = req->home,
+					      .repo_path = req->repo_path,
+					      .plan_only = plan_only,
+					      .unsandboxed = req->unsandboxed };
 	return execrun_confine(&cr, pr, e);
 }
 
 void execrun_confinement_apply(const struct execrun_confinement *pr, struct child *c)
 {
 	if (pr->sb)
-		sandbox_apply(pr->sb, c); /* the worktree is bound from a descriptor; the run starts there, in its view */
+		sandbox_apply(pr->sb,
+			      c); /* the worktree is bound from a descriptor; the run starts there, in its view */
 	else if (pr->cwd_held)
 		c->cwd_fd = pr->cwd_fd;
 }
@@ -373,8 +387,8 @@ int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e
  * Rust's reqwest), set last so that the payload's env cannot point them elsewhere. */
 static void set_proxy_environment(const struct egress *eg, struct strvec *env)
 {
-	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-					     "all_proxy" };
+	static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+					     "http_proxy", "https_proxy", "all_proxy" };
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", SANDBOX_EGRESS_PORT);
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
@@ -449,8 +463,9 @@ static int run_child(const struct execrun_request *req, struct execrun_confineme
 	}
 	*data = json_pack("{s:i,s:b,s:s,s:o,s:o,s:I,s:I,s:o,s:o}", "exitCode", child_exit_code(&c), "timedOut",
 			  c.timed_out, "outcome", outcome_of(&c, events), "stdout", json_string_lossy(out.buf, out.len),
-			  "stderr", json_string_lossy(errout.buf, errout.len), "stdoutDroppedBytes", (json_int_t)c.out_dropped, "stderrDroppedBytes",
-			  (json_int_t)c.err_dropped, "events", events, "sandbox", execrun_confinement_receipt(pr));
+			  "stderr", json_string_lossy(errout.buf, errout.len), "stdoutDroppedBytes",
+			  (json_int_t)c.out_dropped, "stderrDroppedBytes", (json_int_t)c.err_dropped, "events", events,
+			  "sandbox", execrun_confinement_receipt(pr));
 	if (pr->git_repairs)
 		json_object_set(*data, "gitMetadata", pr->git_repairs);
 	if (pr->egress_report)

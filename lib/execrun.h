@@ -64,8 +64,8 @@ struct execrun_request {
 	json_t *argv;	 /* array of strings (validated) */
 	json_t *env;	 /* object of strings (validated), or NULL */
 	long long timeout_ms;
-	const char *home; /* relative to DATA_HOME/homes, or absolute inside it; NULL: a private tmpfs */
-	const char *repo_path; /* the repository the daemon recorded for this worktree (confined), or NULL */
+	const char *home;	 /* relative to DATA_HOME/homes, or absolute inside it; NULL: a private tmpfs */
+	const char *repo_path;	 /* the repository the daemon recorded for this worktree (confined), or NULL */
 	const char *unsandboxed; /* host gateway: run without the sandbox, for this reason (the caller verified
 				  * that the daemon granted it); NULL: execution.sandbox decides */
 };
@@ -87,17 +87,17 @@ char *execrun_home_inside(const struct config *cfg, const char *passwd_home);
  */
 struct execrun_confine_request {
 	const struct config *cfg;
-	const char *cwd;  /* confined, canonical */
-	const char *home; /* as execrun_request.home */
+	const char *cwd;       /* confined, canonical */
+	const char *home;      /* as execrun_request.home */
 	const char *repo_path; /* as execrun_request.repo_path */
 	int plan_only;
 	int read_only; /* the permission mode plan: the worktree and its git metadata are bound read-only */
 	const struct sandbox_bind *binds; /* what this program needs besides the worktree (sandbox_request) */
 	size_t nbinds;
-	int agent_cli; /* an agent CLI: network none becomes proxy (its model endpoint must be reachable) */
+	int agent_cli;		  /* an agent CLI: network none becomes proxy (its model endpoint must be reachable) */
 	const char *provider_url; /* proxy: the model endpoint (allowed; gets the key in place of the sentinel) */
 	const char *sentinel, *api_key; /* proxy: what the agent holds and what the proxy puts in its place, or NULL */
-	const char *unsandboxed; /* as execrun_request.unsandboxed */
+	const char *unsandboxed;	/* as execrun_request.unsandboxed */
 };
 
 struct execrun_confinement {
@@ -112,11 +112,12 @@ struct execrun_confinement {
 	struct sandbox_bind *binds; /* the git metadata's binds, then the request's */
 	size_t nbinds;
 	struct strvec git_paths; /* the strings of those binds */
-	json_t *git_repairs; /* after execrun_confinement_finish: gitMetadata, or NULL */
-	int cwd_held;	     /* cwd_fd is set: the worktree opened once beneath worktrees/ without following a link */
-	int cwd_fd;	     /* an unsandboxed run starts there (fchdir), never by resolving the path again */
-	char *passwd_home; /* the caller's real home (passwd), canonical, or NULL */
-	json_t *home_exposed; /* execution.sandbox.home_expose: {bound: [entries], skipped: [{entry, reason}]}, or NULL */
+	json_t *git_repairs;	 /* after execrun_confinement_finish: gitMetadata, or NULL */
+	int cwd_held;	       /* cwd_fd is set: the worktree opened once beneath worktrees/ without following a link */
+	int cwd_fd;	       /* an unsandboxed run starts there (fchdir), never by resolving the path again */
+	char *passwd_home;     /* the caller's real home (passwd), canonical, or NULL */
+	json_t *home_exposed;  /* execution.sandbox.home_expose: {bound: [entries], skipped: [{entry, reason}]}, or NULL
+				*/
 	struct egress *egress; /* network proxy: the run's egress proxy (egress.h), or NULL */
 	json_t *egress_report; /* after execrun_confinement_finish: the proxy's refusals ("egress"), or NULL */
 };

@@ -86,8 +86,9 @@ static int confine_lexically(const char *root, const char *given, char **out, st
 	const char *rel = given;
 	if (given[0] == '/') {
 		if (strncmp(given, root, n) || (given[n] != '/' && given[n]))
-			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", given, "root", root),
-					"%s is outside %s", given, root);
+			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME,
+					json_pack("{s:s,s:s}", "path", given, "root", root), "%s is outside %s", given,
+					root);
 		rel = given[n] ? given + n + 1 : "";
 	}
 	if (!strcmp(rel, "..") || !strncmp(rel, "../", 3) || strstr(rel, "/../") ||
@@ -121,8 +122,9 @@ static int resolve_path(const char *field, const char *given, const char *root, 
 	int rc;
 	if (ctx->dry_run && !fs_exists(root)) {
 		plan_add(plan, json_pack("{s:s,s:s}", "step", "mkdir", "path", root));
-		rc = must_exist ? err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", given), "%s does not exist", given)
-				: confine_lexically(root, given, out, e);
+		rc = must_exist
+			     ? err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", given), "%s does not exist", given)
+			     : confine_lexically(root, given, out, e);
 	} else {
 		rc = confine_path(root, given, must_exist, out, e);
 	}
@@ -138,8 +140,10 @@ static int resolve_path(const char *field, const char *given, const char *root, 
 static int ask_daemon(const struct payload *p, const char *method, const char *url, json_t **result, struct err *e)
 {
 	if (!p->daemon_url || !p->session_token)
-		return err_set(e, E_AUTH_FAILED, "%s requires credentials or host keys: they come just in time from the "
-						 "daemon, and this payload has no daemonUrl/sessionToken", url);
+		return err_set(e, E_AUTH_FAILED,
+			       "%s requires credentials or host keys: they come just in time from the "
+			       "daemon, and this payload has no daemonUrl/sessionToken",
+			       url);
 	struct rpc_client_options opts = { .call_timeout_ms = 30000 };
 	struct rpc_client *c = callback_connect(&CALLBACK_TARGET(p), &opts, e);
 	if (!c)
@@ -195,7 +199,8 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 	const char *given = payload_str(p, "outputPath");
 	if (!given && !(given = derived = gitops_default_repo_subpath(url, e))) {
 		json_decref(e->details);
-		e->details = json_pack("{s:s,s:s}", "path", "params.outputPath", "reason", "required: cannot derive it from the URL");
+		e->details = json_pack("{s:s,s:s}", "path", "params.outputPath", "reason",
+				       "required: cannot derive it from the URL");
 		return -1;
 	}
 	_cleanup_free_ char *path = NULL;
@@ -261,8 +266,8 @@ static int apply_others_access(const struct confined_path *held, const char *lev
 	close(fd);
 	if (rc == 0)
 		json_object_set_new(data, "othersFsAccess",
-				    json_pack("{s:s,s:i,s:i,s:i}", "level", level, "dirs", (json_int_t)stats.dirs, "files",
-					      (json_int_t)stats.files, "changed", (json_int_t)stats.changed));
+				    json_pack("{s:s,s:i,s:i,s:i}", "level", level, "dirs", (json_int_t)stats.dirs,
+					      "files", (json_int_t)stats.files, "changed", (json_int_t)stats.changed));
 	return rc;
 }
 
@@ -276,8 +281,10 @@ static int add_held(struct gitops_worktree_add *o, const struct config *cfg, con
 		return -1;
 	int rc = -1, repo_fd = confine_openat(repo_held.parent_fd, repo_held.name, O_PATH | O_DIRECTORY);
 	if (repo_fd < 0) {
-		err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", o->repo_path, "field", "params.repoPath"),
-			 "params.repoPath: %s cannot be opened without following a link (%s)", o->repo_path, strerror(errno));
+		err_setd(e, E_PATH_OUTSIDE_DATA_HOME,
+			 json_pack("{s:s,s:s}", "path", o->repo_path, "field", "params.repoPath"),
+			 "params.repoPath: %s cannot be opened without following a link (%s)", o->repo_path,
+			 strerror(errno));
 	} else if (hold_path("worktreePath", cfg->paths.worktrees_dir, o->path, 1, &held, e) == 0) {
 		o->repo_fd = repo_fd;
 		o->path = held.path;
@@ -296,8 +303,8 @@ static int add_held(struct gitops_worktree_add *o, const struct config *cfg, con
 	return rc;
 }
 
-static int run_worktree_add(const struct payload *p, const struct executor_context *ctx, json_t *plan,
-			    json_t **data, struct err *e)
+static int run_worktree_add(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			    struct err *e)
 {
 	struct gitops_worktree_add o = {
 		.name = payload_str(p, "worktreeName"),
@@ -359,8 +366,7 @@ static int remove_held(const struct config *cfg, const char *path, const struct 
 }
 
 /* The repository's admin entry worktrees/NAME, when it is there: removed beneath repos/, no symlink followed. */
-static int remove_admin_entry(const struct config *cfg, const char *repo, const char *name, json_t *data,
-			      struct err *e)
+static int remove_admin_entry(const struct config *cfg, const char *repo, const char *name, json_t *data, struct err *e)
 {
 	if (!unixperm_link_name_valid(name))
 		return invalid_param(e, "params.worktreeName", "not a worktree name");
@@ -413,16 +419,17 @@ static int finish_removal(const struct payload *p, const struct executor_context
 	return remove_admin_entry(ctx->cfg, canonical, name, *data, e);
 }
 
-static int run_worktree_remove(const struct payload *p, const struct executor_context *ctx, json_t *plan,
-			       json_t **data, struct err *e)
+static int run_worktree_remove(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
+			       struct err *e)
 {
 	if (payload_bool(p, "finish", 0)) {
 		_cleanup_free_ char *path = NULL;
-		if (resolve_path("worktreePath", payload_str(p, "worktreePath"), ctx->cfg->paths.worktrees_dir, 0, ctx, plan,
-				 &path, e) < 0)
+		if (resolve_path("worktreePath", payload_str(p, "worktreePath"), ctx->cfg->paths.worktrees_dir, 0, ctx,
+				 plan, &path, e) < 0)
 			return -1;
 		if (!strcmp(path, ctx->cfg->paths.worktrees_dir))
-			return invalid_param(e, "params.worktreePath", "must name a worktree, not the worktrees directory");
+			return invalid_param(e, "params.worktreePath",
+					     "must name a worktree, not the worktrees directory");
 		plan_add(plan, json_pack("{s:s,s:s,s:b}", "step", "git.worktree.remove", "path", path, "finish", 1));
 		return ctx->dry_run ? 0 : finish_removal(p, ctx, path, data, e);
 	}
@@ -468,8 +475,9 @@ static int same_env(json_t *granted, json_t *given)
 static int gateway_granted(const struct payload *p, struct err *e)
 {
 	if (!p->session_token || !p->daemon_url)
-		return invalid_param(e, "params.host", "\"gateway\" runs without the sandbox only for the daemon: "
-						       "sessionToken and daemonUrl are required");
+		return invalid_param(e, "params.host",
+				     "\"gateway\" runs without the sandbox only for the daemon: "
+				     "sessionToken and daemonUrl are required");
 	struct rpc_client_options opt = { .connect_timeout_ms = 10000, .call_timeout_ms = 30000 };
 	struct rpc_client *c = callback_connect(&CALLBACK_TARGET(p), &opt, e);
 	if (!c)
@@ -484,8 +492,9 @@ static int gateway_granted(const struct payload *p, struct err *e)
 	const char *cwd = json_get_str(grant, "cwd");
 	if (!json_equal(json_object_get(grant, "argv"), payload_param(p, "argv")) || !cwd ||
 	    strcmp(cwd, payload_str(p, "cwd")) || !same_env(json_object_get(grant, "env"), p->env))
-		return err_set(e, E_PERMISSION_DENIED, "exec.run host gateway: the payload's argv, cwd or env is not what "
-						       "the daemon approved for this task");
+		return err_set(e, E_PERMISSION_DENIED,
+			       "exec.run host gateway: the payload's argv, cwd or env is not what "
+			       "the daemon approved for this task");
 	return 0;
 }
 
@@ -521,7 +530,8 @@ static int run_exec(const struct payload *p, const struct executor_context *ctx,
 		.home = payload_str(p, "home"),
 		.repo_path = repo,
 		.unsandboxed = gateway ? "host gateway: approved by the gateway's exec approvals (the daemon granted "
-					 "this argv and cwd)" : NULL,
+					 "this argv and cwd)"
+				       : NULL,
 	};
 	if (!ctx->dry_run)
 		return execrun(&req, data, e);
@@ -572,20 +582,24 @@ static int run_prompt(const struct payload *p, const struct executor_context *ct
 /* --- tmux.attach ------------------------------------------------------------------------- */
 
 /* *cwd and *server (tmux's) are the caller's to free. */
-static int terminal_request_for(const struct payload *p, const struct executor_context *ctx, json_t *plan,
-				char **cwd, char **server, struct terminal_request *r, struct err *e)
+static int terminal_request_for(const struct payload *p, const struct executor_context *ctx, json_t *plan, char **cwd,
+				char **server, struct terminal_request *r, struct err *e)
 {
 	if (resolve_path("cwd", payload_str(p, "cwd"), ctx->cfg->paths.worktrees_dir, 1, ctx, plan, cwd, e) < 0)
 		return -1;
 	struct passwd *pw = getpwuid(geteuid());
 	if (!pw)
-		return err_set(e, E_IMPERSONATION_FAILED, "uid %u has no passwd entry: a terminal needs the user's home and "
-							  "shell", (unsigned)geteuid());
+		return err_set(e, E_IMPERSONATION_FAILED,
+			       "uid %u has no passwd entry: a terminal needs the user's home and "
+			       "shell",
+			       (unsigned)geteuid());
 	if (!ctx->dry_run && (!p->daemon_url || !p->session_token))
-		return invalid_param(e, "sessionToken", "a terminal is handed to the daemon: daemonUrl and sessionToken "
-							"are required (the daemon's terminal.open fills them)");
+		return invalid_param(e, "sessionToken",
+				     "a terminal is handed to the daemon: daemonUrl and sessionToken "
+				     "are required (the daemon's terminal.open fills them)");
 	if (!ctx->dry_run && strncmp(p->daemon_url, "unix:", 5))
-		return invalid_param(e, "daemonUrl", "a terminal is handed over on the daemon's Unix socket: unix:PATH");
+		return invalid_param(e, "daemonUrl",
+				     "a terminal is handed over on the daemon's Unix socket: unix:PATH");
 	*server = terminal_tmux_server_name(pw->pw_name, ctx->cfg->paths.data_home);
 	*r = (struct terminal_request){
 		.pw = pw,
@@ -626,7 +640,8 @@ static int run_tmux_attach(const struct payload *p, const struct executor_contex
 	_cleanup_strbuf_ struct strbuf shell = STRBUF_INIT;
 	if (ctx->cfg->execution.sandbox.enabled) { /* each pane's shell starts inside the worktree's sandbox */
 		if (!self)
-			return err_set(e, E_INTERNAL, "cannot find this executable (/proc/self/exe) for the sandboxed shell");
+			return err_set(e, E_INTERNAL,
+				       "cannot find this executable (/proc/self/exe) for the sandboxed shell");
 		strbuf_add_shell_quoted(&shell, self);
 		strbuf_addstr(&shell, " executor sandbox-shell --data-home ");
 		strbuf_add_shell_quoted(&shell, ctx->cfg->paths.data_home);
@@ -685,14 +700,22 @@ typedef int (*command_fn)(const struct payload *, const struct executor_context 
 static command_fn command_handler(enum payload_command cmd)
 {
 	switch (cmd) {
-	case CMD_GIT_CLONE: return run_clone;
-	case CMD_GIT_WORKTREE_ADD: return run_worktree_add;
-	case CMD_GIT_WORKTREE_REMOVE: return run_worktree_remove;
-	case CMD_EXEC_RUN: return run_exec;
-	case CMD_PROMPT: return run_prompt;
-	case CMD_TMUX_ATTACH: return run_tmux_attach;
-	case CMD_TMUX_CLOSE: return run_tmux_close;
-	case CMD_ZELLIJ_ATTACH: return run_zellij_attach;
+	case CMD_GIT_CLONE:
+		return run_clone;
+	case CMD_GIT_WORKTREE_ADD:
+		return run_worktree_add;
+	case CMD_GIT_WORKTREE_REMOVE:
+		return run_worktree_remove;
+	case CMD_EXEC_RUN:
+		return run_exec;
+	case CMD_PROMPT:
+		return run_prompt;
+	case CMD_TMUX_ATTACH:
+		return run_tmux_attach;
+	case CMD_TMUX_CLOSE:
+		return run_tmux_close;
+	case CMD_ZELLIJ_ATTACH:
+		return run_zellij_attach;
 	}
 	return NULL; /* payload_parse admits only the commands above */
 }
@@ -711,7 +734,8 @@ static json_t *dry_run_result(const struct payload *p, const struct config *cfg,
 		json_t *a = json_array();
 		for (size_t i = 0; i < argv.nr; i++)
 			json_array_append_new(a, json_string(argv.v[i]));
-		json_array_insert_new(plan, 0, json_pack("{s:s,s:s,s:o}", "step", "impersonate", "user", p->as_user, "argv", a));
+		json_array_insert_new(plan, 0,
+				      json_pack("{s:s,s:s,s:o}", "step", "impersonate", "user", p->as_user, "argv", a));
 		strvec_clear(&argv);
 	}
 	return data;
@@ -740,7 +764,8 @@ int executor_needs_impersonation(const struct payload *p, char **current_user, s
 		return 0;
 	const char *marker = getenv(IMPERSONATED_ENV);
 	if (marker && !strcmp(marker, "1"))
-		return err_set(e, E_IMPERSONATION_FAILED, "impersonated executor runs as %s, not %s (refusing to re-enter sudo)",
+		return err_set(e, E_IMPERSONATION_FAILED,
+			       "impersonated executor runs as %s, not %s (refusing to re-enter sudo)",
 			       *current_user ? *current_user : "an unknown user", p->as_user);
 	if (!getpwnam(p->as_user))
 		return err_setd(e, E_IMPERSONATION_FAILED, json_pack("{s:s}", "user", p->as_user),

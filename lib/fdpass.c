@@ -61,7 +61,9 @@ ssize_t fdpass_recv(int sock, void *buf, size_t len, int *fds, size_t max_fds, s
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.raw, .msg_controllen = sizeof(ctl.raw) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.raw, .msg_controllen = sizeof(ctl.raw)
+	};
 	*nfds = 0;
 	ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	if (n < 0)

@@ -34,7 +34,7 @@ int fs_mkdir_p(const char *path, mode_t mode, struct err *e)
 	return 0;
 }
 
-#define SWAP_RETRIES 8  /* an entry that keeps changing between unlink and open gives up after this many tries */
+#define SWAP_RETRIES  8 /* an entry that keeps changing between unlink and open gives up after this many tries */
 #define REMOVE_PASSES 4 /* a directory others keep filling gives up after this many passes */
 
 static int remove_entries(int fd, const char *where, struct err *e);
@@ -119,7 +119,8 @@ int fs_remove_tree(const char *path, struct err *e)
 	const char *parent = slash == copy ? "/" : slash ? copy : ".";
 	const char *name = slash ? slash + 1 : copy;
 	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-		return err_set(e, E_INVALID_PAYLOAD, "refusing to remove %s: name a file or directory below a parent", path);
+		return err_set(e, E_INVALID_PAYLOAD, "refusing to remove %s: name a file or directory below a parent",
+			       path);
 	if (slash && slash != copy)
 		*slash = '\0';
 	_cleanup_close_ int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -152,8 +153,8 @@ int fs_private_dir_at(int dirfd, const char *dir, const char *prefix, char **nam
 		unsigned char r[8];
 		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 			return err_errno(e, errno, "getrandom");
-		_cleanup_free_ char *try = xasprintf("%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3],
-						     r[4], r[5], r[6], r[7]);
+		_cleanup_free_ char *try = xasprintf("%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2],
+						     r[3], r[4], r[5], r[6], r[7]);
 		if (mkdirat(dirfd, try, 0700) < 0) {
 			if (errno == EEXIST)
 				continue;

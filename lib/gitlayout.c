@@ -23,14 +23,14 @@
 #include "strvec.h"
 #include "banned.h"
 
-#define SMALL_FILE_MAX 4096
+#define SMALL_FILE_MAX	  4096
 #define RENAME_NOREPLACE_ 1
 #ifndef SYS_renameat2
 #define SYS_renameat2 316
 #endif
 #define CONFIG_MAX (1 << 20)
-#define INDEX_MAX (128 << 20) /* larger than any real worktree's index; a bigger one is rebuilt, not read */
-#define MAX_DEPTH 64 /* directories below a store (refs/heads/a/b/… is deep, not this deep) */
+#define INDEX_MAX  (128 << 20) /* larger than any real worktree's index; a bigger one is rebuilt, not read */
+#define MAX_DEPTH  64	       /* directories below a store (refs/heads/a/b/… is deep, not this deep) */
 
 /* The part of path below root ("." for root itself), or NULL when path is not lexically under root. */
 static const char *below(const char *root, const char *path)
@@ -43,10 +43,11 @@ static const char *below(const char *root, const char *path)
 
 static int tampered(struct err *e, const char *file, const char *reason)
 {
-	return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s,s:b}", "file", file, "reason", reason, "tampered", 1),
-			"%s %s. The worktree's git metadata is not what agor made, so nothing runs there (a program that "
-			"ran outside the sandbox, or someone by hand, changed it): put it back, or remove the worktree",
-			file, reason);
+	return err_setd(
+		e, E_GIT_ERROR, json_pack("{s:s,s:s,s:b}", "file", file, "reason", reason, "tampered", 1),
+		"%s %s. The worktree's git metadata is not what agor made, so nothing runs there (a program that "
+		"ran outside the sandbox, or someone by hand, changed it): put it back, or remove the worktree",
+		file, reason);
 }
 
 /* The whole of the small regular file name in dirfd (not a symlink, not a fifo); -1 when missing or unfit. */
@@ -107,13 +108,15 @@ int git_layout_check_repository(const struct config *cfg, const char *repo, stru
 	if (!rel)
 		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s}", "path", repo),
 				"%s is not inside the data home's repos/", repo);
-	_cleanup_close_ int fd = opened_or_tampered(confine_open(cfg->paths.repos_dir, rel, O_PATH | O_DIRECTORY), repo, e);
+	_cleanup_close_ int fd =
+		opened_or_tampered(confine_open(cfg->paths.repos_dir, rel, O_PATH | O_DIRECTORY), repo, e);
 	if (fd < 0)
 		return -1;
 	_cleanup_free_ char *commondir = xasprintf("%s/commondir", repo);
 	if (exists_at(fd, "commondir"))
-		return tampered(e, commondir, "exists (it sends git to another directory's objects, refs and config; "
-					      "agor's repositories have none)");
+		return tampered(e, commondir,
+				"exists (it sends git to another directory's objects, refs and config; "
+				"agor's repositories have none)");
 	struct stat st;
 	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", repo);
 	if (fstatat(fd, "worktrees", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
@@ -128,7 +131,8 @@ static int read_gitfile(int wfd, const char *dotgit, struct strbuf *admin, struc
 	if (fstatat(wfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 1 : err_errno(e, errno, "stat %s", dotgit);
 	if (S_ISDIR(st.st_mode))
-		return tampered(e, dotgit, "is a directory, not the .git file agor wrote (a repository planted in the worktree?)");
+		return tampered(e, dotgit,
+				"is a directory, not the .git file agor wrote (a repository planted in the worktree?)");
 	if (!S_ISREG(st.st_mode))
 		return tampered(e, dotgit, "is not a regular file");
 	if (read_small(wfd, ".git", SMALL_FILE_MAX, admin) < 0 || strncmp(admin->buf, "gitdir: ", 8))
@@ -184,7 +188,8 @@ static int check_admin(int afd, const char *admin, const char *common, const cha
 	if (!holds_line(afd, "gitdir", back))
 		return tampered(e, gitdir, "does not lead back to this worktree's .git");
 	if (!ok)
-		return tampered(e, commondir, "does not name this worktree's repository (it would send git to another one)");
+		return tampered(e, commondir,
+				"does not name this worktree's repository (it would send git to another one)");
 	if (exists_at(afd, "config.worktree"))
 		return tampered(e, wconfig, "exists (agor writes no per-worktree config)");
 	/* read by trusted code: a fifo there would hang it, a sparse giant fill its memory */
@@ -219,12 +224,13 @@ static int make_bound_dirs(int cfd, const char *common, struct err *e)
 	return 0;
 }
 
-static int find_admin(const struct config *cfg, const char *worktree, const char *admin, const char *common,
-		      int create, struct err *e)
+static int find_admin(const struct config *cfg, const char *worktree, const char *admin, const char *common, int create,
+		      struct err *e)
 {
 	if (git_layout_check_repository(cfg, common, e) < 0)
 		return -1;
-	_cleanup_close_ int cfd = confine_open(cfg->paths.repos_dir, below(cfg->paths.repos_dir, common), O_PATH | O_DIRECTORY);
+	_cleanup_close_ int cfd =
+		confine_open(cfg->paths.repos_dir, below(cfg->paths.repos_dir, common), O_PATH | O_DIRECTORY);
 	if (opened_or_tampered(cfd, common, e) < 0)
 		return -1;
 	_cleanup_close_ int afd = confine_openat(cfd, admin + strlen(common) + 1, O_PATH | O_DIRECTORY);
@@ -251,14 +257,19 @@ int git_layout_find(const struct config *cfg, const char *worktree, const char *
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	if (!below(cfg->paths.repos_dir, admin.buf))
-		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s,s:s}", "path", admin.buf, "field", "gitdir", "file", dotgit),
-				"%s names %s, which is not inside the data home's repos/: refusing to expose it to the sandbox "
-				"(was the worktree's .git file changed?)", dotgit, admin.buf);
+		return err_setd(
+			e, E_PATH_OUTSIDE_DATA_HOME,
+			json_pack("{s:s,s:s,s:s}", "path", admin.buf, "field", "gitdir", "file", dotgit),
+			"%s names %s, which is not inside the data home's repos/: refusing to expose it to the sandbox "
+			"(was the worktree's .git file changed?)",
+			dotgit, admin.buf);
 	_cleanup_free_ char *common = common_of(admin.buf, worktree);
 	if (!common)
-		return tampered(e, dotgit, "does not name this worktree's entry (REPOSITORY/worktrees/NAME) in a repository");
+		return tampered(e, dotgit,
+				"does not name this worktree's entry (REPOSITORY/worktrees/NAME) in a repository");
 	if (expected_repo && strcmp(common, expected_repo)) {
-		_cleanup_free_ char *why = xasprintf("names the repository %s, but the worktree belongs to %s", common, expected_repo);
+		_cleanup_free_ char *why =
+			xasprintf("names the repository %s, but the worktree belongs to %s", common, expected_repo);
 		return tampered(e, dotgit, why);
 	}
 	if (find_admin(cfg, worktree, admin.buf, common, create, e) < 0)
@@ -296,8 +307,9 @@ static json_t *list_entries(int parent, const char *name)
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			json_object_set_new(entries, de->d_name, json_sprintf("%o %lld %lld", (unsigned)st.st_mode,
-									      (long long)st.st_size, (long long)st.st_mtime));
+			json_object_set_new(entries, de->d_name,
+					    json_sprintf("%o %lld %lld", (unsigned)st.st_mode, (long long)st.st_size,
+							 (long long)st.st_mtime));
 	closedir(d);
 	return entries;
 }
@@ -423,7 +435,10 @@ static const char *kind_of(int dirfd, const char *name)
 	struct stat st;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return "missing";
-	return S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symlink" : S_ISREG(st.st_mode) ? "changed" : "a special file";
+	return S_ISDIR(st.st_mode)   ? "a directory"
+	       : S_ISLNK(st.st_mode) ? "a symlink"
+	       : S_ISREG(st.st_mode) ? "changed"
+				     : "a special file";
 }
 
 /* Puts agor's text back as dirfd/name after moving away whatever was there instead. */
@@ -432,7 +447,8 @@ static void put_back(struct repair *r, int dirfd, const char *name, const char *
 	const char *found = kind_of(dirfd, name), *action = "written";
 	_cleanup_free_ char *to = strcmp(found, "missing") ? move_away(r, dirfd, name, path, &action) : NULL;
 	int ok = put_file(dirfd, name, text, len, 0644) == 0;
-	_cleanup_free_ char *what = xasprintf("%s, %s", action, ok ? "agor's version put back" : "agor's version could not be put back");
+	_cleanup_free_ char *what =
+		xasprintf("%s, %s", action, ok ? "agor's version put back" : "agor's version could not be put back");
 	note(r, path, found, what, to);
 }
 
@@ -460,7 +476,8 @@ static void repair_config(struct repair *r, const struct git_layout *l, int cfd)
 	if (!l->config)
 		return;
 	_cleanup_strbuf_ struct strbuf now = STRBUF_INIT;
-	if (read_small(cfd, "config", CONFIG_MAX, &now) == 0 && now.len == l->config_len && !memcmp(now.buf, l->config, now.len))
+	if (read_small(cfd, "config", CONFIG_MAX, &now) == 0 && now.len == l->config_len &&
+	    !memcmp(now.buf, l->config, now.len))
 		return;
 	_cleanup_free_ char *path = xasprintf("%s/config", l->common);
 	put_back(r, cfd, "config", path, l->config, l->config_len);
@@ -481,7 +498,8 @@ static void repair_hooks(struct repair *r, const struct git_layout *l, int cfd)
 	_cleanup_close_ int hfd = confine_openat(cfd, "hooks", O_PATH | O_DIRECTORY);
 	const char *name;
 	json_t *value;
-	json_object_foreach(now, name, value) {
+	json_object_foreach(now, name, value)
+	{
 		json_t *before = json_object_get(l->hooks, name);
 		if (hfd >= 0 && (!before || !json_equal(before, value))) {
 			_cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
@@ -494,11 +512,15 @@ static void repair_hooks(struct repair *r, const struct git_layout *l, int cfd)
 static const char *special_kind(unsigned char type)
 {
 	switch (type) {
-	case DT_LNK: return "a symlink";
-	case DT_FIFO: return "a fifo";
-	case DT_SOCK: return "a socket";
+	case DT_LNK:
+		return "a symlink";
+	case DT_FIFO:
+		return "a fifo";
+	case DT_SOCK:
+		return "a socket";
 	case DT_CHR:
-	case DT_BLK: return "a device";
+	case DT_BLK:
+		return "a device";
 	}
 	return "a special file";
 }
@@ -508,8 +530,12 @@ static unsigned char type_of(int dirfd, const struct dirent *de)
 	struct stat st;
 	if (de->d_type != DT_UNKNOWN || fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return de->d_type;
-	return S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG
-	       : S_ISFIFO(st.st_mode) ? DT_FIFO : S_ISSOCK(st.st_mode) ? DT_SOCK : DT_CHR;
+	return S_ISLNK(st.st_mode)    ? DT_LNK
+	       : S_ISDIR(st.st_mode)  ? DT_DIR
+	       : S_ISREG(st.st_mode)  ? DT_REG
+	       : S_ISFIFO(st.st_mode) ? DT_FIFO
+	       : S_ISSOCK(st.st_mode) ? DT_SOCK
+				      : DT_CHR;
 }
 
 /* Anything below dirfd/name that is neither a regular file nor a directory (a symlink, fifo, socket, device): git
@@ -538,7 +564,8 @@ static void quarantine_specials(struct repair *r, int parent, const char *name, 
 			quarantine(r, dirfd(d), de->d_name, sub, "directories nested too deep");
 		else if (type != DT_REG)
 			quarantine(r, dirfd(d), de->d_name, sub, special_kind(type));
-		else if (max_size && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > max_size)
+		else if (max_size && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			 st.st_size > max_size)
 			quarantine(r, dirfd(d), de->d_name, sub, "an oversized file (a ref is 41 bytes)");
 	}
 	closedir(d);
@@ -577,7 +604,8 @@ static int index_path_unsafe(const char *path)
 		return 1;
 	for (const char *c = path; *c;) {
 		size_t n = strcspn(c, "/");
-		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && !strncmp(c, "..", 2)) || (n == 4 && !strncasecmp(c, ".git", 4)))
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && !strncmp(c, "..", 2)) ||
+		    (n == 4 && !strncasecmp(c, ".git", 4)))
 			return 1;
 		c += n;
 		if (*c == '/')
@@ -621,12 +649,14 @@ static void quarantine_nested_repositories(struct repair *r, const struct git_la
 static int index_place(const struct git_layout *l, int afd, struct gitops_index_place *at)
 {
 	int fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	*at = (struct gitops_index_place){ .worktree = l->worktree, .admin_fd = afd, .admin = l->admin, .stage_fd = fd,
-					   .stage_dir = "/tmp" };
+	*at = (struct gitops_index_place){
+		.worktree = l->worktree, .admin_fd = afd, .admin = l->admin, .stage_fd = fd, .stage_dir = "/tmp"
+	};
 	return fd;
 }
 
-/* Moves the index away and rebuilds it from HEAD (reported as found); the scan then holds the rebuilt one's gitlinks. */
+/* Moves the index away and rebuilds it from HEAD (reported as found); the scan then holds the rebuilt one's gitlinks.
+ */
 static void replace_index(struct repair *r, const struct git_layout *l, int afd, const char *found,
 			  struct index_scan *scan)
 {
@@ -661,7 +691,8 @@ static void repair_index(struct repair *r, const struct git_layout *l, int afd)
 	_cleanup_close_ int stage_fd = index_place(l, afd, &at);
 	int rc = st.st_size > INDEX_MAX || stage_fd < 0 ? -1 : gitops_index_rewrite(&at, scan_index_entry, &scan, &e);
 	if (rc != 0) {
-		_cleanup_free_ char *found = st.st_size > INDEX_MAX ? xasprintf("an index of %lld bytes", (long long)st.st_size)
+		_cleanup_free_ char *found = st.st_size > INDEX_MAX
+						     ? xasprintf("an index of %lld bytes", (long long)st.st_size)
 					     : rc < 0 ? xasprintf("an index libgit2 refuses (%s)", e.message)
 						      : xasprintf("an index entry outside the worktree (%s)", scan.bad);
 		replace_index(r, l, afd, found, &scan);
@@ -704,8 +735,8 @@ static void repair_admin_entry(struct repair *r, const struct git_layout *l, int
 /* The worktree's side: its .git file and the admin entry's gitdir, commondir and config.worktree. */
 static void repair_worktree(struct repair *r, const struct git_layout *l, int afd)
 {
-	_cleanup_close_ int wfd = confine_open(r->cfg->paths.worktrees_dir, below(r->cfg->paths.worktrees_dir, l->worktree),
-					       O_PATH | O_DIRECTORY);
+	_cleanup_close_ int wfd = confine_open(r->cfg->paths.worktrees_dir,
+					       below(r->cfg->paths.worktrees_dir, l->worktree), O_PATH | O_DIRECTORY);
 	_cleanup_free_ char *gitfile = xasprintf("gitdir: %s", l->admin);
 	_cleanup_free_ char *slashed = xasprintf("gitdir: %s/", l->admin);
 	_cleanup_free_ char *back = xasprintf("%s/.git", l->worktree);
@@ -727,7 +758,8 @@ json_t *git_layout_repair(const struct config *cfg, const struct git_layout *l, 
 		return NULL;
 	struct repair r = { .cfg = cfg, .run = run, .qfd = -1, .repaired = json_array() };
 	_cleanup_close_ int cfd = open_common(cfg, l);
-	_cleanup_close_ int afd = cfd < 0 ? -1 : confine_openat(cfd, l->admin + strlen(l->common) + 1, O_PATH | O_DIRECTORY);
+	_cleanup_close_ int afd =
+		cfd < 0 ? -1 : confine_openat(cfd, l->admin + strlen(l->common) + 1, O_PATH | O_DIRECTORY);
 	if (afd < 0) {
 		note(&r, l->admin, "unreachable without a symlink", "left alone (fix it by hand)", NULL);
 	} else {

@@ -29,12 +29,11 @@
 static int initialized;
 
 static const char *const error_classes[] = {
-	"NONE",	     "NOMEMORY",  "OS",	      "INVALID",   "REFERENCE",	 "ZLIB",       "REPOSITORY",
-	"CONFIG",    "REGEX",	  "ODB",      "INDEX",	   "OBJECT",	 "NET",	       "TAG",
-	"TREE",	     "INDEXER",	  "SSL",      "SUBMODULE", "THREAD",	 "STASH",      "CHECKOUT",
-	"FETCHHEAD", "MERGE",	  "SSH",      "FILTER",	   "REVERT",	 "CALLBACK",   "CHERRYPICK",
-	"DESCRIBE",  "REBASE",	  "FILESYSTEM", "PATCH",   "WORKTREE",	 "SHA",	       "HTTP",
-	"INTERNAL",
+	"NONE",	    "NOMEMORY",	 "OS",	     "INVALID",	   "REFERENCE", "ZLIB",	     "REPOSITORY", "CONFIG",
+	"REGEX",    "ODB",	 "INDEX",    "OBJECT",	   "NET",	"TAG",	     "TREE",	   "INDEXER",
+	"SSL",	    "SUBMODULE", "THREAD",   "STASH",	   "CHECKOUT",	"FETCHHEAD", "MERGE",	   "SSH",
+	"FILTER",   "REVERT",	 "CALLBACK", "CHERRYPICK", "DESCRIBE",	"REBASE",    "FILESYSTEM", "PATCH",
+	"WORKTREE", "SHA",	 "HTTP",     "INTERNAL",
 };
 
 /* Sets E_GIT_ERROR from libgit2's last error: "what: message", details {class, message}. */
@@ -97,8 +96,8 @@ int gitops_init(struct err *e)
 		return 0;
 	if (git_libgit2_init() < 0)
 		return git_fail(e, "initialising libgit2");
-	static const int levels[] = { GIT_CONFIG_LEVEL_PROGRAMDATA, GIT_CONFIG_LEVEL_SYSTEM,
-				      GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL };
+	static const int levels[] = { GIT_CONFIG_LEVEL_PROGRAMDATA, GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
+				      GIT_CONFIG_LEVEL_GLOBAL };
 	for (size_t i = 0; i < ARRAY_SIZE(levels); i++)
 		git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "");
 	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
@@ -158,7 +157,9 @@ int gitops_check_clone_url(const char *url, struct err *e)
 {
 	const char *kind = gitops_url_kind(url);
 	if (!kind)
-		return invalid_url(e, "unsupported URL: use https://, ssh://, git://, file://, user@host:path or an absolute path");
+		return invalid_url(
+			e,
+			"unsupported URL: use https://, ssh://, git://, file://, user@host:path or an absolute path");
 	if (!strcmp(kind, "http"))
 		return invalid_url(e, "plain http:// is refused (credentials and code in clear text): use https://");
 	return check_network_url(url, kind, e);
@@ -230,8 +231,10 @@ char *gitops_default_repo_subpath(const char *url, struct err *e)
 	_cleanup_free_ char *repo = safe_segment(path + repo_start, len - repo_start);
 	_cleanup_free_ char *org = safe_segment(path + org_start, org_end - org_start);
 	if (!provider || !repo || !org) {
-		err_set(e, E_INVALID_PAYLOAD, "cannot derive <provider>/<org>/<repo> from URL %s: it must name an "
-			"organisation and a repository, as in https://host/org/repo.git or /srv/git/org/repo", url);
+		err_set(e, E_INVALID_PAYLOAD,
+			"cannot derive <provider>/<org>/<repo> from URL %s: it must name an "
+			"organisation and a repository, as in https://host/org/repo.git or /srv/git/org/repo",
+			url);
 		return NULL;
 	}
 	return xasprintf("%s/%s/%s.git", provider, org, repo);
@@ -244,13 +247,13 @@ struct clone_state {
 	unsigned last_percent;
 	struct err *e;
 	int credential_attempts;
-	char *origin;	       /* the clone URL's origin (url.h), the only one a credential may go to */
-	int credential_given;  /* a credential went to libgit2: no connection to another origin from now on */
-	char *connect_origin;  /* the origin of libgit2's last connection, from its trace */
-	int ssh;	       /* an ssh:// or scp-like URL: the host key and the user key are agor's to check and give */
-	int host_key_checked;  /* the ssh server's host key matched execution.git.known_hosts */
-	char *ssh_user;	       /* the stored credential's user name, once fetched */
-	struct sshkey key;     /* the stored ssh key, parsed in memory once fetched (never on disk) */
+	char *origin;	      /* the clone URL's origin (url.h), the only one a credential may go to */
+	int credential_given; /* a credential went to libgit2: no connection to another origin from now on */
+	char *connect_origin; /* the origin of libgit2's last connection, from its trace */
+	int ssh; /* an ssh:// or scp-like URL: the host key and the user key are agor's to check and give */
+	int host_key_checked; /* the ssh server's host key matched execution.git.known_hosts */
+	char *ssh_user;	      /* the stored credential's user name, once fetched */
+	struct sshkey key;    /* the stored ssh key, parsed in memory once fetched (never on disk) */
 };
 
 /*
@@ -306,7 +309,8 @@ static char *origin_of(const char *url)
 static char *ssh_origin_of(const char *url)
 {
 	if (strstr(url, "://")) {
-		_cleanup_free_ char *plain = !strncmp(url, "ssh://", 6) ? NULL : xasprintf("ssh://%s", strstr(url, "://") + 3);
+		_cleanup_free_ char *plain =
+			!strncmp(url, "ssh://", 6) ? NULL : xasprintf("ssh://%s", strstr(url, "://") + 3);
 		return origin_of(plain ? plain : url);
 	}
 	const char *at = strchr(url, '@'), *colon = strchr(url, ':');
@@ -319,14 +323,18 @@ static int check_credential_target(struct clone_state *st, const char *given_url
 {
 	const char *target = st->connect_origin;
 	if (!st->origin || strncmp(st->origin, "https://", 8))
-		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials: they are given over https:// only", given_url);
+		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials: they are given over https:// only",
+			       given_url);
 	if (!target)
-		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials, and which server asks is unknown (libgit2 "
-						     "traced no connection): none are given", given_url);
+		return err_set(st->e, E_AUTH_FAILED,
+			       "%s asks for credentials, and which server asks is unknown (libgit2 "
+			       "traced no connection): none are given",
+			       given_url);
 	if (strcmp(target, st->origin))
 		return err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s}", "origin", st->origin, "asking", target),
 				"%s redirected to %s, which asks for credentials: a credential for %s is never sent to "
-				"another origin", st->opts->url, target, st->origin);
+				"another origin",
+				st->opts->url, target, st->origin);
 	return 0;
 }
 
@@ -338,8 +346,8 @@ static int on_transfer_progress(const git_indexer_progress *stats, void *payload
 	unsigned percent = (unsigned)(100ull * stats->received_objects / stats->total_objects);
 	if (percent / 10 != st->last_percent / 10 || stats->received_objects == stats->total_objects) {
 		if (percent != st->last_percent || percent == 0)
-			fprintf(stderr, "Receiving objects: %3u%% (%u/%u), %zu KiB\n", percent,
-				stats->received_objects, stats->total_objects, stats->received_bytes / 1024);
+			fprintf(stderr, "Receiving objects: %3u%% (%u/%u), %zu KiB\n", percent, stats->received_objects,
+				stats->total_objects, stats->received_bytes / 1024);
 		st->last_percent = percent;
 	}
 	return 0;
@@ -376,7 +384,8 @@ static int check_host_key(struct clone_state *st, const git_cert_hostkey *cert, 
 	_cleanup_free_ char *type = blob_type((const unsigned char *)cert->hostkey, cert->hostkey_len);
 	json_t *known = NULL;
 	if (!st->opts->host_keys || st->opts->host_keys(st->opts->credentials_arg, st->origin, &known, st->e) < 0)
-		return err_is_set(st->e) ? -1 : err_set(st->e, E_AUTH_FAILED, "%s: no known host keys are available", host);
+		return err_is_set(st->e) ? -1
+					 : err_set(st->e, E_AUTH_FAILED, "%s: no known host keys are available", host);
 	struct strbuf b64 = STRBUF_INIT;
 	crypto_base64_encode(cert->hostkey, cert->hostkey_len, &b64);
 	_cleanup_free_ char *line = xasprintf("%s %s", type ? type : "?", b64.buf);
@@ -384,21 +393,23 @@ static int check_host_key(struct clone_state *st, const git_cert_hostkey *cert, 
 	int listed = (int)json_array_size(known), match = 0;
 	size_t i;
 	json_t *v;
-	json_array_foreach(known, i, v)
-		match |= !strcmp(json_string_value(v), line);
+	json_array_foreach(known, i, v) match |= !strcmp(json_string_value(v), line);
 	json_decref(known);
 	if (match) {
 		st->host_key_checked = 1;
 		return 0;
 	}
-	return err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s,s:s?,s:b}", "origin", st->origin, "fingerprint", fp,
-							"type", type, "known", listed > 0),
-			listed ? "%s: the host key %s (%s) is not the one execution.git.known_hosts lists for this host: the key "
-				 "changed or someone is in between; if the server's key really changed, the operator updates "
-				 "the file"
-			       : "%s: unknown host key %s (%s): execution.git.known_hosts lists no key for this host and "
-				 "port (no trust on first use: the operator adds the server's key, checked out of band)",
-			st->origin, fp, type ? type : "unknown type");
+	return err_setd(
+		st->e, E_AUTH_FAILED,
+		json_pack("{s:s,s:s,s:s?,s:b}", "origin", st->origin, "fingerprint", fp, "type", type, "known",
+			  listed > 0),
+		listed ? "%s: the host key %s (%s) is not the one execution.git.known_hosts lists for this host: the "
+			 "key "
+			 "changed or someone is in between; if the server's key really changed, the operator updates "
+			 "the file"
+		       : "%s: unknown host key %s (%s): execution.git.known_hosts lists no key for this host and "
+			 "port (no trust on first use: the operator adds the server's key, checked out of band)",
+		st->origin, fp, type ? type : "unknown type");
 }
 
 /* libssh2's sign callback: the stored key signs the authentication request. */
@@ -430,10 +441,13 @@ static int ssh_credentials(struct clone_state *st, git_credential **out, const c
 			   unsigned int allowed_types)
 {
 	if (!st->host_key_checked)
-		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials before its host key was checked", st->origin);
+		return err_set(st->e, E_AUTH_FAILED, "%s asks for credentials before its host key was checked",
+			       st->origin);
 	if (!(allowed_types & (GIT_CREDENTIAL_USERNAME | GIT_CREDENTIAL_SSH_CUSTOM)))
-		return err_set(st->e, E_AUTH_FAILED, "%s accepts no public key authentication: agor authenticates over "
-						     "ssh with a stored key only", st->origin);
+		return err_set(st->e, E_AUTH_FAILED,
+			       "%s accepts no public key authentication: agor authenticates over "
+			       "ssh with a stored key only",
+			       st->origin);
 	if (fetch_ssh_key(st) < 0)
 		return -1;
 	const char *user = username_from_url ? username_from_url : st->ssh_user ? st->ssh_user : "git";
@@ -441,7 +455,8 @@ static int ssh_credentials(struct clone_state *st, git_credential **out, const c
 		return git_credential_username_new(out, user);
 	if (++st->credential_attempts > 1)
 		return err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s}", "origin", st->origin, "user", user),
-				"%s refused the stored ssh key for user %s (is its public key in the server's authorized_keys?)",
+				"%s refused the stored ssh key for user %s (is its public key in the server's "
+				"authorized_keys?)",
 				st->origin, user);
 	st->credential_given = 1;
 	return git_credential_ssh_custom_new(out, user, (const char *)st->key.public_blob, st->key.public_len,
@@ -456,7 +471,8 @@ static int on_credentials(git_credential **out, const char *url, const char *use
 		return ssh_credentials(st, out, username_from_url, allowed_types) < 0 ? GIT_EUSER : 0;
 	if (!(allowed_types & GIT_CREDENTIAL_USERPASS_PLAINTEXT) || !st->opts->credentials) {
 		err_set(st->e, E_AUTH_FAILED,
-			"%s requires credentials and none are available (they come just in time from the daemon with a sessionToken)",
+			"%s requires credentials and none are available (they come just in time from the daemon with a "
+			"sessionToken)",
 			url);
 		return GIT_EUSER;
 	}
@@ -488,8 +504,8 @@ static int on_certificate(git_cert *cert, int valid, const char *host, void *pay
 	if (!st->credential_given || (st->connect_origin && !strcmp(st->connect_origin, st->origin)))
 		return GIT_PASSTHROUGH; /* libgit2's own certificate check decides */
 	err_setd(st->e, E_AUTH_FAILED, json_pack("{s:s,s:s?}", "origin", st->origin, "connecting", st->connect_origin),
-		 "after a credential for %s was given, libgit2 was led to %s (%s): that connection is refused", st->origin,
-		 st->connect_origin ? st->connect_origin : "an unknown port", host);
+		 "after a credential for %s was given, libgit2 was led to %s (%s): that connection is refused",
+		 st->origin, st->connect_origin ? st->connect_origin : "an unknown port", host);
 	return GIT_EUSER;
 }
 
@@ -501,9 +517,9 @@ static json_t *describe_head(git_repository *repo)
 		char oid[GIT_OID_HEXSZ + 1];
 		git_oid_tostr(oid, sizeof(oid), git_reference_target(head));
 		json_object_set_new(o, "head", json_string(oid));
-		json_object_set_new(o, "defaultBranch", git_reference_is_branch(head)
-							? json_string(git_reference_shorthand(head))
-							: json_null());
+		json_object_set_new(o, "defaultBranch",
+				    git_reference_is_branch(head) ? json_string(git_reference_shorthand(head))
+								  : json_null());
 		git_reference_free(head);
 	} else {
 		json_object_set_new(o, "head", json_null());
@@ -527,14 +543,19 @@ static int check_clone_target(const struct gitops_clone *o, struct err *e)
 static json_t *clone_into(const struct gitops_clone *o, const char *work, struct err *e)
 {
 	int ssh = !strcmp(gitops_url_kind(o->url), "ssh");
-	struct clone_state st = { .opts = o, .last_percent = 101, .e = e, .ssh = ssh,
+	struct clone_state st = { .opts = o,
+				  .last_percent = 101,
+				  .e = e,
+				  .ssh = ssh,
 				  .origin = ssh ? ssh_origin_of(o->url) : origin_of(o->url) };
 	if (ssh && !st.origin) /* a key and host keys are asked for by origin: none, nothing to ask */
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "params.url"),
-				"params.url: cannot tell the ssh server's host and port from %s", o->url), NULL;
+				"params.url: cannot tell the ssh server's host and port from %s", o->url),
+		       NULL;
 	git_clone_options opts = GIT_CLONE_OPTIONS_INIT;
 	opts.bare = o->bare;
-	opts.local = GIT_CLONE_NO_LOCAL; /* through the transport: a copy (a run may rewrite its objects, never the source's) with progress */
+	opts.local = GIT_CLONE_NO_LOCAL; /* through the transport: a copy (a run may rewrite its objects, never the
+					    source's) with progress */
 	opts.checkout_opts.disable_filters = 1; /* docs/payloads.md (git): no filters ever run */
 	opts.checkout_branch = o->branch;
 	opts.fetch_opts.callbacks.transfer_progress = on_transfer_progress;
@@ -571,10 +592,14 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 		return -1;
 	configure_ca_locations();
 	_cleanup_free_ char *stage_name = NULL, *stage_path = NULL;
-	_cleanup_close_ int sfd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-clone-", &stage_name, &stage_path, e);
+	_cleanup_close_ int sfd =
+		fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-clone-", &stage_name, &stage_path, e);
 	if (sfd < 0)
-		return err_prefix(e, "staging the clone (libgit2 works in a private directory the executing user makes in "
-				     "%s, then it is moved into place)", o->stage_dir), -1;
+		return err_prefix(e,
+				  "staging the clone (libgit2 works in a private directory the executing user makes in "
+				  "%s, then it is moved into place)",
+				  o->stage_dir),
+		       -1;
 	if (o->progress)
 		fprintf(stderr, "Cloning %s into %s\n", o->url, o->path);
 	_cleanup_free_ char *work = xasprintf("%s/%s", stage_path, o->name);
@@ -788,10 +813,12 @@ static int create_branch_ref(int cfd, const char *branch, const git_oid *oid, st
 	_cleanup_close_ int dfd = confine_open_dirs(cfd, dir, 1);
 	if (dfd < 0 && (errno == ENOTDIR || errno == EEXIST))
 		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", branch),
-				"branch '%s' cannot be made: a branch named like one of its leading parts exists", branch);
+				"branch '%s' cannot be made: a branch named like one of its leading parts exists",
+				branch);
 	if (dfd < 0 && (errno == ELOOP || errno == EXDEV))
 		return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:s}", "branch", branch, "reason", "symlink in refs"),
-				"branch '%s' cannot be made: a symlink is on the way in %s (refused, never followed)", branch, dir);
+				"branch '%s' cannot be made: a symlink is on the way in %s (refused, never followed)",
+				branch, dir);
 	if (dfd < 0)
 		return err_errno(e, errno, "opening %s of the repository", dir);
 	_cleanup_free_ char *lock = xasprintf("%s.lock", leaf);
@@ -810,7 +837,8 @@ static int create_branch_ref(int cfd, const char *branch, const git_oid *oid, st
 	saved = rc == 0 ? errno : saved;
 	unlinkat(dfd, lock, 0);
 	if (saved == EEXIST)
-		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", branch), "branch '%s' already exists", branch);
+		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", branch), "branch '%s' already exists",
+				branch);
 	return err_errno(e, saved, "writing %s/%s", dir, leaf);
 }
 
@@ -841,9 +869,11 @@ static int prepare_branch(git_repository *repo, int cfd, const struct gitops_wor
 			return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", o->branch),
 					"branch '%s' already exists (drop createBranch to use it)", o->branch);
 		if (checked_out)
-			return err_setd(e, E_GIT_ERROR, json_pack("{s:s,s:i,s:s}", "class", "WORKTREE", "klass", GIT_ERROR_WORKTREE,
-								  "message", "reference is already checked out"),
-					"adding the worktree: branch '%s' is already checked out in another worktree", o->branch);
+			return err_setd(e, E_GIT_ERROR,
+					json_pack("{s:s,s:i,s:s}", "class", "WORKTREE", "klass", GIT_ERROR_WORKTREE,
+						  "message", "reference is already checked out"),
+					"adding the worktree: branch '%s' is already checked out in another worktree",
+					o->branch);
 		return 0;
 	}
 	if (o->create_branch) {
@@ -851,9 +881,10 @@ static int prepare_branch(git_repository *repo, int cfd, const struct gitops_wor
 	} else {
 		_cleanup_free_ char *remote_name = xasprintf("origin/%s", o->branch);
 		if (git_branch_lookup(&ref, repo, remote_name, GIT_BRANCH_REMOTE) < 0)
-			return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "branch", o->branch),
-					"branch '%s' does not exist (set createBranch: true to create it from sourceBranch)",
-					o->branch);
+			return err_setd(
+				e, E_NOT_FOUND, json_pack("{s:s}", "branch", o->branch),
+				"branch '%s' does not exist (set createBranch: true to create it from sourceBranch)",
+				o->branch);
 		git_commit *tip = NULL;
 		int rc = git_commit_lookup(&tip, repo, git_reference_target(ref));
 		git_reference_free(ref);
@@ -886,7 +917,8 @@ static void stage_release(const struct gitops_worktree_add *o, struct wt_stage *
 	if (s->fd >= 0) {
 		struct err ignored = ERR_INIT;
 		close(s->fd);
-		fs_remove_at(o->stage_fd, s->name, o->stage_dir, &ignored); /* empty after the moves; else the failed add */
+		fs_remove_at(o->stage_fd, s->name, o->stage_dir,
+			     &ignored); /* empty after the moves; else the failed add */
 		err_clear(&ignored);
 	}
 	free(s->name);
@@ -1002,9 +1034,12 @@ static int open_common(git_repository *repo, const struct gitops_worktree_add *o
 		int fd = confine_openat(o->repo_fd, ".git", O_PATH | O_DIRECTORY);
 		return fd < 0 ? err_errno(e, errno, "opening %s (no symlink is followed there)", dotgit), -1 : fd;
 	}
-	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", o->repo_path, "commondir", libgit2s),
-			"libgit2 opened %s as %s: the repository moved while it was opened (a parent swapped?); try again",
-			o->repo_path, libgit2s), -1;
+	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME,
+			json_pack("{s:s,s:s}", "path", o->repo_path, "commondir", libgit2s),
+			"libgit2 opened %s as %s: the repository moved while it was opened (a parent swapped?); try "
+			"again",
+			o->repo_path, libgit2s),
+	       -1;
 }
 
 static int check_worktree_target(git_repository *repo, int cfd, const struct gitops_worktree_add *o, struct err *e)
@@ -1028,9 +1063,9 @@ static json_t *worktree_result(const struct gitops_worktree_add *o, const git_oi
 {
 	char hex[GIT_OID_HEXSZ + 1];
 	git_oid_tostr(hex, sizeof(hex), oid);
-	return json_pack("{s:s,s:s,s:s,s:o,s:s,s:b,s:b}", "worktreePath", o->path, "worktreeName", o->name,
-			 "repoPath", o->repo_path, "branch", o->branch ? json_string(o->branch) : json_null(), "head",
-			 hex, "detached", o->branch == NULL, "createdBranch", created);
+	return json_pack("{s:s,s:s,s:s,s:o,s:s,s:b,s:b}", "worktreePath", o->path, "worktreeName", o->name, "repoPath",
+			 o->repo_path, "branch", o->branch ? json_string(o->branch) : json_null(), "head", hex,
+			 "detached", o->branch == NULL, "createdBranch", created);
 }
 
 /* Stages, checks out and moves the worktree (oid: its HEAD's commit). */
@@ -1041,8 +1076,11 @@ static int add_staged(const struct gitops_worktree_add *o, int cfd, const char *
 	s.fd = fs_private_dir_at(o->stage_fd, o->stage_dir, ".agor-worktree-", &s.name, &s.path, e);
 	int rc = s.fd < 0 ? -1 : 0;
 	if (rc < 0)
-		err_prefix(e, "staging the worktree (libgit2 checks out in a private directory the executing user makes in "
-			      "%s, then it is moved into place)", o->stage_dir);
+		err_prefix(
+			e,
+			"staging the worktree (libgit2 checks out in a private directory the executing user makes in "
+			"%s, then it is moved into place)",
+			o->stage_dir);
 	if (rc == 0 && ((s.admin_fd = open_made_dir(s.fd, "admin", s.path, e)) < 0 ||
 			(s.tree_fd = open_made_dir(s.fd, "tree", s.path, e)) < 0))
 		rc = -1;
@@ -1061,8 +1099,9 @@ static int add_staged(const struct gitops_worktree_add *o, int cfd, const char *
 int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, struct err *e)
 {
 	if (!valid_worktree_name(o->name))
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", "params.worktreeName", "reason",
-								 "letters, digits, '.', '_', '-' only; no leading '.' or '-'"),
+		return err_setd(e, E_INVALID_PAYLOAD,
+				json_pack("{s:s,s:s}", "path", "params.worktreeName", "reason",
+					  "letters, digits, '.', '_', '-' only; no leading '.' or '-'"),
 				"params.worktreeName: invalid worktree name '%s'", o->name);
 	if (gitops_init(e) < 0)
 		return -1;

@@ -25,8 +25,7 @@
  * gitops_clone calls it only when the server asking is the clone URL's own https origin — the host and port
  * libgit2 is really connected to, after any redirect — and, once it gave one, refuses to connect to any other
  * origin (E_AUTH_FAILED, naming both). */
-typedef int (*gitops_credential_fn)(void *arg, const char *origin, char **username, char **password,
-				     struct err *e);
+typedef int (*gitops_credential_fn)(void *arg, const char *origin, char **username, char **password, struct err *e);
 
 /* The host keys execution.git.known_hosts lists for origin ("ssh://host:port"): 0 and a new JSON array of
  * "TYPE BASE64" strings (knownhosts.h), or -1 with e set. gitops_clone asks before anything is sent to an ssh
@@ -37,28 +36,28 @@ typedef int (*gitops_host_keys_fn)(void *arg, const char *origin, json_t **keys,
 
 struct gitops_clone {
 	const char *url;
-	const char *path; /* the destination's canonical path: messages and the result only */
-	int parent_fd;	  /* the destination's parent, held */
-	const char *name; /* the destination in parent_fd; must not exist or be an empty directory */
-	int stage_fd;	  /* a trusted directory on the destination's filesystem (repos/) … */
+	const char *path;      /* the destination's canonical path: messages and the result only */
+	int parent_fd;	       /* the destination's parent, held */
+	const char *name;      /* the destination in parent_fd; must not exist or be an empty directory */
+	int stage_fd;	       /* a trusted directory on the destination's filesystem (repos/) … */
 	const char *stage_dir; /* … and its path: libgit2 clones into a private directory made there */
-	const char *branch; /* NULL: the remote's default */
+	const char *branch;    /* NULL: the remote's default */
 	int bare;
 	gitops_credential_fn credentials; /* NULL: none available */
 	gitops_host_keys_fn host_keys;	  /* NULL: no ssh server is trusted */
 	void *credentials_arg;		  /* both callbacks' */
-	int progress; /* print progress lines on stderr */
+	int progress;			  /* print progress lines on stderr */
 };
 
 struct gitops_worktree_add {
 	const char *repo_path; /* canonical: libgit2 reads the repository through it */
-	int repo_fd;	       /* the repository, held (O_PATH|O_DIRECTORY): refs and the admin entry are written here */
+	int repo_fd; /* the repository, held (O_PATH|O_DIRECTORY): refs and the admin entry are written here */
 	const char *name;
-	const char *path;	/* the worktree's canonical path: recorded in its metadata, and the result */
-	int parent_fd;		/* the worktree's parent, held */
-	const char *leaf;	/* the worktree in parent_fd; must not exist or be an empty directory */
-	int stage_fd;		/* a trusted directory on the worktree's filesystem (worktrees/) … */
-	const char *stage_dir;	/* … and its path: libgit2 checks out into a private directory made there */
+	const char *path;	   /* the worktree's canonical path: recorded in its metadata, and the result */
+	int parent_fd;		   /* the worktree's parent, held */
+	const char *leaf;	   /* the worktree in parent_fd; must not exist or be an empty directory */
+	int stage_fd;		   /* a trusted directory on the worktree's filesystem (worktrees/) … */
+	const char *stage_dir;	   /* … and its path: libgit2 checks out into a private directory made there */
 	const char *branch;	   /* NULL with create_branch 0: detached HEAD */
 	const char *source_branch; /* start point for a new branch or a detached HEAD; NULL: HEAD */
 	int create_branch;

@@ -8,8 +8,8 @@
 #include "http.h"
 #include "banned.h"
 
-#define HTTP_KEEP_BUFFER 65536 /* a body buffer larger than this is freed between messages */
-#define HTTP_LINE_OVERHEAD 4   /* ": " and CRLF of a header line, counted against max_header */
+#define HTTP_KEEP_BUFFER   65536 /* a body buffer larger than this is freed between messages */
+#define HTTP_LINE_OVERHEAD 4	 /* ": " and CRLF of a header line, counted against max_header */
 
 static const char *const header_names[HTTP_H_COUNT] = {
 	[HTTP_H_HOST] = "host",
@@ -284,22 +284,38 @@ size_t http_target_path_len(const char *target)
 const char *http_status_text(unsigned status)
 {
 	switch (status) {
-	case 100: return "Continue";
-	case 101: return "Switching Protocols";
-	case 200: return "OK";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 413: return "Content Too Large";
-	case 426: return "Upgrade Required";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 503: return "Service Unavailable";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Unknown";
+	case 100:
+		return "Continue";
+	case 101:
+		return "Switching Protocols";
+	case 200:
+		return "OK";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 413:
+		return "Content Too Large";
+	case 426:
+		return "Upgrade Required";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 503:
+		return "Service Unavailable";
+	case 505:
+		return "HTTP Version Not Supported";
+	default:
+		return "Unknown";
 	}
 }
 

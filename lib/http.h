@@ -44,8 +44,8 @@ struct http_message {
 	struct strbuf target; /* the request target as sent ("/rpc?x=1") */
 	struct strbuf headers[HTTP_H_COUNT];
 	struct strbuf body;
-	int keep_alive;     /* http_should_keep_alive() at the end of the message */
-	int upgrade;        /* the peer asked for (request) or agreed to (101 response) another protocol */
+	int keep_alive;	    /* http_should_keep_alive() at the end of the message */
+	int upgrade;	    /* the peer asked for (request) or agreed to (101 response) another protocol */
 	int body_too_large; /* the body exceeded max_body and was skipped */
 };
 
@@ -75,7 +75,10 @@ enum http_read_event http_reader_eof(struct http_reader *r);
 /* Clears the finished message and lets the reader go on with the next one. */
 void http_reader_next(struct http_reader *r);
 /* 1 once the request line / status line and every header have been read for the current message. */
-static inline int http_reader_head_done(const struct http_reader *r) { return r->head_done; }
+static inline int http_reader_head_done(const struct http_reader *r)
+{
+	return r->head_done;
+}
 
 /* 1 when the comma-separated header value contains token (case-insensitive), e.g. Connection: keep-alive, Upgrade. */
 int http_header_has_token(const char *value, const char *token);

@@ -11,7 +11,7 @@
 #include "strvec.h"
 #include "banned.h"
 
-#define RESULT_MAX_BYTES (256u << 20)
+#define RESULT_MAX_BYTES  (256u << 20)
 #define STDERR_TAIL_BYTES (64u << 10)
 
 const char *impersonate_sudo_path(void)
@@ -95,10 +95,11 @@ int impersonate_run(const char *user, const char *self, const char *payload, siz
 		strbuf_trim_trailing_newline(&err_tail);
 		const char *last = strrchr(err_tail.buf, '\n');
 		last = last ? last + 1 : err_tail.buf;
-		rc = err_setd(e, E_IMPERSONATION_FAILED,
-			      json_pack("{s:s,s:i,s:s}", "user", user, "exitStatus", child_exit_code(&c), "stderr", last),
-			      "cannot run the executor as %s through sudo: %s", user,
-			      *last ? last : "no result line came back");
+		rc = err_setd(
+			e, E_IMPERSONATION_FAILED,
+			json_pack("{s:s,s:i,s:s}", "user", user, "exitStatus", child_exit_code(&c), "stderr", last),
+			"cannot run the executor as %s through sudo: %s", user,
+			*last ? last : "no result line came back");
 	}
 	*exit_code = child_exit_code(&c);
 	strbuf_release(&err_tail);

@@ -1,6 +1,6 @@
-/* impersonate.h — docs/payloads.md#impersonation: re-executes the executor as another Unix user through `sudo -n -u USER`,
- * feeds it the payload on stdin and hands back its one result line and exit status.
- * Never puts the payload (which may hold a session token) in argv or the environment.
+/* impersonate.h — docs/payloads.md#impersonation: re-executes the executor as another Unix user through `sudo -n -u
+ * USER`, feeds it the payload on stdin and hands back its one result line and exit status. Never puts the payload
+ * (which may hold a session token) in argv or the environment.
  *
  * impersonate_run(): runs `sudo -n -u USER -- SELF executor --stdin` with a minimal environment
  * (PATH, AGOR_IMPERSONATED=1, AGOR_LOG_LEVEL when set) — sudo's env_reset applies on top; the

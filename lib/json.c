@@ -53,10 +53,9 @@ json_t *json_parse(const char *text, size_t len, struct err *e)
 	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (j)
 		return j;
-	json_t *details = json_pack("{s:i,s:i,s:i,s:s}", "line", je.line, "column", je.column,
-				    "position", je.position, "reason", je.text);
-	err_setd(e, E_INVALID_JSON, details, "invalid JSON at line %d column %d: %s", je.line,
-		 je.column, je.text);
+	json_t *details = json_pack("{s:i,s:i,s:i,s:s}", "line", je.line, "column", je.column, "position", je.position,
+				    "reason", je.text);
+	err_setd(e, E_INVALID_JSON, details, "invalid JSON at line %d column %d: %s", je.line, je.column, je.text);
 	return NULL;
 }
 

@@ -41,7 +41,8 @@ static int glob_matches(const char *p, const char *s)
 		return !*s;
 	if (*p == '*')
 		return glob_matches(p + 1, s) || (*s && glob_matches(p, s + 1));
-	return *s && (*p == '?' || tolower((unsigned char)*p) == tolower((unsigned char)*s)) && glob_matches(p + 1, s + 1);
+	return *s && (*p == '?' || tolower((unsigned char)*p) == tolower((unsigned char)*s)) &&
+	       glob_matches(p + 1, s + 1);
 }
 
 /* ssh's rule: a name matches a comma-separated list when some pattern matches it and no negated one does. */
@@ -84,9 +85,7 @@ static int contains(json_t *a, const char *s)
 {
 	size_t i;
 	json_t *v;
-	json_array_foreach(a, i, v)
-		if (!strcmp(json_string_value(v), s))
-			return 1;
+	json_array_foreach(a, i, v) if (!strcmp(json_string_value(v), s)) return 1;
 	return 0;
 }
 
@@ -107,9 +106,8 @@ json_t *known_hosts_keys(const char *text, const char *host, int port)
 	json_t *trusted = json_array();
 	size_t i;
 	json_t *v;
-	json_array_foreach(keys, i, v)
-		if (!contains(revoked, json_string_value(v)) && !contains(trusted, json_string_value(v)))
-			json_array_append(trusted, v);
+	json_array_foreach(keys, i, v) if (!contains(revoked, json_string_value(v)) &&
+					   !contains(trusted, json_string_value(v))) json_array_append(trusted, v);
 	json_decref(keys);
 	json_decref(revoked);
 	return trusted;

@@ -10,35 +10,34 @@
 #include "landlock.h"
 #include "banned.h"
 
-#define NR_LANDLOCK_CREATE_RULESET 444
-#define NR_LANDLOCK_ADD_RULE 445
-#define NR_LANDLOCK_RESTRICT_SELF 446
+#define NR_LANDLOCK_CREATE_RULESET	444
+#define NR_LANDLOCK_ADD_RULE		445
+#define NR_LANDLOCK_RESTRICT_SELF	446
 #define LANDLOCK_CREATE_RULESET_VERSION 1U
-#define LANDLOCK_RULE_PATH_BENEATH 1
-#define LANDLOCK_RULE_NET_PORT 2
+#define LANDLOCK_RULE_PATH_BENEATH	1
+#define LANDLOCK_RULE_NET_PORT		2
 
-#define FS_EXECUTE (1ULL << 0)
-#define FS_WRITE_FILE (1ULL << 1)
-#define FS_READ_FILE (1ULL << 2)
-#define FS_READ_DIR (1ULL << 3)
-#define FS_MAKE_CHAR (1ULL << 6)
-#define FS_MAKE_SOCK (1ULL << 9)
-#define FS_MAKE_FIFO (1ULL << 10)
-#define FS_MAKE_BLOCK (1ULL << 11)
-#define FS_MAKE_SYM (1ULL << 12)
-#define FS_TRUNCATE (1ULL << 14)
-#define FS_IOCTL_DEV (1ULL << 15)
-#define NET_BIND_TCP (1ULL << 0)
-#define NET_CONNECT_TCP (1ULL << 1)
+#define FS_EXECUTE		   (1ULL << 0)
+#define FS_WRITE_FILE		   (1ULL << 1)
+#define FS_READ_FILE		   (1ULL << 2)
+#define FS_READ_DIR		   (1ULL << 3)
+#define FS_MAKE_CHAR		   (1ULL << 6)
+#define FS_MAKE_SOCK		   (1ULL << 9)
+#define FS_MAKE_FIFO		   (1ULL << 10)
+#define FS_MAKE_BLOCK		   (1ULL << 11)
+#define FS_MAKE_SYM		   (1ULL << 12)
+#define FS_TRUNCATE		   (1ULL << 14)
+#define FS_IOCTL_DEV		   (1ULL << 15)
+#define NET_BIND_TCP		   (1ULL << 0)
+#define NET_CONNECT_TCP		   (1ULL << 1)
 #define SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
-#define SCOPE_SIGNAL (1ULL << 1)
+#define SCOPE_SIGNAL		   (1ULL << 1)
 
 #define FILE_RIGHTS (FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV)
 
 static const char *const fs_right_names[] = {
-	"execute",   "write_file", "read_file", "read_dir",  "remove_dir", "remove_file",
-	"make_char", "make_dir",   "make_reg",	"make_sock", "make_fifo",  "make_block",
-	"make_sym",  "refer",	   "truncate",	"ioctl_dev",
+	"execute",  "write_file", "read_file", "read_dir",   "remove_dir", "remove_file", "make_char", "make_dir",
+	"make_reg", "make_sock",  "make_fifo", "make_block", "make_sym",   "refer",	  "truncate",  "ioctl_dev",
 };
 
 struct ruleset_attr {
@@ -96,13 +95,16 @@ int landlock_plan_add(struct landlock_plan *plan, const char *path, enum landloc
 static uint64_t rights_of_kind(const struct landlock_plan *plan, enum landlock_kind kind)
 {
 	switch (kind) {
-	case LANDLOCK_READ: return (FS_EXECUTE | FS_READ_FILE | FS_READ_DIR) & plan->handled_fs;
+	case LANDLOCK_READ:
+		return (FS_EXECUTE | FS_READ_FILE | FS_READ_DIR) & plan->handled_fs;
 	case LANDLOCK_DEVICE:
 		return (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_READ_DIR | FS_IOCTL_DEV) & plan->handled_fs;
 	case LANDLOCK_DATA:
 		return plan->handled_fs & ~(FS_MAKE_CHAR | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM);
-	case LANDLOCK_TREE: return plan->handled_fs & ~(FS_MAKE_CHAR | FS_MAKE_FIFO | FS_MAKE_BLOCK);
-	case LANDLOCK_WRITE: break;
+	case LANDLOCK_TREE:
+		return plan->handled_fs & ~(FS_MAKE_CHAR | FS_MAKE_FIFO | FS_MAKE_BLOCK);
+	case LANDLOCK_WRITE:
+		break;
 	}
 	return plan->handled_fs;
 }

@@ -42,7 +42,10 @@ void log_init(const char *applet)
 	}
 }
 
-void log_set_level(enum log_level level) { current_level = level; }
+void log_set_level(enum log_level level)
+{
+	current_level = level;
+}
 
 int log_open_file(const char *path)
 {
@@ -70,8 +73,8 @@ static void add_timestamp(struct strbuf *sb)
 	struct tm tm;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	strbuf_addf(sb, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ", tm.tm_year + 1900, tm.tm_mon + 1,
-		    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	strbuf_addf(sb, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		    tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -19,8 +19,8 @@ int log_reopen(void);
 
 void log_msg(enum log_level level, const char *fmt, ...) PRINTF_LIKE(2, 3);
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 
 #endif

@@ -334,7 +334,8 @@ void loop_wake(struct loop *l)
 static unsigned from_epoll(uint32_t ev)
 {
 	return ((ev & EPOLLIN) ? LOOP_READ : 0) | ((ev & EPOLLOUT) ? LOOP_WRITE : 0) |
-	       ((ev & (EPOLLHUP | EPOLLRDHUP)) ? LOOP_HUP | LOOP_READ : 0) | ((ev & EPOLLERR) ? LOOP_ERROR | LOOP_READ : 0);
+	       ((ev & (EPOLLHUP | EPOLLRDHUP)) ? LOOP_HUP | LOOP_READ : 0) |
+	       ((ev & EPOLLERR) ? LOOP_ERROR | LOOP_READ : 0);
 }
 
 static void dispatch(struct loop *l, const struct epoll_event *ev)

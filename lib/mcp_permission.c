@@ -20,9 +20,9 @@
 static json_t *tool_list(void)
 {
 	return json_pack("{s:[{s:s,s:s,s:{s:s,s:{s:{s:s},s:{s:s},s:{s:s}},s:[s,s]}}]}", "tools", "name", "approve",
-			 "description", "Asks the agor daemon whether a tool call may run.", "inputSchema", "type", "object",
-			 "properties", "tool_name", "type", "string", "input", "type", "object", "tool_use_id", "type",
-			 "string", "required", "tool_name", "input");
+			 "description", "Asks the agor daemon whether a tool call may run.", "inputSchema", "type",
+			 "object", "properties", "tool_name", "type", "string", "input", "type", "object",
+			 "tool_use_id", "type", "string", "required", "tool_name", "input");
 }
 
 /* One line to the broker, one line back; NULL when anything fails. */
@@ -72,11 +72,13 @@ static json_t *decision_text(json_t *arguments, json_t *answer)
 static json_t *call_tool(json_t *params, const char *socket_path)
 {
 	json_t *arguments = json_object_get(params, "arguments");
-	if (strcmp(json_get_str(params, "name") ? json_get_str(params, "name") : "", "approve") || !json_is_object(arguments))
+	if (strcmp(json_get_str(params, "name") ? json_get_str(params, "name") : "", "approve") ||
+	    !json_is_object(arguments))
 		return decision_text(arguments, NULL);
 	const char *tool_name = json_get_str(arguments, "tool_name");
 	json_t *question = json_pack("{s:s,s:O?,s:O?}", "tool_name", tool_name ? tool_name : "", "input",
-				     json_object_get(arguments, "input"), "tool_use_id", json_object_get(arguments, "tool_use_id"));
+				     json_object_get(arguments, "input"), "tool_use_id",
+				     json_object_get(arguments, "tool_use_id"));
 	json_t *answer = ask_broker(socket_path, question);
 	json_decref(question);
 	json_t *result = decision_text(arguments, answer);

@@ -22,20 +22,20 @@
 #include "ws.h"
 #include "banned.h"
 
-#define DEFAULT_MAX_MESSAGE (1u << 20)
-#define DEFAULT_MAX_HEADER (16u << 10)
-#define DEFAULT_HIGH_WATER (4u << 20)
-#define DEFAULT_HEADER_TIMEOUT_MS 10000
-#define DEFAULT_MAX_CONNECTIONS 4096
+#define DEFAULT_MAX_MESSAGE	     (1u << 20)
+#define DEFAULT_MAX_HEADER	     (16u << 10)
+#define DEFAULT_HIGH_WATER	     (4u << 20)
+#define DEFAULT_HEADER_TIMEOUT_MS    10000
+#define DEFAULT_MAX_CONNECTIONS	     4096
 #define DEFAULT_MAX_UNIX_CONNECTIONS 1024
-#define DEFAULT_BACKLOG 128
-#define LINGER_MS 2000          /* flushing + waiting for the peer's EOF after we closed our side */
-#define READ_CHUNK 65536
-#define READ_BUDGET (256u << 10) /* bytes read from one connection per readiness event */
-#define ACCEPT_BUDGET 64
-#define ACCEPT_RETRY_MS 100    /* after EMFILE and friends */
-#define KEEP_BUFFER (256u << 10) /* idle input/output buffers larger than this are freed */
-#define REMOTE_LEN (INET6_ADDRSTRLEN + 10) /* "[v6]:port" */
+#define DEFAULT_BACKLOG		     128
+#define LINGER_MS		     2000 /* flushing + waiting for the peer's EOF after we closed our side */
+#define READ_CHUNK		     65536
+#define READ_BUDGET		     (256u << 10) /* bytes read from one connection per readiness event */
+#define ACCEPT_BUDGET		     64
+#define ACCEPT_RETRY_MS		     100		     /* after EMFILE and friends */
+#define KEEP_BUFFER		     (256u << 10)	     /* idle input/output buffers larger than this are freed */
+#define REMOTE_LEN		     (INET6_ADDRSTRLEN + 10) /* "[v6]:port" */
 
 enum conn_state { ST_HANDSHAKE, ST_OPEN, ST_FLUSHING, ST_LINGER, ST_DEAD };
 enum io_result { IO_AGAIN = -2, IO_WANT_WRITE = -3, IO_WANT_READ = -4, IO_ERROR = -1 };
@@ -68,7 +68,7 @@ struct net_conn {
 	int peer_eof;
 	int awaiting_reply, reply_keep_alive;
 	int in_request_callback; /* on_message/on_oversize of a POST /rpc runs: its data must stay valid */
-	int finish_deferred;     /* answered inside that callback: go on with the next request after it */
+	int finish_deferred;	 /* answered inside that callback: go on with the next request after it */
 	int ws_close_sent;
 	int opened;
 	uint64_t last_activity, request_deadline, close_deadline;
@@ -83,9 +83,9 @@ struct net_conn {
 	pid_t pid;
 	int passed_fds[FDPASS_MAX_FDS]; /* Unix: descriptors received with SCM_RIGHTS, oldest first */
 	size_t npassed;
-	int terminal_path; /* WS upgraded at /terminal */
-	int from_browser;  /* the request being answered, or the WS upgrade, carried an Origin header */
-	int authenticated; /* Unix: always; TCP: once net_conn_set_authenticated() */
+	int terminal_path;     /* WS upgraded at /terminal */
+	int from_browser;      /* the request being answered, or the WS upgrade, carried an Origin header */
+	int authenticated;     /* Unix: always; TCP: once net_conn_set_authenticated() */
 	uint64_t last_message; /* TCP: when it opened or last completed a request or WS message (auth_timeout_ms) */
 	int has_addr;
 	struct addr_key addr; /* TCP: the client's address, as max_per_ip counts it */
@@ -762,8 +762,8 @@ static void handle_rpc_post(struct net_conn *c, const struct http_message *m, in
 	c->reply_keep_alive = keep_alive;
 	if (m->body_too_large) {
 		srv->stats.oversize_refusals++;
-		log_debug("net: http connection %llu (%s): POST /rpc body over %zu bytes refused", (unsigned long long)c->id,
-			 c->remote, srv->cfg.max_message);
+		log_debug("net: http connection %llu (%s): POST /rpc body over %zu bytes refused",
+			  (unsigned long long)c->id, c->remote, srv->cfg.max_message);
 		if (srv->cb.on_oversize) {
 			c->in_request_callback = 1;
 			srv->cb.on_oversize(c, srv->cb.arg);
@@ -868,7 +868,7 @@ static void deliver_oversize(struct net_conn *c)
 	struct net_server *srv = c->srv;
 	srv->stats.oversize_refusals++;
 	log_debug("net: %s connection %llu (%s): message over %zu bytes refused", kind_name(c->kind),
-		 (unsigned long long)c->id, c->remote, srv->cfg.max_message);
+		  (unsigned long long)c->id, c->remote, srv->cfg.max_message);
 	if (srv->cb.on_oversize)
 		srv->cb.on_oversize(c, srv->cb.arg);
 }
@@ -1008,7 +1008,8 @@ static void read_input(struct net_conn *c)
 			}
 			budget -= (size_t)n;
 			if ((size_t)n < room && (!c->tls || !tls_pending(c->tls)))
-				break; /* drained: epoll reports anything newer (level-triggered), saving an EAGAIN read */
+				break; /* drained: epoll reports anything newer (level-triggered), saving an EAGAIN read
+					*/
 			continue;
 		}
 		if (n == 0)
@@ -1223,7 +1224,8 @@ static void pause_accepting(struct net_server *srv, int errnum)
 }
 
 /* Why a new connection must be closed at once (net.h "Caps"), counted by reason; NULL when it may stay. */
-static const char *refusal(struct net_server *srv, const struct listener *lst, int cfd, const struct sockaddr_storage *ss)
+static const char *refusal(struct net_server *srv, const struct listener *lst, int cfd,
+			   const struct sockaddr_storage *ss)
 {
 	const struct net_server_config *cfg = &srv->cfg;
 	struct addr_key k;
@@ -1336,8 +1338,9 @@ int net_unix_address(const char *path, struct sockaddr_un *sa, struct err *e)
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sa->sun_path))
-		return err_set(e, E_INVALID_PAYLOAD, "socket path is %zu bytes, longer than the %zu a Unix socket allows: %s",
-			       strlen(path), sizeof(sa->sun_path) - 1, path);
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "socket path is %zu bytes, longer than the %zu a Unix socket allows: %s", strlen(path),
+			       sizeof(sa->sun_path) - 1, path);
 	memcpy(sa->sun_path, path, strlen(path) + 1);
 	return 0;
 }
@@ -1463,8 +1466,8 @@ static void remove_own_socket(struct net_server *srv)
 	srv->unix_ino = 0;
 }
 
-struct net_server *net_server_start(struct loop *l, const struct net_server_config *cfg,
-				    const struct net_callbacks *cb, struct err *e)
+struct net_server *net_server_start(struct loop *l, const struct net_server_config *cfg, const struct net_callbacks *cb,
+				    struct err *e)
 {
 	struct net_server *srv = xcalloc(1, sizeof(*srv));
 	srv->loop = l;

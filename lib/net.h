@@ -57,9 +57,10 @@
  * Output. net_send() queues one message: a line + '\n' on Unix (a message containing '\n' is refused), a text
  *   frame on WS, the response to the pending POST /rpc on HTTP (refused when none is pending). net_send_binary()
  *   queues a binary frame (WS only). Writes go out at the end of this connection's own on_message when the
- *   send happens inside it, else at the end of the loop iteration (one write for a burst of events). When the bytes still queued would exceed out_high_water
- *   (default 4 MiB) the peer is a slow reader: the connection is closed at once, logged and counted
- *   (slow_drops) and the call returns -1. Every send returns 0 when queued, -1 when refused or dropped.
+ *   send happens inside it, else at the end of the loop iteration (one write for a burst of events). When the bytes
+ * still queued would exceed out_high_water (default 4 MiB) the peer is a slow reader: the connection is closed at once,
+ * logged and counted (slow_drops) and the call returns -1. Every send returns 0 when queued, -1 when refused or
+ * dropped.
  *
  * Lifetime. on_open(conn) runs when a connection is accepted (before any TLS handshake; a TCP connection is
  *   NET_CONN_HTTP until it upgrades to NET_CONN_WS). on_close(conn) runs exactly once for every opened
@@ -94,22 +95,22 @@ struct net_server_config {
 	mode_t unix_mode;      /* 0 = 0600 */
 	int unix_gid_set;
 	gid_t unix_gid;
-	const char *tcp_host;  /* NULL = 127.0.0.1 */
-	int tcp_port;          /* 0 = no TCP listener; NET_TCP_EPHEMERAL = any free port */
-	const char *tls_cert;  /* PEM; TLS on TCP when both are set */
+	const char *tcp_host; /* NULL = 127.0.0.1 */
+	int tcp_port;	      /* 0 = no TCP listener; NET_TCP_EPHEMERAL = any free port */
+	const char *tls_cert; /* PEM; TLS on TCP when both are set */
 	const char *tls_key;
-	size_t max_message;    /* 0 = 1 MiB */
-	size_t max_header;     /* 0 = 16 KiB */
-	size_t out_high_water; /* 0 = 4 MiB */
-	unsigned header_timeout_ms; /* 0 = 10000 */
-	unsigned idle_timeout_ms;   /* 0 = none */
-	unsigned max_connections;   /* 0 = 4096: open TCP connections */
+	size_t max_message;	       /* 0 = 1 MiB */
+	size_t max_header;	       /* 0 = 16 KiB */
+	size_t out_high_water;	       /* 0 = 4 MiB */
+	unsigned header_timeout_ms;    /* 0 = 10000 */
+	unsigned idle_timeout_ms;      /* 0 = none */
+	unsigned max_connections;      /* 0 = 4096: open TCP connections */
 	unsigned max_unix_connections; /* 0 = 1024 */
-	int tcp_fd_ceiling;         /* 0 = none: TCP connections on descriptors >= this are refused */
-	unsigned max_per_ip;        /* 0 = none: TCP connections from one address */
-	unsigned max_unauthenticated; /* 0 = none: TCP connections not yet authenticated */
-	unsigned auth_timeout_ms;   /* 0 = none */
-	int backlog;                /* 0 = 128 */
+	int tcp_fd_ceiling;	       /* 0 = none: TCP connections on descriptors >= this are refused */
+	unsigned max_per_ip;	       /* 0 = none: TCP connections from one address */
+	unsigned max_unauthenticated;  /* 0 = none: TCP connections not yet authenticated */
+	unsigned auth_timeout_ms;      /* 0 = none */
+	int backlog;		       /* 0 = 128 */
 };
 
 struct net_conn;
@@ -127,7 +128,8 @@ struct net_callbacks {
 	int (*on_http_get)(struct net_conn *c, const char *path, struct strbuf *body, const char **content_type,
 			   struct strbuf *headers, void *arg);
 	void (*on_close)(struct net_conn *c, void *arg);
-	/* A browser's Origin header on a WebSocket upgrade or POST /rpc: 1 serves it, 0 answers 403. NULL: all served. */
+	/* A browser's Origin header on a WebSocket upgrade or POST /rpc: 1 serves it, 0 answers 403. NULL: all served.
+	 */
 	int (*on_origin)(struct net_conn *c, const char *origin, void *arg);
 	void *arg;
 };
@@ -139,23 +141,23 @@ struct net_stats {
 	uint64_t messages_out;
 	uint64_t bytes_in;
 	uint64_t bytes_out;
-	uint64_t slow_drops;        /* closed for exceeding out_high_water */
-	uint64_t oversize_refusals; /* messages over max_message */
-	uint64_t protocol_errors;   /* malformed HTTP, WebSocket violations */
-	uint64_t tls_failures;      /* failed TLS handshakes */
-	uint64_t timeouts;          /* header or idle timeouts */
-	uint64_t refused;           /* over max_connections or max_unix_connections */
-	uint64_t refused_reserve;   /* TCP on a descriptor at or above tcp_fd_ceiling */
-	uint64_t refused_per_ip;    /* over max_per_ip */
+	uint64_t slow_drops;		  /* closed for exceeding out_high_water */
+	uint64_t oversize_refusals;	  /* messages over max_message */
+	uint64_t protocol_errors;	  /* malformed HTTP, WebSocket violations */
+	uint64_t tls_failures;		  /* failed TLS handshakes */
+	uint64_t timeouts;		  /* header or idle timeouts */
+	uint64_t refused;		  /* over max_connections or max_unix_connections */
+	uint64_t refused_reserve;	  /* TCP on a descriptor at or above tcp_fd_ceiling */
+	uint64_t refused_per_ip;	  /* over max_per_ip */
 	uint64_t refused_unauthenticated; /* over max_unauthenticated */
-	uint64_t auth_timeouts;     /* closed after auth_timeout_ms */
-	uint64_t origin_refusals;   /* 403 for an Origin on_origin refused */
-	uint64_t tcp_open;          /* now: open TCP connections */
-	uint64_t unauthenticated_open; /* now: of which not authenticated */
+	uint64_t auth_timeouts;		  /* closed after auth_timeout_ms */
+	uint64_t origin_refusals;	  /* 403 for an Origin on_origin refused */
+	uint64_t tcp_open;		  /* now: open TCP connections */
+	uint64_t unauthenticated_open;	  /* now: of which not authenticated */
 };
 
-struct net_server *net_server_start(struct loop *l, const struct net_server_config *cfg,
-				    const struct net_callbacks *cb, struct err *e);
+struct net_server *net_server_start(struct loop *l, const struct net_server_config *cfg, const struct net_callbacks *cb,
+				    struct err *e);
 /* The bound TCP port, or 0 without a TCP listener. */
 int net_server_tcp_port(const struct net_server *s);
 void net_server_stop_accepting(struct net_server *s);

@@ -54,8 +54,10 @@ struct runner {
 
 static struct rpc_client *connect_gateway(const struct node_runner_config *cfg, struct err *e)
 {
-	struct rpc_client_options opt = { .pin_sha256 = cfg->fingerprint, .connect_timeout_ms = 10000,
-					   .call_timeout_ms = 30000, .max_message = 2u << 20 };
+	struct rpc_client_options opt = { .pin_sha256 = cfg->fingerprint,
+					  .connect_timeout_ms = 10000,
+					  .call_timeout_ms = 30000,
+					  .max_message = 2u << 20 };
 	return rpc_client_connect(cfg->url, &opt, e);
 }
 
@@ -72,19 +74,21 @@ static void send_json(struct runner *r, json_t *msg)
 
 static void answer_error(struct runner *r, json_t *rpc_id, const struct err *e)
 {
-	send_json(r, json_pack("{s:s,s:O,s:{s:i,s:s,s:{s:s}}}", "jsonrpc", "2.0", "id", rpc_id, "error", "code",
-			       -32000, "message", e->message, "data", "code", e->code));
+	send_json(r, json_pack("{s:s,s:O,s:{s:i,s:s,s:{s:s}}}", "jsonrpc", "2.0", "id", rpc_id, "error", "code", -32000,
+			       "message", e->message, "data", "code", e->code));
 }
 
-static int level_arg(json_t *params, const char *key, int (*parse)(const char *), const char *flag,
-		     struct strvec *args, struct err *e)
+static int level_arg(json_t *params, const char *key, int (*parse)(const char *), const char *flag, struct strvec *args,
+		     struct err *e)
 {
 	json_t *v = json_object_get(params, key);
 	if (!v)
 		return 0;
 	if (!json_is_string(v) || parse(json_string_value(v)) < 0)
-		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key), "system.run: params.%s: not a "
-											 "valid level", key);
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
+				"system.run: params.%s: not a "
+				"valid level",
+				key);
 	strvec_push(args, flag);
 	strvec_push(args, json_string_value(v));
 	return 0;
@@ -98,7 +102,8 @@ static int approvals_args(struct runner *r, json_t *params, struct strvec *args,
 	size_t i;
 	json_t *w;
 	int ok = json_is_array(argv) && json_array_size(argv) > 0;
-	json_array_foreach(argv, i, w) ok = ok && json_is_string(w) && strlen(json_string_value(w)) == json_string_length(w);
+	json_array_foreach(argv, i, w) ok =
+		ok && json_is_string(w) && strlen(json_string_value(w)) == json_string_length(w);
 	if (!ok)
 		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "argv"),
 				"system.run: params.argv: expected a non-empty array of strings");
@@ -132,7 +137,8 @@ static void child_env(struct runner *r, json_t *params, const char *run_id, stru
 	const char *name;
 	json_t *v;
 	json_t *overrides = json_object_get(params, "env");
-	json_object_foreach(overrides, name, v) {
+	json_object_foreach(overrides, name, v)
+	{
 		const char *why = json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v)
 					  ? exec_env_refusal(r->cfg->env_allow, name)
 					  : "not a string";
@@ -172,9 +178,9 @@ static void run_free(struct run *run)
 /* The node's policy asks: the gateway decides (node.ask); its answer goes to approvals exec's stdin. */
 static void ask_gateway(struct runner *r, struct run *run, const json_t *ev)
 {
-	send_json(r, json_pack("{s:s,s:s+,s:s,s:{s:s,s:s?,s:O?}}", "jsonrpc", "2.0", "id", "ask:", run->run_id, "method",
-			       "node.ask", "params", "runId", run->run_id, "argvSha256", json_get_str(ev, "argvSha256"),
-			       "executables", json_object_get(ev, "executables")));
+	send_json(r, json_pack("{s:s,s:s+,s:s,s:{s:s,s:s?,s:O?}}", "jsonrpc", "2.0", "id", "ask:", run->run_id,
+			       "method", "node.ask", "params", "runId", run->run_id, "argvSha256",
+			       json_get_str(ev, "argvSha256"), "executables", json_object_get(ev, "executables")));
 }
 
 static struct run *run_by_id(struct runner *r, const char *run_id)
@@ -193,8 +199,8 @@ static void on_ask_answer(struct runner *r, const char *run_id, json_t *msg)
 		return;
 	json_t *res = json_object_get(msg, "result");
 	json_t *answer = json_is_object(res) ? json_incref(res)
-					      : json_pack("{s:s,s:s?}", "decision", "unanswered", "reason",
-							  json_get_str(json_object_get(msg, "error"), "message"));
+					     : json_pack("{s:s,s:s?}", "decision", "unanswered", "reason",
+							 json_get_str(json_object_get(msg, "error"), "message"));
 	json_write_line(run->child.in, answer);
 	json_decref(answer);
 	close(run->child.in);
@@ -224,8 +230,9 @@ static void on_err_line(struct runner *r, struct run *run, const char *line, siz
 	json_object_del(data, "type");
 	send_json(r, json_pack("{s:s,s:s,s:{s:s,s:s,s:o}}", "jsonrpc", "2.0", "method", "node.event", "params", "runId",
 			       run->run_id, "type", type, "data", data));
-	json_t **keep = !strcmp(type, "exec.denied") ? &run->denied : !strcmp(type, "exec.finished") ? &run->finished
-												   : NULL;
+	json_t **keep = !strcmp(type, "exec.denied")	 ? &run->denied
+			: !strcmp(type, "exec.finished") ? &run->finished
+							 : NULL;
 	if (keep && !*keep)
 		*keep = json_incref(ev);
 	json_decref(ev);
@@ -273,8 +280,9 @@ static json_t *run_result(struct run *run)
 	json_object_set_new(res, "timedOut", json_boolean(timed_out || run->child.timed_out));
 	json_object_set_new(res, "success", json_boolean(run->finished && !run->denied && code == 0));
 	if (!run->finished && !run->denied)
-		json_object_set_new(res, "error", json_string_lossy(run->diagnostics.buf ? run->diagnostics.buf : "",
-								   run->diagnostics.len));
+		json_object_set_new(
+			res, "error",
+			json_string_lossy(run->diagnostics.buf ? run->diagnostics.buf : "", run->diagnostics.len));
 	return res;
 }
 
@@ -304,7 +312,8 @@ static void finish_if_done(struct run *run)
 	child_wait(&run->child, &status, &e);
 	if (run->err_line.len)
 		on_err_line(r, run, run->err_line.buf, run->err_line.len);
-	send_json(r, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", run->rpc_id, "result", fit_answer(run_result(run))));
+	send_json(r, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", run->rpc_id, "result",
+			       fit_answer(run_result(run))));
 	log_info("node: run %s finished (exit %d)", run->run_id, child_exit_code(&run->child));
 	r->runs[run->slot] = NULL;
 	run_free(run);
@@ -425,7 +434,8 @@ static void on_message(struct runner *r, const char *text, size_t len)
 	} else if (!method && json_is_string(id) && !strncmp(json_string_value(id), "ask:", 4)) {
 		on_ask_answer(r, json_string_value(id) + 4, m);
 	} else if (json_object_get(m, "error")) {
-		log_warn("node: the gateway refused a message: %s", json_get_str(json_object_get(m, "error"), "message"));
+		log_warn("node: the gateway refused a message: %s",
+			 json_get_str(json_object_get(m, "error"), "message"));
 	}
 }
 

@@ -24,19 +24,19 @@
  * attempt: 0 when a connection was served, else -1 with why. It never returns otherwise.
  */
 
-#define NODE_MAX_RUNS 8
-#define NODE_BACKOFF_MIN_MS 500
-#define NODE_BACKOFF_MAX_MS 30000
+#define NODE_MAX_RUNS	       8
+#define NODE_BACKOFF_MIN_MS    500
+#define NODE_BACKOFF_MAX_MS    30000
 #define NODE_BACKSTOP_GRACE_MS 10000
 
 #include "err.h"
 
 struct node_runner_config {
-	const char *url, *fingerprint;		  /* the gateway; fingerprint: its certificate's SHA-256, or NULL */
+	const char *url, *fingerprint;		    /* the gateway; fingerprint: its certificate's SHA-256, or NULL */
 	const char *node_id, *display_name, *token; /* from node.json */
-	const char *home;			  /* this host's AGOR_HOME (the runs get it) */
-	const char *env_allow;			  /* this host's execution.exec_env_allow, or NULL */
-	const char *self;			  /* the agor binary */
+	const char *home;			    /* this host's AGOR_HOME (the runs get it) */
+	const char *env_allow;			    /* this host's execution.exec_env_allow, or NULL */
+	const char *self;			    /* the agor binary */
 	int once;
 };
 

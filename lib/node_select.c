@@ -94,7 +94,8 @@ static int narrow(const struct node_candidate *nodes, size_t n, const int *hit, 
 int node_select(const struct node_candidate *nodes, size_t n, const char *query, struct err *e)
 {
 	if (!query || !*query)
-		return err_set(e, E_INVALID_PAYLOAD, "params.node: required (a node id, id prefix, IP or display name)");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "params.node: required (a node id, id prefix, IP or display name)");
 	_cleanup_free_ char *normalized = node_name_normalize(query);
 	_cleanup_free_ int *hit = xcalloc(n ? n : 1, sizeof(*hit));
 	for (int r = RULE_ID; r < RULE_COUNT; r++) {

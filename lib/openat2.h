@@ -23,10 +23,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define OPENAT2_RESOLVE_NO_XDEV 0x01
+#define OPENAT2_RESOLVE_NO_XDEV	      0x01
 #define OPENAT2_RESOLVE_NO_MAGICLINKS 0x02
-#define OPENAT2_RESOLVE_NO_SYMLINKS 0x04
-#define OPENAT2_RESOLVE_BENEATH 0x08
+#define OPENAT2_RESOLVE_NO_SYMLINKS   0x04
+#define OPENAT2_RESOLVE_BENEATH	      0x08
 
 int openat2_call(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
 bool openat2_unavailable(int err);

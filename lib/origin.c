@@ -27,7 +27,8 @@ static char *canonical_origin(const char *text, struct err *why)
 		return NULL;
 	}
 	if (u.userinfo || *u.path) {
-		err_set(why, E_INVALID_PAYLOAD, "an origin is scheme://host[:port], with no user, path, query or fragment");
+		err_set(why, E_INVALID_PAYLOAD,
+			"an origin is scheme://host[:port], with no user, path, query or fragment");
 		return NULL;
 	}
 	if (u.ipv6) { /* one spelling per address: "[0:0::1]" is "[::1]" */
@@ -50,8 +51,10 @@ int origin_list_check(const char *list, size_t *at, struct err *e)
 		char *origin = canonical_origin(entry, &why);
 		*at = (size_t)(p - list);
 		if (!origin) {
-			err_set(e, E_CONFIG, "expected origins like https://agor.example.com:3030 separated by commas or spaces; "
-					     "\"%.60s\" is not one: %s", entry, why.message);
+			err_set(e, E_CONFIG,
+				"expected origins like https://agor.example.com:3030 separated by commas or spaces; "
+				"\"%.60s\" is not one: %s",
+				entry, why.message);
 			err_clear(&why);
 			return -1;
 		}
@@ -77,7 +80,7 @@ static void add_origin(struct origin_set *set, const char *text)
 static void add_host(struct origin_set *set, const char *scheme, const char *host, int port)
 {
 	_cleanup_free_ char *text = strchr(host, ':') ? xasprintf("%s://[%s]:%d", scheme, host, port)
-						       : xasprintf("%s://%s:%d", scheme, host, port);
+						      : xasprintf("%s://%s:%d", scheme, host, port);
 	add_origin(set, text);
 }
 

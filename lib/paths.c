@@ -34,10 +34,9 @@ void paths_from_config(struct agor_paths *p, const struct config *cfg)
 
 void paths_release(struct agor_paths *p)
 {
-	char **all[] = {&p->home,	    &p->config_file, &p->db,	    &p->logs,
-			&p->cache,	    &p->run,	     &p->pid_file,  &p->socket,
-			&p->data_home,	    &p->repos,	     &p->worktrees, &p->zellij,
-			&p->zellij_sessions};
+	char **all[] = { &p->home,	     &p->config_file, &p->db,	     &p->logs,	&p->cache,     &p->run,
+			 &p->pid_file,	     &p->socket,      &p->data_home, &p->repos, &p->worktrees, &p->zellij,
+			 &p->zellij_sessions };
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
 		free(*all[i]);
 		*all[i] = NULL;
@@ -58,8 +57,7 @@ static int make_parents(const char *path, struct err *e)
 }
 
 /* Creates dir in at (mode exactly `mode`), tolerating an existing entry; *created says which. */
-static int make_dir_at(int at, const char *name, const char *shown, mode_t mode, bool *created,
-		       struct err *e)
+static int make_dir_at(int at, const char *name, const char *shown, mode_t mode, bool *created, struct err *e)
 {
 	*created = false;
 	if (mkdirat(at, name, mode) == 0) {
@@ -80,8 +78,7 @@ static int open_dir_nofollow(int at, const char *name, const char *shown, struct
 	int saved = errno;
 	struct stat st;
 	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-		return err_set(e, E_PERMISSION_DENIED,
-			       "%s is a symbolic link; refusing it (use the real path)", shown);
+		return err_set(e, E_PERMISSION_DENIED, "%s is a symbolic link; refusing it (use the real path)", shown);
 	if (saved == ENOTDIR)
 		return err_set(e, E_PERMISSION_DENIED, "%s exists and is not a directory", shown);
 	return err_errno(e, saved, "cannot open %s", shown);
@@ -104,8 +101,7 @@ static int make_private(int fd, const char *shown, bool created, struct err *e)
 	if (fchmod(fd, 0700) < 0)
 		return err_errno(e, errno, "cannot set mode 0700 on %s", shown);
 	if (!created)
-		log_warn("%s had mode %04o; tightened to 0700", shown,
-			 (unsigned)(st.st_mode & 07777));
+		log_warn("%s had mode %04o; tightened to 0700", shown, (unsigned)(st.st_mode & 07777));
 	return 0;
 }
 
@@ -123,13 +119,12 @@ static int ensure_private_subdir(int home_fd, const char *name, const char *show
 int paths_ensure_home(const struct agor_paths *p, struct err *e)
 {
 	bool created;
-	if (make_parents(p->home, e) < 0 ||
-	    make_dir_at(AT_FDCWD, p->home, p->home, 0700, &created, e) < 0)
+	if (make_parents(p->home, e) < 0 || make_dir_at(AT_FDCWD, p->home, p->home, 0700, &created, e) < 0)
 		return -1;
 	_cleanup_close_ int home_fd = open_dir_nofollow(AT_FDCWD, p->home, p->home, e);
 	if (home_fd < 0 || make_private(home_fd, p->home, created, e) < 0)
 		return -1;
-	const char *const subdirs[] = {"logs", "cache", "run"};
+	const char *const subdirs[] = { "logs", "cache", "run" };
 	for (size_t i = 0; i < ARRAY_SIZE(subdirs); i++) {
 		_cleanup_free_ char *shown = join(p->home, subdirs[i]);
 		if (ensure_private_subdir(home_fd, subdirs[i], shown, e) < 0)
@@ -146,9 +141,8 @@ static int ensure_data_dir(const char *path, mode_t mode, struct err *e)
 		return -1;
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOTDIR
-			       ? err_set(e, E_SYSTEM, "%s exists and is not a directory", path)
-			       : err_errno(e, errno, "cannot open %s", path);
+		return errno == ENOTDIR ? err_set(e, E_SYSTEM, "%s exists and is not a directory", path)
+					: err_errno(e, errno, "cannot open %s", path);
 	if (created && fchmod(fd, mode) < 0) /* exactly mode whatever the umask */
 		return err_errno(e, errno, "cannot set mode %04o on %s", (unsigned)mode, path);
 	return 0;

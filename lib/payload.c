@@ -68,9 +68,9 @@ static const struct field_spec worktree_add_params[] = {
 static const struct field_spec worktree_remove_params[] = {
 	{ "worktreePath", F_STRING, REQ_STR },
 	{ "force", F_BOOL, 0 },
-	{ "finish", F_BOOL, 0 },	     /* an interrupted removal: whatever is left goes */
-	{ "repoPath", F_STRING, 0 },	     /* finish: the repository whose admin entry goes too */
-	{ "worktreeName", F_STRING, 0 },     /* finish: that entry's name */
+	{ "finish", F_BOOL, 0 },	 /* an interrupted removal: whatever is left goes */
+	{ "repoPath", F_STRING, 0 },	 /* finish: the repository whose admin entry goes too */
+	{ "worktreeName", F_STRING, 0 }, /* finish: that entry's name */
 	{ NULL },
 };
 
@@ -92,8 +92,8 @@ static const struct field_spec tmux_params[] = {
 
 static const struct field_spec tmux_close_params[] = {
 	{ "sessionName", F_STRING, REQ_STR },
-	{ "windowName", F_STRING, OPT_STR },  /* close this window */
-	{ "keepWindows", F_NAMES, 0 },	      /* or: close agor's windows of the session not named here */
+	{ "windowName", F_STRING, OPT_STR }, /* close this window */
+	{ "keepWindows", F_NAMES, 0 },	     /* or: close agor's windows of the session not named here */
 	{ NULL },
 };
 
@@ -135,8 +135,8 @@ static const struct field_spec base_fields[] = {
 
 static int invalid(struct err *e, const char *path, const char *reason)
 {
-	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", path, "reason", reason),
-			"%s: %s", path, reason);
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s,s:s}", "path", path, "reason", reason), "%s: %s", path,
+			reason);
 }
 
 static char *join_path(const char *prefix, const char *name)
@@ -163,7 +163,8 @@ static int check_env(json_t *env, const char *path, struct err *e)
 {
 	const char *name;
 	json_t *value;
-	json_object_foreach(env, name, value) {
+	json_object_foreach(env, name, value)
+	{
 		_cleanup_free_ char *p = join_path(path, name);
 		if (!valid_env_name(name))
 			return invalid(e, p, "not a valid environment variable name (letters, digits, _)");
@@ -180,14 +181,20 @@ static int check_env(json_t *env, const char *path, struct err *e)
 static const char *type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
 	case JSON_INTEGER:
-	case JSON_REAL: return "number";
+	case JSON_REAL:
+		return "number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
-	default: return "null";
+	case JSON_FALSE:
+		return "boolean";
+	default:
+		return "null";
 	}
 }
 
@@ -219,7 +226,8 @@ static int check_argv(json_t *v, const char *path, struct err *e)
 	}
 	size_t i;
 	json_t *item;
-	json_array_foreach(v, i, item) {
+	json_array_foreach(v, i, item)
+	{
 		_cleanup_free_ char *at = xasprintf("%s[%zu]", path, i);
 		if (!json_is_string(item)) {
 			snprintf(reason, sizeof(reason), "expected a string, got %s", type_name(item));
@@ -240,7 +248,8 @@ static int check_names(json_t *v, const char *path, struct err *e)
 		return invalid(e, path, "expected an array of names");
 	size_t i;
 	json_t *item;
-	json_array_foreach(v, i, item) {
+	json_array_foreach(v, i, item)
+	{
 		_cleanup_free_ char *at = xasprintf("%s[%zu]", path, i);
 		const char *s = json_string_value(item);
 		if (!s || strlen(s) != json_string_length(item) || !*s)
@@ -265,10 +274,14 @@ static int check_field(const struct field_spec *f, json_t *v, const char *path, 
 {
 	char reason[96];
 	switch (f->type) {
-	case F_ARGV: return check_argv(v, path, e);
-	case F_NAMES: return check_names(v, path, e);
-	case F_TIMEOUT_MS: return check_timeout_ms(v, path, e);
-	case F_POLICY: return config_policy_check(v, e); /* names policy.KEY itself */
+	case F_ARGV:
+		return check_argv(v, path, e);
+	case F_NAMES:
+		return check_names(v, path, e);
+	case F_TIMEOUT_MS:
+		return check_timeout_ms(v, path, e);
+	case F_POLICY:
+		return config_policy_check(v, e); /* names policy.KEY itself */
 	case F_BOOL:
 		if (json_is_boolean(v))
 			return 0;
@@ -324,7 +337,8 @@ static int check_object(json_t *obj, const struct field_spec *fields, const char
 {
 	const char *key;
 	json_t *value;
-	json_object_foreach(obj, key, value) {
+	json_object_foreach(obj, key, value)
+	{
 		if (!find_field(fields, key)) {
 			_cleanup_free_ char *path = join_path(prefix, key);
 			return unknown_field(fields, path, e);
@@ -370,8 +384,7 @@ static int resolve_command(json_t *root, const struct command_spec **out, struct
 	*out = find_command(json_string_value(cmd));
 	if (*out)
 		return 0;
-	return err_setd(e, E_UNKNOWN_COMMAND,
-			json_pack("{s:o}", "supportedCommands", payload_supported_commands()),
+	return err_setd(e, E_UNKNOWN_COMMAND, json_pack("{s:o}", "supportedCommands", payload_supported_commands()),
 			"unknown command '%s'", json_string_value(cmd));
 }
 

@@ -38,15 +38,15 @@ struct payload {
 	json_t *root; /* owned */
 	enum payload_command command;
 	const char *command_name;
-	json_t *params;		   /* borrowed from root: the validated params object */
-	json_t *env;		   /* borrowed; may be NULL */
-	const char *as_user;	   /* NULL when absent */
-	const char *daemon_url;	   /* NULL when absent */
-	const char *daemon_ca;	   /* PEM: what a remote daemonUrl's certificate chains to; NULL when absent */
+	json_t *params;			/* borrowed from root: the validated params object */
+	json_t *env;			/* borrowed; may be NULL */
+	const char *as_user;		/* NULL when absent */
+	const char *daemon_url;		/* NULL when absent */
+	const char *daemon_ca;		/* PEM: what a remote daemonUrl's certificate chains to; NULL when absent */
 	const char *daemon_fingerprint; /* the SHA-256 a remote daemonUrl's certificate must have; NULL when absent */
-	const char *session_token; /* NULL when absent; a secret: never log it */
-	const char *data_home;	   /* NULL when absent */
-	json_t *policy;		   /* borrowed; NULL when absent: the daemon's execution policy */
+	const char *session_token;	/* NULL when absent; a secret: never log it */
+	const char *data_home;		/* NULL when absent */
+	json_t *policy;			/* borrowed; NULL when absent: the daemon's execution policy */
 };
 
 int payload_parse(const char *text, size_t len, struct payload *p, struct err *e);

@@ -34,9 +34,9 @@
 #include "url.h"
 #include "banned.h"
 
-#define STDERR_TAIL_BYTES 4096
-#define MAX_LINE_BYTES (16u << 20)
-#define STOP_GRACE_MS 3000
+#define STDERR_TAIL_BYTES      4096
+#define MAX_LINE_BYTES	       (16u << 20)
+#define STOP_GRACE_MS	       3000
 #define BROKER_READ_TIMEOUT_MS 5000
 
 /* --- stopping: daemon cancellation arrives as SIGTERM ------------------------------------------- */
@@ -64,14 +64,14 @@ struct prompt_run {
 	const struct prompt_request *req;
 	const struct agent_adapter *adapter;
 	struct rpc_client *rpc;
-	json_t *context;     /* get_execution_context's answer */
-	char run_dir[64];    /* private 0700 directory, or "" */
-	char *socket_path;   /* the permission broker's socket, or NULL */
+	json_t *context;   /* get_execution_context's answer */
+	char run_dir[64];  /* private 0700 directory, or "" */
+	char *socket_path; /* the permission broker's socket, or NULL */
 	int listen_fd;
 	struct agent_state agent;
-	struct strbuf line;  /* the partial stdout line */
+	struct strbuf line; /* the partial stdout line */
 	struct strbuf err_tail;
-	int line_overflow;   /* the current line passed MAX_LINE_BYTES: dropped up to its newline */
+	int line_overflow;	 /* the current line passed MAX_LINE_BYTES: dropped up to its newline */
 	struct err report_error; /* the first failure to reach the daemon */
 	json_t *receipt;	 /* the sandbox controls the agent ran under */
 	json_t *git_metadata;	 /* what git_layout_repair found after the run (gitlayout.h), or NULL */
@@ -80,7 +80,8 @@ struct prompt_run {
 	char *sentinel;		 /* what the agent holds instead of the key, or NULL */
 	struct egress *proxy;	 /* network proxy: the run's proxy, whose refusals are reported as they come */
 	struct acp_client *acp;	 /* the CLI runs as an ACP agent (agent_uses_acp), or NULL */
-	/* a remote daemon (callback.h): heartbeats every heartbeat_ms; a call unanswered for 3 of them is a lost link */
+	/* a remote daemon (callback.h): heartbeats every heartbeat_ms; a call unanswered for 3 of them is a lost link
+	 */
 	int remote;
 	long long heartbeat_ms, permission_timeout_ms;
 	uint64_t next_heartbeat;
@@ -141,8 +142,8 @@ static void report_message(const char *type, json_t *data, void *arg)
 {
 	struct prompt_run *r = arg;
 	json_t *msg = json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:o}}", "jsonrpc", "2.0", "method", "report_message", "params",
-				"session_token", r->req->session_token, "task_id", r->req->task_id, "message_type", type,
-				"data", data ? data : json_null());
+				"session_token", r->req->session_token, "task_id", r->req->task_id, "message_type",
+				type, "data", data ? data : json_null());
 	_cleanup_free_ char *text = json_to_compact(msg);
 	json_decref(msg);
 	struct err e = ERR_INIT;
@@ -187,7 +188,8 @@ static int open_broker(struct prompt_run *r, struct err *e)
 	if (net_unix_address(r->socket_path, &sa, e) < 0)
 		return -1;
 	r->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (r->listen_fd < 0 || bind(r->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(r->listen_fd, 8) < 0)
+	if (r->listen_fd < 0 || bind(r->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(r->listen_fd, 8) < 0)
 		return err_errno(e, errno, "permission socket %s", r->socket_path);
 	return 0;
 }
@@ -225,8 +227,8 @@ static int read_request_line(int fd, struct strbuf *line)
 static json_t *ask_daemon(const char *tool_name, json_t *input, json_t *tool_use_id, void *arg)
 {
 	struct prompt_run *r = arg;
-	json_t *params = json_pack("{s:s,s:s,s:O?,s:O?}", "task_id", r->req->task_id, "tool_name", tool_name ? tool_name : "",
-				   "tool_input", input, "tool_use_id", tool_use_id);
+	json_t *params = json_pack("{s:s,s:s,s:O?,s:O?}", "task_id", r->req->task_id, "tool_name",
+				   tool_name ? tool_name : "", "tool_input", input, "tool_use_id", tool_use_id);
 	json_t *result = NULL;
 	struct err e = ERR_INIT;
 	if (daemon_call(r, "request_permission", params, &result, &e) < 0) {
@@ -252,10 +254,12 @@ static void serve_one_permission(struct prompt_run *r)
 	if (fd < 0)
 		return;
 	struct strbuf line = STRBUF_INIT;
-	json_t *request = read_request_line(fd, &line) == 0 ? json_loadb(line.buf, strcspn(line.buf, "\n"), 0, NULL) : NULL;
-	json_t *answer = json_is_object(request) ? ask_daemon(json_get_str(request, "tool_name"), json_object_get(request, "input"),
-							      json_object_get(request, "tool_use_id"), r)
-						 : json_pack("{s:b,s:s}", "approved", 0, "reason", "malformed permission request");
+	json_t *request =
+		read_request_line(fd, &line) == 0 ? json_loadb(line.buf, strcspn(line.buf, "\n"), 0, NULL) : NULL;
+	json_t *answer = json_is_object(request)
+				 ? ask_daemon(json_get_str(request, "tool_name"), json_object_get(request, "input"),
+					      json_object_get(request, "tool_use_id"), r)
+				 : json_pack("{s:b,s:s}", "approved", 0, "reason", "malformed permission request");
 	_cleanup_free_ char *text = json_to_compact(answer);
 	strbuf_reset(&line);
 	strbuf_addstr(&line, text);
@@ -297,9 +301,9 @@ static char *installation_of(const char *program)
 
 struct agent_sandbox {
 	struct execrun_confinement cf;
-	char *program; /* the CLI's canonical path */
+	char *program;		/* the CLI's canonical path */
 	const char *state_root; /* the agent state directories' home on the host (in paths), or NULL */
-	struct strvec paths; /* the strings of binds */
+	struct strvec paths;	/* the strings of binds */
 	struct sandbox_bind binds[8];
 	size_t nbinds;
 };
@@ -317,10 +321,12 @@ static const char *keep(struct agent_sandbox *as, char *path /* stolen */)
 	return path;
 }
 
-static void add_bind(struct agent_sandbox *as, const char *root, const char *src, const char *dst, enum sandbox_access access)
+static void add_bind(struct agent_sandbox *as, const char *root, const char *src, const char *dst,
+		     enum sandbox_access access)
 {
 	if (as->nbinds < ARRAY_SIZE(as->binds))
-		as->binds[as->nbinds++] = (struct sandbox_bind){ .root = root, .src = src, .dst = dst, .access = access };
+		as->binds[as->nbinds++] =
+			(struct sandbox_bind){ .root = root, .src = src, .dst = dst, .access = access };
 }
 
 /* Makes rel (plain names only) below the directory rootfd, one component at a time and without following a
@@ -331,7 +337,8 @@ static int make_below(int rootfd, const char *rel, const char *where, struct err
 	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0), saved = errno;
 	char *save = NULL;
 	for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-		int next = mkdirat(fd, c, 0700) < 0 && errno != EEXIST ? -1 : confine_openat(fd, c, O_PATH | O_DIRECTORY);
+		int next =
+			mkdirat(fd, c, 0700) < 0 && errno != EEXIST ? -1 : confine_openat(fd, c, O_PATH | O_DIRECTORY);
 		saved = errno;
 		close(fd);
 		fd = next;
@@ -363,8 +370,10 @@ static char *state_root(const struct prompt_run *r, const struct passwd *pw, str
 	}
 	struct stat st;
 	if (lstat(root, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		err_set(e, E_PERMISSION_DENIED, "%s must be a directory of %s's, mode 0700 (it holds the agent's "
-						 "sessions): fix or remove it", root, pw->pw_name);
+		err_set(e, E_PERMISSION_DENIED,
+			"%s must be a directory of %s's, mode 0700 (it holds the agent's "
+			"sessions): fix or remove it",
+			root, pw->pw_name);
 		free(root);
 		return NULL;
 	}
@@ -390,8 +399,8 @@ static int add_state_dirs(struct prompt_run *r, const struct passwd *pw, int pla
 			  struct err *e)
 {
 	_cleanup_free_ char *key = worktree_key(r);
-	const char *user = plan_only ? keep(as, xasprintf("%s/agent-state/%s", r->req->cfg->paths.data_home, pw->pw_name))
-				     : NULL;
+	const char *user =
+		plan_only ? keep(as, xasprintf("%s/agent-state/%s", r->req->cfg->paths.data_home, pw->pw_name)) : NULL;
 	if (!user) {
 		char *made = state_root(r, pw, e);
 		if (!made)
@@ -456,7 +465,8 @@ static int confine_agent(struct prompt_run *r, const char *program, const char *
 		.read_only = !strcmp(permission_mode(r), "plan"), /* nothing may change: not the agent's own promise */
 		.binds = as->binds,
 		.nbinds = as->nbinds,
-		.agent_cli = 1, /* the CLI talks to its model endpoint: through the egress proxy unless the network is host */
+		.agent_cli = 1, /* the CLI talks to its model endpoint: through the egress proxy unless the network is
+				   host */
 		.provider_url = provider_url(r, base_url),
 		.sentinel = r->sentinel,
 		.api_key = r->sentinel ? r->api_key : NULL,
@@ -486,8 +496,8 @@ static void build_child(struct prompt_run *r, struct agent_invocation *inv, cons
 
 /* Starts the CLI in its sandbox; a control missing in the child is refused — or, with
  * fallback_to_unified, the CLI starts again unconfined and the receipt says so. */
-static int start_agent(struct prompt_run *r, struct agent_invocation *inv, struct agent_sandbox *as,
-		       struct child *c, struct strbuf *stdin_text, struct err *e)
+static int start_agent(struct prompt_run *r, struct agent_invocation *inv, struct agent_sandbox *as, struct child *c,
+		       struct strbuf *stdin_text, struct err *e)
 {
 	build_child(r, inv, as, c, stdin_text);
 	int rc = child_start(c, e);
@@ -594,8 +604,8 @@ static void report_egress(struct prompt_run *r)
 	struct err e = ERR_INIT;
 	json_t *result = NULL;
 	if (json_array_size(fresh) && !err_is_set(&r->report_error) &&
-	    daemon_call(r, "report_egress", json_pack("{s:s,s:O}", "task_id", r->req->task_id, "refused", fresh), &result,
-			&e) == 0)
+	    daemon_call(r, "report_egress", json_pack("{s:s,s:O}", "task_id", r->req->task_id, "refused", fresh),
+			&result, &e) == 0)
 		json_decref(result);
 	else if (err_is_set(&e))
 		log_warn("%s", e.message); /* the end's report still holds them */
@@ -639,8 +649,10 @@ static void pump(struct prompt_run *r, struct child *c)
 			request_stop(c, &kill_at);
 		if (kill_at && (long long)loop_now_ms() >= kill_at)
 			child_kill_group(c, SIGKILL);
-		struct pollfd p[5] = { { .fd = c->out, .events = POLLIN }, { .fd = c->err, .events = POLLIN },
-				       { .fd = r->listen_fd, .events = POLLIN }, { .fd = stop_pipe[0], .events = POLLIN },
+		struct pollfd p[5] = { { .fd = c->out, .events = POLLIN },
+				       { .fd = c->err, .events = POLLIN },
+				       { .fd = r->listen_fd, .events = POLLIN },
+				       { .fd = stop_pipe[0], .events = POLLIN },
 				       { .fd = egress_report_fd(r->proxy), .events = POLLIN } };
 		int tick = child_tick(c); /* the sandbox's write budget is sampled meanwhile */
 		if (poll(p, 5, pump_wait(r, tick, kill_at)) < 0 && errno != EINTR)
@@ -676,7 +688,8 @@ static char *failure_reason(struct prompt_run *r, const struct child *c)
 	if (err_is_set(&r->report_error))
 		return xasprintf("the daemon connection was lost: %s", r->report_error.message);
 	if (r->agent.failed)
-		return xasprintf("the agent reported a failure: %s", r->agent.failure ? r->agent.failure : "(no reason)");
+		return xasprintf("the agent reported a failure: %s",
+				 r->agent.failure ? r->agent.failure : "(no reason)");
 	int code = child_exit_code(c);
 	if (code >= 128)
 		return xasprintf("the agent was killed by signal %d", code - 128);
@@ -710,9 +723,9 @@ static int conclude(struct prompt_run *r, const struct child *c, json_t **data, 
 	if (!err_is_set(&r->report_error))
 		report_completion(r, status, reason);
 	json_t *result = json_pack("{s:s,s:i,s:I,s:s?,s:O?,s:I,s:O?}", "status", status, "exitCode", child_exit_code(c),
-				   "messages", (json_int_t)r->agent.messages, "agentSessionId", r->agent.agent_session_id,
-				   "tokenUsage", r->agent.usage, "garbageLines", (json_int_t)r->agent.garbage_lines, "sandbox",
-				   r->receipt);
+				   "messages", (json_int_t)r->agent.messages, "agentSessionId",
+				   r->agent.agent_session_id, "tokenUsage", r->agent.usage, "garbageLines",
+				   (json_int_t)r->agent.garbage_lines, "sandbox", r->receipt);
 	if (r->git_metadata)
 		json_object_set(result, "gitMetadata", r->git_metadata);
 	if (r->egress)
@@ -797,8 +810,7 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
  * endpoint the proxy can read (http, or https, whose TLS it terminates: egress.h). */
 static int key_is_swapped(const struct prompt_run *r, const char *base_url)
 {
-	if (!r->req->cfg->execution.sandbox.enabled ||
-	    execrun_network(r->req->cfg, 1) != CONFIG_SANDBOX_NETWORK_PROXY)
+	if (!r->req->cfg->execution.sandbox.enabled || execrun_network(r->req->cfg, 1) != CONFIG_SANDBOX_NETWORK_PROXY)
 		return 0;
 	struct url u = URL_INIT;
 	struct err ignored = ERR_INIT;
@@ -844,16 +856,17 @@ static int run_agent(struct prompt_run *r, json_t **data, struct err *e)
 
 int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *e)
 {
-	struct prompt_run r = { .req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT,
-				.report_error = ERR_INIT };
+	struct prompt_run r = {
+		.req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT, .report_error = ERR_INIT
+	};
 	r.adapter = agent_find(req->tool);
 	const struct config_agent *settings = agent_config(req->cfg, req->tool);
 	int rc = r.adapter ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.tool: unknown agent tool %s", req->tool);
 	struct agent_sandbox as = { .paths = STRVEC_INIT };
 	_cleanup_free_ char *self = impersonate_self_path();
 	if (rc == 0)
-		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self, settings->base_url, 1,
-				   &as, e);
+		rc = confine_agent(&r, settings->command ? settings->command : r.adapter->program, self,
+				   settings->base_url, 1, &as, e);
 	if (rc == 0)
 		*receipt = execrun_confinement_receipt(&as.cf);
 	agent_sandbox_release(&as);
@@ -863,8 +876,9 @@ int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *
 
 int prompt_run(const struct prompt_request *req, json_t **data, struct err *e)
 {
-	struct prompt_run r = { .req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT,
-				.report_error = ERR_INIT };
+	struct prompt_run r = {
+		.req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT, .report_error = ERR_INIT
+	};
 	r.adapter = agent_find(req->tool);
 	int rc = r.adapter ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.tool: unknown agent tool %s", req->tool);
 	if (rc == 0)

@@ -33,7 +33,7 @@
 struct prompt_request {
 	const struct config *cfg;
 	struct callback_target daemon; /* daemonUrl and how a remote one is verified */
-	const char *session_token; /* secret */
+	const char *session_token;     /* secret */
 	const char *session_id, *task_id;
 	const char *prompt;
 	const char *tool;

@@ -112,8 +112,8 @@ int refusals_note(struct refusals *r, const char *peer, const char *actor, const
 	}
 	k = &r->kinds[r->nkinds++];
 	k->key = key;
-	k->kind = (struct refusal_kind){ dup_or_null(peer), dup_or_null(actor), dup_or_null(action), dup_or_null(target),
-					 details ? json_deep_copy(details) : NULL };
+	k->kind = (struct refusal_kind){ dup_or_null(peer), dup_or_null(actor), dup_or_null(action),
+					 dup_or_null(target), details ? json_deep_copy(details) : NULL };
 	return 1;
 }
 

@@ -5,8 +5,8 @@
 #include "report_scan.h"
 #include "banned.h"
 
-#define MAX_DEPTH 32 /* deeper data goes to jansson */
-#define MAX_KEYS 32  /* an object with more keys goes to jansson (the duplicate check here is quadratic) */
+#define MAX_DEPTH  32 /* deeper data goes to jansson */
+#define MAX_KEYS   32 /* an object with more keys goes to jansson (the duplicate check here is quadratic) */
 #define MAX_DIGITS 18 /* always fits a long long */
 
 struct scan {
@@ -56,13 +56,27 @@ static void put_codepoint(struct strbuf *out, unsigned cp)
 	char b[6];
 	size_t n;
 	switch (cp) {
-	case '"': strbuf_add(out, "\\\"", 2); return;
-	case '\\': strbuf_add(out, "\\\\", 2); return;
-	case '\b': strbuf_add(out, "\\b", 2); return;
-	case '\f': strbuf_add(out, "\\f", 2); return;
-	case '\n': strbuf_add(out, "\\n", 2); return;
-	case '\r': strbuf_add(out, "\\r", 2); return;
-	case '\t': strbuf_add(out, "\\t", 2); return;
+	case '"':
+		strbuf_add(out, "\\\"", 2);
+		return;
+	case '\\':
+		strbuf_add(out, "\\\\", 2);
+		return;
+	case '\b':
+		strbuf_add(out, "\\b", 2);
+		return;
+	case '\f':
+		strbuf_add(out, "\\f", 2);
+		return;
+	case '\n':
+		strbuf_add(out, "\\n", 2);
+		return;
+	case '\r':
+		strbuf_add(out, "\\r", 2);
+		return;
+	case '\t':
+		strbuf_add(out, "\\t", 2);
+		return;
 	}
 	if (cp < 0x20) {
 		b[0] = '\\', b[1] = 'u', b[2] = '0', b[3] = '0', b[4] = hex[cp >> 4], b[5] = hex[cp & 15];
@@ -72,10 +86,11 @@ static void put_codepoint(struct strbuf *out, unsigned cp)
 	} else if (cp < 0x800) {
 		b[0] = (char)(0xC0 | cp >> 6), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
 	} else if (cp < 0x10000) {
-		b[0] = (char)(0xE0 | cp >> 12), b[1] = (char)(0x80 | (cp >> 6 & 0x3F)), b[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+		b[0] = (char)(0xE0 | cp >> 12), b[1] = (char)(0x80 | (cp >> 6 & 0x3F)),
+		b[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
 	} else {
-		b[0] = (char)(0xF0 | cp >> 18), b[1] = (char)(0x80 | (cp >> 12 & 0x3F)), b[2] = (char)(0x80 | (cp >> 6 & 0x3F)),
-		b[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+		b[0] = (char)(0xF0 | cp >> 18), b[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
+		b[2] = (char)(0x80 | (cp >> 6 & 0x3F)), b[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
 	}
 	strbuf_add(out, b, n);
 }
@@ -87,16 +102,34 @@ static int copy_escape(struct scan *s)
 		return 0;
 	unsigned char c = *s->p++;
 	switch (c) {
-	case '"': put_codepoint(s->out, '"'); return 1;
-	case '\\': put_codepoint(s->out, '\\'); return 1;
-	case '/': put_codepoint(s->out, '/'); return 1;
-	case 'b': put_codepoint(s->out, '\b'); return 1;
-	case 'f': put_codepoint(s->out, '\f'); return 1;
-	case 'n': put_codepoint(s->out, '\n'); return 1;
-	case 'r': put_codepoint(s->out, '\r'); return 1;
-	case 't': put_codepoint(s->out, '\t'); return 1;
-	case 'u': break;
-	default: return 0;
+	case '"':
+		put_codepoint(s->out, '"');
+		return 1;
+	case '\\':
+		put_codepoint(s->out, '\\');
+		return 1;
+	case '/':
+		put_codepoint(s->out, '/');
+		return 1;
+	case 'b':
+		put_codepoint(s->out, '\b');
+		return 1;
+	case 'f':
+		put_codepoint(s->out, '\f');
+		return 1;
+	case 'n':
+		put_codepoint(s->out, '\n');
+		return 1;
+	case 'r':
+		put_codepoint(s->out, '\r');
+		return 1;
+	case 't':
+		put_codepoint(s->out, '\t');
+		return 1;
+	case 'u':
+		break;
+	default:
+		return 0;
 	}
 	unsigned cp, lo;
 	if (s->end - s->p < 4 || !hex4(s->p, &cp))
@@ -105,7 +138,8 @@ static int copy_escape(struct scan *s)
 	if (cp >= 0xDC00 && cp <= 0xDFFF)
 		return 0; /* a lone low surrogate */
 	if (cp >= 0xD800 && cp <= 0xDBFF) {
-		if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || !hex4(s->p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+		if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || !hex4(s->p + 2, &lo) || lo < 0xDC00 ||
+		    lo > 0xDFFF)
 			return 0;
 		s->p += 6;
 		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -255,11 +289,16 @@ static int copy_value(struct scan *s)
 		ok = *s->p == '{' ? copy_object(s) : copy_array(s);
 		s->depth--;
 		return ok;
-	case '"': return copy_string(s);
-	case 't': return copy_word(s, "true");
-	case 'f': return copy_word(s, "false");
-	case 'n': return copy_word(s, "null");
-	default: return copy_number(s);
+	case '"':
+		return copy_string(s);
+	case 't':
+		return copy_word(s, "true");
+	case 'f':
+		return copy_word(s, "false");
+	case 'n':
+		return copy_word(s, "null");
+	default:
+		return copy_number(s);
 	}
 }
 
@@ -349,7 +388,10 @@ static int scan_params(struct scan *s, struct report_line *r)
 			r->data_len = r->buf.len - r->data;
 			strbuf_addch(&r->buf, '\0');
 		} else {
-			ok = store_plain(s, r, bit == SEEN_TOKEN ? &r->token : bit == SEEN_TASK ? &r->task_id : &r->message_type);
+			ok = store_plain(s, r,
+					 bit == SEEN_TOKEN  ? &r->token
+					 : bit == SEEN_TASK ? &r->task_id
+							    : &r->message_type);
 		}
 		if (!ok)
 			return 0;

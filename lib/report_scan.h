@@ -15,11 +15,14 @@
 #include "strbuf.h"
 
 struct report_line {
-	struct strbuf buf; /* the fields, each followed by a NUL; reused from line to line */
+	struct strbuf buf;			   /* the fields, each followed by a NUL; reused from line to line */
 	size_t token, task_id, message_type, data; /* offsets into buf */
 	size_t data_len;
 };
-#define REPORT_LINE_INIT { STRBUF_INIT, 0, 0, 0, 0, 0 }
+#define REPORT_LINE_INIT                                                                                               \
+	{                                                                                                              \
+		STRBUF_INIT, 0, 0, 0, 0, 0                                                                             \
+	}
 
 /* 1 with r filled when line is such a notification, else 0 (r's fields then mean nothing). */
 int report_scan(const char *line, size_t len, struct report_line *r);

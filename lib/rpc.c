@@ -8,18 +8,33 @@
 #include "strbuf.h"
 #include "banned.h"
 
-enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_FOUND = -32601, INVALID_PARAMS = -32602,
-       INTERNAL_ERROR = -32603 };
+enum {
+	PARSE_ERROR = -32700,
+	INVALID_REQUEST = -32600,
+	METHOD_NOT_FOUND = -32601,
+	INVALID_PARAMS = -32602,
+	INTERNAL_ERROR = -32603
+};
 
 static const struct {
 	const char *code;
 	int rpc;
 } app_codes[] = {
-	{ E_AUTH_FAILED, -32001 },	     { E_PERMISSION_DENIED, -32003 }, { E_NOT_FOUND, -32004 },
-	{ E_ALREADY_EXISTS, -32009 },	     { E_TIMEOUT, -32008 },	      { E_CANCELLED, -32010 },
-	{ E_NOT_BUILT, -32011 },	     { E_GIT_ERROR, -32012 },	      { E_WORKTREE_DIRTY, -32013 },
-	{ E_PATH_OUTSIDE_DATA_HOME, -32014 }, { E_IMPERSONATION_FAILED, -32015 }, { E_ISOLATION_UNAVAILABLE, -32016 },
-	{ E_EXECUTOR_RESULT_MISSING, -32017 }, { E_CONFIG, -32018 },	      { E_SYSTEM, -32019 },
+	{ E_AUTH_FAILED, -32001 },
+	{ E_PERMISSION_DENIED, -32003 },
+	{ E_NOT_FOUND, -32004 },
+	{ E_ALREADY_EXISTS, -32009 },
+	{ E_TIMEOUT, -32008 },
+	{ E_CANCELLED, -32010 },
+	{ E_NOT_BUILT, -32011 },
+	{ E_GIT_ERROR, -32012 },
+	{ E_WORKTREE_DIRTY, -32013 },
+	{ E_PATH_OUTSIDE_DATA_HOME, -32014 },
+	{ E_IMPERSONATION_FAILED, -32015 },
+	{ E_ISOLATION_UNAVAILABLE, -32016 },
+	{ E_EXECUTOR_RESULT_MISSING, -32017 },
+	{ E_CONFIG, -32018 },
+	{ E_SYSTEM, -32019 },
 };
 
 int rpc_error_code(const char *code)
@@ -61,8 +76,8 @@ static char *dump_and_free(json_t *j)
 
 char *rpc_result_text(const json_t *id, json_t *result)
 {
-	return dump_and_free(json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? (json_t *)id : json_null(), "result",
-				       result ? result : json_null()));
+	return dump_and_free(json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? (json_t *)id : json_null(),
+				       "result", result ? result : json_null()));
 }
 
 char *rpc_error_text(const json_t *id, const struct err *e)
@@ -79,8 +94,8 @@ char *rpc_oversize_text(size_t limit)
 
 char *rpc_event_text(const char *type, json_t *data)
 {
-	return dump_and_free(json_pack("{s:s,s:s,s:{s:s,s:o}}", "jsonrpc", "2.0", "method", "event", "params", "type", type,
-				       "data", data ? data : json_null()));
+	return dump_and_free(json_pack("{s:s,s:s,s:{s:s,s:o}}", "jsonrpc", "2.0", "method", "event", "params", "type",
+				       type, "data", data ? data : json_null()));
 }
 
 char *rpc_event_text_raw(const char *type, json_t *fields, const char *raw_key, const char *raw_json)
@@ -131,8 +146,9 @@ static json_t *process_call(const struct rpc_method *methods, size_t n, struct r
 	json_t *params = json_object_get(call, "params");
 	if (!json_is_object(call) || !json_is_string(version) || strcmp(json_string_value(version), "2.0") ||
 	    !json_is_string(method) || !valid_id(id) || (params && !json_is_object(params) && !json_is_array(params)))
-		return error_reply(json_is_object(call) && valid_id(id) ? id : NULL, INVALID_REQUEST,
-				   "invalid request: expected {\"jsonrpc\":\"2.0\",\"method\":…,\"params\"?:{…},\"id\"?:…}", NULL);
+		return error_reply(
+			json_is_object(call) && valid_id(id) ? id : NULL, INVALID_REQUEST,
+			"invalid request: expected {\"jsonrpc\":\"2.0\",\"method\":…,\"params\"?:{…},\"id\"?:…}", NULL);
 	const struct rpc_method *m = find_method(methods, n, json_string_value(method));
 	if (!m)
 		return id ? error_reply(id, METHOD_NOT_FOUND, "method not found", NULL) : NULL;
@@ -166,7 +182,8 @@ static char *process_batch(const struct rpc_method *methods, size_t n, struct rp
 	size_t i;
 	json_t *call;
 	rc->in_batch = 1;
-	json_array_foreach(batch, i, call) {
+	json_array_foreach(batch, i, call)
+	{
 		json_t *reply = process_call(methods, n, rc, call);
 		if (reply)
 			json_array_append_new(replies, reply);

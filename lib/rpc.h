@@ -18,10 +18,10 @@
 #define RPC_DEFERRED 1
 
 struct rpc_ctx {
-	json_t *id;	/* borrowed; NULL for a notification */
+	json_t *id; /* borrowed; NULL for a notification */
 	int in_batch;
-	void *peer;	/* the transport's connection / caller identity */
-	void *app;	/* the application (e.g. the daemon) */
+	void *peer; /* the transport's connection / caller identity */
+	void *app;  /* the application (e.g. the daemon) */
 };
 
 /* Returns 0 with *result set (new reference, NULL → null), RPC_DEFERRED, or -1 with e set. */
@@ -36,8 +36,8 @@ struct rpc_method {
 };
 
 /* A method table is sorted by name, strictly (it is searched by bisection): rpc_table_unsorted returns the first
- * name out of order (or repeated), NULL when the table is sound. Processes msg; returns the reply to send (malloc'd) or NULL when nothing is to be sent
- * (notifications only, or a single deferred call). */
+ * name out of order (or repeated), NULL when the table is sound. Processes msg; returns the reply to send (malloc'd) or
+ * NULL when nothing is to be sent (notifications only, or a single deferred call). */
 char *rpc_process(const struct rpc_method *methods, size_t nmethods, void *app, void *peer, const char *msg,
 		  size_t len);
 const char *rpc_table_unsorted(const struct rpc_method *methods, size_t n);

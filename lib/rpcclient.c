@@ -23,10 +23,10 @@
 #include "banned.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
-#define DEFAULT_SEND_TIMEOUT_MS 30000
-#define DEFAULT_MAX_MESSAGE (64u << 20)
-#define RESPONSE_HEAD_MAX (16u << 10)
-#define READ_CHUNK 65536
+#define DEFAULT_SEND_TIMEOUT_MS	   30000
+#define DEFAULT_MAX_MESSAGE	   (64u << 20)
+#define RESPONSE_HEAD_MAX	   (16u << 10)
+#define READ_CHUNK		   65536
 
 enum transport { TR_UNIX, TR_HTTP, TR_WS };
 
@@ -44,7 +44,7 @@ struct rpc_client {
 	struct ws_parser ws;
 	struct http_reader resp;
 	unsigned outstanding; /* HTTP: requests sent, responses not yet read */
-	int broken;           /* the connection is gone: HTTP reconnects, others fail */
+	int broken;	      /* the connection is gone: HTTP reconnects, others fail */
 	int ws_close_sent;
 	long long next_id;
 };
@@ -208,8 +208,10 @@ static int parse_url(struct rpc_client *c, const char *url, struct err *e)
 		int tls;
 		const char *port, *path;
 	} schemes[] = {
-		{ "http://", TR_HTTP, 0, "80", "/rpc" },  { "https://", TR_HTTP, 1, "443", "/rpc" },
-		{ "ws://", TR_WS, 0, "80", "/ws" },       { "wss://", TR_WS, 1, "443", "/ws" },
+		{ "http://", TR_HTTP, 0, "80", "/rpc" },
+		{ "https://", TR_HTTP, 1, "443", "/rpc" },
+		{ "ws://", TR_WS, 0, "80", "/ws" },
+		{ "wss://", TR_WS, 1, "443", "/ws" },
 	};
 	if (!strncmp(url, "unix:", 5) || url[0] == '/') {
 		c->transport = TR_UNIX;
@@ -415,7 +417,8 @@ struct rpc_client *rpc_client_connect(const char *url, const struct rpc_client_o
 		goto fail;
 	if (c->use_tls) {
 		c->tls_cfg = opt && opt->ca_pem ? tls_client_config_new_pem(opt->ca_pem, opt->pin_sha256, e)
-					       : tls_client_config_new(opt ? opt->ca_file : NULL, opt ? opt->pin_sha256 : NULL, e);
+						: tls_client_config_new(opt ? opt->ca_file : NULL,
+									opt ? opt->pin_sha256 : NULL, e);
 		if (!c->tls_cfg)
 			goto fail;
 	}
@@ -572,7 +575,8 @@ static int ws_event(struct rpc_client *c, const struct ws_event *ev, struct strb
 		return err_set(e, E_SYSTEM, "the server closed the WebSocket (%u%s%.*s)", ev->close_code,
 			       ev->len ? ": " : "", (int)ev->len, ev->data ? ev->data : "");
 	case WS_EV_OVERSIZE:
-		return err_set(e, E_PAYLOAD_TOO_LARGE, "a message from the server exceeds %zu bytes", c->opt.max_message);
+		return err_set(e, E_PAYLOAD_TOO_LARGE, "a message from the server exceeds %zu bytes",
+			       c->opt.max_message);
 	case WS_EV_ERROR:
 		mark_broken(c);
 		return err_set(e, E_SYSTEM, "WebSocket protocol error from the server: %s", ev->reason);
@@ -641,11 +645,19 @@ int rpc_error_to_err(const json_t *error, struct err *e)
 	const char *code = known_code(json_get_str(data, "code"));
 	if (!code) {
 		switch (rpc_code) {
-		case -32700: code = E_INVALID_JSON; break;
+		case -32700:
+			code = E_INVALID_JSON;
+			break;
 		case -32600:
-		case -32602: code = E_INVALID_PAYLOAD; break;
-		case -32601: code = E_UNKNOWN_COMMAND; break;
-		default: code = E_INTERNAL; break;
+		case -32602:
+			code = E_INVALID_PAYLOAD;
+			break;
+		case -32601:
+			code = E_UNKNOWN_COMMAND;
+			break;
+		default:
+			code = E_INTERNAL;
+			break;
 		}
 	}
 	json_t *details = json_pack("{s:I}", "rpc_code", rpc_code);

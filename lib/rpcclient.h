@@ -33,13 +33,13 @@
 #include "strbuf.h"
 
 struct rpc_client_options {
-	const char *ca_file;    /* TLS: CA certificates (PEM); NULL = the system bundle */
-	const char *ca_pem;     /* TLS: CA certificates as PEM text, instead of ca_file */
+	const char *ca_file;	/* TLS: CA certificates (PEM); NULL = the system bundle */
+	const char *ca_pem;	/* TLS: CA certificates as PEM text, instead of ca_file */
 	const char *pin_sha256; /* TLS: 64 hex digits of the server certificate's SHA-256, or NULL */
 	int connect_timeout_ms; /* connect + TLS + WebSocket handshake; 0 = 10000 */
-	int send_timeout_ms;    /* writing one message; 0 = 30000 */
-	int call_timeout_ms;    /* rpc_client_call waiting for its answer; 0 = no limit */
-	size_t max_message;     /* largest message accepted; 0 = 64 MiB */
+	int send_timeout_ms;	/* writing one message; 0 = 30000 */
+	int call_timeout_ms;	/* rpc_client_call waiting for its answer; 0 = no limit */
+	size_t max_message;	/* largest message accepted; 0 = 64 MiB */
 	void (*on_notification)(json_t *msg, void *arg); /* rpc_client_call: messages without an id */
 	/* WebSocket binary messages (a terminal's output), as they are read by recv or call; else skipped */
 	void (*on_binary)(const void *data, size_t len, void *arg);

@@ -54,16 +54,33 @@ static void stamp(double *t, int i)
 		t[i] = (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 static const char *const stamp_names[] = {
-	"prepare", "probe (landlock, seccomp build)", "plan mounts", "cgroup mkdir + limits", "fork (child.c)",
-	"cgroup join", "(unused)", "uid/gid maps", "PID 1 starts confining", "private + pivot_root", "mount ops",
-	"old root gone, root ro", "hostname + loopback", "rlimits + no_new_privs", "landlock", "capabilities",
-	"seccomp", "PID 1 confined", "exec + run + exit (PID 1 reaps)", "PID 1 exit, namespaces gone, reaped",
-	"cgroup events", "cgroup rmdir",
+	"prepare",
+	"probe (landlock, seccomp build)",
+	"plan mounts",
+	"cgroup mkdir + limits",
+	"fork (child.c)",
+	"cgroup join",
+	"(unused)",
+	"uid/gid maps",
+	"PID 1 starts confining",
+	"private + pivot_root",
+	"mount ops",
+	"old root gone, root ro",
+	"hostname + loopback",
+	"rlimits + no_new_privs",
+	"landlock",
+	"capabilities",
+	"seccomp",
+	"PID 1 confined",
+	"exec + run + exit (PID 1 reaps)",
+	"PID 1 exit, namespaces gone, reaped",
+	"cgroup events",
+	"cgroup rmdir",
 };
 static double *init_times; /* PID 1's copy of sb->times, for wait_and_mirror() */
 #define STAMP_REAPED(pid, got) ((got) == (pid) && init_times ? stamp(init_times, 18) : (void)0)
 #else
-#define STAMP(sb, i) ((void)0)
+#define STAMP(sb, i)	       ((void)0)
 #define STAMP_REAPED(pid, got) ((void)0)
 #endif
 #define MAX_OPS 128
@@ -88,16 +105,16 @@ enum op_kind {
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif
-#define OPEN_TREE_CLONE_ 1
-#define OPEN_TREE_CLOEXEC_ O_CLOEXEC
+#define OPEN_TREE_CLONE_	 1
+#define OPEN_TREE_CLOEXEC_	 O_CLOEXEC
 #define MOVE_MOUNT_F_EMPTY_PATH_ 0x04
 #define MOVE_MOUNT_T_EMPTY_PATH_ 0x40
-#define AT_RECURSIVE_ 0x8000
-#define MOUNT_ATTR_RDONLY_ 0x1
-#define MOUNT_ATTR_NOSUID_ 0x2
-#define MOUNT_ATTR_NODEV_ 0x4
-#define MOUNT_ATTR_NOEXEC_ 0x8
-#define MOUNT_ATTR_IDMAP_ 0x100000
+#define AT_RECURSIVE_		 0x8000
+#define MOUNT_ATTR_RDONLY_	 0x1
+#define MOUNT_ATTR_NOSUID_	 0x2
+#define MOUNT_ATTR_NODEV_	 0x4
+#define MOUNT_ATTR_NOEXEC_	 0x8
+#define MOUNT_ATTR_IDMAP_	 0x100000
 
 struct mount_attr_ {
 	uint64_t attr_set, attr_clr, propagation, userns_fd;
@@ -105,17 +122,17 @@ struct mount_attr_ {
 
 struct mount_op {
 	enum op_kind kind;
-	char *root;	  /* OP_BIND of untrusted territory: OLDROOT + the trusted directory src lies beneath, else NULL */
-	char *src;	  /* OP_BIND: the path below root, or OLDROOT + a trusted host path */
-	char *dst;	  /* path inside */
-	char *data;	  /* tmpfs options or symlink target */
-	int is_dir;	  /* binds: directory (else a file) */
-	int dst_in_bind;  /* dst lies inside an earlier bind: it must exist there, reached without symlinks */
-	int idmap;	  /* OP_BIND: idmapped (a root executor's view of the data home) */
-	int target;	  /* OP_READ_ONLY: the index of the OP_TMPFS it seals (by descriptor: a later bind may cover it) */
-	int recursive;	  /* OP_READ_ONLY: with every mount below it (/etc: its entries' binds at once) */
-	int sealed;	  /* OP_TMPFS: an OP_READ_ONLY seals it later (its descriptor is kept) */
-	uint64_t attrs;	  /* OP_BIND: MOUNT_ATTR_* set on the detached clone */
+	char *root; /* OP_BIND of untrusted territory: OLDROOT + the trusted directory src lies beneath, else NULL */
+	char *src;  /* OP_BIND: the path below root, or OLDROOT + a trusted host path */
+	char *dst;  /* path inside */
+	char *data; /* tmpfs options or symlink target */
+	int is_dir; /* binds: directory (else a file) */
+	int dst_in_bind; /* dst lies inside an earlier bind: it must exist there, reached without symlinks */
+	int idmap;	 /* OP_BIND: idmapped (a root executor's view of the data home) */
+	int target;    /* OP_READ_ONLY: the index of the OP_TMPFS it seals (by descriptor: a later bind may cover it) */
+	int recursive; /* OP_READ_ONLY: with every mount below it (/etc: its entries' binds at once) */
+	int sealed;    /* OP_TMPFS: an OP_READ_ONLY seals it later (its descriptor is kept) */
+	uint64_t attrs; /* OP_BIND: MOUNT_ATTR_* set on the detached clone */
 };
 
 enum stage {
@@ -142,13 +159,26 @@ enum stage {
 };
 
 static const char *const stage_controls[] = {
-	[ST_NONE] = "sandbox",		 [ST_CGROUP] = "cgroup",	 [ST_UNSHARE] = "user namespace",
-	[ST_ID_MAP] = "user namespace",	 [ST_MOUNT_PRIVATE] = "mount namespace",
-	[ST_ROOT] = "mount namespace",	 [ST_PIVOT] = "mount namespace", [ST_MOUNT] = "mount namespace",
-	[ST_PROC] = "proc",		 [ST_OLDROOT] = "mount namespace", [ST_SHIELD] = "mount namespace", [ST_HOSTNAME] = "uts namespace",
-	[ST_LOOPBACK] = "network namespace", [ST_RLIMIT] = "rlimits",	 [ST_NO_NEW_PRIVS] = "no_new_privs",
-	[ST_LANDLOCK] = "landlock",	 [ST_CAPS] = "capabilities",	 [ST_SECCOMP] = "seccomp",
-	[ST_IDMAP] = "idmapped mounts",	 [ST_EGRESS] = "egress relay",
+	[ST_NONE] = "sandbox",
+	[ST_CGROUP] = "cgroup",
+	[ST_UNSHARE] = "user namespace",
+	[ST_ID_MAP] = "user namespace",
+	[ST_MOUNT_PRIVATE] = "mount namespace",
+	[ST_ROOT] = "mount namespace",
+	[ST_PIVOT] = "mount namespace",
+	[ST_MOUNT] = "mount namespace",
+	[ST_PROC] = "proc",
+	[ST_OLDROOT] = "mount namespace",
+	[ST_SHIELD] = "mount namespace",
+	[ST_HOSTNAME] = "uts namespace",
+	[ST_LOOPBACK] = "network namespace",
+	[ST_RLIMIT] = "rlimits",
+	[ST_NO_NEW_PRIVS] = "no_new_privs",
+	[ST_LANDLOCK] = "landlock",
+	[ST_CAPS] = "capabilities",
+	[ST_SECCOMP] = "seccomp",
+	[ST_IDMAP] = "idmapped mounts",
+	[ST_EGRESS] = "egress relay",
 };
 
 struct failure_record {
@@ -165,10 +195,10 @@ struct sandbox {
 	struct mount_op ops[MAX_OPS];
 	int nops;
 	char uid_map[48], gid_map[48];
-	char *data_home;	   /* the request's, canonical: no bind below it is followed, whatever it says */
+	char *data_home;	 /* the request's, canonical: no bind below it is followed, whatever it says */
 	struct strvec protected; /* the request's protected paths, canonical: no trusted bind may hold one */
-	int as_root;  /* the executor is root: no user namespace; PID 1 and the program become cfg.root_maps_to */
-	int idmap_fd; /* as_root: the user namespace of the idmapped binds (0 ↔ root_maps_to), else -1 */
+	int as_root;	    /* the executor is root: no user namespace; PID 1 and the program become cfg.root_maps_to */
+	int idmap_fd;	    /* as_root: the user namespace of the idmapped binds (0 ↔ root_maps_to), else -1 */
 	pid_t idmap_helper; /* the process that made it, until reaped */
 	int last_cap;
 	uintptr_t env_start, env_end; /* this process's initial environment (/proc/self/stat) */
@@ -223,11 +253,20 @@ void sandbox_config_from(struct sandbox_config *sc, const struct config *cfg)
 static const char *const system_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
 
 static const char *const etc_entries[] = {
-	"passwd",     "group",	      "hosts",	      "resolv.conf",	 "nsswitch.conf", "host.conf",
-	"gai.conf",   "ld.so.cache",  "ld.so.conf",   "ld.so.conf.d",	 "alternatives",  "ssl",
-	"ca-certificates", "ca-certificates.conf", "localtime", "timezone", "os-release", "debian_version",
-	"profile",    "bash.bashrc",  "inputrc",      "terminfo",	 "mime.types",	  "protocols",
-	"services",   "gitconfig",    "nodejs",
+	"passwd",	   "group",
+	"hosts",	   "resolv.conf",
+	"nsswitch.conf",   "host.conf",
+	"gai.conf",	   "ld.so.cache",
+	"ld.so.conf",	   "ld.so.conf.d",
+	"alternatives",	   "ssl",
+	"ca-certificates", "ca-certificates.conf",
+	"localtime",	   "timezone",
+	"os-release",	   "debian_version",
+	"profile",	   "bash.bashrc",
+	"inputrc",	   "terminfo",
+	"mime.types",	   "protocols",
+	"services",	   "gitconfig",
+	"nodejs",
 };
 
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
@@ -286,21 +325,27 @@ static int inside_a_bind(const struct sandbox *sb, const char *dst)
 static enum landlock_kind landlock_kind_of(enum sandbox_access access)
 {
 	switch (access) {
-	case SANDBOX_WRITE: return LANDLOCK_WRITE;
-	case SANDBOX_DATA: return LANDLOCK_DATA;
-	case SANDBOX_TREE: return LANDLOCK_TREE;
+	case SANDBOX_WRITE:
+		return LANDLOCK_WRITE;
+	case SANDBOX_DATA:
+		return LANDLOCK_DATA;
+	case SANDBOX_TREE:
+		return LANDLOCK_TREE;
 	case SANDBOX_READ:
-	case SANDBOX_COVER: break;
+	case SANDBOX_COVER:
+		break;
 	}
 	return LANDLOCK_READ;
 }
 
 static int refuse_source(struct err *e, const char *path, int errnum)
 {
-	const char *why = errnum == ELOOP ? "is a symlink or passes through one"
-			  : errnum == EXDEV ? "leads outside its directory" : strerror(errnum);
+	const char *why = errnum == ELOOP   ? "is a symlink or passes through one"
+			  : errnum == EXDEV ? "leads outside its directory"
+					    : strerror(errnum);
 	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:i}", "path", path, "errno", errnum),
-			"sandbox: %s %s: refusing to bind it (something inside a sandbox may have planted it)", path, why);
+			"sandbox: %s %s: refusing to bind it (something inside a sandbox may have planted it)", path,
+			why);
 }
 
 /* What the source is: 1 (a directory), 0 (something else), -1 missing (skipped), -2 refused (e set).
@@ -338,16 +383,17 @@ static int refuse_data_below_writable(const struct sandbox *sb, const char *dst,
 		const char *w = sb->open_to_write.v[i];
 		size_t n = strlen(w);
 		if (!strncmp(dst, w, n) && dst[n] == '/')
-			return err_setd(e, E_ISOLATION_UNAVAILABLE,
-					json_pack("{s:s,s:s,s:s}", "missing", "a data home outside the private mounts", "path",
-						  dst, "under", w),
-					"sandbox: %s lies under %s, which each run replaces with a private directory it may "
-					"write anything in, so the repository's objects and refs could not be kept free of "
-					"symlinks: move the data home out of %s (paths.data_home)", dst, w, w);
+			return err_setd(
+				e, E_ISOLATION_UNAVAILABLE,
+				json_pack("{s:s,s:s,s:s}", "missing", "a data home outside the private mounts", "path",
+					  dst, "under", w),
+				"sandbox: %s lies under %s, which each run replaces with a private directory it may "
+				"write anything in, so the repository's objects and refs could not be kept free of "
+				"symlinks: move the data home out of %s (paths.data_home)",
+				dst, w, w);
 	}
 	return 0;
 }
-
 
 /* 1 (e set) when the trusted bind src (canonical) is, or holds, a protected path (an agent installed beside the
  * data home). Compared canonically: "/x/", "//x" and a symlink to /x are /x. */
@@ -355,9 +401,13 @@ static int holds_protected(const struct sandbox *sb, const char *src, struct err
 {
 	for (size_t i = 0; i < sb->protected.nr; i++)
 		if (fs_path_is_or_below(sb->protected.v[i], src))
-			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "path", src, "holds", sb->protected.v[i]),
-					"sandbox: %s would be shown to the run, and it holds %s: install the program (or "
-					"choose the path) elsewhere", src, sb->protected.v[i]), 1;
+			return err_setd(e, E_PATH_OUTSIDE_DATA_HOME,
+					json_pack("{s:s,s:s}", "path", src, "holds", sb->protected.v[i]),
+					"sandbox: %s would be shown to the run, and it holds %s: install the program "
+					"(or "
+					"choose the path) elsewhere",
+					src, sb->protected.v[i]),
+			       1;
 	return 0;
 }
 
@@ -393,7 +443,8 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, uns
 	if (canonical && holds_protected(sb, canonical, e))
 		return -1;
 	if (canonical && sb->data_home && fs_path_is_or_below(canonical, sb->data_home)) {
-		beneath = *b; /* "trusted" but in the data home (an agent installed in a worktree): followed like none */
+		beneath =
+			*b; /* "trusted" but in the data home (an agent installed in a worktree): followed like none */
 		beneath.root = sb->data_home;
 		beneath.src = canonical;
 		b = &beneath;
@@ -414,7 +465,8 @@ static int plan_bind_ruled(struct sandbox *sb, const struct sandbox_bind *b, uns
 	op->attrs = attrs_of(b->access);
 	op->idmap = sb->as_root && (b->root || b->access != SANDBOX_READ); /* the data home, and whatever is written */
 	strvec_push(b->access == SANDBOX_READ ? &sb->ro_paths : &sb->rw_paths, dst);
-	if (landlock_rule && sb->use_landlock && landlock_plan_add(&sb->landlock, op->dst, landlock_kind_of(b->access)) < 0)
+	if (landlock_rule && sb->use_landlock &&
+	    landlock_plan_add(&sb->landlock, op->dst, landlock_kind_of(b->access)) < 0)
 		return err_set(e, E_INTERNAL, "sandbox: too many Landlock rules");
 	return 0;
 }
@@ -493,10 +545,11 @@ static int plan_dev(struct sandbox *sb, struct err *e)
 		struct mount_op *op = new_op(sb, OP_BIND, path);
 		if (!op)
 			return too_many(e);
-		op->src = xasprintf(OLDROOT "%s", path); /* a device node: not nodev; nosuid and noexec mean nothing there */
+		op->src = xasprintf(OLDROOT "%s",
+				    path); /* a device node: not nodev; nosuid and noexec mean nothing there */
 	}
 	static const char *const links[][2] = {
-		{ "/dev/fd", "/proc/self/fd" },	       { "/dev/stdin", "/proc/self/fd/0" },
+		{ "/dev/fd", "/proc/self/fd" },	      { "/dev/stdin", "/proc/self/fd/0" },
 		{ "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
 		{ "/dev/ptmx", "pts/ptmx" },
 	};
@@ -586,7 +639,8 @@ static int plan_request_binds(struct sandbox *sb, const struct sandbox_request *
 		if (!b->root != !!trusted || (trusted && b->access == SANDBOX_COVER))
 			continue;
 		if (b->src[0] != '/' || dst[0] != '/')
-			return err_set(e, E_INTERNAL, "sandbox: %s is not an absolute path", b->src[0] != '/' ? b->src : dst);
+			return err_set(e, E_INTERNAL, "sandbox: %s is not an absolute path",
+				       b->src[0] != '/' ? b->src : dst);
 		if (b->access == SANDBOX_COVER) {
 			if (plan_private(sb, OP_TMPFS, dst, "mode=0755,size=16k", LANDLOCK_READ, e) < 0)
 				return -1;
@@ -638,7 +692,8 @@ static int plan_mounts(struct sandbox *sb, const struct sandbox_request *req, st
 	    plan_extra(sb, sb->cfg.read_write_paths, 1, e) < 0)
 		return -1;
 	const struct sandbox_bind home = { .root = req->home_root, .src = req->home, .access = SANDBOX_WRITE };
-	const struct sandbox_bind worktree = { .root = req->worktree_root, .src = req->worktree,
+	const struct sandbox_bind worktree = { .root = req->worktree_root,
+					       .src = req->worktree,
 					       .access = req->worktree_read_only ? SANDBOX_READ : SANDBOX_TREE };
 	if ((req->home_is_kept && plan_bind_ruled(sb, &home, 0, e) < 0) || plan_bind_ruled(sb, &worktree, 0, e) < 0 ||
 	    plan_request_binds(sb, req, 0, &shields, e) < 0)
@@ -706,11 +761,11 @@ static int probe_layers(struct sandbox *sb, struct err *e)
 
 static int required(struct err *e, const char *control, const char *why)
 {
-	return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", control),
-			"sandbox: %s is unavailable (%s); the sandbox cannot be built safely without it; nothing was run",
-			control, why);
+	return err_setd(
+		e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", control),
+		"sandbox: %s is unavailable (%s); the sandbox cannot be built safely without it; nothing was run",
+		control, why);
 }
-
 
 static int write_map(pid_t pid, const char *which, unsigned id)
 {
@@ -770,15 +825,15 @@ static int prepare_cgroup(struct sandbox *sb, const struct sandbox_request *req,
 	if (!cgroup_limits_any(l))
 		return 0;
 	if (req->plan_only) {
-		sb->cgroup_receipt = json_pack("{s:b,s:I,s:I,s:i}", "planned", 1, "memoryMaxBytes",
-					       (json_int_t)l->memory_max_bytes, "pidsMax", (json_int_t)l->pids_max,
-					       "cpuMaxPercent", l->cpu_max_percent);
+		sb->cgroup_receipt =
+			json_pack("{s:b,s:I,s:I,s:i}", "planned", 1, "memoryMaxBytes", (json_int_t)l->memory_max_bytes,
+				  "pidsMax", (json_int_t)l->pids_max, "cpuMaxPercent", l->cpu_max_percent);
 		return 0;
 	}
 	/* root makes its groups under the parent itself; anyone else under the subtree delegated to it */
 	struct passwd *pw = geteuid() ? getpwuid(geteuid()) : NULL;
-	_cleanup_free_ char *parent = pw ? xasprintf("%s/%s", sb->cfg.cgroup_parent, pw->pw_name)
-					 : xstrdup(sb->cfg.cgroup_parent);
+	_cleanup_free_ char *parent =
+		pw ? xasprintf("%s/%s", sb->cfg.cgroup_parent, pw->pw_name) : xstrdup(sb->cfg.cgroup_parent);
 	if (cgroup_create(&sb->cgroup, sb->cfg.cgroup_root, parent, req->name, &sb->cfg.limits, e) < 0)
 		return -1;
 	sb->use_cgroup = 1;
@@ -839,13 +894,13 @@ struct sandbox *sandbox_prepare(const struct sandbox_config *cfg, const struct s
 		sandbox_free(sb);
 		return NULL;
 	}
-	if (sb->as_root && !req->plan_only && (sb->idmap_fd = make_idmap_userns(sb->cfg.root_maps_to, &sb->idmap_helper, e)) < 0) {
+	if (sb->as_root && !req->plan_only &&
+	    (sb->idmap_fd = make_idmap_userns(sb->cfg.root_maps_to, &sb->idmap_helper, e)) < 0) {
 		sandbox_free(sb);
 		return NULL;
 	}
 	int planned = probe_layers(sb, e) == 0 && (STAMP(sb, 1), plan_mounts(sb, req, e) == 0);
-	if (!planned ||
-	    (STAMP(sb, 2), prepare_cgroup(sb, req, e) < 0) ||
+	if (!planned || (STAMP(sb, 2), prepare_cgroup(sb, req, e) < 0) ||
 	    (pipe2(sb->diag, O_CLOEXEC | O_NONBLOCK) < 0 && err_errno(e, errno, "sandbox: pipe") < 0)) {
 		sandbox_free(sb);
 		return NULL;
@@ -970,7 +1025,8 @@ static int open_destination(const struct mount_op *op)
 /* Clones the tree at src (a descriptor), sets its attributes while it is detached, attaches it at dst. */
 static int attach_clone(int src, int dst, uint64_t attrs, int userns_fd)
 {
-	int tree = (int)syscall(SYS_open_tree, src, "", OPEN_TREE_CLONE_ | OPEN_TREE_CLOEXEC_ | AT_EMPTY_PATH | AT_RECURSIVE_);
+	int tree = (int)syscall(SYS_open_tree, src, "",
+				OPEN_TREE_CLONE_ | OPEN_TREE_CLOEXEC_ | AT_EMPTY_PATH | AT_RECURSIVE_);
 	if (tree < 0)
 		return -1;
 	struct mount_attr_ attr = { .attr_set = attrs };
@@ -982,7 +1038,8 @@ static int attach_clone(int src, int dst, uint64_t attrs, int userns_fd)
 	if (rc < 0 && userns_fd >= 0)
 		rc = -2; /* the filesystem has no idmapped mounts */
 	if (rc == 0)
-		rc = (int)syscall(SYS_move_mount, tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH_ | MOVE_MOUNT_T_EMPTY_PATH_);
+		rc = (int)syscall(SYS_move_mount, tree, "", dst, "",
+				  MOVE_MOUNT_F_EMPTY_PATH_ | MOVE_MOUNT_T_EMPTY_PATH_);
 	close_keeping_errno(tree);
 	return rc;
 }
@@ -1016,7 +1073,8 @@ static int apply_self_read_only(const struct mount_op *op)
 {
 	if (mount(op->dst, op->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return errno == ENOENT ? 0 : -1;
-	struct mount_attr_ attr = { .attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ | MOUNT_ATTR_NOEXEC_ };
+	struct mount_attr_ attr = { .attr_set = MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ |
+						MOUNT_ATTR_NOEXEC_ };
 	return (int)syscall(SYS_mount_setattr, AT_FDCWD, op->dst, AT_RECURSIVE_, &attr, sizeof(attr));
 }
 
@@ -1038,7 +1096,9 @@ static void fd_path(char buf[32], int fd)
 static int apply_tmpfs(const struct mount_op *op)
 {
 	if (!op->dst_in_bind)
-		return make_mountpoint(op->dst, 1) < 0 ? -1 : mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
+		return make_mountpoint(op->dst, 1) < 0
+			       ? -1
+			       : mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, op->data);
 	int fd = open_no_symlinks(AT_FDCWD, op->dst, 0);
 	if (fd < 0)
 		return -1;
@@ -1061,7 +1121,8 @@ static int seal(int fd, int recursive)
 static int apply_op(const struct sandbox *sb, const struct mount_op *op, int *roots, int i)
 {
 	switch (op->kind) {
-	case OP_BIND: return apply_bind(sb, op);
+	case OP_BIND:
+		return apply_bind(sb, op);
 	case OP_TMPFS:
 		if (apply_tmpfs(op) < 0)
 			return -1;
@@ -1069,7 +1130,8 @@ static int apply_op(const struct sandbox *sb, const struct mount_op *op, int *ro
 			return 0;
 		roots[i] = open_no_symlinks(AT_FDCWD, op->dst, 0);
 		return roots[i] < 0 ? -1 : 0;
-	case OP_SYMLINK: return make_symlink(op->data, op->dst);
+	case OP_SYMLINK:
+		return make_symlink(op->data, op->dst);
 	case OP_PROC:
 		if (make_mountpoint(op->dst, 1) < 0)
 			return -1;
@@ -1079,8 +1141,10 @@ static int apply_op(const struct sandbox *sb, const struct mount_op *op, int *ro
 			return -1;
 		mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC, op->data); /* optional */
 		return 0;
-	case OP_READ_ONLY: return seal(roots[op->target], op->recursive);
-	case OP_SELF_RO: return apply_self_read_only(op);
+	case OP_READ_ONLY:
+		return seal(roots[op->target], op->recursive);
+	case OP_SELF_RO:
+		return apply_self_read_only(op);
 	}
 	return errno = EINVAL, -1;
 }
@@ -1149,14 +1213,14 @@ static int apply_rlimits(const struct sandbox *sb)
 	return sb->cfg.fsize_bytes > 0 ? set_limit(RLIMIT_FSIZE, sb->cfg.fsize_bytes) : 0;
 }
 
-#define SECBIT_NOROOT (1 << 0)
-#define SECBIT_NOROOT_LOCKED (1 << 1)
-#define SECBIT_NO_SETUID_FIXUP (1 << 2)
-#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
-#define SECBIT_KEEP_CAPS_LOCKED (1 << 5)
-#define SECBIT_NO_CAP_AMBIENT_RAISE (1 << 6)
+#define SECBIT_NOROOT			   (1 << 0)
+#define SECBIT_NOROOT_LOCKED		   (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP		   (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED	   (1 << 3)
+#define SECBIT_KEEP_CAPS_LOCKED		   (1 << 5)
+#define SECBIT_NO_CAP_AMBIENT_RAISE	   (1 << 6)
 #define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
-#define CAPABILITY_VERSION_3 0x20080522
+#define CAPABILITY_VERSION_3		   0x20080522
 
 /* A root executor's run becomes root_maps_to: no supplementary groups, then gid and uid (capabilities are
  * kept across the switch by SECBIT_NO_SETUID_FIXUP, and cleared right after). */
@@ -1180,9 +1244,9 @@ static int drop_capabilities(const struct sandbox *sb)
 			return -1;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
 		return -1;
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-					      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-					      SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+	if (prctl(PR_SET_SECUREBITS,
+		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+			  SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
 		  0, 0, 0) < 0)
 		return -1;
 	if (sb->as_root && become_unprivileged(sb) < 0)
@@ -1204,7 +1268,8 @@ static int egress_listener = -1; /* PID 1's, until the relay has it */
 
 static int egress_listen(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(SANDBOX_EGRESS_PORT),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(SANDBOX_EGRESS_PORT),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 128) < 0)
@@ -1274,7 +1339,8 @@ static NORETURN void relay_main(const struct sandbox *sb)
 	for (;;) {
 		int c = accept4(egress_listener, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE || errno == ENOBUFS)
+			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS)
 				continue;
 			_exit(1);
 		}
@@ -1489,27 +1555,33 @@ int sandbox_explain_failure(struct sandbox *sb, struct err *e)
 		/* child.c's clone with the namespace flags failed: the kernel refused a new user namespace */
 		if (!json_is_string(stage) || strcmp(json_string_value(stage), "clone"))
 			return -1;
-		r = (struct failure_record){ ST_UNSHARE, (int)json_integer_value(json_object_get(e->details, "errno")), -1 };
+		r = (struct failure_record){ ST_UNSHARE, (int)json_integer_value(json_object_get(e->details, "errno")),
+					     -1 };
 	}
 	if (r.stage <= ST_NONE || r.stage >= (int)ARRAY_SIZE(stage_controls))
 		return -1;
 	const struct mount_op *op = r.op >= 0 && r.op < sb->nops ? &sb->ops[r.op] : NULL;
 	const char *what = op ? op->dst : NULL;
 	if (r.stage == ST_MOUNT && op && (op->root || op->dst_in_bind) && untrusted_path_error(r.errnum))
-		return err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:i}", "path", what, "errno", r.errnum),
-				"sandbox: %s (or a directory on its way) is a symlink, missing or of another kind than when "
-				"the run was planned (%s): something that ran there may have planted it; refusing to bind "
-				"it; nothing was run", what, strerror(r.errnum));
+		return err_setd(
+			e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:i}", "path", what, "errno", r.errnum),
+			"sandbox: %s (or a directory on its way) is a symlink, missing or of another kind than when "
+			"the run was planned (%s): something that ran there may have planted it; refusing to bind "
+			"it; nothing was run",
+			what, strerror(r.errnum));
 	if (r.stage == ST_IDMAP)
-		return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s,s:s*,s:i}", "missing", "idmapped mounts", "path",
-								       what, "errno", r.errnum),
-				"sandbox: idmapped mounts unavailable at %s: %s; a root executor's runs need them on the data "
-				"home's filesystem (Linux 5.12+; tmpfs 6.3+): run the executor as a non-root user, or move the "
-				"data home; nothing was run", what, strerror(r.errnum));
-	return err_setd(e, E_ISOLATION_UNAVAILABLE,
-			json_pack("{s:s,s:s*,s:i}", "missing", stage_controls[r.stage], "path", what, "errno", r.errnum),
-			"sandbox: %s unavailable%s%s: %s; nothing was run", stage_controls[r.stage], what ? " at " : "",
-			what ? what : "", strerror(r.errnum));
+		return err_setd(
+			e, E_ISOLATION_UNAVAILABLE,
+			json_pack("{s:s,s:s*,s:i}", "missing", "idmapped mounts", "path", what, "errno", r.errnum),
+			"sandbox: idmapped mounts unavailable at %s: %s; a root executor's runs need them on the data "
+			"home's filesystem (Linux 5.12+; tmpfs 6.3+): run the executor as a non-root user, or move the "
+			"data home; nothing was run",
+			what, strerror(r.errnum));
+	return err_setd(
+		e, E_ISOLATION_UNAVAILABLE,
+		json_pack("{s:s,s:s*,s:i}", "missing", stage_controls[r.stage], "path", what, "errno", r.errnum),
+		"sandbox: %s unavailable%s%s: %s; nothing was run", stage_controls[r.stage], what ? " at " : "",
+		what ? what : "", strerror(r.errnum));
 }
 
 static json_t *strvec_to_json(const struct strvec *v)
@@ -1538,15 +1610,18 @@ static json_t *seccomp_json(const struct sandbox *sb)
 	for (const char *const *n = seccomp_denied_names(); *n; n++)
 		json_array_append_new(denied, json_string(*n));
 	return json_pack("{s:o,s:s,s:s,s:s,s:s,s:s}", "denied", denied, "namespaceFlags",
-			 "clone/unshare denied; clone3 ENOSYS", "sockets", "AF_NETLINK, AF_PACKET, AF_VSOCK denied", "ioctls",
-			 "TIOCSTI, TIOCLINUX denied", "setidBits", "setuid/setgid modes denied (chmod, creat, open, mknod)",
-			 "foreignArch", "killed");
+			 "clone/unshare denied; clone3 ENOSYS", "sockets", "AF_NETLINK, AF_PACKET, AF_VSOCK denied",
+			 "ioctls", "TIOCSTI, TIOCLINUX denied", "setidBits",
+			 "setuid/setgid modes denied (chmod, creat, open, mknod)", "foreignArch", "killed");
 }
 
 json_t *sandbox_receipt(const struct sandbox *sb)
 {
 	json_t *r = json_pack("{s:b,s:o,s:s,s:{s:o,s:o,s:o},s:o,s:o,s:b,s:s,s:o,s:{s:i,s:I,s:I},s:O}", "enabled", 1,
-			      "namespaces", namespaces_json(sb), "network", sb->use_egress ? "proxy" : sb->cfg.network_none ? "none" : "host",
+			      "namespaces", namespaces_json(sb), "network",
+			      sb->use_egress	     ? "proxy"
+			      : sb->cfg.network_none ? "none"
+						     : "host",
 			      "mounts", "readOnly", strvec_to_json(&sb->ro_paths), "readWrite",
 			      strvec_to_json(&sb->rw_paths), "private", strvec_to_json(&sb->private_paths), "landlock",
 			      sb->use_landlock ? landlock_receipt(&sb->landlock) : json_null(), "seccomp",
@@ -1555,14 +1630,16 @@ json_t *sandbox_receipt(const struct sandbox *sb)
 			      "nofile", (json_int_t)sb->cfg.nofile, "fsizeBytes", (json_int_t)sb->cfg.fsize_bytes,
 			      "warnings", sb->warnings);
 	if (sb->as_root) /* a root executor's run: unprivileged on the host, the data home idmapped */
-		json_object_set_new(r, "runAs", json_pack("{s:I,s:I,s:s}", "uid", (json_int_t)sb->cfg.root_maps_to, "gid",
-							  (json_int_t)sb->cfg.root_maps_to, "dataHome",
-							  "idmapped (uid/gid 0 on disk)"));
+		json_object_set_new(r, "runAs",
+				    json_pack("{s:I,s:I,s:s}", "uid", (json_int_t)sb->cfg.root_maps_to, "gid",
+					      (json_int_t)sb->cfg.root_maps_to, "dataHome",
+					      "idmapped (uid/gid 0 on disk)"));
 	if (sb->events)
 		json_object_set(r, "events", sb->events);
 	if (sb->use_egress)
-		json_object_set_new(r, "egress", json_pack("{s:o,s:s}", "proxy", json_sprintf("127.0.0.1:%d", SANDBOX_EGRESS_PORT),
-							   "socket", sb->egress_socket));
+		json_object_set_new(r, "egress",
+				    json_pack("{s:o,s:s}", "proxy", json_sprintf("127.0.0.1:%d", SANDBOX_EGRESS_PORT),
+					      "socket", sb->egress_socket));
 	return r;
 }
 

@@ -54,8 +54,8 @@
  *      cfg.read_write_paths, the request's binds (for a worktree of a repository: the repository
  *      read-only but for objects/, refs/ and logs/, where no symlink, device, fifo or socket can be made,
  *      objects/info read-only, worktrees/ covered but for this worktree's own entry — files and directories
- *      only there too — whose gitdir and commondir are read-only); private: /tmp, the home directory (tmpfs), /dev (null, zero,
- *      full, random, urandom, tty, pts, shm), /proc of the new PID namespace with /proc/sys and
+ *      only there too — whose gitdir and commondir are read-only); private: /tmp, the home directory (tmpfs), /dev
+ * (null, zero, full, random, urandom, tty, pts, shm), /proc of the new PID namespace with /proc/sys and
  *      /proc/sysrq-trigger read-only. Every bind is nosuid (and but for /dev's
  *      nodes nodev). Nothing else — not AGOR_HOME, not other worktrees, not other homes. The root is read-only.
  *   3. hostname "agor-sandbox"; loopback up (network none or proxy); with req.egress_socket a TCP listener on
@@ -96,8 +96,8 @@ struct sandbox_config {
 	const char *read_only_paths;  /* ':'-separated absolute paths, or NULL */
 	const char *read_write_paths; /* ':'-separated absolute paths, or NULL */
 	struct cgroup_limits limits;
-	long long nofile;      /* RLIMIT_NOFILE; 0 = unchanged */
-	long long fsize_bytes; /* RLIMIT_FSIZE; 0 = unchanged */
+	long long nofile;	  /* RLIMIT_NOFILE; 0 = unchanged */
+	long long fsize_bytes;	  /* RLIMIT_FSIZE; 0 = unchanged */
 	long long disk_max_bytes; /* the run's write budget (diskwatch.h) and each private tmpfs's size; 0 = none */
 	const char *cgroup_root;
 	const char *cgroup_parent;
@@ -124,14 +124,14 @@ struct sandbox_bind {
 struct sandbox_request {
 	const char *worktree;	   /* read-write and the working directory; absolute */
 	const char *worktree_root; /* the trusted directory it lies beneath (the data home's worktrees/) */
-	const char *data_home;	   /* territory runs write: a "trusted" bind below it is opened beneath it all the same */
+	const char *data_home; /* territory runs write: a "trusted" bind below it is opened beneath it all the same */
 	const char *const *protected_paths; /* NULL-terminated (the data home, AGOR_HOME): no bind may hold one */
-	const char *home;	   /* the home directory's path inside */
-	const char *home_root;	   /* home_is_kept: the trusted directory the home lies beneath */
-	int home_is_kept;	   /* home is a real directory bound read-write, not a fresh tmpfs */
-	const char *name;	   /* names the cgroup (letters, digits, '-', '_', '.') */
-	int plan_only;		   /* a dry run: no cgroup, no directories; only the receipt */
-	int worktree_read_only;	   /* the worktree bound read-only (the permission mode plan: nothing may change) */
+	const char *home;		    /* the home directory's path inside */
+	const char *home_root;		    /* home_is_kept: the trusted directory the home lies beneath */
+	int home_is_kept;		    /* home is a real directory bound read-write, not a fresh tmpfs */
+	const char *name;		    /* names the cgroup (letters, digits, '-', '_', '.') */
+	int plan_only;			    /* a dry run: no cgroup, no directories; only the receipt */
+	int worktree_read_only; /* the worktree bound read-only (the permission mode plan: nothing may change) */
 	/* Bound after the worktree, in this order (a bind inside an earlier one comes after it): the worktree's
 	 * git metadata, and what one kind of program needs (the agent CLI: its installation and this executable
 	 * read-only, the permission broker's directory and its state read-write). */

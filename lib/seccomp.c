@@ -11,31 +11,30 @@
 #include "banned.h"
 
 /* From linux/filter.h, linux/seccomp.h and linux/audit.h (not all toolchains carry them). */
-#define BPF_LD 0x00
-#define BPF_JMP 0x05
-#define BPF_JA 0x00
-#define BPF_RET 0x06
-#define BPF_W 0x00
-#define BPF_ABS 0x20
-#define BPF_JEQ 0x10
-#define BPF_JGE 0x30
-#define BPF_JSET 0x40
-#define BPF_K 0x00
+#define BPF_LD			 0x00
+#define BPF_JMP			 0x05
+#define BPF_JA			 0x00
+#define BPF_RET			 0x06
+#define BPF_W			 0x00
+#define BPF_ABS			 0x20
+#define BPF_JEQ			 0x10
+#define BPF_JGE			 0x30
+#define BPF_JSET		 0x40
+#define BPF_K			 0x00
 #define SECCOMP_RET_KILL_PROCESS 0x80000000U
-#define SECCOMP_RET_ERRNO 0x00050000U
-#define SECCOMP_RET_ALLOW 0x7fff0000U
-#define SECCOMP_MODE_FILTER 2
-#define AUDIT_ARCH_X86_64 0xc000003eU
-#define X32_SYSCALL_BIT 0x40000000U
+#define SECCOMP_RET_ERRNO	 0x00050000U
+#define SECCOMP_RET_ALLOW	 0x7fff0000U
+#define SECCOMP_MODE_FILTER	 2
+#define AUDIT_ARCH_X86_64	 0xc000003eU
+#define X32_SYSCALL_BIT		 0x40000000U
 
-#define OFF_NR 0
-#define OFF_ARCH 4
+#define OFF_NR	      0
+#define OFF_ARCH      4
 #define OFF_ARG_LO(i) (16 + 8 * (i)) /* little-endian: the low 32 bits of args[i] */
 
-#define CLONE_NAMESPACE_FLAGS                                                                      \
-	(0x00020000U /* NEWNS */ | 0x02000000U /* NEWCGROUP */ | 0x04000000U /* NEWUTS */ |        \
-	 0x08000000U /* NEWIPC */ | 0x10000000U /* NEWUSER */ | 0x20000000U /* NEWPID */ |         \
-	 0x40000000U /* NEWNET */ | 0x00000080U /* NEWTIME */)
+#define CLONE_NAMESPACE_FLAGS                                                                                          \
+	(0x00020000U /* NEWNS */ | 0x02000000U /* NEWCGROUP */ | 0x04000000U /* NEWUTS */ | 0x08000000U /* NEWIPC */ | \
+	 0x10000000U /* NEWUSER */ | 0x20000000U /* NEWPID */ | 0x40000000U /* NEWNET */ | 0x00000080U /* NEWTIME */)
 
 #define SETID_BITS 06000U /* S_ISUID | S_ISGID */
 
@@ -46,31 +45,57 @@ struct denied_call {
 
 #if defined(__x86_64__)
 static const struct denied_call denied_calls[] = {
-	{ "ptrace", 101 },	      { "process_vm_readv", 310 },  { "process_vm_writev", 311 },
-	{ "bpf", 321 },		      { "perf_event_open", 298 },   { "userfaultfd", 323 },
-	{ "keyctl", 250 },	      { "add_key", 248 },	    { "request_key", 249 },
-	{ "mount", 165 },	      { "umount2", 166 },	    { "pivot_root", 155 },
-	{ "chroot", 161 },	      { "open_tree", 428 },	    { "move_mount", 429 },
-	{ "fsopen", 430 },	      { "fsconfig", 431 },	    { "fsmount", 432 },
-	{ "fspick", 433 },	      { "mount_setattr", 442 },	    { "setns", 308 },
-	{ "kexec_load", 246 },	      { "kexec_file_load", 320 },   { "init_module", 175 },
-	{ "finit_module", 313 },      { "delete_module", 176 },	    { "io_uring_setup", 425 },
-	{ "io_uring_enter", 426 },    { "io_uring_register", 427 }, { "acct", 163 },
-	{ "swapon", 167 },	      { "swapoff", 168 },	    { "reboot", 169 },
-	{ "iopl", 172 },	      { "ioperm", 173 },	    { "name_to_handle_at", 303 },
-	{ "open_by_handle_at", 304 }, { "lookup_dcookie", 212 },    { "quotactl", 179 },
+	{ "ptrace", 101 },
+	{ "process_vm_readv", 310 },
+	{ "process_vm_writev", 311 },
+	{ "bpf", 321 },
+	{ "perf_event_open", 298 },
+	{ "userfaultfd", 323 },
+	{ "keyctl", 250 },
+	{ "add_key", 248 },
+	{ "request_key", 249 },
+	{ "mount", 165 },
+	{ "umount2", 166 },
+	{ "pivot_root", 155 },
+	{ "chroot", 161 },
+	{ "open_tree", 428 },
+	{ "move_mount", 429 },
+	{ "fsopen", 430 },
+	{ "fsconfig", 431 },
+	{ "fsmount", 432 },
+	{ "fspick", 433 },
+	{ "mount_setattr", 442 },
+	{ "setns", 308 },
+	{ "kexec_load", 246 },
+	{ "kexec_file_load", 320 },
+	{ "init_module", 175 },
+	{ "finit_module", 313 },
+	{ "delete_module", 176 },
+	{ "io_uring_setup", 425 },
+	{ "io_uring_enter", 426 },
+	{ "io_uring_register", 427 },
+	{ "acct", 163 },
+	{ "swapon", 167 },
+	{ "swapoff", 168 },
+	{ "reboot", 169 },
+	{ "iopl", 172 },
+	{ "ioperm", 173 },
+	{ "name_to_handle_at", 303 },
+	{ "open_by_handle_at", 304 },
+	{ "lookup_dcookie", 212 },
+	{ "quotactl", 179 },
 	{ "syslog", 103 },
 };
-#define NR_CLONE 56
-#define NR_CLONE3 435
-#define NR_UNSHARE 272
-#define NR_SOCKET 41
-#define NR_IOCTL 16
-#define NR_OPENAT2 437
-#define NR_FALLOCATE 285
-#define NR_PRCTL 157
+#define NR_CLONE	 56
+#define NR_CLONE3	 435
+#define NR_UNSHARE	 272
+#define NR_SOCKET	 41
+#define NR_IOCTL	 16
+#define NR_OPENAT2	 437
+#define NR_FALLOCATE	 285
+#define NR_PRCTL	 157
 #define PR_SET_DUMPABLE_ 4
-#define BUILD_ARCH AUDIT_ARCH_X86_64
+#define BUILD_ARCH	 AUDIT_ARCH_X86_64
 /* Calls that set a file's mode, by the argument that holds it: S_ISUID and S_ISGID are refused there. */
 static const int mode_in_arg1[] = { 90 /* chmod */, 91 /* fchmod */, 85 /* creat */, 133 /* mknod */, -1 };
 static const int mode_in_arg2[] = { 268 /* fchmodat */, 452 /* fchmodat2 */, 2 /* open */, 259 /* mknodat */, -1 };
@@ -165,7 +190,7 @@ int seccomp_filter_build(struct seccomp_filter *f)
 	emit(f, BPF_RET | BPF_K, 0, 0, fail_with(EPERM));
 	deny_calls(f);
 	return_if_equal(f, NR_CLONE3, fail_with(ENOSYS));
-	return_if_equal(f, NR_OPENAT2, fail_with(ENOSYS)); /* its mode lives in memory a filter cannot read */
+	return_if_equal(f, NR_OPENAT2, fail_with(ENOSYS));	 /* its mode lives in memory a filter cannot read */
 	return_if_equal(f, NR_FALLOCATE, fail_with(EOPNOTSUPP)); /* space the write budget would not see */
 	deny_values(f, NR_PRCTL, 0, (const uint32_t[]){ PR_SET_DUMPABLE_ }, 1, EPERM); /* hiding from the budget */
 	deny_flags_of(f, mode_in_arg1, 1, SETID_BITS);

@@ -12,7 +12,7 @@
 #include "spawn.h"
 #include "banned.h"
 
-#define RESULT_MAX_BYTES (512u << 20)
+#define RESULT_MAX_BYTES  (512u << 20)
 #define STDERR_TAIL_BYTES (16u << 10)
 
 /* PATH, HOME, LANG, TERM — and nothing else of ours (docs/payloads.md#spawning). */
@@ -104,7 +104,8 @@ static int build_argv(const struct spawn_request *r, struct child *c, struct err
 			return err_set(e, E_IMPERSONATION_FAILED, "cannot run executors as %s: sudo is not installed",
 				       r->unix_user);
 		if (r->dry_run) /* the sudo rule allows `executor --stdin` only: plan as ourselves */
-			strvec_pushv(&c->args, (const char *const[]){ r->agor_path, "executor", "--stdin", "--dry-run", NULL });
+			strvec_pushv(&c->args,
+				     (const char *const[]){ r->agor_path, "executor", "--stdin", "--dry-run", NULL });
 		else
 			impersonate_argv(r->unix_user, r->agor_path, &c->args);
 		strvec_pushf(&c->env, "%s=1", IMPERSONATED_ENV);
@@ -112,7 +113,8 @@ static int build_argv(const struct spawn_request *r, struct child *c, struct err
 	case SPAWN_ADMIN:
 		if (geteuid() != 0) {
 			if (!impersonate_sudo_path())
-				return err_set(e, E_ISOLATION_UNAVAILABLE, "cannot run agor admin: sudo is not installed");
+				return err_set(e, E_ISOLATION_UNAVAILABLE,
+					       "cannot run agor admin: sudo is not installed");
 			strvec_pushv(&c->args, (const char *const[]){ impersonate_sudo_path(), "-n", "--", NULL });
 		}
 		strvec_pushv(&c->args, (const char *const[]){ r->agor_path, "admin", NULL });
@@ -190,8 +192,10 @@ int spawn_executor(const struct spawn_request *r, struct spawn_result *out, stru
 		if (c.timed_out)
 			rc = missing_result(&c, se.buf, "the executor timed out and was killed", e);
 		else if (!(out->result = parse_result_line(&so)))
-			rc = missing_result(&c, se.buf, so.len ? "the executor's result line is malformed"
-							       : "the executor ended without a result line", e);
+			rc = missing_result(&c, se.buf,
+					    so.len ? "the executor's result line is malformed"
+						   : "the executor ended without a result line",
+					    e);
 	}
 	explicit_bzero(so.buf, so.len);
 	strbuf_release(&so);

@@ -31,21 +31,21 @@ enum spawn_mode { SPAWN_LOCAL, SPAWN_SUDO, SPAWN_TEMPLATE, SPAWN_ADMIN };
 
 struct spawn_request {
 	enum spawn_mode mode;
-	const char *agor_path;	/* the agor binary (LOCAL, SUDO) */
-	const char *template;	/* SPAWN_TEMPLATE: execution.executor_command_template */
-	const char *unix_user;	/* the execution user (SUDO: required; TEMPLATE: {unix_user}) */
+	const char *agor_path;	       /* the agor binary (LOCAL, SUDO) */
+	const char *template;	       /* SPAWN_TEMPLATE: execution.executor_command_template */
+	const char *unix_user;	       /* the execution user (SUDO: required; TEMPLATE: {unix_user}) */
 	const char *const *admin_args; /* SPAWN_ADMIN: subcommand and arguments, NULL-terminated */
-	const char *payload;	/* JSON text for stdin (may hold a session token: never in argv) */
+	const char *payload;	       /* JSON text for stdin (may hold a session token: never in argv) */
 	size_t payload_len;
 	/* Template values (NULL → empty string). */
 	const char *command, *task_id, *session_id, *worktree_id, *daemon_url;
-	int dry_run;		/* LOCAL/SUDO: add --dry-run (plan only) */
+	int dry_run;				  /* LOCAL/SUDO: add --dry-run (plan only) */
 	void (*on_started)(pid_t pid, void *arg); /* the executor's pid (leader of its process group) */
 	void *on_started_arg;
 	void (*on_stderr)(const char *data, size_t len, void *arg); /* its stderr as it arrives (progress) */
 	void *on_stderr_arg;
-	int timeout_ms;		/* 0 = none */
-	int kill_grace_ms;	/* 0 = 5000 */
+	int timeout_ms;	   /* 0 = none */
+	int kill_grace_ms; /* 0 = 5000 */
 };
 
 struct spawn_result {

@@ -8,8 +8,8 @@
 #include "strbuf.h"
 #include "banned.h"
 
-#define PEM_BEGIN "-----BEGIN OPENSSH PRIVATE KEY-----"
-#define PEM_END "-----END OPENSSH PRIVATE KEY-----"
+#define PEM_BEGIN  "-----BEGIN OPENSSH PRIVATE KEY-----"
+#define PEM_END	   "-----END OPENSSH PRIVATE KEY-----"
 #define AUTH_MAGIC "openssh-key-v1"
 
 /* The curves ssh and mbedTLS share, with the hash each signs with. */
@@ -91,8 +91,9 @@ static int unarmour(const char *text, size_t len, struct strbuf *bin, struct err
 	const char *b = memmem(text, len, PEM_BEGIN, strlen(PEM_BEGIN));
 	const char *z = b ? memmem(b, (size_t)(end - b), PEM_END, strlen(PEM_END)) : NULL;
 	if (!b || !z)
-		return bad_key(e, "is not an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----, as ssh-keygen writes "
-				  "it; a PEM key converts with ssh-keygen -p -f KEY)");
+		return bad_key(
+			e, "is not an OpenSSH private key (-----BEGIN OPENSSH PRIVATE KEY-----, as ssh-keygen writes "
+			   "it; a PEM key converts with ssh-keygen -p -f KEY)");
 	_cleanup_strbuf_wipe_ struct strbuf b64 = STRBUF_INIT;
 	for (const char *p = b + strlen(PEM_BEGIN); p < z; p++)
 		if (*p != '\n' && *p != '\r')
@@ -145,18 +146,20 @@ static int parse_container(struct sshkey *k, const struct strbuf *bin, struct er
 	    read_string(&r, &pub, &pub_len) < 0 || read_string(&r, &priv.p, &priv.n) < 0)
 		return bad_key(e, "is damaged (its openssh-key-v1 container does not parse)");
 	if (!string_is(cipher, cipher_len, "none"))
-		return bad_key(e, "is encrypted with a passphrase: store it without one (ssh-keygen -p -N '' -f KEY); the "
-				  "daemon seals it with its master key");
+		return bad_key(e,
+			       "is encrypted with a passphrase: store it without one (ssh-keygen -p -N '' -f KEY); the "
+			       "daemon seals it with its master key");
 	if (read_u32(&priv, &check1) < 0 || read_u32(&priv, &check2) < 0 || check1 != check2 ||
 	    read_string(&priv, &type, &type_len) < 0)
 		return bad_key(e, "has a damaged private section");
 	for (size_t c = 0; c < ARRAY_SIZE(curves); c++)
 		if (string_is(type, type_len, curves[c].type))
 			return load_ecdsa(k, &priv, c, e);
-	return err_setd(e, E_AUTH_FAILED, json_pack("{s:s%}", "type", type, type_len),
-			"the stored ssh key is of type %.*s: agor signs with ECDSA keys only (ssh-keygen -t ecdsa): libssh2 "
-			"on mbedTLS signs RSA with SHA-1, which OpenSSH servers refuse, and has no Ed25519",
-			(int)type_len, (const char *)type);
+	return err_setd(
+		e, E_AUTH_FAILED, json_pack("{s:s%}", "type", type, type_len),
+		"the stored ssh key is of type %.*s: agor signs with ECDSA keys only (ssh-keygen -t ecdsa): libssh2 "
+		"on mbedTLS signs RSA with SHA-1, which OpenSSH servers refuse, and has no Ed25519",
+		(int)type_len, (const char *)type);
 }
 
 int sshkey_load(struct sshkey *k, const char *text, size_t len, struct err *e)
@@ -188,11 +191,12 @@ int sshkey_sign(struct sshkey *k, const unsigned char *data, size_t len, unsigne
 	mbedtls_mpi_init(&s);
 	struct strbuf out = STRBUF_INIT;
 	int rc = md && mbedtls_md(md, data, len, hash) == 0 &&
-			 mbedtls_ecdsa_sign_det_ext(&k->ecdsa.grp, &r, &s, &k->ecdsa.d, hash,
-						    mbedtls_md_get_size(md), k->md, crypto_mbedtls_rng, NULL) == 0 &&
-			 put_mpint(&out, &r) == 0 && put_mpint(&out, &s) == 0
-		 ? 0
-		 : -1;
+				 mbedtls_ecdsa_sign_det_ext(&k->ecdsa.grp, &r, &s, &k->ecdsa.d, hash,
+							    mbedtls_md_get_size(md), k->md, crypto_mbedtls_rng,
+							    NULL) == 0 &&
+				 put_mpint(&out, &r) == 0 && put_mpint(&out, &s) == 0
+			 ? 0
+			 : -1;
 	mbedtls_mpi_free(&r);
 	mbedtls_mpi_free(&s);
 	if (rc < 0) {

@@ -17,7 +17,10 @@ struct strbuf {
 };
 
 extern char strbuf_empty[];
-#define STRBUF_INIT { 0, 0, strbuf_empty }
+#define STRBUF_INIT                                                                                                    \
+	{                                                                                                              \
+		0, 0, strbuf_empty                                                                                     \
+	}
 
 void strbuf_init(struct strbuf *sb, size_t hint);
 void strbuf_release(struct strbuf *sb);
@@ -45,7 +48,10 @@ ssize_t strbuf_read_fd(struct strbuf *sb, int fd, size_t max);
 /* Reads a whole file; -1 on error with errno set. */
 int strbuf_read_file(struct strbuf *sb, const char *path, size_t max);
 
-static inline void cleanup_strbuf(struct strbuf *sb) { strbuf_release(sb); }
+static inline void cleanup_strbuf(struct strbuf *sb)
+{
+	strbuf_release(sb);
+}
 #define _cleanup_strbuf_ __attribute__((cleanup(cleanup_strbuf)))
 
 #endif

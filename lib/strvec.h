@@ -14,7 +14,10 @@ struct strvec {
 };
 
 extern char *strvec_empty[];
-#define STRVEC_INIT { strvec_empty, 0, 0 }
+#define STRVEC_INIT                                                                                                    \
+	{                                                                                                              \
+		strvec_empty, 0, 0                                                                                     \
+	}
 
 void strvec_init(struct strvec *sv);
 void strvec_clear(struct strvec *sv);
@@ -31,7 +34,10 @@ void strvec_setenv(struct strvec *sv, const char *name, const char *value);
 /* Value of name in an environment vector, or NULL. */
 const char *strvec_getenv(const struct strvec *sv, const char *name);
 
-static inline void cleanup_strvec(struct strvec *sv) { strvec_clear(sv); }
+static inline void cleanup_strvec(struct strvec *sv)
+{
+	strvec_clear(sv);
+}
 #define _cleanup_strvec_ __attribute__((cleanup(cleanup_strvec)))
 
 #endif

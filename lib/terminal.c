@@ -1,5 +1,6 @@
 /* terminal.c — tmux and zellij for the executor (terminal.h): tmux session and window plus a control-mode client,
- * or zellij on a PTY; the descriptor goes to the daemon with SCM_RIGHTS. Never passes the caller's environment or a secret in argv. */
+ * or zellij on a PTY; the descriptor goes to the daemon with SCM_RIGHTS. Never passes the caller's environment or a
+ * secret in argv. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,7 +23,7 @@
 #include "banned.h"
 
 #define TMUX_COMMAND_TIMEOUT_MS 10000
-#define HANDOVER_TIMEOUT_S 15
+#define HANDOVER_TIMEOUT_S	15
 
 char *terminal_tmux_server_name(const char *user, const char *data_home)
 {
@@ -62,9 +63,8 @@ void terminal_user_env(const struct passwd *pw, const char *shell, json_t *extra
 	strvec_push(env, "TERM=xterm-256color");
 	const char *name;
 	json_t *value;
-	json_object_foreach(extra, name, value)
-		if (json_is_string(value))
-			strvec_pushf(env, "%s=%s", name, json_string_value(value));
+	json_object_foreach(extra, name, value) if (json_is_string(value))
+		strvec_pushf(env, "%s=%s", name, json_string_value(value));
 }
 
 void terminal_tmux_argv(const char *server, struct strvec *argv, const char *const *args)
@@ -104,7 +104,8 @@ static int run_tmux(const struct terminal_request *r, const char *const *args, s
 		rc = child_exit_code(&c);
 	if (rc > 0 && !out) {
 		strbuf_trim_trailing_newline(&err_out);
-		rc = err_setd(e, E_INTERNAL, json_pack("{s:s,s:s%}", "command", args[0], "stderr", err_out.buf, err_out.len),
+		rc = err_setd(e, E_INTERNAL,
+			      json_pack("{s:s,s:s%}", "command", args[0], "stderr", err_out.buf, err_out.len),
 			      "tmux %s failed (exit %d): %s", args[0], rc, err_out.buf);
 	}
 	strbuf_release(&err_out);
@@ -134,8 +135,8 @@ static int ensure_session(const struct terminal_request *r, int *created, struct
 {
 	_cleanup_free_ char *target = xasprintf("=%s", r->session);
 	const char *has[] = { "has-session", "-t", target, NULL };
-	const char *make[] = { "new-session", "-d", "-s", r->session, "-n", window_name(r), "-c", r->cwd, "-x", "80",
-			       "-y", "24", r->shell_command, NULL };
+	const char *make[] = { "new-session", "-d", "-s", r->session, "-n", window_name(r),   "-c",
+			       r->cwd,	      "-x", "80", "-y",	      "24", r->shell_command, NULL };
 	*created = 0;
 	if (r->dry_run) {
 		plan_tmux(r, "tmux.has-session", has);
@@ -182,7 +183,8 @@ static int find_window(const struct terminal_request *r, struct strbuf *id, stru
 static int ensure_window(const struct terminal_request *r, struct strbuf *id, int *created, struct err *e)
 {
 	_cleanup_free_ char *target = xasprintf("=%s:", r->session);
-	const char *make[] = { "new-window", "-d", "-t", target, "-n", window_name(r), "-c", r->cwd, r->shell_command, NULL };
+	const char *make[] = { "new-window",   "-d", "-t",   target,	       "-n",
+			       window_name(r), "-c", r->cwd, r->shell_command, NULL };
 	*created = 0;
 	if (r->dry_run) {
 		plan_tmux(r, "tmux.new-window (when missing)", make);
@@ -219,8 +221,7 @@ static int become_session_leader(void *arg)
 }
 
 /* Starts `tmux -C attach-session` on fd (stdin and stdout) as a session leader of its own, and lets it go. */
-static int start_control_client(const struct terminal_request *r, const char *window, int fd, pid_t *pid,
-				struct err *e)
+static int start_control_client(const struct terminal_request *r, const char *window, int fd, pid_t *pid, struct err *e)
 {
 	_cleanup_free_ char *target = xasprintf("=%s:%s", r->session, window);
 	const char *attach[] = { "-C", "attach-session", "-t", target, NULL };
@@ -243,8 +244,10 @@ static int start_control_client(const struct terminal_request *r, const char *wi
 static int connect_daemon(const char *url, struct err *e)
 {
 	if (!url || strncmp(url, "unix:", 5))
-		return err_set(e, E_INVALID_PAYLOAD, "daemonUrl: a terminal is handed over on the daemon's Unix socket "
-						     "(unix:PATH), got %s", url ? url : "nothing");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "daemonUrl: a terminal is handed over on the daemon's Unix socket "
+			       "(unix:PATH), got %s",
+			       url ? url : "nothing");
 	struct sockaddr_un sa;
 	if (net_unix_address(url + 5, &sa, e) < 0)
 		return err_prefix(e, "daemonUrl"), -1;
@@ -286,7 +289,9 @@ static int check_reply(const struct strbuf *line, struct err *e)
 		return -1;
 	json_t *error = json_object_get(reply, "error");
 	if (!error)
-		return json_object_get(reply, "result") ? 0 : err_set(e, E_INTERNAL, "the daemon's hand-over answer has no result");
+		return json_object_get(reply, "result")
+			       ? 0
+			       : err_set(e, E_INTERNAL, "the daemon's hand-over answer has no result");
 	const char *code = json_get_str(json_object_get(error, "data"), "code");
 	return err_set(e, err_code_intern(code ? code : E_INTERNAL), "the daemon refused the terminal: %s",
 		       json_get_str(error, "message") ? json_get_str(error, "message") : "no reason given");
@@ -299,7 +304,8 @@ static int hand_over(const struct terminal_request *r, json_t *info, int fd, str
 		return -1;
 	json_t *params = json_deep_copy(info);
 	json_object_set_new(params, "session_token", json_string(r->session_token ? r->session_token : ""));
-	json_t *call = json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", 1, "method", "terminal.handover", "params", params);
+	json_t *call = json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", 1, "method", "terminal.handover",
+				 "params", params);
 	char *text = json_to_compact(call);
 	json_decref(call);
 	struct strbuf msg = STRBUF_INIT, line = STRBUF_INIT;
@@ -353,9 +359,7 @@ static int in_names(const json_t *names, const char *name)
 {
 	size_t i;
 	json_t *v;
-	json_array_foreach((json_t *)names, i, v)
-		if (!strcmp(json_string_value(v), name))
-			return 1;
+	json_array_foreach((json_t *)names, i, v) if (!strcmp(json_string_value(v), name)) return 1;
 	return 0;
 }
 
@@ -373,7 +377,8 @@ int terminal_tmux_close(const struct terminal_request *r, const json_t *keep, js
 	*data = json_pack("{s:[]}", "closed");
 	if (r->dry_run) {
 		plan_tmux(r, "tmux.list-windows", list);
-		plan_tmux(r, "tmux.kill-window (each window to close)", (const char *const[]){ "kill-window", "-t", "@N", NULL });
+		plan_tmux(r, "tmux.kill-window (each window to close)",
+			  (const char *const[]){ "kill-window", "-t", "@N", NULL });
 		return 0;
 	}
 	struct strbuf out = STRBUF_INIT;
@@ -412,12 +417,13 @@ int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct
 		rc = ensure_window(r, &window, &window_created, e);
 	if (rc == 0 && r->dry_run) {
 		const char *attach[] = { "-C", "attach-session", "-t", "=SESSION:@WINDOW", NULL };
-		plan_tmux(r, "tmux.control-client (stdin/stdout: a socket pair, its other end handed to the daemon)", attach);
-		json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "terminal.handover (SCM_RIGHTS)", "daemonUrl",
-							  r->daemon_url ? r->daemon_url : "(none)"));
+		plan_tmux(r, "tmux.control-client (stdin/stdout: a socket pair, its other end handed to the daemon)",
+			  attach);
+		json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "terminal.handover (SCM_RIGHTS)",
+							 "daemonUrl", r->daemon_url ? r->daemon_url : "(none)"));
 	} else if (rc == 0 && (rc = active_pane(r, window.buf, &pane, e)) == 0) {
-		json_t *info = json_pack("{s:s,s:s,s:s,s:s,s:s}", "server", r->server, "session", r->session, "window", window.buf,
-					 "windowName", window_name(r), "pane", pane.buf);
+		json_t *info = json_pack("{s:s,s:s,s:s,s:s,s:s}", "server", r->server, "session", r->session, "window",
+					 window.buf, "windowName", window_name(r), "pane", pane.buf);
 		rc = attach_and_hand_over(r, info, e);
 		if (rc == 0) {
 			json_object_set_new(info, "sessionCreated", json_boolean(session_created));
@@ -472,8 +478,9 @@ static int start_zellij(const struct terminal_request *r, const char *config, in
 	if (child_start(&c, e) < 0) {
 		int errnum = (int)json_integer_value(json_object_get(e->details, "errno"));
 		if (errnum == ENOENT)
-			return err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "program", "zellij"),
-					"zellij is not installed on this host (not on PATH): install it, or use tmux.attach");
+			return err_setd(
+				e, E_NOT_FOUND, json_pack("{s:s}", "program", "zellij"),
+				"zellij is not installed on this host (not on PATH): install it, or use tmux.attach");
 		return -1;
 	}
 	*pid = c.pid;
@@ -507,15 +514,16 @@ static void plan_zellij(const struct terminal_request *r, const char *config)
 	zellij_attach_argv(config, r->session, &argv);
 	terminal_user_env(r->pw, r->shell, r->env, &env);
 	json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "zellij.install-config", "path", config));
-	json_array_append_new(r->plan, json_pack("{s:s,s:o,s:o,s:s}", "step", "zellij.attach (on a new pseudo-terminal)",
-						  "argv", argv_json(&argv), "env", argv_json(&env), "cwd", r->cwd));
+	json_array_append_new(r->plan,
+			      json_pack("{s:s,s:o,s:o,s:s}", "step", "zellij.attach (on a new pseudo-terminal)", "argv",
+					argv_json(&argv), "env", argv_json(&env), "cwd", r->cwd));
 	strvec_clear(&argv);
 	if (r->window) {
 		zellij_tab_argv(r->session, r->window, &argv);
 		json_array_append_new(r->plan, json_pack("{s:s,s:o}", "step", "zellij.tab", "argv", argv_json(&argv)));
 	}
 	json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "terminal.handover (SCM_RIGHTS: the PTY master)",
-						  "daemonUrl", r->daemon_url ? r->daemon_url : "(none)"));
+						 "daemonUrl", r->daemon_url ? r->daemon_url : "(none)"));
 	strvec_clear(&argv);
 	strvec_clear(&env);
 }

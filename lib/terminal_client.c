@@ -75,7 +75,8 @@ static void restore_tty(struct session *s)
 static int send_call(struct session *s, const char *method, json_t *params, struct err *e)
 {
 	static int next_id = 100;
-	json_t *msg = json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", next_id++, "method", method, "params", params);
+	json_t *msg =
+		json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", next_id++, "method", method, "params", params);
 	char *text = json_to_compact(msg);
 	json_decref(msg);
 	int rc = rpc_client_send(s->c, text, strlen(text), e);
@@ -224,7 +225,8 @@ static int open_and_attach(struct session *s, struct err *e)
 	json_decref(params);
 	if (rc == 0) {
 		s->terminal_id = xstrdup(json_get_str(result, "terminal_id"));
-		params = json_pack("{s:s,s:O}", "terminal_id", s->terminal_id, "token", json_object_get(result, "token"));
+		params = json_pack("{s:s,s:O}", "terminal_id", s->terminal_id, "token",
+				   json_object_get(result, "token"));
 		rc = rpc_client_call(s->c, "terminal.attach", params, &attached, e);
 		json_decref(params);
 	}
@@ -255,7 +257,8 @@ static char *relay_url(const char *url, struct err *e)
 		return xstrdup(url);
 	int tls = !strncmp(url, "https://", 8);
 	if (!tls && strncmp(url, "http://", 7)) {
-		err_set(e, E_USAGE, "--url: unix:PATH, ws(s)://HOST:PORT[/PATH] or http(s)://HOST:PORT (got '%s')", url);
+		err_set(e, E_USAGE, "--url: unix:PATH, ws(s)://HOST:PORT[/PATH] or http(s)://HOST:PORT (got '%s')",
+			url);
 		return NULL;
 	}
 	const char *authority = url + (tls ? 8 : 7);

@@ -70,7 +70,8 @@ static int bio_send(void *ctx, const unsigned char *buf, size_t len)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return MBEDTLS_ERR_SSL_WANT_WRITE;
-		return (errno == EPIPE || errno == ECONNRESET) ? MBEDTLS_ERR_NET_CONN_RESET : MBEDTLS_ERR_NET_SEND_FAILED;
+		return (errno == EPIPE || errno == ECONNRESET) ? MBEDTLS_ERR_NET_CONN_RESET
+							       : MBEDTLS_ERR_NET_SEND_FAILED;
 	}
 }
 
@@ -114,8 +115,9 @@ void tls_config_free(struct tls_config *cfg)
 
 static int config_defaults(struct tls_config *cfg, struct err *e)
 {
-	int ret = mbedtls_ssl_config_defaults(&cfg->conf, cfg->is_server ? MBEDTLS_SSL_IS_SERVER : MBEDTLS_SSL_IS_CLIENT,
-					      MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
+	int ret =
+		mbedtls_ssl_config_defaults(&cfg->conf, cfg->is_server ? MBEDTLS_SSL_IS_SERVER : MBEDTLS_SSL_IS_CLIENT,
+					    MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
 	if (ret)
 		return tls_fail(e, ret, "TLS configuration");
 	mbedtls_ssl_conf_rng(&cfg->conf, kernel_rng, NULL);
@@ -168,8 +170,10 @@ struct tls_config *tls_server_config_new_pem(const char *cert_pem, const char *k
 {
 	struct tls_config *cfg = config_alloc(1);
 	int ret;
-	if ((ret = mbedtls_x509_crt_parse(&cfg->own_cert, (const unsigned char *)cert_pem, strlen(cert_pem) + 1)) != 0 ||
-	    (ret = mbedtls_pk_parse_key(&cfg->own_key, (const unsigned char *)key_pem, strlen(key_pem) + 1, NULL, 0)) != 0 ||
+	if ((ret = mbedtls_x509_crt_parse(&cfg->own_cert, (const unsigned char *)cert_pem, strlen(cert_pem) + 1)) !=
+		    0 ||
+	    (ret = mbedtls_pk_parse_key(&cfg->own_key, (const unsigned char *)key_pem, strlen(key_pem) + 1, NULL, 0)) !=
+		    0 ||
 	    (ret = mbedtls_pk_check_pair(&cfg->own_cert.pk, &cfg->own_key)) != 0) {
 		tls_fail(e, ret, "the TLS certificate and key in memory");
 		goto fail;
@@ -252,7 +256,8 @@ static struct tls_config *client_config(int have_ca, const char *ca_file, const 
 	int ret;
 	if (pin_sha256 && *pin_sha256 && parse_pin(cfg, pin_sha256, e) < 0)
 		goto fail;
-	if (ca_pem && (ret = mbedtls_x509_crt_parse(&cfg->ca, (const unsigned char *)ca_pem, strlen(ca_pem) + 1)) != 0) {
+	if (ca_pem &&
+	    (ret = mbedtls_x509_crt_parse(&cfg->ca, (const unsigned char *)ca_pem, strlen(ca_pem) + 1)) != 0) {
 		tls_fail(e, ret, "reading the CA certificates (PEM)");
 		goto fail;
 	}
@@ -261,7 +266,8 @@ static struct tls_config *client_config(int have_ca, const char *ca_file, const 
 	if (config_defaults(cfg, e) < 0)
 		goto fail;
 	if (pin_only) {
-		mbedtls_ssl_conf_authmode(&cfg->conf, MBEDTLS_SSL_VERIFY_NONE); /* the pin is checked after the handshake */
+		mbedtls_ssl_conf_authmode(&cfg->conf,
+					  MBEDTLS_SSL_VERIFY_NONE); /* the pin is checked after the handshake */
 	} else {
 		mbedtls_ssl_conf_authmode(&cfg->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
 		mbedtls_ssl_conf_ca_chain(&cfg->conf, &cfg->ca, NULL);

@@ -194,7 +194,8 @@ static void complete_line(struct tmux_parser *p)
 		p->in_block = 0;
 		emit(p, (struct tmux_event){ .kind = TMUX_BLOCK_END, .number = p->block_number, .error = error });
 	} else if (p->in_block) {
-		emit(p, (struct tmux_event){ .kind = TMUX_BLOCK_DATA, .data = (const uint8_t *)l->buf, .len = l->len, .eol = 1 });
+		emit(p, (struct tmux_event){
+				.kind = TMUX_BLOCK_DATA, .data = (const uint8_t *)l->buf, .len = l->len, .eol = 1 });
 	} else if (is_output_line(l->buf, l->len) && (body = output_body(p, l->buf, l->len)) >= 0) {
 		decode_output(p, l->buf + body, l->len - (size_t)body, 1);
 	} else {
@@ -210,7 +211,8 @@ static void stream_bytes(struct tmux_parser *p, const char *s, size_t n, int eol
 	if (p->mode == TMUX_LINE_OUTPUT)
 		decode_output(p, s, n, eol);
 	else if (n || eol)
-		emit(p, (struct tmux_event){ .kind = TMUX_BLOCK_DATA, .data = (const uint8_t *)s, .len = n, .eol = eol });
+		emit(p,
+		     (struct tmux_event){ .kind = TMUX_BLOCK_DATA, .data = (const uint8_t *)s, .len = n, .eol = eol });
 }
 
 /* Streams what has arrived of a long line's body. A '\r' it ends with is held back until the next bytes say
@@ -277,7 +279,9 @@ static size_t consume(struct tmux_parser *p, const char *buf, size_t len)
 		return used;
 	}
 	case TMUX_LINE_OUTPUT:
-	case TMUX_LINE_BLOCK: stream_body(p, buf, body, nl != NULL); break;
+	case TMUX_LINE_BLOCK:
+		stream_body(p, buf, body, nl != NULL);
+		break;
 	case TMUX_LINE_NOTIFY:
 		if (p->line.len + body > TMUX_LINE_MAX) {
 			overlong(p);
@@ -287,7 +291,8 @@ static size_t consume(struct tmux_parser *p, const char *buf, size_t len)
 		if (nl)
 			complete_line(p);
 		return used;
-	case TMUX_LINE_SKIP: break;
+	case TMUX_LINE_SKIP:
+		break;
 	}
 	if (nl)
 		p->mode = TMUX_LINE_HEAD;

@@ -31,15 +31,19 @@ static char *dup_or_null(const char *s)
 
 void token_claims_copy(struct token_claims *to, const struct token_claims *from)
 {
-	*to = (struct token_claims){ dup_or_null(from->sub), dup_or_null(from->sid), dup_or_null(from->tid),
-				     dup_or_null(from->jti), from->iat, from->exp };
+	*to = (struct token_claims){ dup_or_null(from->sub),
+				     dup_or_null(from->sid),
+				     dup_or_null(from->tid),
+				     dup_or_null(from->jti),
+				     from->iat,
+				     from->exp };
 }
 
 static int check_secret(size_t secret_len, struct err *e)
 {
 	if (secret_len < TOKEN_SECRET_MIN_LEN)
-		return err_set(e, E_INTERNAL, "JWT secret is %zu bytes, at least %d are required",
-			       secret_len, TOKEN_SECRET_MIN_LEN);
+		return err_set(e, E_INTERNAL, "JWT secret is %zu bytes, at least %d are required", secret_len,
+			       TOKEN_SECRET_MIN_LEN);
 	return 0;
 }
 
@@ -54,8 +58,8 @@ static int nonempty(const char *s)
 }
 
 /* HMAC-SHA256 of the signing input, base64url-encoded onto out. */
-static void append_signature(const uint8_t *secret, size_t secret_len, const char *input,
-			     size_t len, struct strbuf *out)
+static void append_signature(const uint8_t *secret, size_t secret_len, const char *input, size_t len,
+			     struct strbuf *out)
 {
 	uint8_t mac[CRYPTO_HMAC_SHA256_LEN];
 	crypto_hmac_sha256(secret, secret_len, input, len, mac);
@@ -80,12 +84,11 @@ static int check_claims_to_issue(const char *aud, const struct token_claims *in,
 	return 0;
 }
 
-static int issued_times(const struct token_claims *in, long long ttl_seconds, long long *iat,
-			long long *exp, struct err *e)
+static int issued_times(const struct token_claims *in, long long ttl_seconds, long long *iat, long long *exp,
+			struct err *e)
 {
 	if (ttl_seconds <= 0)
-		return err_set(e, E_INTERNAL, "token: ttl must be positive (got %lld)",
-			       ttl_seconds);
+		return err_set(e, E_INTERNAL, "token: ttl must be positive (got %lld)", ttl_seconds);
 	*iat = in->iat ? in->iat : (long long)time(NULL);
 	if (*iat > (1LL << 53) - ttl_seconds) /* also keeps the values exact in any JSON reader */
 		return err_set(e, E_INTERNAL, "token: iat + ttl out of range");
@@ -119,10 +122,8 @@ static json_t *claims_object(const char *aud, const struct token_claims *c, stru
 {
 	json_t *obj = json_object();
 	json_object_set_new(obj, "iss", json_string(TOKEN_ISSUER));
-	if (add_string_claim(obj, "aud", aud, e) < 0 ||
-	    add_string_claim(obj, "sub", c->sub, e) < 0 ||
-	    add_string_claim(obj, "sid", c->sid, e) < 0 ||
-	    add_string_claim(obj, "tid", c->tid, e) < 0 ||
+	if (add_string_claim(obj, "aud", aud, e) < 0 || add_string_claim(obj, "sub", c->sub, e) < 0 ||
+	    add_string_claim(obj, "sid", c->sid, e) < 0 || add_string_claim(obj, "tid", c->tid, e) < 0 ||
 	    add_string_claim(obj, "jti", c->jti, e) < 0) {
 		json_decref(obj);
 		return NULL;
@@ -153,9 +154,8 @@ static char *xstrdup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
-int token_issue_for(const char *aud, const uint8_t *secret, size_t secret_len,
-		    const struct token_claims *in, long long ttl_seconds, char **jwt_out,
-		    struct token_claims *issued, struct err *e)
+int token_issue_for(const char *aud, const uint8_t *secret, size_t secret_len, const struct token_claims *in,
+		    long long ttl_seconds, char **jwt_out, struct token_claims *issued, struct err *e)
 {
 	*jwt_out = NULL;
 	if (check_secret(secret_len, e) < 0 || check_claims_to_issue(aud, in, e) < 0)
@@ -184,11 +184,10 @@ int token_issue_for(const char *aud, const uint8_t *secret, size_t secret_len,
 	return 0;
 }
 
-int token_issue(const uint8_t *secret, size_t secret_len, const struct token_claims *in,
-		long long ttl_seconds, char **jwt_out, struct err *e)
+int token_issue(const uint8_t *secret, size_t secret_len, const struct token_claims *in, long long ttl_seconds,
+		char **jwt_out, struct err *e)
 {
-	return token_issue_for(TOKEN_AUD_EXECUTOR, secret, secret_len, in, ttl_seconds, jwt_out,
-			       NULL, e);
+	return token_issue_for(TOKEN_AUD_EXECUTOR, secret, secret_len, in, ttl_seconds, jwt_out, NULL, e);
 }
 
 /* ---- verifying ------------------------------------------------------------------------------- */
@@ -225,8 +224,7 @@ static int split_compact(const char *jwt, struct jws_parts *p, struct err *e)
 	const char *dot2 = dot1 ? memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - jwt)) : NULL;
 	const char *dot3 = dot2 ? memchr(dot2 + 1, '.', len - (size_t)(dot2 + 1 - jwt)) : NULL;
 	if (!dot2 || dot3)
-		return refuse(e, "malformed",
-			      "not a compact JWS (expected 3 dot-separated segments)");
+		return refuse(e, "malformed", "not a compact JWS (expected 3 dot-separated segments)");
 	p->header = jwt;
 	p->header_len = (size_t)(dot1 - jwt);
 	p->payload = dot1 + 1;
@@ -238,8 +236,7 @@ static int split_compact(const char *jwt, struct jws_parts *p, struct err *e)
 }
 
 /* Decodes one base64url segment and parses it as a JSON object (duplicate keys refused). */
-static json_t *decode_json_segment(const char *seg, size_t len, const char *what,
-				   const char *reason, struct err *e)
+static json_t *decode_json_segment(const char *seg, size_t len, const char *what, const char *reason, struct err *e)
 {
 	struct strbuf raw = STRBUF_INIT;
 	if (crypto_base64url_decode(seg, len, &raw, e) < 0) {
@@ -273,13 +270,12 @@ static int check_header(const json_t *header, struct err *e)
 	if (typ && (!json_is_string(typ) || strcmp(json_string_value(typ), "JWT") != 0))
 		return refuse(e, "header", "typ is not \"JWT\"");
 	if (json_object_get(header, "crit"))
-		return refuse(e, "header",
-			      "crit names extensions this verifier does not understand");
+		return refuse(e, "header", "crit names extensions this verifier does not understand");
 	return 0;
 }
 
-static int check_signature(const uint8_t *secret, size_t secret_len, const char *jwt,
-			   const struct jws_parts *p, struct err *e)
+static int check_signature(const uint8_t *secret, size_t secret_len, const char *jwt, const struct jws_parts *p,
+			   struct err *e)
 {
 	struct strbuf got = STRBUF_INIT;
 	if (crypto_base64url_decode(p->signature, p->signature_len, &got, e) < 0) {
@@ -300,8 +296,7 @@ static int check_signature(const uint8_t *secret, size_t secret_len, const char 
 	return 0;
 }
 
-static int claim_string(const json_t *claims, const char *key, int required, char **out,
-			struct err *e)
+static int claim_string(const json_t *claims, const char *key, int required, char **out, struct err *e)
 {
 	json_t *v = json_object_get(claims, key);
 	if (!v) {
@@ -315,8 +310,7 @@ static int claim_string(const json_t *claims, const char *key, int required, cha
 	return 0;
 }
 
-static int claim_time(const json_t *claims, const char *key, int required, long long *out,
-		      struct err *e)
+static int claim_time(const json_t *claims, const char *key, int required, long long *out, struct err *e)
 {
 	json_t *v = json_object_get(claims, key);
 	if (!v) {
@@ -348,7 +342,8 @@ static int check_audience(const json_t *claims, const char *aud, struct err *e)
 		int found = 0;
 		size_t i;
 		json_t *item;
-		json_array_foreach(v, i, item) {
+		json_array_foreach(v, i, item)
+		{
 			if (!json_is_string(item))
 				return refuse(e, "audience", "aud array holds a non-string");
 			found |= !strcmp(json_string_value(item), aud);
@@ -364,8 +359,7 @@ static int check_times(const struct token_claims *c, long long nbf, long long no
 	if (c->exp <= c->iat)
 		return refuse(e, "claims", "exp is not after iat");
 	if (c->iat > now && c->iat - now > TOKEN_CLOCK_SKEW)
-		return refuse(e, "not_yet_valid", "issued in the future (iat %lld, now %lld)",
-			      c->iat, now);
+		return refuse(e, "not_yet_valid", "issued in the future (iat %lld, now %lld)", c->iat, now);
 	if (nbf > now && nbf - now > TOKEN_CLOCK_SKEW)
 		return refuse(e, "not_yet_valid", "not valid before %lld (now %lld)", nbf, now);
 	if (c->exp <= now)
@@ -373,18 +367,14 @@ static int check_times(const struct token_claims *c, long long nbf, long long no
 	return 0;
 }
 
-static int read_claims(const json_t *claims, const char *aud, long long now,
-		       struct token_claims *c, struct err *e)
+static int read_claims(const json_t *claims, const char *aud, long long now, struct token_claims *c, struct err *e)
 {
 	int executor = is_executor_audience(aud);
 	long long nbf = 0;
 	if (check_issuer(claims, e) < 0 || check_audience(claims, aud, e) < 0 ||
-	    claim_string(claims, "sub", 1, &c->sub, e) < 0 ||
-	    claim_string(claims, "sid", executor, &c->sid, e) < 0 ||
-	    claim_string(claims, "tid", executor, &c->tid, e) < 0 ||
-	    claim_string(claims, "jti", 1, &c->jti, e) < 0 ||
-	    claim_time(claims, "iat", 1, &c->iat, e) < 0 ||
-	    claim_time(claims, "exp", 1, &c->exp, e) < 0 ||
+	    claim_string(claims, "sub", 1, &c->sub, e) < 0 || claim_string(claims, "sid", executor, &c->sid, e) < 0 ||
+	    claim_string(claims, "tid", executor, &c->tid, e) < 0 || claim_string(claims, "jti", 1, &c->jti, e) < 0 ||
+	    claim_time(claims, "iat", 1, &c->iat, e) < 0 || claim_time(claims, "exp", 1, &c->exp, e) < 0 ||
 	    claim_time(claims, "nbf", 0, &nbf, e) < 0)
 		return -1;
 	return check_times(c, nbf, now, e);
@@ -399,8 +389,8 @@ static int resolve_now(long long *now, struct err *e)
 	return 0;
 }
 
-int token_verify_for(const char *aud, const uint8_t *secret, size_t secret_len, const char *jwt,
-		     long long now, struct token_claims *out, struct err *e)
+int token_verify_for(const char *aud, const uint8_t *secret, size_t secret_len, const char *jwt, long long now,
+		     struct token_claims *out, struct err *e)
 {
 	if (out)
 		*out = (struct token_claims)TOKEN_CLAIMS_INIT;
@@ -438,8 +428,8 @@ int token_verify_for(const char *aud, const uint8_t *secret, size_t secret_len, 
 	return 0;
 }
 
-int token_verify(const uint8_t *secret, size_t secret_len, const char *jwt, long long now,
-		 struct token_claims *out, struct err *e)
+int token_verify(const uint8_t *secret, size_t secret_len, const char *jwt, long long now, struct token_claims *out,
+		 struct err *e)
 {
 	return token_verify_for(TOKEN_AUD_EXECUTOR, secret, secret_len, jwt, now, out, e);
 }

@@ -31,14 +31,14 @@
 
 #include "err.h"
 
-#define TOKEN_ISSUER "agor"
-#define TOKEN_AUD_EXECUTOR "agor-executor" /* session tokens handed to executors (docs/rpc.md#executor-methods) */
-#define TOKEN_AUD_CLIENT "agor-client"     /* user access tokens for clients over TCP (§4.4) */
-#define TOKEN_MAX_LEN 8192
-#define TOKEN_CLOCK_SKEW 60
+#define TOKEN_ISSUER	     "agor"
+#define TOKEN_AUD_EXECUTOR   "agor-executor" /* session tokens handed to executors (docs/rpc.md#executor-methods) */
+#define TOKEN_AUD_CLIENT     "agor-client"   /* user access tokens for clients over TCP (§4.4) */
+#define TOKEN_MAX_LEN	     8192
+#define TOKEN_CLOCK_SKEW     60
 #define TOKEN_SECRET_MIN_LEN 32 /* RFC 7518 §3.2: a key at least as long as the hash output */
-#define TOKEN_JTI_BYTES 16      /* generated jti: 128 random bits as 32 lowercase hex digits */
-#define TOKEN_NOW 0             /* pass as `now` to token_verify to use the system clock */
+#define TOKEN_JTI_BYTES	     16 /* generated jti: 128 random bits as 32 lowercase hex digits */
+#define TOKEN_NOW	     0	/* pass as `now` to token_verify to use the system clock */
 
 struct token_claims {
 	char *sub; /* user id */
@@ -47,29 +47,31 @@ struct token_claims {
 	char *jti; /* token id (for revocation) */
 	long long iat, exp;
 };
-#define TOKEN_CLAIMS_INIT { NULL, NULL, NULL, NULL, 0, 0 }
+#define TOKEN_CLAIMS_INIT                                                                                              \
+	{                                                                                                              \
+		NULL, NULL, NULL, NULL, 0, 0                                                                           \
+	}
 
 /* Issues a session token for executors (aud "agor-executor"): in->sub, sid and tid are required;
  * in->jti NULL generates 128 random bits; in->iat 0 means now; exp = iat + ttl_seconds (> 0).
  * *jwt_out is malloc'd (caller frees). */
-int token_issue(const uint8_t *secret, size_t secret_len, const struct token_claims *in,
-		long long ttl_seconds, char **jwt_out, struct err *e);
+int token_issue(const uint8_t *secret, size_t secret_len, const struct token_claims *in, long long ttl_seconds,
+		char **jwt_out, struct err *e);
 
 /* The same for any audience (TOKEN_AUD_CLIENT: sid/tid optional, omitted when NULL). When issued is
  * not NULL it receives the claims actually signed (generated jti, iat, exp), to record for
  * revocation; release it with token_claims_release. */
-int token_issue_for(const char *aud, const uint8_t *secret, size_t secret_len,
-		    const struct token_claims *in, long long ttl_seconds, char **jwt_out,
-		    struct token_claims *issued, struct err *e);
+int token_issue_for(const char *aud, const uint8_t *secret, size_t secret_len, const struct token_claims *in,
+		    long long ttl_seconds, char **jwt_out, struct token_claims *issued, struct err *e);
 
 /* Verifies an executor session token at time now (TOKEN_NOW = the system clock). On success fills
  * out (may be NULL) with owned copies of the claims; on failure out is left empty. */
-int token_verify(const uint8_t *secret, size_t secret_len, const char *jwt, long long now,
-		 struct token_claims *out, struct err *e);
+int token_verify(const uint8_t *secret, size_t secret_len, const char *jwt, long long now, struct token_claims *out,
+		 struct err *e);
 
 /* The same for the audience aud. */
-int token_verify_for(const char *aud, const uint8_t *secret, size_t secret_len, const char *jwt,
-		     long long now, struct token_claims *out, struct err *e);
+int token_verify_for(const char *aud, const uint8_t *secret, size_t secret_len, const char *jwt, long long now,
+		     struct token_claims *out, struct err *e);
 
 /* Copies claims (every string duplicated). */
 void token_claims_copy(struct token_claims *to, const struct token_claims *from);
@@ -80,7 +82,10 @@ int token_check_task(const struct token_claims *c, const char *task_id, struct e
 /* Frees the strings of c and resets it to TOKEN_CLAIMS_INIT. */
 void token_claims_release(struct token_claims *c);
 
-static inline void cleanup_token_claims(struct token_claims *c) { token_claims_release(c); }
+static inline void cleanup_token_claims(struct token_claims *c)
+{
+	token_claims_release(c);
+}
 #define _cleanup_token_claims_ __attribute__((cleanup(cleanup_token_claims)))
 
 #endif

@@ -6,7 +6,7 @@
 #include "unixperm.h"
 #include "banned.h"
 
-static const char *const mode_names[] = {"simple", "insulated", "strict", "sandbox"};
+static const char *const mode_names[] = { "simple", "insulated", "strict", "sandbox" };
 
 int unix_mode_parse(const char *s, enum unix_mode *out)
 {
@@ -29,14 +29,12 @@ bool unix_mode_worktree_rbac_default(enum unix_mode m)
 }
 
 /* An isolated execution user: a valid name that is neither root nor the daemon user. */
-static int check_isolated_user(const struct unix_mode_settings *s, const char *what,
-			       const char *user, struct err *e)
+static int check_isolated_user(const struct unix_mode_settings *s, const char *what, const char *user, struct err *e)
 {
 	if (unixperm_check_user_name(what, user, e) < 0)
 		return -1;
 	if (!strcmp(user, "root"))
-		return err_set(e, E_PERMISSION_DENIED, "%s mode: refusing to execute as root",
-			       unix_mode_name(s->mode));
+		return err_set(e, E_PERMISSION_DENIED, "%s mode: refusing to execute as root", unix_mode_name(s->mode));
 	if (!strcmp(user, s->daemon_user))
 		return err_set(e, E_PERMISSION_DENIED,
 			       "%s mode: refusing to execute as the daemon user %s (that would "
@@ -45,8 +43,8 @@ static int check_isolated_user(const struct unix_mode_settings *s, const char *w
 	return 0;
 }
 
-static int strict_user(const struct unix_mode_settings *s, const struct unix_mode_creator *c,
-		       const char **user, struct err *e)
+static int strict_user(const struct unix_mode_settings *s, const struct unix_mode_creator *c, const char **user,
+		       struct err *e)
 {
 	const char *label = c && c->label ? c->label : "the session creator";
 	if (!c || !c->unix_username || !*c->unix_username)
@@ -64,9 +62,8 @@ static int strict_user(const struct unix_mode_settings *s, const struct unix_mod
 	return 0;
 }
 
-int unix_mode_execution_user(const struct unix_mode_settings *s,
-			     const struct unix_mode_creator *creator, const char **user,
-			     struct err *e)
+int unix_mode_execution_user(const struct unix_mode_settings *s, const struct unix_mode_creator *creator,
+			     const char **user, struct err *e)
 {
 	if (!s->daemon_user || unixperm_check_user_name("daemon user", s->daemon_user, e) < 0)
 		return s->daemon_user ? -1 : err_set(e, E_CONFIG, "daemon user unknown");
@@ -77,8 +74,7 @@ int unix_mode_execution_user(const struct unix_mode_settings *s,
 		return 0;
 	case UNIX_MODE_INSULATED:
 		if (!s->executor_user)
-			return err_set(e, E_CONFIG,
-				       "insulated mode needs execution.executor_unix_user");
+			return err_set(e, E_CONFIG, "insulated mode needs execution.executor_unix_user");
 		if (check_isolated_user(s, "executor_unix_user", s->executor_user, e) < 0)
 			return -1;
 		*user = s->executor_user;
@@ -99,8 +95,7 @@ bool unix_mode_bin_valid(const char *bin)
 	if (!unixperm_path_is_clean(bin))
 		return false;
 	for (const char *p = bin; *p; p++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/+-",
-			    *p))
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/+-", *p))
 			return false;
 	return true;
 }
@@ -112,16 +107,15 @@ static int check_sudoers_inputs(const struct unix_mode_sudoers *s, struct err *e
 	if (!strcmp(s->daemon_user, "root"))
 		return err_set(e, E_INVALID_PAYLOAD, "the daemon user must not be root");
 	if (s->mode == UNIX_MODE_INSULATED) {
-		struct unix_mode_settings st = {s->mode, s->daemon_user, s->executor_user};
+		struct unix_mode_settings st = { s->mode, s->daemon_user, s->executor_user };
 		if (check_isolated_user(&st, "executor user", s->executor_user, e) < 0) {
 			e->code = E_INVALID_PAYLOAD; /* an argument error for the generator */
 			return -1;
 		}
 	}
 	if (!unix_mode_bin_valid(s->bin))
-		return err_set(
-			e, E_INVALID_PAYLOAD,
-			"--bin must be a clean absolute path of [A-Za-z0-9._/+-] characters");
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "--bin must be a clean absolute path of [A-Za-z0-9._/+-] characters");
 	return 0;
 }
 
@@ -137,27 +131,24 @@ int unix_mode_sudoers(const struct unix_mode_sudoers *s, struct strbuf *out, str
 	strbuf_addf(out, "# It must never grant more: the daemon user %s runs ", s->daemon_user);
 	switch (s->mode) {
 	case UNIX_MODE_SIMPLE:
-		strbuf_addstr(
-			out,
-			"agor admin as root, nothing else (executors run as the daemon user).\n");
+		strbuf_addstr(out, "agor admin as root, nothing else (executors run as the daemon user).\n");
 		break;
 	case UNIX_MODE_SANDBOX:
 		strbuf_addstr(out, "agor admin as root, nothing else (executors run as the daemon user; what they "
 				   "start runs in the kernel sandbox).\n");
 		break;
 	case UNIX_MODE_INSULATED:
-		strbuf_addf(out, "the executor as %s and agor admin as root, nothing else.\n",
-			    s->executor_user);
-		strbuf_addf(out, "%s ALL = (%s) NOPASSWD: %s executor --stdin\n", s->daemon_user,
-			    s->executor_user, s->bin);
+		strbuf_addf(out, "the executor as %s and agor admin as root, nothing else.\n", s->executor_user);
+		strbuf_addf(out, "%s ALL = (%s) NOPASSWD: %s executor --stdin\n", s->daemon_user, s->executor_user,
+			    s->bin);
 		break;
 	case UNIX_MODE_STRICT:
 		strbuf_addf(out,
 			    "the executor as a member of %s (never root) and agor admin as root, "
 			    "nothing else.\n",
 			    UNIXPERM_USERS_GROUP);
-		strbuf_addf(out, "%s ALL = (%%%s, !root) NOPASSWD: %s executor --stdin\n",
-			    s->daemon_user, UNIXPERM_USERS_GROUP, s->bin);
+		strbuf_addf(out, "%s ALL = (%%%s, !root) NOPASSWD: %s executor --stdin\n", s->daemon_user,
+			    UNIXPERM_USERS_GROUP, s->bin);
 		break;
 	}
 	strbuf_addf(out, "%s ALL = (root) NOPASSWD: %s admin *\n", s->daemon_user, s->bin);

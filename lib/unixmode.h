@@ -50,9 +50,8 @@ struct unix_mode_creator {
 	const char *unix_username; /* NULL or "" when the user has none */
 };
 
-int unix_mode_execution_user(const struct unix_mode_settings *s,
-			     const struct unix_mode_creator *creator, const char **user,
-			     struct err *e);
+int unix_mode_execution_user(const struct unix_mode_settings *s, const struct unix_mode_creator *creator,
+			     const char **user, struct err *e);
 /* True when the execution user differs from the daemon user (the executor must impersonate). */
 bool unix_mode_impersonates(const struct unix_mode_settings *s, const char *execution_user);
 

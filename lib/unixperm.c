@@ -74,8 +74,7 @@ bool unixperm_link_name_valid(const char *name)
 bool unixperm_managed_group_valid(const char *name)
 {
 	size_t plen = strlen(UNIXPERM_WORKTREE_PREFIX);
-	if (strncmp(name, UNIXPERM_WORKTREE_PREFIX, plen) &&
-	    strncmp(name, UNIXPERM_REPO_PREFIX, plen))
+	if (strncmp(name, UNIXPERM_WORKTREE_PREFIX, plen) && strncmp(name, UNIXPERM_REPO_PREFIX, plen))
 		return false;
 	if (strlen(name) != plen + UNIXPERM_GROUP_HASH_HEX)
 		return false;
@@ -96,8 +95,7 @@ bool unixperm_path_is_clean(const char *path)
 	for (const char *comp = path + 1; comp;) {
 		const char *slash = strchr(comp, '/');
 		size_t len = slash ? (size_t)(slash - comp) : strlen(comp);
-		if (len == 0 || (len == 1 && comp[0] == '.') ||
-		    (len == 2 && comp[0] == '.' && comp[1] == '.'))
+		if (len == 0 || (len == 1 && comp[0] == '.') || (len == 2 && comp[0] == '.' && comp[1] == '.'))
 			return false;
 		comp = slash ? slash + 1 : NULL;
 	}
@@ -138,8 +136,7 @@ static void add_escaped(struct strbuf *sb, const char *s)
 	strbuf_addch(sb, '"');
 }
 
-static int refuse_name(struct err *e, const char *code, const char *what, const char *value,
-		       const char *rule)
+static int refuse_name(struct err *e, const char *code, const char *what, const char *value, const char *rule)
 {
 	struct strbuf sb = STRBUF_INIT;
 	add_escaped(&sb, value);
@@ -153,8 +150,7 @@ int unixperm_check_id(const char *what, const char *id, struct err *e)
 {
 	if (unixperm_id_valid(id))
 		return 0;
-	return refuse_name(e, E_INVALID_PAYLOAD, what, id,
-			   "must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$");
+	return refuse_name(e, E_INVALID_PAYLOAD, what, id, "must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$");
 }
 
 int unixperm_check_user_name(const char *what, const char *name, struct err *e)
@@ -168,8 +164,7 @@ int unixperm_check_link_name(const char *what, const char *name, struct err *e)
 {
 	if (unixperm_link_name_valid(name))
 		return 0;
-	return refuse_name(e, E_INVALID_PAYLOAD, what, name,
-			   "must match ^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$");
+	return refuse_name(e, E_INVALID_PAYLOAD, what, name, "must match ^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$");
 }
 
 int unixperm_check_clean_path(const char *what, const char *path, struct err *e)
@@ -191,7 +186,7 @@ int unixperm_check_managed_group(const char *name, struct err *e)
 
 /* ---- access levels and modes ------------------------------------------------------------ */
 
-static const char *const access_names[] = {"none", "read", "write"};
+static const char *const access_names[] = { "none", "read", "write" };
 
 int unixperm_access_parse(const char *s, enum unixperm_access *out)
 {
@@ -210,7 +205,7 @@ const char *unixperm_access_name(enum unixperm_access a)
 
 mode_t unixperm_dir_mode(enum unixperm_access others)
 {
-	static const mode_t other_bits[] = {0, 05, 07};
+	static const mode_t other_bits[] = { 0, 05, 07 };
 	return S_ISGID | 0770 | other_bits[others];
 }
 
@@ -226,8 +221,7 @@ mode_t unixperm_file_mode(mode_t current, enum unixperm_access others)
 int unixperm_open_root(const char *root, struct err *e)
 {
 	if (!unixperm_path_is_clean(root))
-		return err_set(e, E_CONFIG, "root %s must be a clean absolute path other than /",
-			       root);
+		return err_set(e, E_CONFIG, "root %s must be a clean absolute path other than /", root);
 	int fd = openat2_call(AT_FDCWD, root, O_PATH | O_DIRECTORY,
 			      OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS);
 	if (fd < 0 && openat2_unavailable(errno)) {
@@ -244,8 +238,7 @@ int unixperm_open_root(const char *root, struct err *e)
 	if (errno == ENOENT)
 		return err_set(e, E_NOT_FOUND, "root %s does not exist", root);
 	if (errno == ELOOP || errno == EXDEV)
-		return err_set(e, E_CONFIG,
-			       "root %s contains a symlink: configure its canonical path", root);
+		return err_set(e, E_CONFIG, "root %s contains a symlink: configure its canonical path", root);
 	return err_errno(e, errno, "open root %s", root);
 }
 
@@ -262,8 +255,7 @@ static int refuse_outside(struct err *e, const char *path, const char *root, con
 	struct strbuf sb = STRBUF_INIT;
 	add_escaped(&sb, path);
 	json_t *details = json_pack("{s:s,s:s}", "root", root, "reason", why);
-	err_setd(e, E_PATH_OUTSIDE_DATA_HOME, details, "path %s is refused: %s (allowed: below %s)",
-		 sb.buf, why, root);
+	err_setd(e, E_PATH_OUTSIDE_DATA_HOME, details, "path %s is refused: %s (allowed: below %s)", sb.buf, why, root);
 	strbuf_release(&sb);
 	return -1;
 }
@@ -271,15 +263,13 @@ static int refuse_outside(struct err *e, const char *path, const char *root, con
 static int same_inode(int a, int b)
 {
 	struct stat sa, sb;
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 int unixperm_open_beneath(int rootfd, const char *root, const char *path, struct err *e)
 {
 	if (!unixperm_path_is_clean(path))
-		return refuse_outside(e, path, root,
-				      "not a clean absolute path ('.', '..', '//' are refused)");
+		return refuse_outside(e, path, root, "not a clean absolute path ('.', '..', '//' are refused)");
 	const char *rel = unixperm_path_below(root, path);
 	if (!rel)
 		return refuse_outside(e, path, root, "not inside the configured root");
@@ -289,14 +279,11 @@ int unixperm_open_beneath(int rootfd, const char *root, const char *path, struct
 		fd = openat2_walk_nofollow(rootfd, rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0) {
 		if (errno == EXDEV || errno == ELOOP)
-			return refuse_outside(
-				e, path, root,
-				"a symlink on the way leaves the root or is the target");
+			return refuse_outside(e, path, root, "a symlink on the way leaves the root or is the target");
 		if (errno == ENOENT)
 			return err_set(e, E_NOT_FOUND, "%s does not exist", path);
 		struct stat st;
-		if (errno == ENOTDIR && fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISLNK(st.st_mode))
+		if (errno == ENOTDIR && fstatat(rootfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
 			return refuse_outside(e, path, root, "it is a symlink");
 		if (errno == ENOTDIR)
 			return err_set(e, E_INVALID_PAYLOAD, "%s is not a directory", path);

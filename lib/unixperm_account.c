@@ -16,8 +16,8 @@
 #include "unixperm_account.h"
 #include "banned.h"
 
-#define TOOL_TIMEOUT_MS	  120000
-#define TOOL_ENV_PATH	  "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
+#define TOOL_TIMEOUT_MS 120000
+#define TOOL_ENV_PATH	"PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* ---- accounts -------------------------------------------------------------------------------- */
 
@@ -27,8 +27,7 @@ int unixperm_user_lookup(const char *name, struct unixperm_user *u, struct err *
 	errno = 0;
 	struct passwd *pw = getpwnam(name);
 	if (!pw) {
-		if (errno == 0 || errno == ENOENT || errno == ESRCH || errno == EBADF ||
-		    errno == EPERM)
+		if (errno == 0 || errno == ENOENT || errno == ESRCH || errno == EBADF || errno == EPERM)
 			return 0;
 		return err_errno(e, errno, "look up user %s", name);
 	}
@@ -89,21 +88,17 @@ int unixperm_require_agor_user(const char *name, struct unixperm_user *u, struct
 	if (found < 0)
 		return -1;
 	if (!found)
-		return err_set(e, E_NOT_FOUND,
-			       "no Unix user %s (fix: sudo agor admin setup-unix-user %s)", name,
-			       name);
+		return err_set(e, E_NOT_FOUND, "no Unix user %s (fix: sudo agor admin setup-unix-user %s)", name, name);
 	if (u->uid == 0) {
 		unixperm_user_release(u);
-		return err_set(e, E_PERMISSION_DENIED, "refusing %s: uid 0 is never an agor user",
-			       name);
+		return err_set(e, E_PERMISSION_DENIED, "refusing %s: uid 0 is never an agor user", name);
 	}
 	if (!unixperm_user_in_group(u, UNIXPERM_USERS_GROUP)) {
 		unixperm_user_release(u);
-		return err_set(
-			e, E_PERMISSION_DENIED,
-			"refusing %s: not a member of %s (agor only manages users it set up: "
-			"sudo agor admin setup-unix-user NAME)",
-			name, UNIXPERM_USERS_GROUP);
+		return err_set(e, E_PERMISSION_DENIED,
+			       "refusing %s: not a member of %s (agor only manages users it set up: "
+			       "sudo agor admin setup-unix-user NAME)",
+			       name, UNIXPERM_USERS_GROUP);
 	}
 	return 0;
 }
@@ -118,8 +113,7 @@ uid_t unixperm_uid_min(void)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long v;
 		char key[16];
-		if (sscanf(line, " %15s %lu", key, &v) == 2 && !strcmp(key, "UID_MIN") && v > 0 &&
-		    v < 1000000)
+		if (sscanf(line, " %15s %lu", key, &v) == 2 && !strcmp(key, "UID_MIN") && v > 0 && v < 1000000)
 			min = (uid_t)v;
 	}
 	fclose(f);
@@ -149,9 +143,8 @@ static int run_tool(const char *const *argv, struct strbuf *out, int out_fd, str
 	if (rc == 0 && !child_exited_ok(&c)) {
 		strbuf_trim_trailing_newline(&se);
 		const char *base = strrchr(argv[0], '/') + 1;
-		rc = err_set(e, E_SYSTEM, "%s failed (%s %d)%s%s", base,
-			     c.timed_out ? "timed out, status" : "exit", child_exit_code(&c),
-			     se.len ? ": " : "", se.buf);
+		rc = err_set(e, E_SYSTEM, "%s failed (%s %d)%s%s", base, c.timed_out ? "timed out, status" : "exit",
+			     child_exit_code(&c), se.len ? ": " : "", se.buf);
 	}
 	if (rc == 0 && out)
 		strbuf_add(out, so.buf, so.len);
@@ -182,8 +175,8 @@ int unixperm_groupadd(const char *group, bool system, struct err *e)
 {
 	if (strcmp(group, UNIXPERM_USERS_GROUP) && unixperm_check_managed_group(group, e) < 0)
 		return -1;
-	const char *argv_system[] = {"/usr/sbin/groupadd", "--system", "--", group, NULL};
-	const char *argv_normal[] = {"/usr/sbin/groupadd", "--", group, NULL};
+	const char *argv_system[] = { "/usr/sbin/groupadd", "--system", "--", group, NULL };
+	const char *argv_normal[] = { "/usr/sbin/groupadd", "--", group, NULL };
 	return unixperm_run_tool(system ? argv_system : argv_normal, NULL, e);
 }
 
@@ -191,7 +184,7 @@ int unixperm_groupdel(const char *group, struct err *e)
 {
 	if (unixperm_check_managed_group(group, e) < 0)
 		return -1;
-	const char *argv[] = {"/usr/sbin/groupdel", "--", group, NULL};
+	const char *argv[] = { "/usr/sbin/groupdel", "--", group, NULL };
 	return unixperm_run_tool(argv, NULL, e);
 }
 
@@ -201,7 +194,7 @@ int unixperm_group_add_member(const char *group, const char *user, struct err *e
 		return -1;
 	if (unixperm_check_user_name("unix-user", user, e) < 0)
 		return -1;
-	const char *argv[] = {"/usr/bin/gpasswd", "-a", user, group, NULL};
+	const char *argv[] = { "/usr/bin/gpasswd", "-a", user, group, NULL };
 	return unixperm_run_tool(argv, NULL, e);
 }
 
@@ -209,7 +202,7 @@ int unixperm_group_remove_member(const char *group, const char *user, struct err
 {
 	if (check_group_and_user(group, user, e) < 0)
 		return -1;
-	const char *argv[] = {"/usr/bin/gpasswd", "-d", user, group, NULL};
+	const char *argv[] = { "/usr/bin/gpasswd", "-d", user, group, NULL };
 	return unixperm_run_tool(argv, NULL, e);
 }
 
@@ -227,7 +220,7 @@ int unixperm_group_set_members(const char *group, const struct strvec *users, st
 			strbuf_addch(&list, ',');
 		strbuf_addstr(&list, users->v[i]);
 	}
-	const char *argv[] = {"/usr/bin/gpasswd", "-M", list.buf, group, NULL};
+	const char *argv[] = { "/usr/bin/gpasswd", "-M", list.buf, group, NULL };
 	int rc = unixperm_run_tool(argv, NULL, e);
 	strbuf_release(&list);
 	return rc;
@@ -237,28 +230,26 @@ int unixperm_useradd_login(const char *user, struct err *e)
 {
 	if (unixperm_check_user_name("unix-user", user, e) < 0)
 		return -1;
-	const char *argv[] = {
-		"/usr/sbin/useradd", "--create-home",	   "--user-group", "--shell", "/bin/bash",
-		"--groups",	     UNIXPERM_USERS_GROUP, "--",	   user,      NULL};
+	const char *argv[] = { "/usr/sbin/useradd", "--create-home",	  "--user-group", "--shell", "/bin/bash",
+			       "--groups",	    UNIXPERM_USERS_GROUP, "--",		  user,	     NULL };
 	return unixperm_run_tool(argv, NULL, e);
 }
 
 int unixperm_useradd_system(const char *user, const char *home, struct err *e)
 {
-	if (unixperm_check_user_name("unix-user", user, e) < 0 ||
-	    unixperm_check_clean_path("home", home, e) < 0)
+	if (unixperm_check_user_name("unix-user", user, e) < 0 || unixperm_check_clean_path("home", home, e) < 0)
 		return -1;
-	const char *argv[] = {"/usr/sbin/useradd",
-			      "--system",
-			      "--create-home",
-			      "--home-dir",
-			      home,
-			      "--shell",
-			      "/usr/sbin/nologin",
-			      "--user-group",
-			      "--",
-			      user,
-			      NULL};
+	const char *argv[] = { "/usr/sbin/useradd",
+			       "--system",
+			       "--create-home",
+			       "--home-dir",
+			       home,
+			       "--shell",
+			       "/usr/sbin/nologin",
+			       "--user-group",
+			       "--",
+			       user,
+			       NULL };
 	return unixperm_run_tool(argv, NULL, e);
 }
 
@@ -266,8 +257,8 @@ int unixperm_userdel(const char *user, bool remove_home, struct err *e)
 {
 	if (unixperm_check_user_name("unix-user", user, e) < 0)
 		return -1;
-	const char *argv_remove[] = {"/usr/sbin/userdel", "--remove", "--", user, NULL};
-	const char *argv_keep[] = {"/usr/sbin/userdel", "--", user, NULL};
+	const char *argv_remove[] = { "/usr/sbin/userdel", "--remove", "--", user, NULL };
+	const char *argv_keep[] = { "/usr/sbin/userdel", "--", user, NULL };
 	return unixperm_run_tool(remove_home ? argv_remove : argv_keep, NULL, e);
 }
 
@@ -293,14 +284,10 @@ static void send_reply(int fd, int rc, const struct strbuf *out, const struct er
 
 static const char *known_code(const char *s)
 {
-	static const char *const codes[] = {E_INVALID_PAYLOAD,
-					    E_NOT_FOUND,
-					    E_PERMISSION_DENIED,
-					    E_PATH_OUTSIDE_DATA_HOME,
-					    E_ALREADY_EXISTS,
-					    E_CONFIG,
-					    E_SYSTEM,
-					    E_INTERNAL};
+	static const char *const codes[] = {
+		E_INVALID_PAYLOAD, E_NOT_FOUND, E_PERMISSION_DENIED, E_PATH_OUTSIDE_DATA_HOME, E_ALREADY_EXISTS,
+		E_CONFIG,	   E_SYSTEM,	E_INTERNAL
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
 		if (!strcmp(s, codes[i]))
 			return codes[i];
@@ -340,9 +327,8 @@ static int parse_reply(const struct strbuf *reply, int status, struct strbuf *ou
 	if (reply->len && reply->buf[0] == 'O') {
 		if (out)
 			strbuf_add(out, reply->buf + 1, reply->len - 1);
-		return WIFEXITED(status) && WEXITSTATUS(status) == 0
-			       ? 0
-			       : err_set(e, E_INTERNAL, "helper exited badly");
+		return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0
+								     : err_set(e, E_INTERNAL, "helper exited badly");
 	}
 	if (reply->len && reply->buf[0] == 'E') {
 		const char *code = reply->buf + 1;
@@ -353,9 +339,8 @@ static int parse_reply(const struct strbuf *reply, int status, struct strbuf *ou
 	return err_set(e, E_INTERNAL, "helper process died (status %d)", status);
 }
 
-int unixperm_run_as_user(const struct unixperm_user *u,
-			 int (*fn)(void *arg, struct strbuf *out, struct err *e), void *arg,
-			 struct strbuf *out, struct err *e)
+int unixperm_run_as_user(const struct unixperm_user *u, int (*fn)(void *arg, struct strbuf *out, struct err *e),
+			 void *arg, struct strbuf *out, struct err *e)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -380,8 +365,7 @@ int unixperm_run_as_user(const struct unixperm_user *u,
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	int rc = n < 0 ? err_errno(e, errno, "read helper reply")
-		       : parse_reply(&reply, status, out, e);
+	int rc = n < 0 ? err_errno(e, errno, "read helper reply") : parse_reply(&reply, status, out, e);
 	strbuf_release(&reply);
 	return rc;
 }

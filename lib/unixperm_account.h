@@ -68,8 +68,7 @@ int unixperm_userdel(const char *user, bool remove_home, struct err *e);
  */
 /* Forks; the child drops to u's uid, gid and groups for good, runs fn, sends out and any error
  * back over a pipe and exits. Returns fn's result as seen by the parent. */
-int unixperm_run_as_user(const struct unixperm_user *u,
-			 int (*fn)(void *arg, struct strbuf *out, struct err *e), void *arg,
-			 struct strbuf *out, struct err *e);
+int unixperm_run_as_user(const struct unixperm_user *u, int (*fn)(void *arg, struct strbuf *out, struct err *e),
+			 void *arg, struct strbuf *out, struct err *e);
 
 #endif

@@ -15,24 +15,24 @@
 size_t unixperm_acl_for_mode(mode_t mode, gid_t gid, struct unixperm_acl_entry out[5])
 {
 	uint16_t u = (mode >> 6) & 7, g = (mode >> 3) & 7, o = mode & 7;
-	out[0] = (struct unixperm_acl_entry){UNIXPERM_ACL_USER_OBJ, u, UNIXPERM_ACL_UNDEFINED_ID};
-	out[1] = (struct unixperm_acl_entry){UNIXPERM_ACL_GROUP_OBJ, g, UNIXPERM_ACL_UNDEFINED_ID};
-	out[2] = (struct unixperm_acl_entry){UNIXPERM_ACL_GROUP, g, (uint32_t)gid};
-	out[3] = (struct unixperm_acl_entry){UNIXPERM_ACL_MASK, g, UNIXPERM_ACL_UNDEFINED_ID};
-	out[4] = (struct unixperm_acl_entry){UNIXPERM_ACL_OTHER, o, UNIXPERM_ACL_UNDEFINED_ID};
+	out[0] = (struct unixperm_acl_entry){ UNIXPERM_ACL_USER_OBJ, u, UNIXPERM_ACL_UNDEFINED_ID };
+	out[1] = (struct unixperm_acl_entry){ UNIXPERM_ACL_GROUP_OBJ, g, UNIXPERM_ACL_UNDEFINED_ID };
+	out[2] = (struct unixperm_acl_entry){ UNIXPERM_ACL_GROUP, g, (uint32_t)gid };
+	out[3] = (struct unixperm_acl_entry){ UNIXPERM_ACL_MASK, g, UNIXPERM_ACL_UNDEFINED_ID };
+	out[4] = (struct unixperm_acl_entry){ UNIXPERM_ACL_OTHER, o, UNIXPERM_ACL_UNDEFINED_ID };
 	return 5;
 }
 
 static void add_le16(struct strbuf *sb, uint16_t v)
 {
-	unsigned char b[2] = {(unsigned char)(v & 0xff), (unsigned char)(v >> 8)};
+	unsigned char b[2] = { (unsigned char)(v & 0xff), (unsigned char)(v >> 8) };
 	strbuf_add(sb, b, 2);
 }
 
 static void add_le32(struct strbuf *sb, uint32_t v)
 {
-	unsigned char b[4] = {(unsigned char)(v & 0xff), (unsigned char)((v >> 8) & 0xff),
-			      (unsigned char)((v >> 16) & 0xff), (unsigned char)(v >> 24)};
+	unsigned char b[4] = { (unsigned char)(v & 0xff), (unsigned char)((v >> 8) & 0xff),
+			       (unsigned char)((v >> 16) & 0xff), (unsigned char)(v >> 24) };
 	strbuf_add(sb, b, 4);
 }
 
@@ -51,8 +51,7 @@ void unixperm_acl_encode(const struct unixperm_acl_entry *ent, size_t n, struct 
 	}
 }
 
-int unixperm_acl_decode(const void *buf, size_t len, struct unixperm_acl_entry *out, size_t max,
-			size_t *n)
+int unixperm_acl_decode(const void *buf, size_t len, struct unixperm_acl_entry *out, size_t max, size_t *n)
 {
 	const unsigned char *p = buf;
 	if (len < 4 || (len - 4) % 8 || get_le32(p) != ACL_XATTR_VERSION || (len - 4) / 8 > max)
@@ -74,8 +73,7 @@ static void add_perm(struct strbuf *sb, unsigned perm)
 	strbuf_addch(sb, (perm & 1) ? 'x' : '-');
 }
 
-void unixperm_acl_describe(const struct unixperm_acl_entry *ent, size_t n, const char *group_name,
-			   struct strbuf *out)
+void unixperm_acl_describe(const struct unixperm_acl_entry *ent, size_t n, const char *group_name, struct strbuf *out)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (i)

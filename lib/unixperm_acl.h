@@ -34,10 +34,8 @@ size_t unixperm_acl_for_mode(mode_t mode, gid_t gid, struct unixperm_acl_entry o
 /* Appends the xattr value (header + entries, little-endian). Entries must be sorted. */
 void unixperm_acl_encode(const struct unixperm_acl_entry *ent, size_t n, struct strbuf *out);
 /* Parses an xattr value; -1 on a malformed one. */
-int unixperm_acl_decode(const void *buf, size_t len, struct unixperm_acl_entry *out, size_t max,
-			size_t *n);
+int unixperm_acl_decode(const void *buf, size_t len, struct unixperm_acl_entry *out, size_t max, size_t *n);
 /* "u::rwx,g::rwx,g:NAME:rwx,m::rwx,o::r-x" (group_name used for the named group entries). */
-void unixperm_acl_describe(const struct unixperm_acl_entry *ent, size_t n, const char *group_name,
-			   struct strbuf *out);
+void unixperm_acl_describe(const struct unixperm_acl_entry *ent, size_t n, const char *group_name, struct strbuf *out);
 
 #endif

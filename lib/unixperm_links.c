@@ -33,10 +33,8 @@ static int open_links_dir(const char *home, bool create, int *fd, struct err *e)
 	*fd = -1;
 	int h = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (h < 0)
-		return errno == ENOENT && !create
-			       ? 0
-			       : err_errno(e, errno, "open home directory %s", home);
-	static const char *const parts[] = {"agor", "worktrees"};
+		return errno == ENOENT && !create ? 0 : err_errno(e, errno, "open home directory %s", home);
+	static const char *const parts[] = { "agor", "worktrees" };
 	int cur = h;
 	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
 		if (create && mkdirat(cur, parts[i], 0755) < 0 && errno != EEXIST) {
@@ -44,15 +42,12 @@ static int open_links_dir(const char *home, bool create, int *fd, struct err *e)
 			close(cur);
 			return err_errno(e, saved, "mkdir %s/…/%s", home, parts[i]);
 		}
-		int flags =
-			i + 1 < ARRAY_SIZE(parts) ? O_PATH | O_DIRECTORY : O_RDONLY | O_DIRECTORY;
+		int flags = i + 1 < ARRAY_SIZE(parts) ? O_PATH | O_DIRECTORY : O_RDONLY | O_DIRECTORY;
 		int next = openat(cur, parts[i], flags | O_CLOEXEC);
 		int saved = errno;
 		close(cur);
 		if (next < 0)
-			return saved == ENOENT && !create
-				       ? 0
-				       : err_errno(e, saved, "open %s/…/%s", home, parts[i]);
+			return saved == ENOENT && !create ? 0 : err_errno(e, saved, "open %s/…/%s", home, parts[i]);
 		cur = next;
 	}
 	*fd = cur;
@@ -87,9 +82,8 @@ static int link_add_as_user(void *arg, struct strbuf *out, struct err *e)
 	if (symlinkat(job->target, fd, tmp) < 0)
 		rc = err_errno(e, errno, "symlink %s", job->name);
 	else if (renameat(fd, tmp, fd, job->name) < 0) {
-		rc = err_errno(e, errno,
-			       "replace %s/agor/worktrees/%s (it exists and is not a symlink?)",
-			       job->home, job->name);
+		rc = err_errno(e, errno, "replace %s/agor/worktrees/%s (it exists and is not a symlink?)", job->home,
+			       job->name);
 		(void)unlinkat(fd, tmp, 0);
 	} else
 		strbuf_addstr(out, "changed");
@@ -129,8 +123,7 @@ static int links_find_as_user(void *arg, struct strbuf *out, struct err *e)
 	}
 	struct dirent *de;
 	while ((de = readdir(d)))
-		if (ends_with_suffix(de->d_name, job->suffix) &&
-		    link_points_at_group(dirfd(d), de->d_name, job->gid)) {
+		if (ends_with_suffix(de->d_name, job->suffix) && link_points_at_group(dirfd(d), de->d_name, job->gid)) {
 			strbuf_addstr(out, de->d_name);
 			strbuf_addch(out, '\0');
 		}
@@ -160,14 +153,13 @@ static int links_remove_as_user(void *arg, struct strbuf *out, struct err *e)
 	return rc;
 }
 
-int unixperm_link_add(const struct unixperm_user *u, const char *link_name, const char *target,
-		      bool dry_run, struct err *e)
+int unixperm_link_add(const struct unixperm_user *u, const char *link_name, const char *target, bool dry_run,
+		      struct err *e)
 {
 	if (unixperm_check_link_name("link name", link_name, e) < 0 ||
 	    unixperm_check_clean_path("link target", target, e) < 0)
 		return -1;
-	struct link_job job = {
-		.home = u->home, .name = link_name, .target = target, .dry_run = dry_run};
+	struct link_job job = { .home = u->home, .name = link_name, .target = target, .dry_run = dry_run };
 	struct strbuf out = STRBUF_INIT;
 	int rc = unixperm_run_as_user(u, link_add_as_user, &job, &out, e);
 	if (rc == 0)
@@ -176,10 +168,10 @@ int unixperm_link_add(const struct unixperm_user *u, const char *link_name, cons
 	return rc;
 }
 
-int unixperm_links_find(const struct unixperm_user *u, const char *suffix, gid_t gid,
-			struct strvec *found, struct err *e)
+int unixperm_links_find(const struct unixperm_user *u, const char *suffix, gid_t gid, struct strvec *found,
+			struct err *e)
 {
-	struct link_job job = {.home = u->home, .suffix = suffix, .gid = gid};
+	struct link_job job = { .home = u->home, .suffix = suffix, .gid = gid };
 	struct strbuf out = STRBUF_INIT;
 	int rc = unixperm_run_as_user(u, links_find_as_user, &job, &out, e);
 	for (size_t off = 0; rc == 0 && off < out.len; off += strlen(out.buf + off) + 1)
@@ -192,7 +184,7 @@ int unixperm_links_remove(const struct unixperm_user *u, const struct strvec *na
 {
 	if (!names->nr)
 		return 0;
-	struct link_job job = {.home = u->home, .names = names};
+	struct link_job job = { .home = u->home, .names = names };
 	return unixperm_run_as_user(u, links_remove_as_user, &job, NULL, e);
 }
 

@@ -24,12 +24,12 @@
 /* Owner links in ~/agor/worktrees (as the user). link_add replaces a stale link of that name;
  * returns 1 when something changed (or, with dry_run, would change), 0 when the link already
  * pointed at target. */
-int unixperm_link_add(const struct unixperm_user *u, const char *link_name, const char *target,
-		      bool dry_run, struct err *e);
+int unixperm_link_add(const struct unixperm_user *u, const char *link_name, const char *target, bool dry_run,
+		      struct err *e);
 /* Lists (names appended to found) the symlinks in ~/agor/worktrees whose name ends in
  * "-<suffix>" and whose target is missing or a directory of group gid. */
-int unixperm_links_find(const struct unixperm_user *u, const char *suffix, gid_t gid,
-			struct strvec *found, struct err *e);
+int unixperm_links_find(const struct unixperm_user *u, const char *suffix, gid_t gid, struct strvec *found,
+			struct err *e);
 /* Removes those links (by name, as the user; a name that is no longer a symlink is left alone). */
 int unixperm_links_remove(const struct unixperm_user *u, const struct strvec *names, struct err *e);
 /* "<home>/agor/worktrees" for messages and dry-run output. */

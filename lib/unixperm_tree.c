@@ -43,37 +43,32 @@ static unsigned acl_mask(const struct unixperm_acl_entry *ent, size_t n)
 
 /* Same entries granting the same effective permissions: an inherited "g:G:rwx, m::rw-" equals
  * the wanted "g:G:rw-, m::rw-", so a second run does not rewrite what files inherited. */
-static bool acl_equivalent(const struct unixperm_acl_entry *a, size_t na,
-			   const struct unixperm_acl_entry *b, size_t nb)
+static bool acl_equivalent(const struct unixperm_acl_entry *a, size_t na, const struct unixperm_acl_entry *b, size_t nb)
 {
 	if (na != nb || acl_mask(a, na) != acl_mask(b, nb))
 		return false;
 	unsigned mask = acl_mask(a, na);
 	for (size_t i = 0; i < na; i++) {
-		bool masked = a[i].tag == UNIXPERM_ACL_GROUP_OBJ ||
-			      a[i].tag == UNIXPERM_ACL_GROUP || a[i].tag == UNIXPERM_ACL_USER;
-		unsigned pa = masked ? a[i].perm & mask : a[i].perm,
-			 pb = masked ? b[i].perm & mask : b[i].perm;
+		bool masked = a[i].tag == UNIXPERM_ACL_GROUP_OBJ || a[i].tag == UNIXPERM_ACL_GROUP ||
+			      a[i].tag == UNIXPERM_ACL_USER;
+		unsigned pa = masked ? a[i].perm & mask : a[i].perm, pb = masked ? b[i].perm & mask : b[i].perm;
 		if (a[i].tag != b[i].tag || a[i].id != b[i].id || pa != pb)
 			return false;
 	}
 	return true;
 }
 
-static bool xattr_equals(int fd, const char *name, const struct unixperm_acl_entry *want,
-			 size_t nwant)
+static bool xattr_equals(int fd, const char *name, const struct unixperm_acl_entry *want, size_t nwant)
 {
 	unsigned char buf[4 + 8 * UNIXPERM_ACL_MAX_ENTRIES];
 	struct unixperm_acl_entry have[UNIXPERM_ACL_MAX_ENTRIES];
 	size_t nhave;
 	ssize_t n = fgetxattr(fd, name, buf, sizeof(buf));
-	return n > 0 &&
-	       unixperm_acl_decode(buf, (size_t)n, have, UNIXPERM_ACL_MAX_ENTRIES, &nhave) == 0 &&
+	return n > 0 && unixperm_acl_decode(buf, (size_t)n, have, UNIXPERM_ACL_MAX_ENTRIES, &nhave) == 0 &&
 	       acl_equivalent(have, nhave, want, nwant);
 }
 
-static int set_acl_if_needed(struct tree_walk *w, int fd, const char *xname, mode_t mode,
-			     bool *changed)
+static int set_acl_if_needed(struct tree_walk *w, int fd, const char *xname, mode_t mode, bool *changed)
 {
 	struct unixperm_acl_entry ent[5];
 	size_t n = unixperm_acl_for_mode(mode, w->spec->gid, ent);
@@ -84,8 +79,7 @@ static int set_acl_if_needed(struct tree_walk *w, int fd, const char *xname, mod
 		*changed = true;
 		if (!w->spec->dry_run && fsetxattr(fd, xname, want.buf, want.len, 0) < 0) {
 			if (errno == ENOTSUP || errno == EOPNOTSUPP)
-				rc = err_set(w->e, E_SYSTEM,
-					     "the filesystem of %s does not support POSIX ACLs",
+				rc = err_set(w->e, E_SYSTEM, "the filesystem of %s does not support POSIX ACLs",
 					     w->path.len ? w->path.buf : ".");
 			else
 				rc = walk_fail(w, errno, "set ACL on");
@@ -98,8 +92,7 @@ static int set_acl_if_needed(struct tree_walk *w, int fd, const char *xname, mod
 /* Group, ACLs, then mode of one inode, each only when it differs. */
 static int apply_inode(struct tree_walk *w, int fd, const struct stat *st, bool is_dir)
 {
-	mode_t want = is_dir ? unixperm_dir_mode(w->spec->others)
-			     : unixperm_file_mode(st->st_mode, w->spec->others);
+	mode_t want = is_dir ? unixperm_dir_mode(w->spec->others) : unixperm_file_mode(st->st_mode, w->spec->others);
 	bool changed = false, dry = w->spec->dry_run;
 	if (st->st_gid != w->spec->gid) {
 		changed = true;
@@ -156,9 +149,8 @@ static int open_entry(struct tree_walk *w, int parentfd, const char *name, int f
 static int enter_dir(struct tree_walk *w, int parentfd, const char *name, int depth)
 {
 	if (depth >= UNIXPERM_MAX_DEPTH)
-		return err_set(w->e, E_INVALID_PAYLOAD,
-			       "directory tree deeper than %d levels at %s", UNIXPERM_MAX_DEPTH,
-			       w->path.buf);
+		return err_set(w->e, E_INVALID_PAYLOAD, "directory tree deeper than %d levels at %s",
+			       UNIXPERM_MAX_DEPTH, w->path.buf);
 	struct stat st;
 	int rc, fd = open_entry(w, parentfd, name, O_RDONLY | O_DIRECTORY, &st, &rc);
 	if (fd < 0)
@@ -247,10 +239,10 @@ static int walk_dir(struct tree_walk *w, int fd, int depth)
 	return rc;
 }
 
-int unixperm_apply_tree(int dirfd, const struct unixperm_tree_spec *spec,
-			struct unixperm_tree_stats *stats, struct err *e)
+int unixperm_apply_tree(int dirfd, const struct unixperm_tree_spec *spec, struct unixperm_tree_stats *stats,
+			struct err *e)
 {
-	struct tree_walk w = {spec, stats, 0, STRBUF_INIT, e};
+	struct tree_walk w = { spec, stats, 0, STRBUF_INIT, e };
 	memset(stats, 0, sizeof(*stats));
 	struct stat st;
 	if (fstat(dirfd, &st) < 0)
@@ -258,8 +250,7 @@ int unixperm_apply_tree(int dirfd, const struct unixperm_tree_spec *spec,
 	if (!S_ISDIR(st.st_mode))
 		return err_set(e, E_INVALID_PAYLOAD, "tree top is not a directory");
 	w.dev = st.st_dev;
-	int top =
-		openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset for readdir */
+	int top = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset for readdir */
 	if (top < 0)
 		return err_errno(e, errno, "open tree top");
 	stats->dirs++;

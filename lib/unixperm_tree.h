@@ -40,7 +40,7 @@ struct unixperm_tree_stats {
 	unsigned long skipped_symlinks, skipped_special, skipped_hardlinked, skipped_other_fs;
 };
 /* Applies spec to the directory dirfd and everything below it (see the contract above). */
-int unixperm_apply_tree(int dirfd, const struct unixperm_tree_spec *spec,
-			struct unixperm_tree_stats *stats, struct err *e);
+int unixperm_apply_tree(int dirfd, const struct unixperm_tree_spec *spec, struct unixperm_tree_stats *stats,
+			struct err *e);
 
 #endif

@@ -27,7 +27,10 @@ struct url {
 	int port;
 	char *path; /* from the first '/', '?' or '#' after the authority; "" when none */
 };
-#define URL_INIT { NULL, NULL, NULL, 0, 0, NULL }
+#define URL_INIT                                                                                                       \
+	{                                                                                                              \
+		NULL, NULL, NULL, 0, 0, NULL                                                                           \
+	}
 
 int url_parse(const char *text, struct url *u, struct err *e);
 void url_release(struct url *u);
@@ -37,7 +40,10 @@ char *url_host_text(const struct url *u);
 /* The scheme's default port (see above), 0 when it has none. */
 int url_default_port(const char *scheme);
 
-static inline void cleanup_url(struct url *u) { url_release(u); }
+static inline void cleanup_url(struct url *u)
+{
+	url_release(u);
+}
 #define _cleanup_url_ __attribute__((cleanup(cleanup_url)))
 
 #endif

@@ -26,16 +26,15 @@ static void describe_libgit2(struct strbuf *out)
 	int major, minor, rev;
 	git_libgit2_version(&major, &minor, &rev);
 	int features = git_libgit2_features();
-	strbuf_addf(out, "libgit2 %d.%d.%d (Debian %s; https %s, ssh %s)\n", major, minor, rev,
-		    AGOR_DEB_LIBGIT2, (features & GIT_FEATURE_HTTPS) ? "mbedTLS" : "no",
-		    (features & GIT_FEATURE_SSH) ? "yes" : "no");
+	strbuf_addf(out, "libgit2 %d.%d.%d (Debian %s; https %s, ssh %s)\n", major, minor, rev, AGOR_DEB_LIBGIT2,
+		    (features & GIT_FEATURE_HTTPS) ? "mbedTLS" : "no", (features & GIT_FEATURE_SSH) ? "yes" : "no");
 }
 
 static void describe_http_parser(struct strbuf *out)
 {
 	unsigned long v = http_parser_version();
-	strbuf_addf(out, "http-parser %lu.%lu.%lu (Debian %s)\n", (v >> 16) & 255, (v >> 8) & 255,
-		    v & 255, AGOR_DEB_HTTP_PARSER);
+	strbuf_addf(out, "http-parser %lu.%lu.%lu (Debian %s)\n", (v >> 16) & 255, (v >> 8) & 255, v & 255,
+		    AGOR_DEB_HTTP_PARSER);
 }
 
 static void describe_mbedtls(struct strbuf *out)

@@ -23,7 +23,8 @@ void web_response_headers(struct strbuf *headers, const struct web_asset *a)
 	strbuf_addstr(headers, "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n"
 			       "X-Frame-Options: DENY\r\n");
 	if (is_page(a))
-		strbuf_addstr(headers, "Content-Security-Policy: default-src 'none'; script-src 'self'; "
-				       "style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; "
-				       "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n");
+		strbuf_addstr(headers,
+			      "Content-Security-Policy: default-src 'none'; script-src 'self'; "
+			      "style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; "
+			      "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n");
 }

@@ -10,7 +10,7 @@
 #include "ws.h"
 #include "banned.h"
 
-#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WS_GUID	       "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_KEEP_BUFFER 65536 /* a message buffer larger than this is freed after delivery */
 
 /* --- UTF-8 ------------------------------------------------------------------------------- */

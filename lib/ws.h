@@ -32,7 +32,14 @@
 #include "err.h"
 #include "strbuf.h"
 
-enum ws_opcode { WS_OP_CONT = 0x0, WS_OP_TEXT = 0x1, WS_OP_BINARY = 0x2, WS_OP_CLOSE = 0x8, WS_OP_PING = 0x9, WS_OP_PONG = 0xA };
+enum ws_opcode {
+	WS_OP_CONT = 0x0,
+	WS_OP_TEXT = 0x1,
+	WS_OP_BINARY = 0x2,
+	WS_OP_CLOSE = 0x8,
+	WS_OP_PING = 0x9,
+	WS_OP_PONG = 0xA
+};
 
 enum ws_close_code {
 	WS_CLOSE_NORMAL = 1000,
@@ -50,12 +57,12 @@ enum ws_role { WS_ROLE_SERVER, WS_ROLE_CLIENT };
 
 enum ws_event_type {
 	WS_EV_NEED_MORE, /* all input consumed, nothing to report */
-	WS_EV_MESSAGE,   /* a whole text or binary message: opcode, data, len */
-	WS_EV_PING,      /* data, len = payload to echo in the pong */
+	WS_EV_MESSAGE,	 /* a whole text or binary message: opcode, data, len */
+	WS_EV_PING,	 /* data, len = payload to echo in the pong */
 	WS_EV_PONG,
-	WS_EV_CLOSE,     /* close_code (1005 when the frame had none), data/len = reason */
-	WS_EV_OVERSIZE,  /* the current message exceeds max_message: it is being skipped */
-	WS_EV_ERROR,     /* protocol violation: close_code is what to send back, reason says why */
+	WS_EV_CLOSE,	/* close_code (1005 when the frame had none), data/len = reason */
+	WS_EV_OVERSIZE, /* the current message exceeds max_message: it is being skipped */
+	WS_EV_ERROR,	/* protocol violation: close_code is what to send back, reason says why */
 };
 
 struct ws_event {
@@ -110,13 +117,16 @@ void ws_encode_close(struct strbuf *out, uint16_t code, const char *reason, cons
 /* Feeds n bytes to an incremental validator: 0 while valid so far, -1 at the first invalid byte. */
 int ws_utf8_feed(struct ws_utf8 *u, const void *data, size_t n);
 /* 1 when the validator is not inside a multi-byte sequence. */
-static inline int ws_utf8_complete(const struct ws_utf8 *u) { return u->need == 0; }
+static inline int ws_utf8_complete(const struct ws_utf8 *u)
+{
+	return u->need == 0;
+}
 /* 1 when data is complete, valid UTF-8. */
 int ws_utf8_valid(const void *data, size_t n);
 /* 1 when code may appear in a close frame on the wire (1000-1003, 1007-1014, 3000-4999). */
 int ws_close_code_valid(unsigned code);
 
-#define WS_KEY_LEN 24    /* base64 of 16 bytes */
+#define WS_KEY_LEN    24 /* base64 of 16 bytes */
 #define WS_ACCEPT_LEN 28 /* base64 of a SHA-1 */
 /* 1 when key (not NUL-terminated) is the base64 of exactly 16 bytes, as §4.1 requires. */
 int ws_key_valid(const char *key, size_t len);

@@ -36,7 +36,8 @@ char *zellij_config_path(const char *dir)
 static int same_content(const char *path, const struct strbuf *want)
 {
 	struct strbuf have = STRBUF_INIT;
-	int same = strbuf_read_file(&have, path, 0) >= 0 && have.len == want->len && !memcmp(have.buf, want->buf, want->len);
+	int same = strbuf_read_file(&have, path, 0) >= 0 && have.len == want->len &&
+		   !memcmp(have.buf, want->buf, want->len);
 	strbuf_release(&have);
 	return same;
 }
@@ -47,7 +48,8 @@ static int write_atomically(const char *path, const struct strbuf *text, struct 
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return err_errno(e, errno, "creating %s", tmp);
-	int rc = fs_write_all(fd, text->buf, text->len) < 0 || fsync(fd) < 0 ? err_errno(e, errno, "writing %s", tmp) : 0;
+	int rc = fs_write_all(fd, text->buf, text->len) < 0 || fsync(fd) < 0 ? err_errno(e, errno, "writing %s", tmp)
+									     : 0;
 	close(fd);
 	if (rc == 0 && rename(tmp, path) < 0)
 		rc = err_errno(e, errno, "renaming %s to %s", tmp, path);

@@ -23,15 +23,22 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	double *samples = xcalloc((size_t)n, sizeof(double));
-	struct spawn_request r = { .mode = SPAWN_LOCAL, .agor_path = argv[2], .payload = payload.buf,
-				   .payload_len = payload.len, .dry_run = 1, .timeout_ms = 10000 };
+	struct spawn_request r = { .mode = SPAWN_LOCAL,
+				   .agor_path = argv[2],
+				   .payload = payload.buf,
+				   .payload_len = payload.len,
+				   .dry_run = 1,
+				   .timeout_ms = 10000 };
 	for (int i = 0; i < n; i++) {
 		struct spawn_result res;
 		struct err e = ERR_INIT;
 		double t0 = now_us();
 		if (spawn_executor(&r, &res, &e) < 0 || !json_is_true(json_object_get(res.result, "success"))) {
 			char *text = e.message ? NULL : json_dumps(res.result, JSON_COMPACT);
-			fprintf(stderr, "round trip %d failed: %s\n", i, e.message ? e.message : text ? text : "no result");
+			fprintf(stderr, "round trip %d failed: %s\n", i,
+				e.message ? e.message
+				: text	  ? text
+					  : "no result");
 			free(text);
 			return 1;
 		}

@@ -56,8 +56,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s exited with status %d\n", argv[2], status);
 			return 1;
 		}
-		cpu_total += ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1e6 +
-			     ru.ru_stime.tv_usec;
+		cpu_total +=
+			ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
 	}
 	qsort(wall, (size_t)n, sizeof(double), compare_double);
 	printf("%.1f %.1f %.1f\n", wall[n / 2], wall[n * 9 / 10], cpu_total / n);

@@ -46,8 +46,10 @@ static void check_encoders(const uint8_t *data, size_t size)
 	if (tmux_encode_send_keys(&out, "%1", data, size) < 0)
 		abort();
 	for (size_t i = 0; i < out.len; i++)
-		if (out.buf[i] == '\n' ? i + 1 < out.len && strncmp(out.buf + i + 1, "send-keys", 9) : (uint8_t)out.buf[i] < 0x20)
-			abort(); /* every line is a send-keys command; no control byte leaks into tmux's command parser */
+		if (out.buf[i] == '\n' ? i + 1 < out.len && strncmp(out.buf + i + 1, "send-keys", 9)
+				       : (uint8_t)out.buf[i] < 0x20)
+			abort(); /* every line is a send-keys command; no control byte leaks into tmux's command parser
+				  */
 	strbuf_release(&out);
 }
 

@@ -28,14 +28,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const uint8_t SECRET[] = "fuzzing-secret-0123456789abcdef!";
 #define SECRET_LEN (sizeof(SECRET) - 1)
-#define NOW 1700000000LL
+#define NOW	   1700000000LL
 
 static void check_canonical(int url, const char *s, size_t len)
 {
 	struct err e = ERR_INIT;
 	struct strbuf dec = STRBUF_INIT, enc = STRBUF_INIT;
-	int rc = url ? crypto_base64url_decode(s, len, &dec, &e)
-		     : crypto_base64_decode(s, len, &dec, &e);
+	int rc = url ? crypto_base64url_decode(s, len, &dec, &e) : crypto_base64_decode(s, len, &dec, &e);
 	if (rc == 0) {
 		if (url)
 			crypto_base64url_encode(dec.buf, dec.len, &enc);

@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_host(const struct url *u)
 {
 	for (const char *c = u->host; *c; c++)
-		if (!(*c >= 'a' && *c <= 'z') && !(*c >= '0' && *c <= '9') && !strchr(".-_", *c) && !(u->ipv6 && strchr(":", *c)))
+		if (!(*c >= 'a' && *c <= 'z') && !(*c >= '0' && *c <= '9') && !strchr(".-_", *c) &&
+		    !(u->ipv6 && strchr(":", *c)))
 			abort();
 	if (u->port < 0 || u->port > 65535 || strchr(u->host, '@'))
 		abort();
@@ -29,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct err e = ERR_INIT;
 	if (strlen(text) == size && url_parse(text, &u, &e) == 0) {
 		check_host(&u);
-		if (!*u.host || !u.port) /* file://, or a scheme without a default port: origin "s://h:0" is not a URL */
+		if (!*u.host ||
+		    !u.port) /* file://, or a scheme without a default port: origin "s://h:0" is not a URL */
 			goto done;
 		char *origin = url_origin(&u);
 		struct url again = URL_INIT;

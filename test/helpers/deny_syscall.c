@@ -1,5 +1,6 @@
 /* deny_syscall.c — test helper: runs a command with system calls made to fail with a given errno.
- * Usage: deny-syscall NR[,NR…] ERRNO [MASK] -- COMMAND [ARG…]; simulates kernels without Landlock or user namespaces. */
+ * Usage: deny-syscall NR[,NR…] ERRNO [MASK] -- COMMAND [ARG…]; simulates kernels without Landlock or user namespaces.
+ */
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -33,7 +34,8 @@ int main(int argc, char **argv)
 		insns[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nrs[i], (unsigned char)(n - i), 0);
 	insns[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	if (mask) {
-		insns[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+		insns[k++] =
+			(struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
 		insns[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 1, 0);
 		insns[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	}

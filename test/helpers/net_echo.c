@@ -37,8 +37,8 @@ static void on_oversize(struct net_conn *c, void *arg)
 	net_send(c, msg, sizeof(msg) - 1);
 }
 
-static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **ct, struct strbuf *headers,
-		       void *arg)
+static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body, const char **ct,
+		       struct strbuf *headers, void *arg)
 {
 	(void)c;
 	(void)headers;
@@ -90,8 +90,9 @@ static void on_signal(struct loop *l, int signo, void *arg)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: net-echo [--unix PATH] [--host H] [--port N|--no-tcp] [--tls-cert F --tls-key F]\n"
-			"                [--max-message N] [--high-water N] [--idle-timeout MS] [--header-timeout MS]\n");
+	fprintf(stderr,
+		"usage: net-echo [--unix PATH] [--host H] [--port N|--no-tcp] [--tls-cert F --tls-key F]\n"
+		"                [--max-message N] [--high-water N] [--idle-timeout MS] [--header-timeout MS]\n");
 	return 2;
 }
 
@@ -138,8 +139,8 @@ int main(int argc, char **argv)
 		.on_oversize = on_oversize,
 		.on_http_get = on_http_get,
 	};
-	if (!l || loop_add_signal(l, SIGTERM, on_signal, NULL, &e) < 0 || loop_add_signal(l, SIGINT, on_signal, NULL, &e) < 0 ||
-	    !(server = net_server_start(l, &cfg, &cb, &e))) {
+	if (!l || loop_add_signal(l, SIGTERM, on_signal, NULL, &e) < 0 ||
+	    loop_add_signal(l, SIGINT, on_signal, NULL, &e) < 0 || !(server = net_server_start(l, &cfg, &cb, &e))) {
 		fprintf(stderr, "net-echo: %s\n", e.message);
 		return 1;
 	}

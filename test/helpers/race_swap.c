@@ -6,11 +6,10 @@
  * DIR is a real directory and LINK a symlink beside it (same parent); each swap is one renameat2(RENAME_EXCHANGE)
  * of the two names, atomic, so DIR is always either the directory or the symlink. PAUSE_US (default 0) sleeps
  * between swaps; one pause in 16 (at random) lasts QUIET_US instead (default: PAUSE_US), so a whole operation
- * sometimes gets through and the race is also fought at its end. CONTROL_DIR/ready is created once the signals below are handled. Signals drive it:
- *   SIGUSR1  pause with DIR the directory again, then create CONTROL_DIR/paused
- *   SIGUSR2  remove CONTROL_DIR/paused and resume
- *   SIGTERM  stop (DIR left the directory) and print "swaps N" on stdout
- * Exit status 0, or 1 with a message on stderr when a swap fails.
+ * sometimes gets through and the race is also fought at its end. CONTROL_DIR/ready is created once the signals below
+ * are handled. Signals drive it: SIGUSR1  pause with DIR the directory again, then create CONTROL_DIR/paused SIGUSR2
+ * remove CONTROL_DIR/paused and resume SIGTERM  stop (DIR left the directory) and print "swaps N" on stdout Exit status
+ * 0, or 1 with a message on stderr when a swap fails.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -36,10 +36,10 @@ static void feed(const char *tool, const char *const *lines, struct agent_state 
 		agent_map_line(a, lines[i], strlen(lines[i]), st, record, out);
 }
 
-#define CHECK_HAS(sb, text)                                                                                  \
-	do {                                                                                                 \
-		if (!strstr((sb)->buf, text))                                                                \
-			unit_fail(__FILE__, __LINE__, "missing %s in:\n%s", text, (sb)->buf);               \
+#define CHECK_HAS(sb, text)                                                                                            \
+	do {                                                                                                           \
+		if (!strstr((sb)->buf, text))                                                                          \
+			unit_fail(__FILE__, __LINE__, "missing %s in:\n%s", text, (sb)->buf);                          \
 	} while (0)
 
 TEST(agent_claude_stream_json)
@@ -129,7 +129,8 @@ TEST(agent_codex_app_server_conversation_and_approvals)
 		"\"status\":\"declined\"}}}",
 		"{\"method\":\"item/tool/requestUserInput\",\"id\":7,\"params\":{}}",
 		"{\"method\":\"item/agentMessage/delta\",\"params\":{\"delta\":\"do\"}}",
-		"{\"method\":\"item/completed\",\"params\":{\"item\":{\"type\":\"agentMessage\",\"id\":\"m\",\"text\":\"done\"}}}",
+		"{\"method\":\"item/"
+		"completed\",\"params\":{\"item\":{\"type\":\"agentMessage\",\"id\":\"m\",\"text\":\"done\"}}}",
 		"{\"method\":\"thread/tokenUsage/updated\",\"params\":{\"tokenUsage\":{\"last\":{\"inputTokens\":40,"
 		"\"outputTokens\":2}}}}",
 		"{\"method\":\"thread/tokenUsage/updated\",\"params\":{\"tokenUsage\":{\"last\":{\"inputTokens\":2,"
@@ -138,8 +139,9 @@ TEST(agent_codex_app_server_conversation_and_approvals)
 		"{\"method\":\"turn/completed\",\"params\":{\"turn\":{\"status\":\"completed\"}}}",
 		NULL,
 	};
-	struct agent_invocation inv = { .prompt = "do it", .permission_mode = "default", .model = "gpt-5.5",
-					.in_sandbox = 1 };
+	struct agent_invocation inv = {
+		.prompt = "do it", .permission_mode = "default", .model = "gpt-5.5", .in_sandbox = 1
+	};
 	struct strbuf out = STRBUF_INIT, asked = STRBUF_INIT;
 	struct agent_channel ch = { .inv = &inv, .ask = ask_recorded, .ask_arg = &asked, .to_cli = STRBUF_INIT };
 	struct agent_state st = { .channel = &ch };
@@ -148,16 +150,19 @@ TEST(agent_codex_app_server_conversation_and_approvals)
 	CHECK_HAS(&ch.to_cli, "{\"jsonrpc\":\"2.0\",\"method\":\"initialized\"}\n");
 	CHECK_HAS(&ch.to_cli, "\"id\":2,\"method\":\"thread/start\",\"params\":{\"approvalPolicy\":\"untrusted\","
 			      "\"sandbox\":\"danger-full-access\",\"model\":\"gpt-5.5\"}");
-	CHECK_HAS(&ch.to_cli, "\"id\":3,\"method\":\"turn/start\",\"params\":{\"threadId\":\"th-9\",\"input\":[{\"type\":"
-			      "\"text\",\"text\":\"do it\"}]}");
+	CHECK_HAS(&ch.to_cli,
+		  "\"id\":3,\"method\":\"turn/start\",\"params\":{\"threadId\":\"th-9\",\"input\":[{\"type\":"
+		  "\"text\",\"text\":\"do it\"}]}");
 	CHECK_HAS(&ch.to_cli, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"decision\":\"accept\"}}\n");
 	CHECK_HAS(&ch.to_cli, "{\"jsonrpc\":\"2.0\",\"id\":\"r2\",\"result\":{\"decision\":\"decline\"}}\n");
 	CHECK_HAS(&ch.to_cli, "\"id\":7,\"error\":{\"code\":-32601");
 	CHECK_HAS(&asked, "command_execution c1 {\"command\":\"echo yes\",\"cwd\":\"/w\",\"reason\":null}\n");
 	CHECK_HAS(&asked, "file_change f1 {\"changes\":[{\"path\":\"/w/x\",\"diff\":\"no\"}],\"reason\":null}\n");
-	CHECK_HAS(&out, "tool_use:{\"id\":\"c1\",\"name\":\"command_execution\",\"input\":{\"command\":\"echo yes\"}}\n");
-	CHECK_HAS(&out, "tool_result:{\"tool_use_id\":\"c1\",\"content\":\"yes\\n\",\"exit_code\":0,\"status\":\"completed\","
-			"\"is_error\":false}\n");
+	CHECK_HAS(&out,
+		  "tool_use:{\"id\":\"c1\",\"name\":\"command_execution\",\"input\":{\"command\":\"echo yes\"}}\n");
+	CHECK_HAS(&out,
+		  "tool_result:{\"tool_use_id\":\"c1\",\"content\":\"yes\\n\",\"exit_code\":0,\"status\":\"completed\","
+		  "\"is_error\":false}\n");
 	CHECK_HAS(&out, "tool_result:{\"tool_use_id\":\"f1\",\"content\":\"declined\",\"is_error\":true}\n");
 	CHECK_HAS(&out, "text_delta:{\"text\":\"do\"}\n");
 	CHECK_HAS(&out, "text:{\"text\":\"done\"}\n");
@@ -179,7 +184,9 @@ TEST(agent_codex_resume_failure_and_mode_policies)
 		"{\"id\":2,\"error\":{\"code\":-1,\"message\":\"no rollout found\"}}",
 		NULL,
 	};
-	struct agent_invocation inv = { .prompt = "p", .permission_mode = "plan", .resume_id = "th-1", .in_sandbox = 1 };
+	struct agent_invocation inv = {
+		.prompt = "p", .permission_mode = "plan", .resume_id = "th-1", .in_sandbox = 1
+	};
 	struct strbuf out = STRBUF_INIT;
 	struct agent_channel ch = { .inv = &inv, .to_cli = STRBUF_INIT };
 	struct agent_state st = { .channel = &ch };
@@ -194,7 +201,8 @@ TEST(agent_codex_resume_failure_and_mode_policies)
 
 	static const char *const modes[] = { "default", "acceptEdits", "bypassPermissions", "plan" };
 	static const char *const approval[] = { "untrusted", "untrusted", "never", "never" };
-	static const char *const unconfined[] = { "workspace-write", "workspace-write", "danger-full-access", "read-only" };
+	static const char *const unconfined[] = { "workspace-write", "workspace-write", "danger-full-access",
+						  "read-only" };
 	for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
 		const char *a, *sb;
 		codex_mode_policy(modes[i], 1, &a, &sb);
@@ -204,7 +212,9 @@ TEST(agent_codex_resume_failure_and_mode_policies)
 		CHECK_STR(sb, unconfined[i]);
 	}
 	/* without a channel nothing is approved and nothing is sent */
-	static const char *const ask[] = { "{\"method\":\"item/commandExecution/requestApproval\",\"id\":0,\"params\":{}}", NULL };
+	static const char *const ask[] = {
+		"{\"method\":\"item/commandExecution/requestApproval\",\"id\":0,\"params\":{}}", NULL
+	};
 	struct agent_state alone = { 0 };
 	struct strbuf out2 = STRBUF_INIT;
 	feed("codex", ask, &alone, &out2);
@@ -219,7 +229,8 @@ TEST(agent_gemini_stream_json)
 		"{\"type\":\"init\",\"timestamp\":\"t\",\"session_id\":\"g-1\",\"model\":\"gemini-2.5-pro\"}",
 		"{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}",
 		"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"Hel\",\"delta\":true}",
-		"{\"type\":\"tool_use\",\"tool_name\":\"run_shell_command\",\"tool_id\":\"x1\",\"parameters\":{\"command\":\"ls\"}}",
+		"{\"type\":\"tool_use\",\"tool_name\":\"run_shell_command\",\"tool_id\":\"x1\",\"parameters\":{"
+		"\"command\":\"ls\"}}",
 		"{\"type\":\"tool_result\",\"tool_id\":\"x1\",\"status\":\"error\",\"output\":\"denied\"}",
 		"{\"type\":\"error\",\"severity\":\"warning\",\"message\":\"loop detected\"}",
 		"{\"type\":\"result\",\"status\":\"success\",\"stats\":{\"total_tokens\":30,\"input_tokens\":20,"
@@ -247,7 +258,8 @@ TEST(agent_opencode_run_json)
 		"{\"type\":\"step_start\",\"timestamp\":1,\"sessionID\":\"ses_1\",\"part\":{\"type\":\"step-start\"}}",
 		"{\"type\":\"tool_use\",\"sessionID\":\"ses_1\",\"part\":{\"tool\":\"bash\",\"callID\":\"c1\","
 		"\"state\":{\"status\":\"completed\",\"input\":{\"command\":\"ls\"},\"output\":\"x\"}}}",
-		"{\"type\":\"step_finish\",\"sessionID\":\"ses_1\",\"part\":{\"reason\":\"tool-calls\",\"tokens\":{\"input\":1,\"output\":1}}}",
+		"{\"type\":\"step_finish\",\"sessionID\":\"ses_1\",\"part\":{\"reason\":\"tool-calls\",\"tokens\":{"
+		"\"input\":1,\"output\":1}}}",
 		"{\"type\":\"text\",\"sessionID\":\"ses_1\",\"part\":{\"type\":\"text\",\"text\":\"done\"}}",
 		"{\"type\":\"step_finish\",\"sessionID\":\"ses_1\",\"part\":{\"reason\":\"stop\",\"cost\":0,"
 		"\"tokens\":{\"input\":9,\"output\":4,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0}}}}",
@@ -268,8 +280,12 @@ TEST(agent_opencode_run_json)
 
 TEST(agent_commands_map_permission_modes_and_keep_the_key_out_of_argv)
 {
-	struct agent_invocation inv = { .prompt = "do it", .permission_mode = "bypassPermissions", .api_key = "sk-1",
-					.base_url = "http://127.0.0.1:9", .resume_id = "r-1", .mcp_config = "/x/mcp.json",
+	struct agent_invocation inv = { .prompt = "do it",
+					.permission_mode = "bypassPermissions",
+					.api_key = "sk-1",
+					.base_url = "http://127.0.0.1:9",
+					.resume_id = "r-1",
+					.mcp_config = "/x/mcp.json",
 					.run_dir = "/tmp/r" };
 	static const char *const tools[] = { "claude-code", "codex", "gemini", "opencode" };
 	static const char *const expect_flag[] = { "bypassPermissions", "app-server", "yolo", "run" };
@@ -367,12 +383,12 @@ static char *ask_with_answer(const char *answer, struct strbuf *asked)
 
 TEST(mcp_permission_handshake_and_unknown_methods)
 {
-	char *reply = converse("/nonexistent/sock",
-			       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}\n"
-			       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
-			       "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n"
-			       "garbage\n"
-			       "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/list\"}\n");
+	char *reply = converse("/nonexistent/sock", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+						    "\"params\":{\"protocolVersion\":\"2025-11-25\"}}\n"
+						    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+						    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n"
+						    "garbage\n"
+						    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/list\"}\n");
 	CHECK(strstr(reply, "\"protocolVersion\":\"2025-11-25\"") != NULL);
 	CHECK(strstr(reply, "\"name\":\"approve\"") != NULL);
 	CHECK(strstr(reply, "\"id\":4,\"error\":{\"code\":-32601") != NULL);
@@ -388,7 +404,8 @@ TEST(mcp_permission_allow_deny_and_fail_closed)
 	struct strbuf asked = STRBUF_INIT;
 	char *reply = ask_with_answer("{\"approved\":true,\"reason\":\"ok\"}\n", &asked);
 	CHECK(strstr(asked.buf, "\"tool_name\":\"Bash\"") && strstr(asked.buf, "\"tool_use_id\":\"t1\""));
-	CHECK(strstr(reply, "\\\"behavior\\\":\\\"allow\\\",\\\"updatedInput\\\":{\\\"command\\\":\\\"ls\\\"}") != NULL);
+	CHECK(strstr(reply, "\\\"behavior\\\":\\\"allow\\\",\\\"updatedInput\\\":{\\\"command\\\":\\\"ls\\\"}") !=
+	      NULL);
 	free(reply);
 	reply = ask_with_answer("{\"approved\":false,\"reason\":\"no way\"}\n", &asked);
 	CHECK(strstr(reply, "\\\"behavior\\\":\\\"deny\\\",\\\"message\\\":\\\"no way\\\"") != NULL);

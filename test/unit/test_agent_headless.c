@@ -19,8 +19,9 @@ TEST(agent_gemini_runs_over_acp_in_default_mode_only)
 	CHECK(!agent_uses_acp(agent_find("claude-code"), "default"));
 	struct strvec argv = STRVEC_INIT, env = STRVEC_INIT;
 	struct strbuf in = STRBUF_INIT;
-	struct agent_invocation inv = { .prompt = "do it", .permission_mode = "default", .api_key = "sk-1",
-					.run_dir = "/tmp/r" };
+	struct agent_invocation inv = {
+		.prompt = "do it", .permission_mode = "default", .api_key = "sk-1", .run_dir = "/tmp/r"
+	};
 	agent_command(agent_find("gemini"), &inv, &argv, &env, &in);
 	CHECK(strvec_find(&argv, "--acp") >= 0);
 	CHECK(strvec_find(&argv, "--approval-mode") < 0);
@@ -84,21 +85,28 @@ TEST(acp_client_opens_a_session_prompts_and_answers_a_permission_with_the_reject
 	acp_on_line(c, made, strlen(made), &st, collect, &got);
 	CHECK(strstr(written(p[0]), "\"text\":\"do it\"") != NULL);
 	CHECK_STR(st.agent_session_id, "s-1");
-	const char *ask = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/request_permission\",\"params\":{"
-			  "\"toolCall\":{\"toolCallId\":\"t1\",\"kind\":\"execute\",\"title\":\"rm -rf /\"},\"options\":["
-			  "{\"optionId\":\"always\",\"kind\":\"allow_always\"},{\"optionId\":\"no\",\"kind\":\"reject_once\"}]}}";
+	const char *ask =
+		"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/request_permission\",\"params\":{"
+		"\"toolCall\":{\"toolCallId\":\"t1\",\"kind\":\"execute\",\"title\":\"rm -rf /\"},\"options\":["
+		"{\"optionId\":\"always\",\"kind\":\"allow_always\"},{\"optionId\":\"no\",\"kind\":\"reject_once\"}]}}";
 	acp_on_line(c, ask, strlen(ask), &st, collect, &got);
 	CHECK(asked == 1);
 	CHECK(strstr(written(p[0]), "\"optionId\":\"no\"") != NULL);
 	/* the agent may not read through the client: it offers no file system and no terminal */
-	const char *peek = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"fs/read_text_file\",\"params\":{\"path\":\"/etc/shadow\"}}";
+	const char *peek =
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"fs/read_text_file\",\"params\":{\"path\":\"/etc/shadow\"}}";
 	acp_on_line(c, peek, strlen(peek), &st, collect, &got);
 	char *refused = written(p[0]);
 	CHECK(strstr(refused, "-32601") && strstr(refused, "\"id\":7") && !strstr(refused, "root:"));
 	const char *lines[] = {
-		"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t1\",\"status\":\"failed\"}}}",
-		"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}}}",
-		"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"plan\"}}}",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+		"update\",\"params\":{\"update\":{\"sessionUpdate\":\"tool_call_update\",\"toolCallId\":\"t1\","
+		"\"status\":\"failed\"}}}",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+		"update\",\"params\":{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":"
+		"\"text\",\"text\":\"hi\"}}}}",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+		"update\",\"params\":{\"update\":{\"sessionUpdate\":\"plan\"}}}",
 		"not json",
 		"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"stopReason\":\"end_turn\",\"usage\":{\"inputTokens\":3}}}",
 	};
@@ -116,8 +124,11 @@ TEST(acp_client_opens_a_session_prompts_and_answers_a_permission_with_the_reject
 
 static void command(const char *tool, const char *mode, struct strvec *argv, struct strvec *env, struct strbuf *in)
 {
-	struct agent_invocation inv = { .prompt = "do it", .permission_mode = mode, .api_key = "sk-1",
-					.base_url = "http://127.0.0.1:9", .run_dir = "/tmp/r" };
+	struct agent_invocation inv = { .prompt = "do it",
+					.permission_mode = mode,
+					.api_key = "sk-1",
+					.base_url = "http://127.0.0.1:9",
+					.run_dir = "/tmp/r" };
 	agent_command(agent_find(tool), &inv, argv, env, in);
 }
 

@@ -1,5 +1,6 @@
 /* test_approvals.c — unit tests of approvals_policy/store/socket/exec: globs, shell text, wrappers, policy.
- * Every known bypass (sh -c, env -S, abbreviated options, symlinks, case, allow-always on a shell) is a refused case. */
+ * Every known bypass (sh -c, env -S, abbreviated options, symlinks, case, allow-always on a shell) is a refused case.
+ */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -27,34 +28,34 @@ TEST(approvals_glob_table)
 		const char *pattern, *path;
 		int match;
 	} cases[] = {
-		{"/usr/bin/ls", "/usr/bin/ls", 1},
-		{"/usr/bin/ls", "/usr/bin/lsx", 0},      /* anchored at the end */
-		{"/usr/bin/ls", "/x/usr/bin/ls", 0},     /* anchored at the start */
-		{"/usr/bin/*", "/usr/bin/ls", 1},
-		{"/usr/bin/*", "/usr/bin/x/ls", 0},      /* * never crosses / */
-		{"/usr/*/ls", "/usr/bin/ls", 1},
-		{"/usr/*/ls", "/usr/a/b/ls", 0},
-		{"/usr/**", "/usr/bin/x/ls", 1},         /* ** does */
-		{"/usr/**/ls", "/usr/a/b/ls", 1},
-		{"/usr/**/ls", "/usr/a/b/lsx", 0},
-		{"/usr/bin/l?", "/usr/bin/ls", 1},
-		{"/usr/bin/l?", "/usr/bin/l/", 0},       /* ? never matches / */
-		{"/usr/bin/l?", "/usr/bin/lsx", 0},
-		{"/usr/bin/LS", "/usr/bin/ls", 0},       /* case-sensitive: the bypass attempt */
-		{"/USR/**", "/usr/bin/ls", 0},
-		{"/usr/bin/[l]s", "/usr/bin/ls", 0},     /* [ is literal */
-		{"/usr/bin/\\*", "/usr/bin/*", 1},       /* escaped * */
-		{"/usr/bin/\\*", "/usr/bin/ls", 0},
-		{"~/bin/*", "/home/u/bin/tool", 1},      /* ~ expanded */
-		{"~/bin/*", "/root/bin/tool", 0},
-		{"~", "/home/u", 1},
-		{"***", "/anything/at/all", 1},
-		{"/a*b*c*d*e*f*g*h*i*j*k", "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 0},
+		{ "/usr/bin/ls", "/usr/bin/ls", 1 },
+		{ "/usr/bin/ls", "/usr/bin/lsx", 0 },  /* anchored at the end */
+		{ "/usr/bin/ls", "/x/usr/bin/ls", 0 }, /* anchored at the start */
+		{ "/usr/bin/*", "/usr/bin/ls", 1 },
+		{ "/usr/bin/*", "/usr/bin/x/ls", 0 }, /* * never crosses / */
+		{ "/usr/*/ls", "/usr/bin/ls", 1 },
+		{ "/usr/*/ls", "/usr/a/b/ls", 0 },
+		{ "/usr/**", "/usr/bin/x/ls", 1 }, /* ** does */
+		{ "/usr/**/ls", "/usr/a/b/ls", 1 },
+		{ "/usr/**/ls", "/usr/a/b/lsx", 0 },
+		{ "/usr/bin/l?", "/usr/bin/ls", 1 },
+		{ "/usr/bin/l?", "/usr/bin/l/", 0 }, /* ? never matches / */
+		{ "/usr/bin/l?", "/usr/bin/lsx", 0 },
+		{ "/usr/bin/LS", "/usr/bin/ls", 0 }, /* case-sensitive: the bypass attempt */
+		{ "/USR/**", "/usr/bin/ls", 0 },
+		{ "/usr/bin/[l]s", "/usr/bin/ls", 0 }, /* [ is literal */
+		{ "/usr/bin/\\*", "/usr/bin/*", 1 },   /* escaped * */
+		{ "/usr/bin/\\*", "/usr/bin/ls", 0 },
+		{ "~/bin/*", "/home/u/bin/tool", 1 }, /* ~ expanded */
+		{ "~/bin/*", "/root/bin/tool", 0 },
+		{ "~", "/home/u", 1 },
+		{ "***", "/anything/at/all", 1 },
+		{ "/a*b*c*d*e*f*g*h*i*j*k", "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 0 },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
 		if (appr_glob_match(cases[i].pattern, cases[i].path, "/home/u") != cases[i].match)
-			unit_fail(__FILE__, __LINE__, "glob %s vs %s: expected %d", cases[i].pattern,
-				  cases[i].path, cases[i].match);
+			unit_fail(__FILE__, __LINE__, "glob %s vs %s: expected %d", cases[i].pattern, cases[i].path,
+				  cases[i].match);
 	CHECK(!appr_glob_match("~/x", "/x", NULL));
 }
 
@@ -64,15 +65,9 @@ TEST(approvals_pattern_check_refuses_names_and_relative_patterns)
 		const char *pattern;
 		const char *error; /* NULL: accepted */
 	} cases[] = {
-		{"/usr/bin/ls", NULL},
-		{"~/bin/*", NULL},
-		{"/usr/**", NULL},
-		{"ls", "has no '/'"},
-		{"*", "has no '/'"},
-		{"bin/ls", "not absolute"},
-		{"~root/bin/x", "not ~user"},
-		{"", "empty"},
-		{"/usr/bin/l\ns", "control character"},
+		{ "/usr/bin/ls", NULL },	{ "~/bin/*", NULL },   { "/usr/**", NULL },
+		{ "ls", "has no '/'" },		{ "*", "has no '/'" }, { "bin/ls", "not absolute" },
+		{ "~root/bin/x", "not ~user" }, { "", "empty" },       { "/usr/bin/l\ns", "control character" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct err e = ERR_INIT;
@@ -123,49 +118,49 @@ TEST(approvals_shell_split_table)
 		int refused;
 		const char *expected; /* the segments ("w w|w"), or a substring of the refusal */
 	} cases[] = {
-		{"ls -la", 0, "ls -la"},
-		{"ls && pwd || id ; date | wc -l", 0, "ls|pwd|id|date|wc -l"},
-		{"ls;", 0, "ls"},
-		{"echo 'a && b' \"c | d\"", 0, "echo a && b c | d"},
-		{"echo a\\;b", 0, "echo a;b"},
-		{"echo \"x\\\"y\"", 0, "echo x\"y"},
-		{"grep -e '$HOME' f", 0, "grep -e $HOME f"},
-		{"ls > out", 1, "shell text is not allowlistable: redirection"},
-		{"ls 2>&1", 1, "redirection"},
-		{"cat < in", 1, "redirection"},
-		{"cat <<EOF", 1, "heredoc"},
-		{"echo $(rm -rf /)", 1, "command substitution"},
-		{"echo \"$(rm -rf /)\"", 1, "command substitution"},
-		{"echo `rm -rf /`", 1, "command substitution"},
-		{"echo \"`id`\"", 1, "command substitution"},
-		{"echo $HOME", 1, "expansion"},
-		{"(rm -rf /)", 1, "subshell"},
-		{"{ rm; }", 1, "command group"},
-		{"sleep 1 &", 1, "background"},
-		{"ls\nrm -rf /", 1, "newline"},
-		{"echo 'a\nb'", 1, "newline"},
-		{"ls \\\nrm", 1, "line continuation"},
-		{"ls # ; rm", 1, "comment"},
-		{"FOO=1 ls", 1, "assignment"},
-		{"/usr/bin/l* x", 1, "glob or brace characters in a command name"},
-		{"./x{y,} a", 1, "glob or brace characters in a command name"},
-		{"ls {a,b}", 0, "ls {a,b}"},
-		{"~/bin/x", 1, "~ in a command name"},
-		{"if true; then rm; fi", 1, "reserved word"},
-		{"ls && ", 1, "trailing operator"},
-		{"; ls", 1, "empty command"},
-		{"ls |& cat", 1, "|&"},
-		{"echo 'unterminated", 1, "unterminated single quote"},
-		{"echo \"unterminated", 1, "unterminated double quote"},
-		{"", 1, "empty command"},
+		{ "ls -la", 0, "ls -la" },
+		{ "ls && pwd || id ; date | wc -l", 0, "ls|pwd|id|date|wc -l" },
+		{ "ls;", 0, "ls" },
+		{ "echo 'a && b' \"c | d\"", 0, "echo a && b c | d" },
+		{ "echo a\\;b", 0, "echo a;b" },
+		{ "echo \"x\\\"y\"", 0, "echo x\"y" },
+		{ "grep -e '$HOME' f", 0, "grep -e $HOME f" },
+		{ "ls > out", 1, "shell text is not allowlistable: redirection" },
+		{ "ls 2>&1", 1, "redirection" },
+		{ "cat < in", 1, "redirection" },
+		{ "cat <<EOF", 1, "heredoc" },
+		{ "echo $(rm -rf /)", 1, "command substitution" },
+		{ "echo \"$(rm -rf /)\"", 1, "command substitution" },
+		{ "echo `rm -rf /`", 1, "command substitution" },
+		{ "echo \"`id`\"", 1, "command substitution" },
+		{ "echo $HOME", 1, "expansion" },
+		{ "(rm -rf /)", 1, "subshell" },
+		{ "{ rm; }", 1, "command group" },
+		{ "sleep 1 &", 1, "background" },
+		{ "ls\nrm -rf /", 1, "newline" },
+		{ "echo 'a\nb'", 1, "newline" },
+		{ "ls \\\nrm", 1, "line continuation" },
+		{ "ls # ; rm", 1, "comment" },
+		{ "FOO=1 ls", 1, "assignment" },
+		{ "/usr/bin/l* x", 1, "glob or brace characters in a command name" },
+		{ "./x{y,} a", 1, "glob or brace characters in a command name" },
+		{ "ls {a,b}", 0, "ls {a,b}" },
+		{ "~/bin/x", 1, "~ in a command name" },
+		{ "if true; then rm; fi", 1, "reserved word" },
+		{ "ls && ", 1, "trailing operator" },
+		{ "; ls", 1, "empty command" },
+		{ "ls |& cat", 1, "|&" },
+		{ "echo 'unterminated", 1, "unterminated single quote" },
+		{ "echo \"unterminated", 1, "unterminated double quote" },
+		{ "", 1, "empty command" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *got = split_summary(cases[i].text);
 		int ok = cases[i].refused ? !strncmp(got, "REFUSED: ", 9) && strstr(got, cases[i].expected)
 					  : !strcmp(got, cases[i].expected);
 		if (!ok)
-			unit_fail(__FILE__, __LINE__, "split(%s) = \"%s\", expected %s\"%s\"", cases[i].text,
-				  got, cases[i].refused ? "a refusal with " : "", cases[i].expected);
+			unit_fail(__FILE__, __LINE__, "split(%s) = \"%s\", expected %s\"%s\"", cases[i].text, got,
+				  cases[i].refused ? "a refusal with " : "", cases[i].expected);
 		free(got);
 	}
 }
@@ -189,7 +184,7 @@ static char *analysis_summary(const char *const *argv, const char *cwd)
 	return strbuf_detach(&sb, NULL);
 }
 
-#define ARGV(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define ARGV(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 TEST(approvals_wrapper_table)
 {
@@ -197,80 +192,80 @@ TEST(approvals_wrapper_table)
 		const char *const *argv;
 		const char *expected; /* "ok …" exactly, or a substring of the "no: …" reason */
 	} cases[] = {
-		{ARGV("ls", "-la"), "ok /usr/bin/ls"},
-		{ARGV("/bin/ls"), "ok /usr/bin/ls"}, /* /bin → usr/bin: the canonical path */
-		{ARGV("nice", "-n", "5", "ls"), "ok /usr/bin/ls"},
-		{ARGV("nice", "-n5", "ls"), "ok /usr/bin/ls"},
-		{ARGV("nice", "-5", "ls"), "ok /usr/bin/ls"},
-		{ARGV("nice", "--adjustment=5", "ls"), "ok /usr/bin/ls"},
-		{ARGV("nohup", "ls"), "ok /usr/bin/ls"},
-		{ARGV("timeout", "5", "ls"), "ok /usr/bin/ls"},
-		{ARGV("timeout", "-s", "KILL", "-k", "1s", "2.5m", "ls"), "ok /usr/bin/ls"},
-		{ARGV("timeout", "--signal=TERM", "--preserve-status", "5", "ls"), "ok /usr/bin/ls"},
-		{ARGV("stdbuf", "-oL", "-e", "0", "ls"), "ok /usr/bin/ls"},
-		{ARGV("stdbuf", "--output=L", "ls"), "ok /usr/bin/ls"},
-		{ARGV("time", "-p", "ls"), "ok /usr/bin/ls"},
-		{ARGV("env", "ls"), "ok /usr/bin/ls"},
-		{ARGV("nice", "timeout", "5", "nohup", "env", "ls"), "ok /usr/bin/ls"},
-		{ARGV("sh", "-c", "ls | wc -l && id"), "ok /usr/bin/ls,/usr/bin/wc,/usr/bin/id"},
-		{ARGV("bash", "-c", "time ls"), "ok /usr/bin/ls"}, /* /usr/bin/time: dash has no keyword */
-		{ARGV("bash", "-lc", "ls"), "login shell"},
-		{ARGV("bash", "-c", "printf -v PATH %s /tmp/e; ls"), "printf -v"},
-		{ARGV("bash", "-c", "export PATH=/tmp; ls"), "shell builtin"},
-		{ARGV("bash", "-c", "hash -p /tmp/x ls; ls"), "shell builtin"},
-		{ARGV("bash", "-c", "enable -n echo; echo"), "shell builtin"},
-		{ARGV("bash", "-c", "alias ls=id; ls"), "shell builtin"},
-		{ARGV("bash", "-c", "read PATH; ls"), "shell builtin"},
-		{ARGV("bash", "-c", "declare IFS=x; ls"), "shell builtin"},
-		{ARGV("sh", "-c", ". ./x; ls"), "shell builtin"},
-		{ARGV("sh", "-c", "f() { id; }; f"), "subshell or grouping"},
-		{ARGV("sh", "-c", "nice l*"), "glob, brace or ~ in a command name"},
-		{ARGV("sh", "-c", "bash -c ls\\ *"), "would expand its -c or command string"},
-		{ARGV("sh", "-c", "timeout 5* ls"), "options not recognised"},
-		{ARGV("sh", "-c", "nice -n 1* ls"), "options not recognised"},
-		{ARGV("sh", "-c", "bash -c 'dash -c ls'"), "ok /usr/bin/ls"}, /* depth 3 */
+		{ ARGV("ls", "-la"), "ok /usr/bin/ls" },
+		{ ARGV("/bin/ls"), "ok /usr/bin/ls" }, /* /bin → usr/bin: the canonical path */
+		{ ARGV("nice", "-n", "5", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("nice", "-n5", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("nice", "-5", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("nice", "--adjustment=5", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("nohup", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("timeout", "5", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("timeout", "-s", "KILL", "-k", "1s", "2.5m", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("timeout", "--signal=TERM", "--preserve-status", "5", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("stdbuf", "-oL", "-e", "0", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("stdbuf", "--output=L", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("time", "-p", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("env", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("nice", "timeout", "5", "nohup", "env", "ls"), "ok /usr/bin/ls" },
+		{ ARGV("sh", "-c", "ls | wc -l && id"), "ok /usr/bin/ls,/usr/bin/wc,/usr/bin/id" },
+		{ ARGV("bash", "-c", "time ls"), "ok /usr/bin/ls" }, /* /usr/bin/time: dash has no keyword */
+		{ ARGV("bash", "-lc", "ls"), "login shell" },
+		{ ARGV("bash", "-c", "printf -v PATH %s /tmp/e; ls"), "printf -v" },
+		{ ARGV("bash", "-c", "export PATH=/tmp; ls"), "shell builtin" },
+		{ ARGV("bash", "-c", "hash -p /tmp/x ls; ls"), "shell builtin" },
+		{ ARGV("bash", "-c", "enable -n echo; echo"), "shell builtin" },
+		{ ARGV("bash", "-c", "alias ls=id; ls"), "shell builtin" },
+		{ ARGV("bash", "-c", "read PATH; ls"), "shell builtin" },
+		{ ARGV("bash", "-c", "declare IFS=x; ls"), "shell builtin" },
+		{ ARGV("sh", "-c", ". ./x; ls"), "shell builtin" },
+		{ ARGV("sh", "-c", "f() { id; }; f"), "subshell or grouping" },
+		{ ARGV("sh", "-c", "nice l*"), "glob, brace or ~ in a command name" },
+		{ ARGV("sh", "-c", "bash -c ls\\ *"), "would expand its -c or command string" },
+		{ ARGV("sh", "-c", "timeout 5* ls"), "options not recognised" },
+		{ ARGV("sh", "-c", "nice -n 1* ls"), "options not recognised" },
+		{ ARGV("sh", "-c", "bash -c 'dash -c ls'"), "ok /usr/bin/ls" }, /* depth 3 */
 		/* refused: the bypasses */
-		{ARGV("sh", "-c", "bash -c 'dash -c \"sh -c ls\"'"), "nested deeper than 3"},
-		{ARGV("sh", "-c", "ls > /etc/passwd"), "redirection"},
-		{ARGV("sh", "-c", "ls; $(rm -rf /)"), "command substitution"},
-		{ARGV("sh", "-c", "ls | sudo rm"), "cannot be allowlisted"},
-		{ARGV("sh", "script.sh"), "without -c"},
-		{ARGV("bash"), "without -c"},
-		{ARGV("bash", "-x", "-c", "ls"), "without -c"},
-		{ARGV("bash", "--rcfile", "x", "-c", "ls"), "without -c"},
-		{ARGV("sh", "-c"), "without a command string"},
-		{ARGV("env", "-S", "ls -la"), "env with options"},
-		{ARGV("env", "--split-string=ls"), "env with options"},
-		{ARGV("env", "--sp", "ls"), "env with options"}, /* abbreviated --split-string */
-		{ARGV("env", "-i", "ls"), "env with options"},
-		{ARGV("env", "-", "ls"), "env with options"},
-		{ARGV("env", "--", "ls"), "env with options"},
-		{ARGV("env", "LD_PRELOAD=/tmp/x.so", "ls"), "env with options"},
-		{ARGV("env"), "env with options"},
-		{ARGV("nice", "--adj=5", "ls"), "options not recognised"}, /* abbreviated --adjustment */
-		{ARGV("nice", "--adjustment", "x", "ls"), "options not recognised"},
-		{ARGV("timeout", "--sig=KILL", "5", "ls"), "options not recognised"}, /* abbreviated */
-		{ARGV("timeout", "--kill=1", "5", "ls"), "options not recognised"},
-		{ARGV("timeout", "-vk1", "5", "ls"), "options not recognised"}, /* bundled */
-		{ARGV("timeout", "ls"), "options not recognised"}, /* no duration */
-		{ARGV("stdbuf", "--out=L", "ls"), "options not recognised"},
-		{ARGV("time", "-o", "/etc/passwd", "ls"), "options not recognised"},
-		{ARGV("nohup", "--", "--", "ls"), "not found"},
-		{ARGV("sudo", "ls"), "cannot be allowlisted"},
-		{ARGV("setsid", "ls"), "cannot be allowlisted"},
-		{ARGV("valgrind", "ls"), "cannot be allowlisted"},
-		{ARGV("setarch", "x86_64", "ls"), "cannot be allowlisted"},
-		{ARGV("/lib64/ld-linux-x86-64.so.2", "/usr/bin/id"), "cannot be allowlisted"},
-		{ARGV("nice", "sudo", "ls"), "cannot be allowlisted"},
-		{ARGV("nice"), "options not recognised"},
-		{ARGV("no-such-command-xyz"), "not found"},
-		{ARGV("./no-such"), "not found"},
+		{ ARGV("sh", "-c", "bash -c 'dash -c \"sh -c ls\"'"), "nested deeper than 3" },
+		{ ARGV("sh", "-c", "ls > /etc/passwd"), "redirection" },
+		{ ARGV("sh", "-c", "ls; $(rm -rf /)"), "command substitution" },
+		{ ARGV("sh", "-c", "ls | sudo rm"), "cannot be allowlisted" },
+		{ ARGV("sh", "script.sh"), "without -c" },
+		{ ARGV("bash"), "without -c" },
+		{ ARGV("bash", "-x", "-c", "ls"), "without -c" },
+		{ ARGV("bash", "--rcfile", "x", "-c", "ls"), "without -c" },
+		{ ARGV("sh", "-c"), "without a command string" },
+		{ ARGV("env", "-S", "ls -la"), "env with options" },
+		{ ARGV("env", "--split-string=ls"), "env with options" },
+		{ ARGV("env", "--sp", "ls"), "env with options" }, /* abbreviated --split-string */
+		{ ARGV("env", "-i", "ls"), "env with options" },
+		{ ARGV("env", "-", "ls"), "env with options" },
+		{ ARGV("env", "--", "ls"), "env with options" },
+		{ ARGV("env", "LD_PRELOAD=/tmp/x.so", "ls"), "env with options" },
+		{ ARGV("env"), "env with options" },
+		{ ARGV("nice", "--adj=5", "ls"), "options not recognised" }, /* abbreviated --adjustment */
+		{ ARGV("nice", "--adjustment", "x", "ls"), "options not recognised" },
+		{ ARGV("timeout", "--sig=KILL", "5", "ls"), "options not recognised" }, /* abbreviated */
+		{ ARGV("timeout", "--kill=1", "5", "ls"), "options not recognised" },
+		{ ARGV("timeout", "-vk1", "5", "ls"), "options not recognised" }, /* bundled */
+		{ ARGV("timeout", "ls"), "options not recognised" },		  /* no duration */
+		{ ARGV("stdbuf", "--out=L", "ls"), "options not recognised" },
+		{ ARGV("time", "-o", "/etc/passwd", "ls"), "options not recognised" },
+		{ ARGV("nohup", "--", "--", "ls"), "not found" },
+		{ ARGV("sudo", "ls"), "cannot be allowlisted" },
+		{ ARGV("setsid", "ls"), "cannot be allowlisted" },
+		{ ARGV("valgrind", "ls"), "cannot be allowlisted" },
+		{ ARGV("setarch", "x86_64", "ls"), "cannot be allowlisted" },
+		{ ARGV("/lib64/ld-linux-x86-64.so.2", "/usr/bin/id"), "cannot be allowlisted" },
+		{ ARGV("nice", "sudo", "ls"), "cannot be allowlisted" },
+		{ ARGV("nice"), "options not recognised" },
+		{ ARGV("no-such-command-xyz"), "not found" },
+		{ ARGV("./no-such"), "not found" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *got = analysis_summary(cases[i].argv, "/");
-		int ok = !strncmp(cases[i].expected, "ok ", 3) ? !strcmp(got, cases[i].expected)
-							       : !strncmp(got, "no: ", 4) &&
-									 strstr(got, cases[i].expected);
+		int ok = !strncmp(cases[i].expected, "ok ", 3)
+				 ? !strcmp(got, cases[i].expected)
+				 : !strncmp(got, "no: ", 4) && strstr(got, cases[i].expected);
 		if (!ok) {
 			struct strbuf sb = STRBUF_INIT;
 			for (size_t k = 0; cases[i].argv[k]; k++)
@@ -297,16 +292,15 @@ TEST(approvals_exec_argv_pins_every_command_word_to_its_canonical_path)
 		const char *const *argv;
 		const char *expected;
 	} cases[] = {
-		{ARGV("ls", "-l"), "/usr/bin/ls -l"},
-		{ARGV("nice", "-n", "5", "timeout", "5", "env", "ls", "x"),
-		 "/usr/bin/nice -n 5 /usr/bin/timeout 5 /usr/bin/env /usr/bin/ls x"},
-		{ARGV("sh", "-c", "ls | wc"), "/usr/bin/dash -c /usr/bin/ls | /usr/bin/wc"},
-		{ARGV("sh", "-c", "time ls *.c && 'nice' -n 1 \"ls\" 'a b'"),
-		 "/usr/bin/dash -c /usr/bin/time /usr/bin/ls *.c && /usr/bin/nice -n 1 /usr/bin/ls 'a b'"},
-		{ARGV("sh", "-c", "bash -c 'ls;id'"),
-		 "/usr/bin/dash -c /usr/bin/bash -c '/usr/bin/ls;/usr/bin/id'"},
-		{ARGV("nice", "sh", "-c", "ls"), "/usr/bin/nice /usr/bin/dash -c /usr/bin/ls"},
-		{ARGV("/bin/ls", "ls"), "/usr/bin/ls ls"},		   /* arguments are never touched */
+		{ ARGV("ls", "-l"), "/usr/bin/ls -l" },
+		{ ARGV("nice", "-n", "5", "timeout", "5", "env", "ls", "x"),
+		  "/usr/bin/nice -n 5 /usr/bin/timeout 5 /usr/bin/env /usr/bin/ls x" },
+		{ ARGV("sh", "-c", "ls | wc"), "/usr/bin/dash -c /usr/bin/ls | /usr/bin/wc" },
+		{ ARGV("sh", "-c", "time ls *.c && 'nice' -n 1 \"ls\" 'a b'"),
+		  "/usr/bin/dash -c /usr/bin/time /usr/bin/ls *.c && /usr/bin/nice -n 1 /usr/bin/ls 'a b'" },
+		{ ARGV("sh", "-c", "bash -c 'ls;id'"), "/usr/bin/dash -c /usr/bin/bash -c '/usr/bin/ls;/usr/bin/id'" },
+		{ ARGV("nice", "sh", "-c", "ls"), "/usr/bin/nice /usr/bin/dash -c /usr/bin/ls" },
+		{ ARGV("/bin/ls", "ls"), "/usr/bin/ls ls" }, /* arguments are never touched */
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct appr_analysis a;
@@ -320,8 +314,8 @@ TEST(approvals_exec_argv_pins_every_command_word_to_its_canonical_path)
 
 TEST(approvals_empty_or_relative_path_entries_are_refused_never_skipped)
 {
-	static const char *const refused[] = {":/usr/bin:/bin", "/usr/bin::/bin", "/usr/bin:", "", ".:/usr/bin",
-					      "bin:/usr/bin", "/usr/bin:./x"};
+	static const char *const refused[] = { ":/usr/bin:/bin", "/usr/bin::/bin", "/usr/bin:",	  "",
+					       ".:/usr/bin",	 "bin:/usr/bin",   "/usr/bin:./x" };
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		struct err e = ERR_INIT;
 		char *r = appr_resolve_executable("ls", "/", refused[i], &e);
@@ -420,74 +414,74 @@ TEST(approvals_programs_that_run_programs_table)
 		const char *const *argv;
 		const char *expected; /* "-" or a substring of the summary */
 	} cases[] = {
-		{ARGV("git", "status"), "-"},
-		{ARGV("git", "-C", "/x", "--no-pager", "log", "--oneline"), "-"},
-		{ARGV("git", "config", "--get", "user.name"), "-"},
-		{ARGV("git", "add", "-u"), "-"},
-		{ARGV("git", "diff", "--no-ext-diff"), "-"},
-		{ARGV("git", "-c", "alias.x=!id", "x"), "code: git -c"},
-		{ARGV("git", "-c", "core.sshCommand=id", "fetch"), "code: git -c"},
-		{ARGV("git", "--config-env=core.pager=X", "log"), "code: git --config-env"},
-		{ARGV("git", "--exec-path=/tmp", "status"), "code: git --exec-path"},
-		{ARGV("git", "-p", "log"), "code: git -p"},
-		{ARGV("git", "ls-remote", "--upload-pa=id", "."), "--upload-pack"},
-		{ARGV("git", "ls-remote", "-u", "id", "."), "(-u)"},
-		{ARGV("git", "fetch", "--upload-pack", "id", "origin"), "--upload-pack"},
-		{ARGV("git", "clone", "-cx=y", "u", "d"), "(-c)"},
-		{ARGV("git", "clone", "--template=/tmp/t", "u", "d"), "--template"},
-		{ARGV("git", "push", "--receive-pack=id"), "--receive-pack"},
-		{ARGV("git", "push", "--ex=id"), "--exec"},
-		{ARGV("git", "rebase", "-ix", "id"), "(-x)"},
-		{ARGV("git", "grep", "-Oid", "x"), "(-O)"},
-		{ARGV("git", "log", "--ext-diff"), "--ext-diff"},
-		{ARGV("git", "x"), "not a git command known"},
-		{ARGV("git", "submodule", "foreach", "id"), "not a git command known"},
-		{ARGV("git", "config", "alias.x", "!id"), "git config that writes"},
-		{ARGV("git", "log", "--", "--exec=x"), "-"}, /* after --: a path */
-		{ARGV("ssh", "-oProxyCommand=id", "h"), "(-o)"},
-		{ARGV("ssh", "-vF", "cfg", "h"), "(-F)"},
-		{ARGV("scp", "-S", "id", "a", "b"), "(-S)"},
-		{ARGV("tar", "--to-command=id", "-xf", "t"), "--to-command"},
-		{ARGV("tar", "--use=id", "-cf", "t", "x"), "--use-compress-program"},
-		{ARGV("tar", "-I", "id", "-cf", "t", "x"), "(-I)"},
-		{ARGV("tar", "cIf", "id", "t", "x"), "old-style bundle"},
-		{ARGV("tar", "-xzf", "t.tgz"), "-"},
-		{ARGV("rsync", "-ave", "id", "a", "b"), "(-e)"},
-		{ARGV("rsync", "--rsh=id", "a", "b"), "--rsh"},
-		{ARGV("find", ".", "-name", "x"), "-"},
-		{ARGV("find", ".", "-exec", "id", ";"), "find -exec"},
-		{ARGV("find", ".", "-okdir", "id", ";"), "find -okdir"},
-		{ARGV("make"), "always: make"},
-		{ARGV("python3", "-c", "print(1)"), "always: python3 is an interpreter"},
-		{ARGV("python3.11", "script.py"), "always: python3.11 is an interpreter"},
-		{ARGV("python3", "--version"), "-"},
-		{ARGV("node", "-e", "1"), "always"},
-		{ARGV("perl5.36.0", "-e", "1"), "always"},
-		{ARGV("vim.basic", "-c", "!id"), "always"},
-		{ARGV("awk", "{print $1}"), "-"},
-		{ARGV("mawk", "BEGIN{system(\"id\")}"), "system"},
-		{ARGV("awk", "BEGIN{print | \"id\"}"), "system, |"},
-		{ARGV("gawk", "-f", "prog.awk"), "reads program code"},
-		{ARGV("gawk", "--exec=prog.awk"), "reads program code"},
-		{ARGV("mawk", "-W", "exec", "p"), "reads program code"},
-		{ARGV("sed", "s/a/b/g", "f"), "-"},
-		{ARGV("sed", "-n", "-e", "s/[/]/x/p", "-e", "/a/,/b/{p;d}", "f"), "-"},
-		{ARGV("sed", "s/a/id/e"), "runs a command"},
-		{ARGV("sed", "1e id"), "runs a command"},
-		{ARGV("sed", ":a e id"), "runs a command"},
-		{ARGV("sed", "b end e id"), "runs a command"},
-		{ARGV("sed", "y/x/e/;e id"), "runs a command"},
-		{ARGV("sed", "-f", "s.sed"), "script file"},
-		{ARGV("sed", "-ne", "p"), "option not recognised"},
-		{ARGV("sed", "a foo; e id"), "-"}, /* a's text runs to the end of the line */
-		{ARGV("sed", "a foo\ne id"), "runs a command"},
-		{ARGV("ls", "-la"), "-"},
-		{ARGV("openssl", "req", "-engine", "x"), "openssl -engine"},
-		{ARGV("ssh", "-I", "/tmp/p11.so", "h"), "(-I)"},
-		{ARGV("sftp", "-b", "batch", "h"), "(-b)"},
-		{ARGV("ip", "netns", "exec", "n", "id"), "ip exec"},
-		{ARGV("ip", "addr"), "-"},
-		{ARGV("xdg-open", "x.desktop"), "always"},
+		{ ARGV("git", "status"), "-" },
+		{ ARGV("git", "-C", "/x", "--no-pager", "log", "--oneline"), "-" },
+		{ ARGV("git", "config", "--get", "user.name"), "-" },
+		{ ARGV("git", "add", "-u"), "-" },
+		{ ARGV("git", "diff", "--no-ext-diff"), "-" },
+		{ ARGV("git", "-c", "alias.x=!id", "x"), "code: git -c" },
+		{ ARGV("git", "-c", "core.sshCommand=id", "fetch"), "code: git -c" },
+		{ ARGV("git", "--config-env=core.pager=X", "log"), "code: git --config-env" },
+		{ ARGV("git", "--exec-path=/tmp", "status"), "code: git --exec-path" },
+		{ ARGV("git", "-p", "log"), "code: git -p" },
+		{ ARGV("git", "ls-remote", "--upload-pa=id", "."), "--upload-pack" },
+		{ ARGV("git", "ls-remote", "-u", "id", "."), "(-u)" },
+		{ ARGV("git", "fetch", "--upload-pack", "id", "origin"), "--upload-pack" },
+		{ ARGV("git", "clone", "-cx=y", "u", "d"), "(-c)" },
+		{ ARGV("git", "clone", "--template=/tmp/t", "u", "d"), "--template" },
+		{ ARGV("git", "push", "--receive-pack=id"), "--receive-pack" },
+		{ ARGV("git", "push", "--ex=id"), "--exec" },
+		{ ARGV("git", "rebase", "-ix", "id"), "(-x)" },
+		{ ARGV("git", "grep", "-Oid", "x"), "(-O)" },
+		{ ARGV("git", "log", "--ext-diff"), "--ext-diff" },
+		{ ARGV("git", "x"), "not a git command known" },
+		{ ARGV("git", "submodule", "foreach", "id"), "not a git command known" },
+		{ ARGV("git", "config", "alias.x", "!id"), "git config that writes" },
+		{ ARGV("git", "log", "--", "--exec=x"), "-" }, /* after --: a path */
+		{ ARGV("ssh", "-oProxyCommand=id", "h"), "(-o)" },
+		{ ARGV("ssh", "-vF", "cfg", "h"), "(-F)" },
+		{ ARGV("scp", "-S", "id", "a", "b"), "(-S)" },
+		{ ARGV("tar", "--to-command=id", "-xf", "t"), "--to-command" },
+		{ ARGV("tar", "--use=id", "-cf", "t", "x"), "--use-compress-program" },
+		{ ARGV("tar", "-I", "id", "-cf", "t", "x"), "(-I)" },
+		{ ARGV("tar", "cIf", "id", "t", "x"), "old-style bundle" },
+		{ ARGV("tar", "-xzf", "t.tgz"), "-" },
+		{ ARGV("rsync", "-ave", "id", "a", "b"), "(-e)" },
+		{ ARGV("rsync", "--rsh=id", "a", "b"), "--rsh" },
+		{ ARGV("find", ".", "-name", "x"), "-" },
+		{ ARGV("find", ".", "-exec", "id", ";"), "find -exec" },
+		{ ARGV("find", ".", "-okdir", "id", ";"), "find -okdir" },
+		{ ARGV("make"), "always: make" },
+		{ ARGV("python3", "-c", "print(1)"), "always: python3 is an interpreter" },
+		{ ARGV("python3.11", "script.py"), "always: python3.11 is an interpreter" },
+		{ ARGV("python3", "--version"), "-" },
+		{ ARGV("node", "-e", "1"), "always" },
+		{ ARGV("perl5.36.0", "-e", "1"), "always" },
+		{ ARGV("vim.basic", "-c", "!id"), "always" },
+		{ ARGV("awk", "{print $1}"), "-" },
+		{ ARGV("mawk", "BEGIN{system(\"id\")}"), "system" },
+		{ ARGV("awk", "BEGIN{print | \"id\"}"), "system, |" },
+		{ ARGV("gawk", "-f", "prog.awk"), "reads program code" },
+		{ ARGV("gawk", "--exec=prog.awk"), "reads program code" },
+		{ ARGV("mawk", "-W", "exec", "p"), "reads program code" },
+		{ ARGV("sed", "s/a/b/g", "f"), "-" },
+		{ ARGV("sed", "-n", "-e", "s/[/]/x/p", "-e", "/a/,/b/{p;d}", "f"), "-" },
+		{ ARGV("sed", "s/a/id/e"), "runs a command" },
+		{ ARGV("sed", "1e id"), "runs a command" },
+		{ ARGV("sed", ":a e id"), "runs a command" },
+		{ ARGV("sed", "b end e id"), "runs a command" },
+		{ ARGV("sed", "y/x/e/;e id"), "runs a command" },
+		{ ARGV("sed", "-f", "s.sed"), "script file" },
+		{ ARGV("sed", "-ne", "p"), "option not recognised" },
+		{ ARGV("sed", "a foo; e id"), "-" }, /* a's text runs to the end of the line */
+		{ ARGV("sed", "a foo\ne id"), "runs a command" },
+		{ ARGV("ls", "-la"), "-" },
+		{ ARGV("openssl", "req", "-engine", "x"), "openssl -engine" },
+		{ ARGV("ssh", "-I", "/tmp/p11.so", "h"), "(-I)" },
+		{ ARGV("sftp", "-b", "batch", "h"), "(-b)" },
+		{ ARGV("ip", "netns", "exec", "n", "id"), "ip exec" },
+		{ ARGV("ip", "addr"), "-" },
+		{ ARGV("xdg-open", "x.desktop"), "always" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *got = code_summary(cases[i].argv);
@@ -530,7 +524,8 @@ TEST(approvals_git_configuration_and_hooks_that_run_code)
 	setenv("HOME", home, 1);
 	unsetenv("XDG_CONFIG_HOME");
 	put_file(git, "HEAD", "ref: refs/heads/main\n", 0644);
-	char *objects = xasprintf("%s/objects", git), *refs = xasprintf("%s/refs", git), *hooks = xasprintf("%s/hooks", git);
+	char *objects = xasprintf("%s/objects", git), *refs = xasprintf("%s/refs", git),
+	     *hooks = xasprintf("%s/hooks", git);
 	mkdir(objects, 0755);
 	mkdir(refs, 0755);
 	char *a_dir = xasprintf("%s/a", repo);
@@ -543,25 +538,26 @@ TEST(approvals_git_configuration_and_hooks_that_run_code)
 		const char *hook;     /* a hooks/ file name (executable) or NULL */
 		const char *expected; /* NULL or a substring of the reason */
 	} cases[] = {
-		{"", "", NULL, NULL},
-		{"\tfsmonitor = false\n\thooksPath = /dev/null\n", "[credential]\n\thelper = store --file=/x/y\n", NULL, NULL},
-		{"\tfsmonitor = touch /tmp/x\n", "", NULL, "core.fsmonitor = touch /tmp/x"},
-		{"\thooksPath = /tmp/h\n", "", NULL, "core.hookspath"},
-		{"\tsshCommand = id\n", "", NULL, "core.sshcommand"},
-		{"[filter \"lfs\"]\n\tclean = id\n", "", NULL, "filter.lfs.clean"},
-		{"[diff \"x\"]\n\ttextconv = id\n", "", NULL, "diff.x.textconv"},
-		{"[remote \"o\"]\n\tuploadpack = id\n", "", NULL, "remote.o.uploadpack"},
-		{"[protocol \"ext\"]\n\tallow = always\n", "", NULL, "protocol.ext.allow"},
-		{"[submodule \"s\"]\n\tupdate = !id\n", "", NULL, "submodule.s.update"},
-		{"", "[credential]\n\thelper = !id\n", NULL, "credential.helper = !id"},
-		{"", "[credential]\n\thelper = \"store && id\"\n", NULL, "credential.helper"},
-		{"", "[credential]\n\thelper = store; a comment\n", NULL, NULL},
-		{"", "[gpg]\n\tprogram = /tmp/gpg\n", NULL, "gpg.program"},
-		{"", "[include]\n\tpath = inc\n", NULL, "diff.external"}, /* through an include */
-		{"", "[includeIf \"hasconfig:remote.*.url:x\"]\n\tpath = inc\n", NULL, "not read here"},
-		{"", "[includeIf \"gitdir:/nowhere/\"]\n\tpath = inc\n", NULL, NULL},
-		{"", "", "pre-commit", "has a hook"},
-		{"", "", "pre-commit.sample", NULL},
+		{ "", "", NULL, NULL },
+		{ "\tfsmonitor = false\n\thooksPath = /dev/null\n", "[credential]\n\thelper = store --file=/x/y\n",
+		  NULL, NULL },
+		{ "\tfsmonitor = touch /tmp/x\n", "", NULL, "core.fsmonitor = touch /tmp/x" },
+		{ "\thooksPath = /tmp/h\n", "", NULL, "core.hookspath" },
+		{ "\tsshCommand = id\n", "", NULL, "core.sshcommand" },
+		{ "[filter \"lfs\"]\n\tclean = id\n", "", NULL, "filter.lfs.clean" },
+		{ "[diff \"x\"]\n\ttextconv = id\n", "", NULL, "diff.x.textconv" },
+		{ "[remote \"o\"]\n\tuploadpack = id\n", "", NULL, "remote.o.uploadpack" },
+		{ "[protocol \"ext\"]\n\tallow = always\n", "", NULL, "protocol.ext.allow" },
+		{ "[submodule \"s\"]\n\tupdate = !id\n", "", NULL, "submodule.s.update" },
+		{ "", "[credential]\n\thelper = !id\n", NULL, "credential.helper = !id" },
+		{ "", "[credential]\n\thelper = \"store && id\"\n", NULL, "credential.helper" },
+		{ "", "[credential]\n\thelper = store; a comment\n", NULL, NULL },
+		{ "", "[gpg]\n\tprogram = /tmp/gpg\n", NULL, "gpg.program" },
+		{ "", "[include]\n\tpath = inc\n", NULL, "diff.external" }, /* through an include */
+		{ "", "[includeIf \"hasconfig:remote.*.url:x\"]\n\tpath = inc\n", NULL, "not read here" },
+		{ "", "[includeIf \"gitdir:/nowhere/\"]\n\tpath = inc\n", NULL, NULL },
+		{ "", "", "pre-commit", "has a hook" },
+		{ "", "", "pre-commit.sample", NULL },
 	};
 	put_file(home, "inc", "[diff]\n\texternal = id\n", 0644);
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -591,8 +587,8 @@ TEST(approvals_git_configuration_and_hooks_that_run_code)
 	free(why);
 	struct appr_analysis a;
 	appr_analyze(ARGV("git", "status"), repo, PATH_ENV, &a);
-	const char *patterns[] = {"/usr/bin/git status", "/usr/bin/git"};
-	struct appr_effective eff = {APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY};
+	const char *patterns[] = { "/usr/bin/git status", "/usr/bin/git" };
+	struct appr_effective eff = { APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY };
 	struct appr_verdict v;
 	appr_decide(&eff, &a, patterns, 2, NULL, &v);
 	CHECK_INT(v.decision, APPR_DENY);
@@ -611,24 +607,25 @@ TEST(approvals_git_configuration_and_hooks_that_run_code)
 TEST(approvals_ssh_configuration_that_runs_code)
 {
 	const char *dir = unit_tmpdir();
-	char *home = xasprintf("%s/home", dir), *ssh = xasprintf("%s/home/.ssh", dir), *confd = xasprintf("%s/home/.ssh/conf.d", dir);
+	char *home = xasprintf("%s/home", dir), *ssh = xasprintf("%s/home/.ssh", dir),
+	     *confd = xasprintf("%s/home/.ssh/conf.d", dir);
 	mkdir(home, 0755);
 	setenv("HOME", home, 1);
 	const struct {
 		const char *config, *included; /* ~/.ssh/config, ~/.ssh/conf.d/a.conf */
 		const char *expected;	       /* NULL or a substring of the reason */
 	} cases[] = {
-		{"Host x\n  User u\n  ProxyJump bastion\n", "", NULL},
-		{"Host x\n  ProxyCommand none\n", "", NULL},
-		{"Host x\n  ProxyCommand nc %h %p\n", "", ":2: proxycommand"},
-		{"Host x\n\tproxycommand=id\n", "", ":2: proxycommand"},
-		{"Match host x exec \"id\"\n", "", "Match exec"},
-		{"Host x\n  LocalCommand id\n", "", "localcommand"},
-		{"Host *\n  KnownHostsCommand /tmp/k\n", "", "knownhostscommand"},
-		{"Host *\n  PKCS11Provider /tmp/p.so\n", "", "pkcs11provider"},
-		{"Include conf.d/*.conf\n", "Host y\n  User z\n", NULL},
-		{"Include conf.d/*.conf\n", "Host y\n  ProxyCommand id\n", "conf.d/a.conf:2"},
-		{"Include ~/.ssh/conf.d/a.conf\n", "Match all exec id\n", "Match exec"},
+		{ "Host x\n  User u\n  ProxyJump bastion\n", "", NULL },
+		{ "Host x\n  ProxyCommand none\n", "", NULL },
+		{ "Host x\n  ProxyCommand nc %h %p\n", "", ":2: proxycommand" },
+		{ "Host x\n\tproxycommand=id\n", "", ":2: proxycommand" },
+		{ "Match host x exec \"id\"\n", "", "Match exec" },
+		{ "Host x\n  LocalCommand id\n", "", "localcommand" },
+		{ "Host *\n  KnownHostsCommand /tmp/k\n", "", "knownhostscommand" },
+		{ "Host *\n  PKCS11Provider /tmp/p.so\n", "", "pkcs11provider" },
+		{ "Include conf.d/*.conf\n", "Host y\n  User z\n", NULL },
+		{ "Include conf.d/*.conf\n", "Host y\n  ProxyCommand id\n", "conf.d/a.conf:2" },
+		{ "Include ~/.ssh/conf.d/a.conf\n", "Match all exec id\n", "Match exec" },
 	};
 	mkdir(ssh, 0700);
 	mkdir(confd, 0700);
@@ -662,34 +659,34 @@ TEST(approvals_ssh_configuration_that_runs_code)
 
 TEST(approvals_argv_patterns_and_executable_only_entries)
 {
-	struct appr_effective eff = {APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY};
+	struct appr_effective eff = { APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY };
 	const struct {
 		const char *pattern;
 		const char *const *argv;
 		int allowed;
 	} cases[] = {
-		{"/usr/bin/git", ARGV("git", "status"), 1},
-		{"/usr/bin/git", ARGV("git", "-c", "alias.x=!id", "x"), 0},
-		{"/usr/bin/git", ARGV("git", "ls-remote", "--upload-pa=id", "."), 0},
-		{"/usr/bin/git status *", ARGV("git", "status"), 1},
-		{"/usr/bin/git status *", ARGV("git", "status", "-s", "x/y"), 1},
-		{"/usr/bin/git status *", ARGV("git", "log"), 0},
-		{"/usr/bin/git fetch *", ARGV("git", "fetch", "--upload-pack=id"), 0}, /* trailing * adds no code */
-		{"/usr/bin/git fetch --upload-pack=/usr/bin/git-upload-pack origin",
-		 ARGV("git", "fetch", "--upload-pack=/usr/bin/git-upload-pack", "origin"), 1},
-		{"/usr/bin/make", ARGV("make", "test"), 0},
-		{"/usr/bin/make test", ARGV("make", "test"), 1},
-		{"/usr/bin/make *", ARGV("make", "-j2"), 1},
-		{"/usr/bin/python3* -c print(1)", ARGV("python3", "-c", "print(1)"), 1},
-		{"/usr/bin/python3*", ARGV("python3", "-c", "print(1)"), 0},
-		{"/usr/bin/ls -l?", ARGV("ls", "-la"), 1},
-		{"/usr/bin/ls a\\ b", ARGV("ls", "a b"), 1},
-		{"/usr/bin/ls a\\ b", ARGV("ls", "a", "b"), 0},
-		{"/usr/bin/ls", ARGV("sh", "-c", "ls *"), 1},
-		{"/usr/bin/git status *", ARGV("sh", "-c", "git status *"), 0}, /* expanded words never match */
+		{ "/usr/bin/git", ARGV("git", "status"), 1 },
+		{ "/usr/bin/git", ARGV("git", "-c", "alias.x=!id", "x"), 0 },
+		{ "/usr/bin/git", ARGV("git", "ls-remote", "--upload-pa=id", "."), 0 },
+		{ "/usr/bin/git status *", ARGV("git", "status"), 1 },
+		{ "/usr/bin/git status *", ARGV("git", "status", "-s", "x/y"), 1 },
+		{ "/usr/bin/git status *", ARGV("git", "log"), 0 },
+		{ "/usr/bin/git fetch *", ARGV("git", "fetch", "--upload-pack=id"), 0 }, /* trailing * adds no code */
+		{ "/usr/bin/git fetch --upload-pack=/usr/bin/git-upload-pack origin",
+		  ARGV("git", "fetch", "--upload-pack=/usr/bin/git-upload-pack", "origin"), 1 },
+		{ "/usr/bin/make", ARGV("make", "test"), 0 },
+		{ "/usr/bin/make test", ARGV("make", "test"), 1 },
+		{ "/usr/bin/make *", ARGV("make", "-j2"), 1 },
+		{ "/usr/bin/python3* -c print(1)", ARGV("python3", "-c", "print(1)"), 1 },
+		{ "/usr/bin/python3*", ARGV("python3", "-c", "print(1)"), 0 },
+		{ "/usr/bin/ls -l?", ARGV("ls", "-la"), 1 },
+		{ "/usr/bin/ls a\\ b", ARGV("ls", "a b"), 1 },
+		{ "/usr/bin/ls a\\ b", ARGV("ls", "a", "b"), 0 },
+		{ "/usr/bin/ls", ARGV("sh", "-c", "ls *"), 1 },
+		{ "/usr/bin/git status *", ARGV("sh", "-c", "git status *"), 0 }, /* expanded words never match */
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		const char *patterns[] = {cases[i].pattern};
+		const char *patterns[] = { cases[i].pattern };
 		struct appr_analysis a;
 		appr_analyze(cases[i].argv, "/", PATH_ENV, &a);
 		struct appr_verdict v;
@@ -722,7 +719,8 @@ TEST(approvals_symlinks_are_matched_by_their_target)
 	free(got);
 	/* A file named nice or sh that is not the system's is never unwrapped (it runs by descriptor as
 	 * argv[0], so it could be anything: issue 19). */
-	char *trojan_nice = xasprintf("%s/t/nice", dir), *trojan_sh = xasprintf("%s/t/sh", dir), *tdir = xasprintf("%s/t", dir);
+	char *trojan_nice = xasprintf("%s/t/nice", dir), *trojan_sh = xasprintf("%s/t/sh", dir),
+	     *tdir = xasprintf("%s/t", dir);
 	CHECK_INT(mkdir(tdir, 0755), 0);
 	for (int k = 0; k < 2; k++) {
 		int fd = open(k ? trojan_sh : trojan_nice, O_WRONLY | O_CREAT, 0755);
@@ -740,8 +738,8 @@ TEST(approvals_symlinks_are_matched_by_their_target)
 	free(tdir);
 	struct appr_analysis a;
 	appr_analyze(ARGV(fake_ls), dir, PATH_ENV, &a);
-	struct appr_effective eff = {APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY};
-	const char *patterns[] = {"/usr/bin/ls"};
+	struct appr_effective eff = { APPR_SECURITY_ALLOWLIST, APPR_ASK_OFF, APPR_SECURITY_DENY };
+	const char *patterns[] = { "/usr/bin/ls" };
 	struct appr_verdict v;
 	appr_decide(&eff, &a, patterns, 1, NULL, &v);
 	CHECK_INT(v.decision, APPR_DENY);
@@ -784,32 +782,31 @@ TEST(approvals_policy_resolution_table)
 		struct appr_effective want;
 	} cases[] = {
 		/* built-in defaults */
-		{{U, U, U}, {U, U, U}, {U, U, U}, {D, 1, D}, {D, 1, D}},
+		{ { U, U, U }, { U, U, U }, { U, U, U }, { D, 1, D }, { D, 1, D } },
 		/* agent beats star beats defaults, per field */
-		{{U, U, U}, {F, U, U}, {L, 0, U}, {D, 2, D}, {F, 0, D}},
-		{{U, U, U}, {U, U, F}, {F, U, L}, {D, 1, D}, {F, 1, F}},
+		{ { U, U, U }, { F, U, U }, { L, 0, U }, { D, 2, D }, { F, 0, D } },
+		{ { U, U, U }, { U, U, F }, { F, U, L }, { D, 1, D }, { F, 1, F } },
 		/* a request may lower security but never raise it */
-		{{L, U, U}, {F, U, U}, {U, U, U}, {D, 1, D}, {L, 1, D}},
-		{{F, U, U}, {L, U, U}, {U, U, U}, {D, 1, D}, {L, 1, D}},
-		{{F, U, U}, {U, U, U}, {U, U, U}, {D, 1, D}, {D, 1, D}},
+		{ { L, U, U }, { F, U, U }, { U, U, U }, { D, 1, D }, { L, 1, D } },
+		{ { F, U, U }, { L, U, U }, { U, U, U }, { D, 1, D }, { L, 1, D } },
+		{ { F, U, U }, { U, U, U }, { U, U, U }, { D, 1, D }, { D, 1, D } },
 		/* a request may raise ask but never lower it */
-		{{U, 2, U}, {L, 0, U}, {U, U, U}, {D, 1, D}, {L, 2, D}},
-		{{U, 0, U}, {L, 2, U}, {U, U, U}, {D, 1, D}, {L, 2, D}},
+		{ { U, 2, U }, { L, 0, U }, { U, U, U }, { D, 1, D }, { L, 2, D } },
+		{ { U, 0, U }, { L, 2, U }, { U, U, U }, { D, 1, D }, { L, 2, D } },
 		/* askFallback: capped by the host's and clamped to the effective security */
-		{{U, U, F}, {L, U, L}, {U, U, U}, {D, 1, D}, {L, 1, L}},
-		{{U, U, D}, {F, U, F}, {U, U, U}, {D, 1, D}, {F, 1, D}},
-		{{U, U, U}, {L, U, F}, {U, U, U}, {D, 1, D}, {L, 1, L}},
-		{{D, U, U}, {F, U, F}, {U, U, U}, {D, 1, D}, {D, 1, D}},
+		{ { U, U, F }, { L, U, L }, { U, U, U }, { D, 1, D }, { L, 1, L } },
+		{ { U, U, D }, { F, U, F }, { U, U, U }, { D, 1, D }, { F, 1, D } },
+		{ { U, U, U }, { L, U, F }, { U, U, U }, { D, 1, D }, { L, 1, L } },
+		{ { D, U, U }, { F, U, F }, { U, U, U }, { D, 1, D }, { D, 1, D } },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct appr_effective got;
-		appr_policy_resolve(&cases[i].request, &cases[i].agent, &cases[i].star,
-				    &cases[i].defaults, &got);
+		appr_policy_resolve(&cases[i].request, &cases[i].agent, &cases[i].star, &cases[i].defaults, &got);
 		if (got.security != cases[i].want.security || got.ask != cases[i].want.ask ||
 		    got.ask_fallback != cases[i].want.ask_fallback)
-			unit_fail(__FILE__, __LINE__, "case %zu: got %d/%d/%d, expected %d/%d/%d", i,
-				  got.security, got.ask, got.ask_fallback, cases[i].want.security,
-				  cases[i].want.ask, cases[i].want.ask_fallback);
+			unit_fail(__FILE__, __LINE__, "case %zu: got %d/%d/%d, expected %d/%d/%d", i, got.security,
+				  got.ask, got.ask_fallback, cases[i].want.security, cases[i].want.ask,
+				  cases[i].want.ask_fallback);
 	}
 	CHECK_INT(appr_security_parse("maybe"), -1);
 	CHECK_INT(appr_security_parse("Full"), -1);
@@ -824,30 +821,30 @@ TEST(approvals_decision_table)
 		enum appr_decision want;
 		const char *reason;
 	} cases[] = {
-		{ARGV("ls"), {D, 2, F}, APPR_DENY, "security=deny"},
-		{ARGV("ls"), {L, 0, D}, APPR_ALLOW, "allowlisted"},
-		{ARGV("ls"), {L, 1, D}, APPR_ALLOW, "allowlisted"},
-		{ARGV("ls"), {L, 2, D}, APPR_ASK, "approval-required"},
-		{ARGV("id"), {L, 0, D}, APPR_DENY, "allowlist-miss"},
-		{ARGV("id"), {L, 1, D}, APPR_ASK, "allowlist-miss"},
-		{ARGV("id"), {F, 1, D}, APPR_ALLOW, "security=full"},
-		{ARGV("id"), {F, 2, D}, APPR_ASK, "approval-required"},
-		{ARGV("sh", "-c", "ls && ls"), {L, 0, D}, APPR_ALLOW, "allowlisted"},
-		{ARGV("sh", "-c", "ls && id"), {L, 0, D}, APPR_DENY, "allowlist-miss"}, /* every segment */
-		{ARGV("sh", "-c", "ls > x"), {L, 1, D}, APPR_ASK, "allowlist-miss"},
-		{ARGV("env", "-S", "ls"), {L, 0, D}, APPR_DENY, "allowlist-miss"},
-		{ARGV("LS"), {L, 0, D}, APPR_DENY, "allowlist-miss"},
+		{ ARGV("ls"), { D, 2, F }, APPR_DENY, "security=deny" },
+		{ ARGV("ls"), { L, 0, D }, APPR_ALLOW, "allowlisted" },
+		{ ARGV("ls"), { L, 1, D }, APPR_ALLOW, "allowlisted" },
+		{ ARGV("ls"), { L, 2, D }, APPR_ASK, "approval-required" },
+		{ ARGV("id"), { L, 0, D }, APPR_DENY, "allowlist-miss" },
+		{ ARGV("id"), { L, 1, D }, APPR_ASK, "allowlist-miss" },
+		{ ARGV("id"), { F, 1, D }, APPR_ALLOW, "security=full" },
+		{ ARGV("id"), { F, 2, D }, APPR_ASK, "approval-required" },
+		{ ARGV("sh", "-c", "ls && ls"), { L, 0, D }, APPR_ALLOW, "allowlisted" },
+		{ ARGV("sh", "-c", "ls && id"), { L, 0, D }, APPR_DENY, "allowlist-miss" }, /* every segment */
+		{ ARGV("sh", "-c", "ls > x"), { L, 1, D }, APPR_ASK, "allowlist-miss" },
+		{ ARGV("env", "-S", "ls"), { L, 0, D }, APPR_DENY, "allowlist-miss" },
+		{ ARGV("LS"), { L, 0, D }, APPR_DENY, "allowlist-miss" },
 	};
-	const char *patterns[] = {"/usr/bin/ls", "/usr/bin/nosuch*"};
+	const char *patterns[] = { "/usr/bin/ls", "/usr/bin/nosuch*" };
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct appr_analysis a;
 		appr_analyze(cases[i].argv, "/", PATH_ENV, &a);
 		struct appr_verdict v;
 		appr_decide(&cases[i].eff, &a, patterns, 2, NULL, &v);
 		if (v.decision != cases[i].want || strcmp(v.reason, cases[i].reason))
-			unit_fail(__FILE__, __LINE__, "case %zu (%s): %s/%s, expected %s/%s", i,
-				  cases[i].argv[0], appr_decision_name(v.decision), v.reason,
-				  appr_decision_name(cases[i].want), cases[i].reason);
+			unit_fail(__FILE__, __LINE__, "case %zu (%s): %s/%s, expected %s/%s", i, cases[i].argv[0],
+				  appr_decision_name(v.decision), v.reason, appr_decision_name(cases[i].want),
+				  cases[i].reason);
 		appr_verdict_release(&v);
 		appr_analysis_release(&a);
 	}
@@ -855,9 +852,9 @@ TEST(approvals_decision_table)
 
 TEST(approvals_fallback)
 {
-	struct appr_verdict v = {.allowlisted = 0};
+	struct appr_verdict v = { .allowlisted = 0 };
 	const char *reason;
-	struct appr_effective eff = {F, 2, F};
+	struct appr_effective eff = { F, 2, F };
 	CHECK_INT(appr_fallback(&eff, &v, &reason), APPR_ALLOW);
 	eff.ask_fallback = L;
 	CHECK_INT(appr_fallback(&eff, &v, &reason), APPR_DENY);
@@ -875,16 +872,16 @@ TEST(approvals_allow_always_records_the_inner_command_never_the_shell)
 		const char *const *argv;
 		const char *expected; /* patterns joined by ',' or "REFUSED" */
 	} cases[] = {
-		{ARGV("sh", "-c", "ls"), "/usr/bin/ls"},
-		{ARGV("bash", "-c", "ls | wc -l && ls"), "/usr/bin/ls,/usr/bin/wc"},
-		{ARGV("nice", "-n", "1", "timeout", "5", "id"), "/usr/bin/id"},
-		{ARGV("bash", "script.sh"), "REFUSED"},
-		{ARGV("sh", "-c", "ls > x"), "REFUSED"},
-		{ARGV("env", "-S", "ls"), "REFUSED"},
-		{ARGV("sudo", "ls"), "REFUSED"},
-		{ARGV("python3", "-c", "print(1)"), "REFUSED"}, /* an interpreter given code */
-		{ARGV("sh", "-c", "git -c alias.x=!id x"), "REFUSED"},
-		{ARGV("make"), "REFUSED"},
+		{ ARGV("sh", "-c", "ls"), "/usr/bin/ls" },
+		{ ARGV("bash", "-c", "ls | wc -l && ls"), "/usr/bin/ls,/usr/bin/wc" },
+		{ ARGV("nice", "-n", "1", "timeout", "5", "id"), "/usr/bin/id" },
+		{ ARGV("bash", "script.sh"), "REFUSED" },
+		{ ARGV("sh", "-c", "ls > x"), "REFUSED" },
+		{ ARGV("env", "-S", "ls"), "REFUSED" },
+		{ ARGV("sudo", "ls"), "REFUSED" },
+		{ ARGV("python3", "-c", "print(1)"), "REFUSED" }, /* an interpreter given code */
+		{ ARGV("sh", "-c", "git -c alias.x=!id x"), "REFUSED" },
+		{ ARGV("make"), "REFUSED" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct appr_analysis a;
@@ -897,8 +894,8 @@ TEST(approvals_allow_always_records_the_inner_command_never_the_shell)
 		for (size_t k = 0; k < out.nr; k++)
 			strbuf_addf(&got, "%s%s", k ? "," : "", out.v[k]);
 		if (strcmp(got.buf, cases[i].expected))
-			unit_fail(__FILE__, __LINE__, "allow-always %s…: %s, expected %s",
-				  cases[i].argv[0], got.buf, cases[i].expected);
+			unit_fail(__FILE__, __LINE__, "allow-always %s…: %s, expected %s", cases[i].argv[0], got.buf,
+				  cases[i].expected);
 		for (size_t k = 0; k < out.nr; k++)
 			CHECK(!appr_is_shell_or_wrapper(strrchr(out.v[k], '/') + 1));
 		strbuf_release(&got);
@@ -915,24 +912,27 @@ TEST(approvals_store_validation_names_the_field)
 	static const struct {
 		const char *doc, *message;
 	} cases[] = {
-		{"{\"version\":1}", NULL},
-		{"{\"version\":1,\"defaults\":{\"security\":\"full\",\"ask\":\"always\",\"askFallback\":\"allowlist\"}}", NULL},
-		{"{\"version\":2}", "version: must be 1"},
-		{"{}", "version: must be 1"},
-		{"[]", "must be a JSON object"},
-		{"{\"version\":1,\"extra\":1}", "unknown field \"extra\""},
-		{"{\"version\":1,\"agents\":{\"foo\":{\"security\":\"maybe\"}}}",
-		 "agents.foo.security: \"maybe\" is not one of deny|allowlist|full"},
-		{"{\"version\":1,\"defaults\":{\"ask\":\"sometimes\"}}",
-		 "defaults.ask: \"sometimes\" is not one of off|on-miss|always"},
-		{"{\"version\":1,\"defaults\":{\"askFallback\":1}}", "defaults.askFallback: 1 is not one of"},
-		{"{\"version\":1,\"agents\":{\"a b\":{}}}", "agents.a b: agent id must be"},
-		{"{\"version\":1,\"agents\":{\"*\":{\"allowlist\":[{\"id\":\"x\",\"pattern\":\"ls\"}]}}}",
-		 "agents.*.allowlist.0: pattern: pattern \"ls\" has no '/'"},
-		{"{\"version\":1,\"agents\":{\"*\":{\"allowlist\":[{\"id\":\"x\",\"pattern\":\"/a\",\"lastUsedAt\":-1}]}}}",
-		 "lastUsedAt"},
-		{"{\"version\":1,\"socket\":{\"token\":\"short\"}}", "socket.token: must be 64"},
-		{"{\"version\":1,\"socket\":{\"path\":\"rel\"}}", "socket.path: must be an absolute"},
+		{ "{\"version\":1}", NULL },
+		{ "{\"version\":1,\"defaults\":{\"security\":\"full\",\"ask\":\"always\",\"askFallback\":\"allowlist\"}"
+		  "}",
+		  NULL },
+		{ "{\"version\":2}", "version: must be 1" },
+		{ "{}", "version: must be 1" },
+		{ "[]", "must be a JSON object" },
+		{ "{\"version\":1,\"extra\":1}", "unknown field \"extra\"" },
+		{ "{\"version\":1,\"agents\":{\"foo\":{\"security\":\"maybe\"}}}",
+		  "agents.foo.security: \"maybe\" is not one of deny|allowlist|full" },
+		{ "{\"version\":1,\"defaults\":{\"ask\":\"sometimes\"}}",
+		  "defaults.ask: \"sometimes\" is not one of off|on-miss|always" },
+		{ "{\"version\":1,\"defaults\":{\"askFallback\":1}}", "defaults.askFallback: 1 is not one of" },
+		{ "{\"version\":1,\"agents\":{\"a b\":{}}}", "agents.a b: agent id must be" },
+		{ "{\"version\":1,\"agents\":{\"*\":{\"allowlist\":[{\"id\":\"x\",\"pattern\":\"ls\"}]}}}",
+		  "agents.*.allowlist.0: pattern: pattern \"ls\" has no '/'" },
+		{ "{\"version\":1,\"agents\":{\"*\":{\"allowlist\":[{\"id\":\"x\",\"pattern\":\"/"
+		  "a\",\"lastUsedAt\":-1}]}}}",
+		  "lastUsedAt" },
+		{ "{\"version\":1,\"socket\":{\"token\":\"short\"}}", "socket.token: must be 64" },
+		{ "{\"version\":1,\"socket\":{\"path\":\"rel\"}}", "socket.path: must be an absolute" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct err e = ERR_INIT;
@@ -1046,7 +1046,7 @@ TEST(approvals_store_socket_and_levels)
 TEST(approvals_request_hmac_covers_every_field)
 {
 	const char *token = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-	struct appr_ask_request r = {ARGV("ls", "-l"), "/tmp", "a1", "/usr/bin/ls"};
+	struct appr_ask_request r = { ARGV("ls", "-l"), "/tmp", "a1", "/usr/bin/ls" };
 	json_t *req = appr_request_object(&r);
 	char h1[65], h2[65], h3[65];
 	appr_request_hmac(token, "nonce-0123456789ab", 100, req, h1);
@@ -1056,14 +1056,14 @@ TEST(approvals_request_hmac_covers_every_field)
 	appr_request_hmac(token, "nonce-0123456789ab", 100, req, h3);
 	CHECK(strcmp(h1, h3) != 0);
 	/* The canonical form sorts keys: the same object built in another order signs the same. */
-	json_t *other = json_pack("{s:s,s:s,s:s,s:[s,s]}", "resolvedPath", "/usr/bin/ls", "cwd", "/",
-				  "agentId", "a1", "argv", "ls", "-l");
+	json_t *other = json_pack("{s:s,s:s,s:s,s:[s,s]}", "resolvedPath", "/usr/bin/ls", "cwd", "/", "agentId", "a1",
+				  "argv", "ls", "-l");
 	char h4[65];
 	appr_request_hmac(token, "nonce-0123456789ab", 100, other, h4);
 	CHECK_STR(h4, h3);
 	json_decref(other);
 	json_decref(req);
-	struct appr_ask_request bad = {ARGV("ls", "f\xff"), "/tmp", "a1", NULL};
+	struct appr_ask_request bad = { ARGV("ls", "f\xff"), "/tmp", "a1", NULL };
 	CHECK(appr_request_object(&bad) == NULL); /* what cannot be shown faithfully is not asked */
 	CHECK_INT(appr_answer_parse("a"), APPR_ANSWER_ALLOW_ALWAYS);
 	CHECK_INT(appr_answer_parse("o"), APPR_ANSWER_ALLOW_ONCE);
@@ -1087,8 +1087,11 @@ TEST(approvals_event_output_keeps_the_tail_in_characters)
 	appr_event_output("short", 5, &out);
 	CHECK_STR(out.buf, "short");
 	strbuf_reset(&out);
-	appr_event_output("a\xff" "b", 3, &out); /* invalid UTF-8 becomes U+FFFD */
-	CHECK_STR(out.buf, "a\xef\xbf\xbd" "b");
+	appr_event_output("a\xff"
+			  "b",
+			  3, &out); /* invalid UTF-8 becomes U+FFFD */
+	CHECK_STR(out.buf, "a\xef\xbf\xbd"
+			   "b");
 	strbuf_reset(&out);
 	struct strbuf big = STRBUF_INIT;
 	strbuf_addstr(&big, "HEAD");
@@ -1136,8 +1139,8 @@ TEST(approvals_exec_runs_the_descriptor_checked_not_the_path)
 	struct err e = ERR_INIT;
 	CHECK_INT(appr_exec_checked(&a, &e), 0);
 	struct appr_exec_result r;
-	CHECK_INT(appr_exec_run(a.top_resolved, a.top_fd, a.path_env, (const char *const *)a.exec_argv.v, 5000,
-				&r, &e), 0);
+	CHECK_INT(appr_exec_run(a.top_resolved, a.top_fd, a.path_env, (const char *const *)a.exec_argv.v, 5000, &r, &e),
+		  0);
 	CHECK_STR(r.output.buf, "checked\n");
 	appr_exec_result_release(&r);
 	/* changed in place after the check: refused before anything runs */
@@ -1155,10 +1158,15 @@ TEST(approvals_exec_runs_the_descriptor_checked_not_the_path)
 TEST(approvals_display_escapes_bidi_c1_and_invisible_characters)
 {
 	struct strbuf sb = STRBUF_INIT;
-	appr_display_escape("ls \xe2\x80\xae" "fdp.exe\xc2\x9b" "1m \xe2\x81\xa6x\xe2\x81\xa9 \xe2\x80\x8b \xc3\xa9", &sb);
+	appr_display_escape("ls \xe2\x80\xae"
+			    "fdp.exe\xc2\x9b"
+			    "1m \xe2\x81\xa6x\xe2\x81\xa9 \xe2\x80\x8b \xc3\xa9",
+			    &sb);
 	CHECK_STR(sb.buf, "ls \\u{202e}fdp.exe\\u{009b}1m \\u{2066}x\\u{2069} \\u{200b} \xc3\xa9");
 	strbuf_release(&sb);
-	json_t *argv = json_pack("[s,s]", "echo", "a\xe2\x80\xaa" "b");
+	json_t *argv = json_pack("[s,s]", "echo",
+				 "a\xe2\x80\xaa"
+				 "b");
 	appr_format_argv(argv, &sb);
 	CHECK_STR(sb.buf, "echo 'a\\u{202a}b'");
 	strbuf_release(&sb);
@@ -1171,19 +1179,34 @@ TEST(approvals_exec_scrubs_code_injecting_environment)
 		const char *entry;
 		int scrubbed;
 	} cases[] = {
-		{"LD_PRELOAD=/x.so", 1}, {"LD_LIBRARY_PATH=/x", 1}, {"BASH_FUNC_ls%%=() { :; }", 1},
-		{"BASH_ENV=/x", 1},	 {"ENV=/x", 1},		   {"SHELLOPTS=xtrace", 1},
-		{"IFS=/", 1},		 {"GCONV_PATH=/x", 1},	   {"PATH=/usr/bin", 0},
-		{"HOME=/root", 0},	 {"ENVIRONMENT=x", 0},	   {"LANG=C", 0},
-		{"GIT_SSH_COMMAND=id", 1}, {"GIT_CONFIG_PARAMETERS='alias.x=!id'", 1}, {"GIT_CONFIG_KEY_0=x", 1},
-		{"GIT_DIR=/tmp/x", 1},	 {"GIT_AUTHOR_NAME=a", 0}, {"SSH_CLIENT=1 2 3", 1},
-		{"PAGER=id", 1},	 {"TAR_OPTIONS=--to-command=id", 1}, {"NODE_OPTIONS=--require=/x", 1},
-		{"PERL5OPT=-Mx", 1},	 {"CDPATH=/tmp", 1},	   {"GLOBIGNORE=*", 1},
+		{ "LD_PRELOAD=/x.so", 1 },
+		{ "LD_LIBRARY_PATH=/x", 1 },
+		{ "BASH_FUNC_ls%%=() { :; }", 1 },
+		{ "BASH_ENV=/x", 1 },
+		{ "ENV=/x", 1 },
+		{ "SHELLOPTS=xtrace", 1 },
+		{ "IFS=/", 1 },
+		{ "GCONV_PATH=/x", 1 },
+		{ "PATH=/usr/bin", 0 },
+		{ "HOME=/root", 0 },
+		{ "ENVIRONMENT=x", 0 },
+		{ "LANG=C", 0 },
+		{ "GIT_SSH_COMMAND=id", 1 },
+		{ "GIT_CONFIG_PARAMETERS='alias.x=!id'", 1 },
+		{ "GIT_CONFIG_KEY_0=x", 1 },
+		{ "GIT_DIR=/tmp/x", 1 },
+		{ "GIT_AUTHOR_NAME=a", 0 },
+		{ "SSH_CLIENT=1 2 3", 1 },
+		{ "PAGER=id", 1 },
+		{ "TAR_OPTIONS=--to-command=id", 1 },
+		{ "NODE_OPTIONS=--require=/x", 1 },
+		{ "PERL5OPT=-Mx", 1 },
+		{ "CDPATH=/tmp", 1 },
+		{ "GLOBIGNORE=*", 1 },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
 		if (appr_env_is_scrubbed(cases[i].entry) != cases[i].scrubbed)
-			unit_fail(__FILE__, __LINE__, "%s: expected scrubbed=%d", cases[i].entry,
-				  cases[i].scrubbed);
+			unit_fail(__FILE__, __LINE__, "%s: expected scrubbed=%d", cases[i].entry, cases[i].scrubbed);
 }
 
 /* Deterministic random inputs: the splitter, the analysis and the glob never crash or leak
@@ -1207,14 +1230,13 @@ TEST(approvals_random_shell_text_and_globs_are_handled)
 			for (size_t i = 0; i < nr; i++) {
 				CHECK(segs[i].nr > 0);
 				int quoted = strchr(text, '\'') || strchr(text, '"') || strchr(text, '\\');
-				CHECK(quoted || (strpbrk(segs[i].v[0], "*?[{}") == NULL &&
-						 segs[i].v[0][0] != '~'));
+				CHECK(quoted || (strpbrk(segs[i].v[0], "*?[{}") == NULL && segs[i].v[0][0] != '~'));
 			}
 			appr_segments_free(segs, nr);
 		}
 		err_clear(&e);
 		struct appr_analysis a;
-		appr_analyze((const char *const[]){"sh", "-c", text, NULL}, "/", PATH_ENV, &a);
+		appr_analyze((const char *const[]){ "sh", "-c", text, NULL }, "/", PATH_ENV, &a);
 		appr_analysis_release(&a);
 		appr_glob_match(text, "/usr/bin/ls", "/home/u");
 		appr_glob_match("/usr/**", text, NULL);

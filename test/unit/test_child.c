@@ -349,8 +349,7 @@ TEST(child_timeout_kills_the_whole_group)
 	/* Orphans of the killed shell are reparented to us, so we can see them die. */
 	CHECK_INT(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
 	child_init(&c);
-	strvec_pushv(&c.args, ARGS("/bin/sh", "-c", "sleep 100 & echo $! > \"$1\"; sleep 100",
-				   "sh", pidfile));
+	strvec_pushv(&c.args, ARGS("/bin/sh", "-c", "sleep 100 & echo $! > \"$1\"; sleep 100", "sh", pidfile));
 	c.new_process_group = 1;
 	c.timeout_ms = 200;
 	c.kill_grace_ms = 5000;

@@ -57,7 +57,7 @@ static int load_env(struct config *cfg, const char *yaml, const char *const *ext
 	strvec_pushf(&env, "HOME=%s", home);
 	if (extra)
 		strvec_pushv(&env, extra);
-	int rc = config_load(cfg, &(struct config_overrides){.env = env.v}, e);
+	int rc = config_load(cfg, &(struct config_overrides){ .env = env.v }, e);
 	strvec_clear(&env);
 	return rc;
 }
@@ -90,25 +90,24 @@ static char *load_error(const char *yaml)
 	return strbuf_detach(&sb, NULL);
 }
 
-#define CHECK_LOAD_ERROR(yaml, expected)                                                           \
-	do {                                                                                       \
-		char *_msg = load_error(yaml);                                                     \
-		CHECK_STR(_msg, expected);                                                         \
-		free(_msg);                                                                        \
+#define CHECK_LOAD_ERROR(yaml, expected)                                                                               \
+	do {                                                                                                           \
+		char *_msg = load_error(yaml);                                                                         \
+		CHECK_STR(_msg, expected);                                                                             \
+		free(_msg);                                                                                            \
 	} while (0)
 
-#define CHECK_LOAD_ERROR_PREFIX(yaml, prefix)                                                      \
-	do {                                                                                       \
-		char *_msg = load_error(yaml);                                                     \
-		if (strncmp(_msg, prefix, strlen(prefix)))                                         \
-			unit_fail(__FILE__, __LINE__, "\"%s\" does not start with \"%s\"", _msg,   \
-				  prefix);                                                         \
-		free(_msg);                                                                        \
+#define CHECK_LOAD_ERROR_PREFIX(yaml, prefix)                                                                          \
+	do {                                                                                                           \
+		char *_msg = load_error(yaml);                                                                         \
+		if (strncmp(_msg, prefix, strlen(prefix)))                                                             \
+			unit_fail(__FILE__, __LINE__, "\"%s\" does not start with \"%s\"", _msg, prefix);              \
+		free(_msg);                                                                                            \
 	} while (0)
 
 static struct config_entry entry(const struct config *cfg, const char *key)
 {
-	struct config_entry en = {0};
+	struct config_entry en = { 0 };
 	CHECK_INT(config_entry_get(cfg, key, &en), 0);
 	return en;
 }
@@ -200,9 +199,8 @@ TEST(config_file_values_carry_source_and_line)
 
 TEST(config_empty_file_comments_and_null_sections_are_fine)
 {
-	const char *const ok[] = {
-		"",    "# nothing\n",  "daemon:\n# port: 1\nexecution:\n", "---\n",
-		"~\n", "daemon: {}\n", "execution:\n  executor_pool:\n"};
+	const char *const ok[] = { "",	  "# nothing\n",  "daemon:\n# port: 1\nexecution:\n", "---\n",
+				   "~\n", "daemon: {}\n", "execution:\n  executor_pool:\n" };
 	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
 		struct config *cfg = config_new();
 		struct err e = ERR_INIT;
@@ -236,11 +234,11 @@ static char *flag_result(const char *key, const char *value)
 	return out;
 }
 
-#define CHECK_FLAG(key, value, expected)                                                           \
-	do {                                                                                       \
-		char *_r = flag_result(key, value);                                                \
-		CHECK_STR(_r, expected);                                                           \
-		free(_r);                                                                          \
+#define CHECK_FLAG(key, value, expected)                                                                               \
+	do {                                                                                                           \
+		char *_r = flag_result(key, value);                                                                    \
+		CHECK_STR(_r, expected);                                                                               \
+		free(_r);                                                                                              \
 	} while (0)
 
 TEST(config_integers_parse_in_range_and_reject_the_rest)
@@ -248,20 +246,14 @@ TEST(config_integers_parse_in_range_and_reject_the_rest)
 	CHECK_FLAG("daemon.port", "1", "1");
 	CHECK_FLAG("daemon.port", "65535", "65535");
 	CHECK_FLAG("daemon.port", "+80", "80");
-	CHECK_FLAG("daemon.port", "0080",
-		   "error: daemon.port: expected an integer 0..65535, got \"0080\"");
+	CHECK_FLAG("daemon.port", "0080", "error: daemon.port: expected an integer 0..65535, got \"0080\"");
 	CHECK_FLAG("execution.executor_pool.idle_timeout_ms", "-0", "0");
 	CHECK_FLAG("daemon.port", "0", "0"); /* 0: any free port */
-	CHECK_FLAG("daemon.port", "70000",
-		   "error: daemon.port: expected an integer 0..65535, got \"70000\"");
-	CHECK_FLAG("daemon.port", "-1",
-		   "error: daemon.port: expected an integer 0..65535, got \"-1\"");
-	CHECK_FLAG("daemon.port", "abc",
-		   "error: daemon.port: expected an integer 0..65535, got \"abc\"");
-	CHECK_FLAG("daemon.port", "0x10",
-		   "error: daemon.port: expected an integer 0..65535, got \"0x10\"");
-	CHECK_FLAG("daemon.port", "30 30",
-		   "error: daemon.port: expected an integer 0..65535, got \"30 30\"");
+	CHECK_FLAG("daemon.port", "70000", "error: daemon.port: expected an integer 0..65535, got \"70000\"");
+	CHECK_FLAG("daemon.port", "-1", "error: daemon.port: expected an integer 0..65535, got \"-1\"");
+	CHECK_FLAG("daemon.port", "abc", "error: daemon.port: expected an integer 0..65535, got \"abc\"");
+	CHECK_FLAG("daemon.port", "0x10", "error: daemon.port: expected an integer 0..65535, got \"0x10\"");
+	CHECK_FLAG("daemon.port", "30 30", "error: daemon.port: expected an integer 0..65535, got \"30 30\"");
 	CHECK_FLAG("daemon.port", "", "error: daemon.port: expected an integer 0..65535, got \"\"");
 	CHECK_FLAG("daemon.port", "99999999999999999999999",
 		   "error: daemon.port: expected an integer 0..65535, got "
@@ -277,11 +269,10 @@ TEST(config_booleans_are_exactly_true_or_false)
 {
 	CHECK_FLAG("execution.fallback_to_unified", "true", "true");
 	CHECK_FLAG("execution.fallback_to_unified", "false", "false");
-	const char *const bad[] = {"True", "yes", "1", "on", ""};
+	const char *const bad[] = { "True", "yes", "1", "on", "" };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		char *r = flag_result("execution.fallback_to_unified", bad[i]);
-		CHECK_CONTAINS(
-			r, "error: execution.fallback_to_unified: expected true or false, got \"");
+		CHECK_CONTAINS(r, "error: execution.fallback_to_unified: expected true or false, got \"");
 		free(r);
 	}
 	CHECK_LOAD_ERROR("execution:\n  worktree_rbac: yes\n",
@@ -301,20 +292,17 @@ TEST(config_enums_accept_only_their_words)
 	CHECK_LOAD_ERROR("execution:\n  unix_user_mode: paranoid\n",
 			 "F:2: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox, "
 			 "got \"paranoid\"");
-	CHECK_LOAD_ERROR(
-		"execution:\n  unix_user_mode:\n",
-		"F:2: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox, got null");
+	CHECK_LOAD_ERROR("execution:\n  unix_user_mode:\n",
+			 "F:2: execution.unix_user_mode: expected one of simple|insulated|strict|sandbox, got null");
 }
 
 TEST(config_strings_and_user_names)
 {
 	CHECK_FLAG("daemon.host", "::1", "::1");
 	CHECK_FLAG("daemon.host", "agor.example.com", "agor.example.com");
-	CHECK_FLAG("daemon.host", "a b",
-		   "error: daemon.host: expected a host name or IP address, got \"a b\"");
+	CHECK_FLAG("daemon.host", "a b", "error: daemon.host: expected a host name or IP address, got \"a b\"");
 	CHECK_FLAG("daemon.host", "", "error: daemon.host: expected a non-empty string, got \"\"");
-	CHECK_FLAG("daemon.host", "x\ny",
-		   "error: daemon.host: expected a non-empty string, got \"x\\x0ay\"");
+	CHECK_FLAG("daemon.host", "x\ny", "error: daemon.host: expected a non-empty string, got \"x\\x0ay\"");
 	CHECK_FLAG("daemon.unix_user", "_agor-1", "_agor-1");
 	CHECK_FLAG("execution.executor_unix_user", "Bob",
 		   "error: execution.executor_unix_user: expected a user name matching "
@@ -329,8 +317,7 @@ TEST(config_strings_and_user_names)
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
 	CHECK_INT(config_set_flag(cfg, "no\xffkey", "1", &e), -1);
-	CHECK_STR(e.message,
-		  "unknown setting \"no\\xffkey\" (see 'agor config show' for every key)");
+	CHECK_STR(e.message, "unknown setting \"no\\xffkey\" (see 'agor config show' for every key)");
 	struct strbuf long_value = STRBUF_INIT;
 	strbuf_addch(&long_value, 'x');
 	for (int i = 0; i < 60; i++)
@@ -343,24 +330,20 @@ TEST(config_strings_and_user_names)
 	strbuf_release(&long_value);
 	err_clear(&e);
 	config_free(cfg);
-	CHECK_LOAD_ERROR("daemon:\n  host:\n",
-			 "F:2: daemon.host: expected a non-empty string, got null");
-	CHECK_LOAD_ERROR("daemon:\n  host: \"a\\0b\"\n",
-			 "F:2: daemon.host: the value contains a NUL byte");
+	CHECK_LOAD_ERROR("daemon:\n  host:\n", "F:2: daemon.host: expected a non-empty string, got null");
+	CHECK_LOAD_ERROR("daemon:\n  host: \"a\\0b\"\n", "F:2: daemon.host: the value contains a NUL byte");
 }
 
 TEST(config_nullable_strings_take_null_forms)
 {
-	const char *const nulls[] = {"null", "~", "", "Null", "NULL"};
+	const char *const nulls[] = { "null", "~", "", "Null", "NULL" };
 	for (size_t i = 0; i < ARRAY_SIZE(nulls); i++) {
 		struct config *cfg = config_new();
 		struct err e = ERR_INIT;
-		_cleanup_free_ char *yaml =
-			xasprintf("execution:\n  executor_command_template: %s\n", nulls[i]);
+		_cleanup_free_ char *yaml = xasprintf("execution:\n  executor_command_template: %s\n", nulls[i]);
 		CHECK_INT(load(cfg, yaml, &e), 0);
 		CHECK(cfg->execution.executor_command_template == NULL);
-		CHECK_INT(entry(cfg, "execution.executor_command_template").source,
-			  CONFIG_SOURCE_FILE);
+		CHECK_INT(entry(cfg, "execution.executor_command_template").source, CONFIG_SOURCE_FILE);
 		config_free(cfg);
 	}
 	/* "null" in quotes is a string (and here a command line). */
@@ -386,8 +369,7 @@ TEST(config_paths_expand_tilde_and_refuse_relative)
 		   "error: paths.data_home: expected an absolute path (or ~/…), got \"data\"");
 	CHECK_FLAG("paths.data_home", "~bob/data",
 		   "error: paths.data_home: expected an absolute path (or ~/…), got \"~bob/data\"");
-	CHECK_FLAG("paths.data_home", "./x",
-		   "error: paths.data_home: expected an absolute path (or ~/…), got \"./x\"");
+	CHECK_FLAG("paths.data_home", "./x", "error: paths.data_home: expected an absolute path (or ~/…), got \"./x\"");
 	CHECK_LOAD_ERROR("paths:\n  repos_dir: repos\n",
 			 "F:2: paths.repos_dir: expected an absolute path (or ~/…), got \"repos\"");
 
@@ -401,8 +383,8 @@ TEST(config_paths_expand_tilde_and_refuse_relative)
 	/* Without HOME, ~ is the passwd entry's home. */
 	cfg = config_new();
 	unsetenv("HOME");
-	char *env[] = {NULL};
-	CHECK_INT(config_load(cfg, &(struct config_overrides){.env = env}, &e), 0);
+	char *env[] = { NULL };
+	CHECK_INT(config_load(cfg, &(struct config_overrides){ .env = env }, &e), 0);
 	CHECK(cfg->paths.agor_home[0] == '/');
 	CHECK(strstr(cfg->paths.agor_home, "/.agor") != NULL);
 	config_free(cfg);
@@ -412,9 +394,8 @@ TEST(config_paths_expand_tilde_and_refuse_relative)
 
 TEST(config_precedence_flag_env_file_default)
 {
-	const char *yaml =
-		"daemon:\n  port: 4000\n  host: 10.0.0.1\npaths:\n  data_home: /file/data\n";
-	const char *const env[] = {"AGOR_DAEMON_PORT=5000", "AGOR_DATA_HOME=/env/data", NULL};
+	const char *yaml = "daemon:\n  port: 4000\n  host: 10.0.0.1\npaths:\n  data_home: /file/data\n";
+	const char *const env[] = { "AGOR_DAEMON_PORT=5000", "AGOR_DATA_HOME=/env/data", NULL };
 
 	/* file > default */
 	struct config *cfg = config_new();
@@ -449,7 +430,7 @@ TEST(config_precedence_flag_env_file_default)
 
 	/* an empty variable counts as unset */
 	cfg = config_new();
-	const char *const empty[] = {"AGOR_DAEMON_PORT=", NULL};
+	const char *const empty[] = { "AGOR_DAEMON_PORT=", NULL };
 	CHECK_INT(load_env(cfg, yaml, empty, &e), 0);
 	CHECK_INT(cfg->daemon.port, 4000);
 	config_free(cfg);
@@ -474,7 +455,7 @@ TEST(config_derived_defaults_follow_their_base)
 	/* AGOR_DATA_HOME moves repos/worktrees/zellij, not what the file sets explicitly. */
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
-	const char *const env[] = {"AGOR_DATA_HOME=/data", NULL};
+	const char *const env[] = { "AGOR_DATA_HOME=/data", NULL };
 	CHECK_INT(load_env(cfg, "paths:\n  worktrees_dir: /wt\n", env, &e), 0);
 	CHECK_STR(cfg->paths.repos_dir, "/data/repos");
 	CHECK_STR(cfg->paths.zellij_dir, "/data/zellij");
@@ -488,7 +469,7 @@ TEST(config_derived_defaults_follow_their_base)
 	_cleanup_free_ char *ahome_env = xasprintf("AGOR_HOME=%s", ahome);
 	_cleanup_free_ char *cfile = xasprintf("%s/config.yaml", ahome);
 	write_file(cfile, "daemon:\n  port: 4444\n", 0600);
-	const char *const env2[] = {ahome_env, NULL};
+	const char *const env2[] = { ahome_env, NULL };
 	CHECK_INT(load_env(cfg, NULL, env2, &e), 0);
 	CHECK_STR(cfg->config_file, cfile);
 	CHECK_INT(cfg->daemon.port, 4444);
@@ -524,18 +505,17 @@ TEST(config_worktree_rbac_follows_strict_mode)
 /* ---- error forms ----------------------------------------------------------------------- */
 
 /* The daemon's limits and origins (docs/security.md section 9), after tls_key in the table. */
-#define DAEMON_LIMIT_KEYS                                                                                          \
-	", allowed_origins, max_connections, max_connections_per_ip, max_unauthenticated, auth_timeout_ms, "        \
-	"fd_reserve, audit_refusals_window_ms, audit_refusals_max, wal_max_mb, db_size_alarm_mb, "                 \
+#define DAEMON_LIMIT_KEYS                                                                                              \
+	", allowed_origins, max_connections, max_connections_per_ip, max_unauthenticated, auth_timeout_ms, "           \
+	"fd_reserve, audit_refusals_window_ms, audit_refusals_max, wal_max_mb, db_size_alarm_mb, "                     \
 	"node_pair_per_minute, node_pair_pending_per_ip"
 
 TEST(config_unknown_keys_name_the_known_ones)
 {
-	CHECK_LOAD_ERROR(
-		"daemon:\n  port: 1\n  prot: 2\n",
-		"F:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS ")");
-	CHECK_LOAD_ERROR("demon:\n  port: 1\n",
-			 "F:1: demon: unknown key (known: paths, daemon, execution, agents)");
+	CHECK_LOAD_ERROR("daemon:\n  port: 1\n  prot: 2\n",
+			 "F:3: daemon.prot: unknown key (known: host, port, unix_user, socket_path, tls_cert, "
+			 "tls_key" DAEMON_LIMIT_KEYS ")");
+	CHECK_LOAD_ERROR("demon:\n  port: 1\n", "F:1: demon: unknown key (known: paths, daemon, execution, agents)");
 	CHECK_LOAD_ERROR("execution:\n  executor_pool:\n    max: 1\n",
 			 "F:3: execution.executor_pool.max: unknown key (known: max_executors, "
 			 "idle_timeout_ms)");
@@ -543,39 +523,35 @@ TEST(config_unknown_keys_name_the_known_ones)
 		"execution:\n  nope: 1\n",
 		"F:2: execution.nope: unknown key (known: unix_user_mode, executor_unix_user, "
 		"executor_command_template, executor_daemon_url, executor_daemon_ca_file, "
-		"executor_daemon_fingerprint, executor_heartbeat_ms, worktree_rbac, fallback_to_unified, executor_pool, "
+		"executor_daemon_fingerprint, executor_heartbeat_ms, worktree_rbac, fallback_to_unified, "
+		"executor_pool, "
 		"session_tokens, terminal_shell, git, timeout_ms, permission_timeout_ms, exec_env_allow, sandbox)");
-	CHECK_LOAD_ERROR("daemon.port: 1\n",
-			 "F:1: daemon.port: unknown key (known: paths, daemon, execution, agents)");
-	CHECK_LOAD_ERROR("daemon:\n  <<: {port: 1}\n",
-			 "F:2: daemon.<<: unknown key (known: host, port, unix_user, socket_path, tls_cert, tls_key"
-			 DAEMON_LIMIT_KEYS ")");
+	CHECK_LOAD_ERROR("daemon.port: 1\n", "F:1: daemon.port: unknown key (known: paths, daemon, execution, agents)");
+	CHECK_LOAD_ERROR("daemon:\n  <<: {port: 1}\n", "F:2: daemon.<<: unknown key (known: host, port, unix_user, "
+						       "socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS ")");
 }
 
 TEST(config_wrong_shapes_are_errors)
 {
-	CHECK_LOAD_ERROR("daemon: 3030\n", "F:1: daemon: expected a mapping (keys: host, port, "
-					   "unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS "), got a scalar");
-	CHECK_LOAD_ERROR("daemon:\n  - port\n", "F:2: daemon: expected a mapping (keys: host, "
-						"port, unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS "), got a list");
+	CHECK_LOAD_ERROR("daemon: 3030\n",
+			 "F:1: daemon: expected a mapping (keys: host, port, "
+			 "unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS "), got a scalar");
+	CHECK_LOAD_ERROR("daemon:\n  - port\n",
+			 "F:2: daemon: expected a mapping (keys: host, "
+			 "port, unix_user, socket_path, tls_cert, tls_key" DAEMON_LIMIT_KEYS "), got a list");
 	CHECK_LOAD_ERROR("daemon:\n  port:\n    x: 1\n",
 			 "F:3: daemon.port: expected an integer 0..65535, got a mapping");
-	CHECK_LOAD_ERROR("daemon:\n  host: [a, b]\n",
-			 "F:2: daemon.host: expected a non-empty string, got a list");
+	CHECK_LOAD_ERROR("daemon:\n  host: [a, b]\n", "F:2: daemon.host: expected a non-empty string, got a list");
 	CHECK_LOAD_ERROR("- a\n- b\n", "F:1: expected a mapping of settings (paths, daemon, "
 				       "execution, agents) at the top level, got a list");
 	CHECK_LOAD_ERROR("just text\n", "F:1: expected a mapping of settings (paths, daemon, "
 					"execution, agents) at the top level, got a scalar");
-	CHECK_LOAD_ERROR("daemon:\n  ? [a]\n  : 1\n",
-			 "F:2: daemon: expected a key name, got a list");
-	CHECK_LOAD_ERROR("daemon:\n  port: abc\n",
-			 "F:2: daemon.port: expected an integer 0..65535, got \"abc\"");
-	CHECK_LOAD_ERROR("daemon:\n  port: 70000\n",
-			 "F:2: daemon.port: expected an integer 0..65535, got \"70000\"");
-	CHECK_LOAD_ERROR(
-		"daemon:\n  port: \"3030\"\n",
-		"F:2: daemon.port: expected an integer 0..65535, got the quoted string \"3030\" "
-		"(write it without quotes)");
+	CHECK_LOAD_ERROR("daemon:\n  ? [a]\n  : 1\n", "F:2: daemon: expected a key name, got a list");
+	CHECK_LOAD_ERROR("daemon:\n  port: abc\n", "F:2: daemon.port: expected an integer 0..65535, got \"abc\"");
+	CHECK_LOAD_ERROR("daemon:\n  port: 70000\n", "F:2: daemon.port: expected an integer 0..65535, got \"70000\"");
+	CHECK_LOAD_ERROR("daemon:\n  port: \"3030\"\n",
+			 "F:2: daemon.port: expected an integer 0..65535, got the quoted string \"3030\" "
+			 "(write it without quotes)");
 }
 
 TEST(config_duplicate_keys_and_documents_are_errors)
@@ -584,8 +560,7 @@ TEST(config_duplicate_keys_and_documents_are_errors)
 			 "F:4: daemon.port: duplicate key (first on line 2)");
 	CHECK_LOAD_ERROR("daemon:\n  port: 1\nexecution: {}\ndaemon:\n  host: h\n",
 			 "F:4: daemon: duplicate key (first on line 1)");
-	CHECK_LOAD_ERROR("daemon: {port: 1}\n---\ndaemon: {port: 2}\n",
-			 "F:2: only one YAML document is allowed");
+	CHECK_LOAD_ERROR("daemon: {port: 1}\n---\ndaemon: {port: 2}\n", "F:2: only one YAML document is allowed");
 }
 
 TEST(config_yaml_syntax_errors_have_the_parser_line)
@@ -595,10 +570,8 @@ TEST(config_yaml_syntax_errors_have_the_parser_line)
 			 "flow sequence that "
 			 "starts on line 2)");
 	CHECK_LOAD_ERROR_PREFIX("daemon:\n  port: 1\n   host: x\n", "F:3: invalid YAML: ");
-	CHECK_LOAD_ERROR_PREFIX("daemon:\n  port: 1\nexecution: *nope\n",
-				"F:3: invalid YAML: found undefined alias");
-	CHECK_LOAD_ERROR("daemon:\n  host: \xff\n",
-			 "F:2: invalid YAML: invalid leading UTF-8 octet");
+	CHECK_LOAD_ERROR_PREFIX("daemon:\n  port: 1\nexecution: *nope\n", "F:3: invalid YAML: found undefined alias");
+	CHECK_LOAD_ERROR("daemon:\n  host: \xff\n", "F:2: invalid YAML: invalid leading UTF-8 octet");
 	/* an error after a valid first document is still found */
 	CHECK_LOAD_ERROR_PREFIX("daemon: {}\n---\n  a: [\n", "F:");
 }
@@ -607,23 +580,18 @@ TEST(config_environment_values_are_validated)
 {
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
-	const char *const port[] = {"AGOR_DAEMON_PORT=abc", NULL};
+	const char *const port[] = { "AGOR_DAEMON_PORT=abc", NULL };
 	CHECK_INT(load_env(cfg, NULL, port, &e), -1);
-	CHECK_STR(e.message,
-		  "AGOR_DAEMON_PORT: daemon.port: expected an integer 0..65535, got \"abc\"");
-	const char *const home[] = {"AGOR_HOME=relative", NULL};
+	CHECK_STR(e.message, "AGOR_DAEMON_PORT: daemon.port: expected an integer 0..65535, got \"abc\"");
+	const char *const home[] = { "AGOR_HOME=relative", NULL };
 	CHECK_INT(load_env(cfg, NULL, home, &e), -1);
-	CHECK_STR(
-		e.message,
-		"AGOR_HOME: paths.agor_home: expected an absolute path (or ~/…), got \"relative\"");
-	const char *const host[] = {"AGOR_DAEMON_HOST=a;b", NULL};
+	CHECK_STR(e.message, "AGOR_HOME: paths.agor_home: expected an absolute path (or ~/…), got \"relative\"");
+	const char *const host[] = { "AGOR_DAEMON_HOST=a;b", NULL };
 	CHECK_INT(load_env(cfg, NULL, host, &e), -1);
-	CHECK_STR(e.message,
-		  "AGOR_DAEMON_HOST: daemon.host: expected a host name or IP address, got \"a;b\"");
-	const char *const cpath[] = {"AGOR_CONFIG_PATH=rel.yaml", NULL};
+	CHECK_STR(e.message, "AGOR_DAEMON_HOST: daemon.host: expected a host name or IP address, got \"a;b\"");
+	const char *const cpath[] = { "AGOR_CONFIG_PATH=rel.yaml", NULL };
 	CHECK_INT(load_env(cfg, NULL, cpath, &e), -1);
-	CHECK_STR(e.message,
-		  "AGOR_CONFIG_PATH: expected an absolute path (or ~/…), got \"rel.yaml\"");
+	CHECK_STR(e.message, "AGOR_CONFIG_PATH: expected an absolute path (or ~/…), got \"rel.yaml\"");
 	err_clear(&e);
 	config_free(cfg);
 }
@@ -633,8 +601,7 @@ TEST(config_flags_reject_unknown_keys_and_bad_assignments)
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
 	CHECK_INT(config_set_flag(cfg, "daemon.prot", "1", &e), -1);
-	CHECK_STR(e.message,
-		  "unknown setting \"daemon.prot\" (see 'agor config show' for every key)");
+	CHECK_STR(e.message, "unknown setting \"daemon.prot\" (see 'agor config show' for every key)");
 	CHECK_INT(config_set_flag(cfg, "daemon", "1", &e), -1);
 	CHECK_INT(config_set_flag_assignment(cfg, "daemon.port", &e), -1);
 	CHECK_STR(e.message, "expected KEY=VALUE, got \"daemon.port\"");
@@ -659,8 +626,7 @@ TEST(config_template_placeholders_are_checked)
 		   "agor executor --stdin # {payload_json} {command} {session_id} {worktree_id} "
 		   "{daemon_url}");
 	/* shell syntax that is not a placeholder */
-	CHECK_FLAG("execution.executor_command_template",
-		   "echo ${HOME} {a,b} {} awk '{print $1}' {x-y}",
+	CHECK_FLAG("execution.executor_command_template", "echo ${HOME} {a,b} {} awk '{print $1}' {x-y}",
 		   "echo ${HOME} {a,b} {} awk '{print $1}' {x-y}");
 	CHECK_FLAG("execution.executor_command_template", "run {task}",
 		   "error: execution.executor_command_template: unknown placeholder {task} "
@@ -676,13 +642,12 @@ TEST(config_template_placeholders_are_checked)
 				"F:2: execution.executor_command_template: unknown placeholder "
 				"{Task_id} (allowed: ");
 	/* in a literal block, the line of the placeholder itself */
-	CHECK_LOAD_ERROR_PREFIX(
-		"execution:\n"
-		"  executor_command_template: |\n"
-		"    set -e\n"
-		"    kubectl run {task_id} \\\n"
-		"      --image {image}\n",
-		"F:5: execution.executor_command_template: unknown placeholder {image}");
+	CHECK_LOAD_ERROR_PREFIX("execution:\n"
+				"  executor_command_template: |\n"
+				"    set -e\n"
+				"    kubectl run {task_id} \\\n"
+				"      --image {image}\n",
+				"F:5: execution.executor_command_template: unknown placeholder {image}");
 	const char *name;
 	size_t len;
 	const char *s = "a ${X} {task_id}{b,c}{command}";
@@ -701,16 +666,15 @@ TEST(config_template_placeholders_are_checked)
 TEST(config_refuses_files_others_can_write)
 {
 	_cleanup_free_ char *path = default_config_path();
-	const mode_t bad[] = {0666, 0620, 0602, 0660};
+	const mode_t bad[] = { 0666, 0620, 0602, 0660 };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		write_file(path, "daemon: {port: 4000}\n", bad[i]);
 		struct config *cfg = config_new();
 		struct err e = ERR_INIT;
 		CHECK_INT(load(cfg, NULL, &e), -1);
-		_cleanup_free_ char *want =
-			xasprintf("%s: refusing a config file writable by group or others "
-				  "(mode %04o); fix: chmod 600 %s",
-				  path, (unsigned)bad[i], path);
+		_cleanup_free_ char *want = xasprintf("%s: refusing a config file writable by group or others "
+						      "(mode %04o); fix: chmod 600 %s",
+						      path, (unsigned)bad[i], path);
 		CHECK_STR(e.message, want);
 		err_clear(&e);
 		config_free(cfg);
@@ -732,7 +696,7 @@ TEST(config_refuses_files_others_can_write)
 		err_clear(&e);
 		config_free(cfg);
 	}
-	struct stat st = {.st_mode = S_IFDIR | 0700, .st_uid = geteuid()};
+	struct stat st = { .st_mode = S_IFDIR | 0700, .st_uid = geteuid() };
 	CHECK_INT(config_check_file_security(&st, "/x", &e), -1);
 	CHECK_STR(e.message, "/x: not a regular file");
 	err_clear(&e);
@@ -743,31 +707,27 @@ TEST(config_missing_file_is_an_error_only_when_named)
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
 	_cleanup_free_ char *missing = xasprintf("%s/missing.yaml", unit_tmpdir());
-	CHECK_INT(config_load(cfg,
-			      &(struct config_overrides){.config_path = missing,
-							 .env = (char *[]){NULL}},
-			      &e),
+	CHECK_INT(config_load(cfg, &(struct config_overrides){ .config_path = missing, .env = (char *[]){ NULL } }, &e),
 		  -1);
-	_cleanup_free_ char *want = xasprintf(
-		"%s: cannot open the config file named by --config: %s", missing, strerror(ENOENT));
+	_cleanup_free_ char *want =
+		xasprintf("%s: cannot open the config file named by --config: %s", missing, strerror(ENOENT));
 	CHECK_STR(e.message, want);
 	CHECK_STR(e.code, E_CONFIG);
 	_cleanup_free_ char *envv = xasprintf("AGOR_CONFIG_PATH=%s", missing);
-	const char *const env[] = {envv, NULL};
+	const char *const env[] = { envv, NULL };
 	CHECK_INT(load_env(cfg, NULL, env, &e), -1);
 	CHECK_CONTAINS(e.message, "named by AGOR_CONFIG_PATH");
 	/* AGOR_CONFIG_PATH names the file; --config beats it */
 	_cleanup_free_ char *other = xasprintf("%s/other.yaml", unit_tmpdir());
 	write_file(other, "daemon: {port: 4001}\n", 0600);
 	_cleanup_free_ char *envo = xasprintf("AGOR_CONFIG_PATH=%s", other);
-	const char *const env2[] = {envo, NULL};
+	const char *const env2[] = { envo, NULL };
 	CHECK_INT(load_env(cfg, NULL, env2, &e), 0);
 	CHECK_INT(cfg->daemon.port, 4001);
 	CHECK_STR(cfg->config_file, other);
 	/* a directory is not a config file */
 	CHECK_INT(config_load(cfg,
-			      &(struct config_overrides){.config_path = unit_tmpdir(),
-							 .env = (char *[]){NULL}},
+			      &(struct config_overrides){ .config_path = unit_tmpdir(), .env = (char *[]){ NULL } },
 			      &e),
 		  -1);
 	CHECK_CONTAINS(e.message, ": not a regular file");
@@ -782,11 +742,9 @@ TEST(config_relative_config_flag_is_resolved_against_the_working_directory)
 	write_file(path, "daemon: {port: 4002}\n", 0600);
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
-	CHECK_INT(config_load(cfg,
-			      &(struct config_overrides){.config_path = "c.yaml",
-							 .env = (char *[]){NULL}},
-			      &e),
-		  0);
+	CHECK_INT(
+		config_load(cfg, &(struct config_overrides){ .config_path = "c.yaml", .env = (char *[]){ NULL } }, &e),
+		0);
 	CHECK_STR(cfg->config_file, path);
 	CHECK_INT(cfg->daemon.port, 4002);
 	CHECK_STR(entry(cfg, "daemon.port").file, path);
@@ -799,7 +757,7 @@ TEST(config_show_text_and_json)
 {
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
-	const char *const env[] = {"AGOR_DAEMON_HOST=::1", NULL};
+	const char *const env[] = { "AGOR_DAEMON_HOST=::1", NULL };
 	CHECK_INT(config_set_flag(cfg, "execution.timeout_ms", "1000", &e), 0);
 	CHECK_INT(load_env(cfg, "daemon:\n  port: 4000\n", env, &e), 0);
 	struct strbuf sb = STRBUF_INIT;
@@ -885,8 +843,7 @@ TEST(config_policy_keys_are_the_sandbox_the_fallback_the_timeout_and_the_roots)
 			continue;
 		}
 		n++;
-		CHECK(!strncmp(en.key, "execution.sandbox.", 18) ||
-		      !strcmp(en.key, "execution.fallback_to_unified") ||
+		CHECK(!strncmp(en.key, "execution.sandbox.", 18) || !strcmp(en.key, "execution.fallback_to_unified") ||
 		      !strcmp(en.key, "execution.timeout_ms") || !strcmp(en.key, "paths.repos_dir") ||
 		      !strcmp(en.key, "paths.worktrees_dir") || !strcmp(en.key, "execution.terminal_shell"));
 		if (en.value)
@@ -938,9 +895,8 @@ TEST(config_policy_wins_where_the_user_config_is_looser)
 	CHECK_INT(cfg->execution.sandbox.pids_max, 100);
 	CHECK(!cfg->execution.fallback_to_unified);
 	CHECK_INT(cfg->execution.timeout_ms, 60000);
-	CHECK(cfg->execution.sandbox.read_only_paths == NULL); /* paths: the daemon's, whatever */
-	CHECK_STR(cfg->execution.sandbox.cgroup_parent,
-		  "agor"); /* left out: the built-in default */
+	CHECK(cfg->execution.sandbox.read_only_paths == NULL);	 /* paths: the daemon's, whatever */
+	CHECK_STR(cfg->execution.sandbox.cgroup_parent, "agor"); /* left out: the built-in default */
 	CHECK_INT(entry(cfg, "execution.sandbox.enabled").source, CONFIG_SOURCE_POLICY);
 	config_free(cfg);
 }
@@ -968,8 +924,7 @@ TEST(config_policy_is_only_tightened_by_the_user_config)
 			       "ms\":\"60000\"}",
 			       &e),
 		  0);
-	CHECK_INT(cfg->execution.sandbox.network,
-		  CONFIG_SANDBOX_NETWORK_NONE); /* the user's: stricter */
+	CHECK_INT(cfg->execution.sandbox.network, CONFIG_SANDBOX_NETWORK_NONE); /* the user's: stricter */
 	CHECK_INT(cfg->execution.sandbox.memory_max_mb, 256);
 	CHECK_INT(cfg->execution.sandbox.nofile, 128); /* 0 is no limit: any limit is stricter */
 	CHECK_INT(cfg->execution.sandbox.cpu_max_percent, 50);
@@ -1001,39 +956,33 @@ TEST(config_policy_is_only_tightened_by_the_user_config)
 	config_free(cfg);
 }
 
-#define CHECK_POLICY_ERROR(policy_json, path, reason_part)                                         \
-	do {                                                                                       \
-		struct config *_cfg = config_new();                                                \
-		struct err _e = ERR_INIT;                                                          \
-		CHECK_INT(load(_cfg, NULL, &_e), 0);                                               \
-		CHECK_INT(apply_policy(_cfg, policy_json, &_e), -1);                               \
-		CHECK_STR(_e.code, E_INVALID_PAYLOAD);                                             \
-		CHECK_STR(json_string_value(json_object_get(_e.details, "path")), path);           \
-		CHECK_CONTAINS(json_string_value(json_object_get(_e.details, "reason")),           \
-			       reason_part);                                                       \
-		CHECK_CONTAINS(_e.message, path ": ");                                             \
-		err_clear(&_e);                                                                    \
-		config_free(_cfg);                                                                 \
+#define CHECK_POLICY_ERROR(policy_json, path, reason_part)                                                             \
+	do {                                                                                                           \
+		struct config *_cfg = config_new();                                                                    \
+		struct err _e = ERR_INIT;                                                                              \
+		CHECK_INT(load(_cfg, NULL, &_e), 0);                                                                   \
+		CHECK_INT(apply_policy(_cfg, policy_json, &_e), -1);                                                   \
+		CHECK_STR(_e.code, E_INVALID_PAYLOAD);                                                                 \
+		CHECK_STR(json_string_value(json_object_get(_e.details, "path")), path);                               \
+		CHECK_CONTAINS(json_string_value(json_object_get(_e.details, "reason")), reason_part);                 \
+		CHECK_CONTAINS(_e.message, path ": ");                                                                 \
+		err_clear(&_e);                                                                                        \
+		config_free(_cfg);                                                                                     \
 	} while (0)
 
 TEST(config_policy_refuses_other_keys_and_values_not_in_canonical_text)
 {
-	CHECK_POLICY_ERROR("{\"daemon.port\":\"1\"}", "policy.daemon.port",
-			   "not an execution policy setting");
-	CHECK_POLICY_ERROR("{\"execution.sandbox.nope\":\"1\"}", "policy.execution.sandbox.nope",
-			   "unknown setting");
-	CHECK_POLICY_ERROR("{\"execution.sandbox.enabled\":\"yes\"}",
-			   "policy.execution.sandbox.enabled", "expected true or false");
-	CHECK_POLICY_ERROR("{\"execution.sandbox.enabled\":true}",
-			   "policy.execution.sandbox.enabled", "JSON string");
-	CHECK_POLICY_ERROR("{\"execution.sandbox.network\":null}",
-			   "policy.execution.sandbox.network", "null only for a nullable");
-	CHECK_POLICY_ERROR("{\"execution.timeout_ms\":\"10\"}", "policy.execution.timeout_ms",
-			   "1000..604800000");
-	CHECK_POLICY_ERROR("{\"execution.sandbox.pids_max\":\"010\"}",
-			   "policy.execution.sandbox.pids_max", "integer");
-	CHECK_POLICY_ERROR("{\"execution.sandbox.cgroup_root\":\"~/cg\"}",
-			   "policy.execution.sandbox.cgroup_root", "canonical");
+	CHECK_POLICY_ERROR("{\"daemon.port\":\"1\"}", "policy.daemon.port", "not an execution policy setting");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.nope\":\"1\"}", "policy.execution.sandbox.nope", "unknown setting");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.enabled\":\"yes\"}", "policy.execution.sandbox.enabled",
+			   "expected true or false");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.enabled\":true}", "policy.execution.sandbox.enabled", "JSON string");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.network\":null}", "policy.execution.sandbox.network",
+			   "null only for a nullable");
+	CHECK_POLICY_ERROR("{\"execution.timeout_ms\":\"10\"}", "policy.execution.timeout_ms", "1000..604800000");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.pids_max\":\"010\"}", "policy.execution.sandbox.pids_max", "integer");
+	CHECK_POLICY_ERROR("{\"execution.sandbox.cgroup_root\":\"~/cg\"}", "policy.execution.sandbox.cgroup_root",
+			   "canonical");
 	CHECK_POLICY_ERROR("{\"execution.sandbox.read_write_paths\":\"/a:rel\"}",
 			   "policy.execution.sandbox.read_write_paths", "absolute paths");
 	CHECK_POLICY_ERROR("[\"execution.sandbox.enabled\"]", "policy", "expected an object");
@@ -1048,7 +997,7 @@ static void paths_for_home(struct agor_paths *p, const char *home, const char *d
 	CHECK_INT(config_set_flag(cfg, "paths.agor_home", home, &e), 0);
 	if (data)
 		CHECK_INT(config_set_flag(cfg, "paths.data_home", data, &e), 0);
-	CHECK_INT(config_load(cfg, &(struct config_overrides){.env = (char *[]){NULL}}, &e), 0);
+	CHECK_INT(config_load(cfg, &(struct config_overrides){ .env = (char *[]){ NULL } }, &e), 0);
 	paths_from_config(p, cfg);
 	config_free(cfg);
 }
@@ -1144,8 +1093,7 @@ TEST(paths_ensure_home_refuses_symlinks_and_strangers)
 	struct agor_paths p = AGOR_PATHS_INIT;
 	paths_for_home(&p, link, NULL);
 	CHECK_INT(paths_ensure_home(&p, &e), -1);
-	_cleanup_free_ char *want =
-		xasprintf("%s is a symbolic link; refusing it (use the real path)", link);
+	_cleanup_free_ char *want = xasprintf("%s is a symbolic link; refusing it (use the real path)", link);
 	CHECK_STR(e.message, want);
 	paths_release(&p);
 
@@ -1169,10 +1117,9 @@ TEST(paths_ensure_home_refuses_symlinks_and_strangers)
 		CHECK_INT(chown(real, 4242, 4242), 0);
 		paths_for_home(&p, real, NULL);
 		CHECK_INT(paths_ensure_home(&p, &e), -1);
-		_cleanup_free_ char *want2 =
-			xasprintf("%s is owned by uid 4242, not by the running user (uid 0); "
-				  "refusing to use it",
-				  real);
+		_cleanup_free_ char *want2 = xasprintf("%s is owned by uid 4242, not by the running user (uid 0); "
+						       "refusing to use it",
+						       real);
 		CHECK_STR(e.message, want2);
 		CHECK_INT(mode_of(real), 0700);
 		paths_release(&p);
@@ -1210,9 +1157,9 @@ TEST(execrun_home_moves_aside_when_the_passwd_home_holds_the_data_home)
 	static const struct {
 		const char *passwd_home, *inside;
 	} cases[] = {
-		{ "/nonexistent-u2", EXECRUN_SHARED_HOME },  { "/nonexistent-u2/", EXECRUN_SHARED_HOME },
+		{ "/nonexistent-u2", EXECRUN_SHARED_HOME },    { "/nonexistent-u2/", EXECRUN_SHARED_HOME },
 		{ "//nonexistent-u2//", EXECRUN_SHARED_HOME }, { "/nonexistent-u3/", "/nonexistent-u3" },
-		{ "/nonexistent-u2x", "/nonexistent-u2x" },   { "/", "/" },
+		{ "/nonexistent-u2x", "/nonexistent-u2x" },    { "/", "/" },
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *inside = execrun_home_inside(cfg, cases[i].passwd_home);
@@ -1237,7 +1184,8 @@ TEST(config_network_proxy_sits_between_none_and_host)
 		struct config *cfg = config_new();
 		struct err e = ERR_INIT;
 		_cleanup_free_ char *yaml = xasprintf("execution:\n  sandbox:\n    network: %s\n    egress_allow: "
-						      "\"*.npmjs.org, 127.0.0.1:8080\"\n", cases[i].user);
+						      "\"*.npmjs.org, 127.0.0.1:8080\"\n",
+						      cases[i].user);
 		_cleanup_free_ char *policy = xasprintf("{\"execution.sandbox.network\":\"%s\"}", cases[i].policy);
 		CHECK_INT(load(cfg, yaml, &e), 0);
 		CHECK_INT(apply_policy(cfg, policy, &e), 0);

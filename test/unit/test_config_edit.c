@@ -37,7 +37,8 @@ TEST(config_edit_fills_an_empty_value)
 
 TEST(config_edit_inserts_under_its_section_with_the_siblings_indent)
 {
-	_cleanup_free_ char *t = edited("execution:\n    timeout_ms: 9000\n", "execution.executor_pool.max_executors", "3");
+	_cleanup_free_ char *t =
+		edited("execution:\n    timeout_ms: 9000\n", "execution.executor_pool.max_executors", "3");
 	CHECK_STR(t, "execution:\n    executor_pool:\n      max_executors: 3\n    timeout_ms: 9000\n");
 }
 

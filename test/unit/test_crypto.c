@@ -18,11 +18,11 @@ static char *hex_of(const uint8_t *b, size_t n)
 	return s;
 }
 
-#define CHECK_HEX(bytes, n, expected)                                                      \
-	do {                                                                               \
-		char *_h = hex_of(bytes, n);                                               \
-		CHECK_STR(_h, expected);                                                   \
-		free(_h);                                                                  \
+#define CHECK_HEX(bytes, n, expected)                                                                                  \
+	do {                                                                                                           \
+		char *_h = hex_of(bytes, n);                                                                           \
+		CHECK_STR(_h, expected);                                                                               \
+		free(_h);                                                                                              \
 	} while (0)
 
 /* ---- SHA-256 / HMAC -------------------------------------------------------------------------- */
@@ -54,8 +54,7 @@ TEST(crypto_sha256_incremental_equals_one_shot)
 	}
 	uint8_t digest[CRYPTO_SHA256_LEN];
 	crypto_sha256_final(&h, digest);
-	CHECK_HEX(digest, sizeof(digest),
-		  "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	CHECK_HEX(digest, sizeof(digest), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(crypto_hex_is_lowercase)
@@ -70,21 +69,18 @@ TEST(crypto_hmac_sha256_rfc4231)
 	uint8_t mac[CRYPTO_HMAC_SHA256_LEN];
 	const char *data = "what do ya want for nothing?"; /* test case 2 */
 	crypto_hmac_sha256("Jefe", 4, data, strlen(data), mac);
-	CHECK_HEX(mac, sizeof(mac),
-		  "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	CHECK_HEX(mac, sizeof(mac), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 
 	uint8_t key[131]; /* test case 6: a key longer than the block size is hashed first */
 	memset(key, 0xaa, sizeof(key));
 	const char *msg = "Test Using Larger Than Block-Size Key - Hash Key First";
 	crypto_hmac_sha256(key, sizeof(key), msg, strlen(msg), mac);
-	CHECK_HEX(mac, sizeof(mac),
-		  "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+	CHECK_HEX(mac, sizeof(mac), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 
 	uint8_t key1[20]; /* test case 1 */
 	memset(key1, 0x0b, sizeof(key1));
 	crypto_hmac_sha256(key1, sizeof(key1), "Hi There", 8, mac);
-	CHECK_HEX(mac, sizeof(mac),
-		  "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+	CHECK_HEX(mac, sizeof(mac), "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
 }
 
 TEST(crypto_equal_compares_every_byte)
@@ -127,13 +123,11 @@ static const char AAD[] = "api_keys:anthropic:user-1";
 static void seal_secret(struct strbuf *blob)
 {
 	struct err e = ERR_INIT;
-	CHECK_INT(crypto_seal(KEY, SECRET_TEXT, strlen(SECRET_TEXT), AAD, strlen(AAD), blob, &e),
-		  0);
+	CHECK_INT(crypto_seal(KEY, SECRET_TEXT, strlen(SECRET_TEXT), AAD, strlen(AAD), blob, &e), 0);
 	CHECK(!err_is_set(&e));
 }
 
-static void check_open_refused(const uint8_t *key, const void *blob, size_t len, const void *aad,
-			       size_t aadlen)
+static void check_open_refused(const uint8_t *key, const void *blob, size_t len, const void *aad, size_t aadlen)
 {
 	struct err e = ERR_INIT;
 	struct strbuf out = STRBUF_INIT;
@@ -238,7 +232,8 @@ TEST(crypto_open_refuses_unknown_version)
 
 static const struct {
 	const char *plain, *url, *std;
-} RFC4648_VECTORS[] = { /* RFC 4648 §10; the url form drops the padding */
+} RFC4648_VECTORS[] = {
+	/* RFC 4648 §10; the url form drops the padding */
 	{ "", "", "" },
 	{ "f", "Zg", "Zg==" },
 	{ "fo", "Zm8", "Zm8=" },
@@ -260,14 +255,10 @@ TEST(crypto_base64_rfc4648_vectors)
 		crypto_base64_encode(plain, strlen(plain), &sb);
 		CHECK_STR(sb.buf, RFC4648_VECTORS[i].std);
 		strbuf_reset(&sb);
-		CHECK_INT(crypto_base64url_decode(RFC4648_VECTORS[i].url,
-						  strlen(RFC4648_VECTORS[i].url), &sb, &e),
-			  0);
+		CHECK_INT(crypto_base64url_decode(RFC4648_VECTORS[i].url, strlen(RFC4648_VECTORS[i].url), &sb, &e), 0);
 		CHECK_STR(sb.buf, plain);
 		strbuf_reset(&sb);
-		CHECK_INT(crypto_base64_decode(RFC4648_VECTORS[i].std,
-					       strlen(RFC4648_VECTORS[i].std), &sb, &e),
-			  0);
+		CHECK_INT(crypto_base64_decode(RFC4648_VECTORS[i].std, strlen(RFC4648_VECTORS[i].std), &sb, &e), 0);
 		CHECK_STR(sb.buf, plain);
 		strbuf_release(&sb);
 	}
@@ -352,7 +343,7 @@ TEST(crypto_base64url_decode_is_strict)
 	check_url_refused("Zm/v", 4, "invalid character");
 	check_url_refused("Zm9\0", 4, "invalid character at offset 3");
 	check_url_refused("Zm\xc3\xa9", 4, "invalid character at offset 2");
-	check_url_refused("Zh", 2, "non-canonical"); /* 'h' leaves a 1 in the 4 spare bits */
+	check_url_refused("Zh", 2, "non-canonical");  /* 'h' leaves a 1 in the 4 spare bits */
 	check_url_refused("Zm9", 3, "non-canonical"); /* '9' leaves a 1 in the 2 spare bits */
 	check_url_refused("Zm9vYh", 6, "non-canonical");
 }

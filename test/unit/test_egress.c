@@ -58,8 +58,8 @@ TEST(egress_allow_matches_names_wildcards_and_ports)
 
 TEST(egress_allow_refuses_malformed_entries_naming_them)
 {
-	const char *bad[] = { "a..b", "*.", "*.1.2.3.4", "host:0", "host:080", "host:65536", "h\"st", "::1", "a/b",
-			      "host:", "*", "-x:1x" };
+	const char *bad[] = { "a..b",  "*.",  "*.1.2.3.4", "host:0", "host:080", "host:65536",
+			      "h\"st", "::1", "a/b",	   "host:",  "*",	 "-x:1x" };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		size_t at = 0;
 		struct err e = ERR_INIT;
@@ -114,7 +114,9 @@ static uint32_t verify_leaf(const struct egress_ca *ca, const char *cn)
 	mbedtls_x509_crt root, leaf;
 	mbedtls_x509_crt_init(&root);
 	mbedtls_x509_crt_init(&leaf);
-	CHECK_INT(mbedtls_x509_crt_parse(&root, (const unsigned char *)egress_ca_pem(ca), strlen(egress_ca_pem(ca)) + 1), 0);
+	CHECK_INT(
+		mbedtls_x509_crt_parse(&root, (const unsigned char *)egress_ca_pem(ca), strlen(egress_ca_pem(ca)) + 1),
+		0);
 	CHECK_INT(mbedtls_x509_crt_parse(&leaf, (const unsigned char *)egress_ca_leaf_pem(ca),
 					 strlen(egress_ca_leaf_pem(ca)) + 1),
 		  0);

@@ -47,7 +47,8 @@ TEST(exec_directive_sets_keys)
 	check("  /exec node=build-box", NULL, 1, "{\"host\":\"node\",\"node\":\"build-box\"}");
 	check("/exec", "{\"host\":\"gateway\"}", 1, "{\"host\":\"gateway\"}");
 	check("/exec reset", "{\"host\":\"gateway\"}", 1, "{}");
-	check("/exec host=sandbox", "{\"host\":\"node\",\"node\":\"x\",\"security\":\"full\"}", 1, "{\"host\":\"sandbox\"}");
+	check("/exec host=sandbox", "{\"host\":\"node\",\"node\":\"x\",\"security\":\"full\"}", 1,
+	      "{\"host\":\"sandbox\"}");
 	check("/exec host=gateway", "{\"host\":\"node\",\"node\":\"x\"}", 1, "{\"host\":\"gateway\"}");
 }
 

@@ -14,9 +14,20 @@ TEST(exec_env_passes_only_listed_names)
 	CHECK(exec_env_refusal(list, "TZ") == NULL);
 	CHECK(exec_env_refusal(list, "TZX") != NULL);
 	CHECK(exec_env_refusal(list, "LANGUAGE") != NULL);
-	static const char *const attacks[] = { "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_ALLOW_PROTOCOL", "GIT_CONFIG_COUNT",
-					       "GIT_CONFIG_PARAMETERS", "SSH_ASKPASS", "LD_PRELOAD", "HTTPS_PROXY",
-					       "https_proxy", "PAGER", "EDITOR", "BASH_ENV", "ENV", "AGOR_HOME" };
+	static const char *const attacks[] = { "GIT_SSH_COMMAND",
+					       "GIT_EXEC_PATH",
+					       "GIT_ALLOW_PROTOCOL",
+					       "GIT_CONFIG_COUNT",
+					       "GIT_CONFIG_PARAMETERS",
+					       "SSH_ASKPASS",
+					       "LD_PRELOAD",
+					       "HTTPS_PROXY",
+					       "https_proxy",
+					       "PAGER",
+					       "EDITOR",
+					       "BASH_ENV",
+					       "ENV",
+					       "AGOR_HOME" };
 	for (size_t i = 0; i < ARRAY_SIZE(attacks); i++)
 		CHECK(exec_env_refusal(list, attacks[i]) != NULL);
 	CHECK(exec_env_refusal(NULL, "LANG") != NULL);
@@ -37,8 +48,11 @@ TEST(exec_env_keeps_agors_names_whatever_the_list_says)
 
 TEST(exec_env_names_agor_keeps_are_exactly_the_dangerous_ones)
 {
-	static const char *const ours[] = { "PATH", "HOME", "SHELL", "IFS", "BASH_ENV", "ENV", "NODE_OPTIONS", "RUBYOPT",
-					    "LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "PYTHONPATH", "PERL5LIB", "GIT_CONFIG_COUNT" };
+	static const char *const ours[] = {
+		"PATH",	      "HOME",	      "SHELL",		 "IFS",	       "BASH_ENV",
+		"ENV",	      "NODE_OPTIONS", "RUBYOPT",	 "LD_PRELOAD", "DYLD_INSERT_LIBRARIES",
+		"PYTHONPATH", "PERL5LIB",     "GIT_CONFIG_COUNT"
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(ours); i++)
 		CHECK(exec_env_name_ours(ours[i]));
 	static const char *const theirs[] = { "LANG", "LC_ALL", "TZ", "TERM", "MY_VAR", "GIT_AUTHOR_NAME" };

@@ -72,7 +72,8 @@ TEST(fs_remove_at_removes_a_tree_and_unlinks_links_without_following_them)
 {
 	make_outside();
 	mkdirs("t/a/b/c");
-	_cleanup_free_ char *f = tmp_path("t/a/b/c/f"), *l1 = tmp_path("t/a/to-outside"), *l2 = tmp_path("t/a/b/dangling");
+	_cleanup_free_ char *f = tmp_path("t/a/b/c/f"), *l1 = tmp_path("t/a/to-outside"),
+			    *l2 = tmp_path("t/a/b/dangling");
 	_cleanup_free_ char *l3 = tmp_path("t/to-file"), *outside = tmp_path("outside"), *t = tmp_path("t");
 	_cleanup_free_ char *keep = tmp_path("outside/keep.txt");
 	write_file(f, "x");

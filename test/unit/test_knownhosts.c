@@ -12,7 +12,8 @@ static char *keys_for(const char *text, const char *host, int port)
 	char *out = xstrdup("");
 	size_t i;
 	json_t *v;
-	json_array_foreach(a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		char *next = xasprintf("%s%s%s", out, i ? "|" : "", json_string_value(v));
 		free(out);
 		out = next;
@@ -21,11 +22,11 @@ static char *keys_for(const char *text, const char *host, int port)
 	return out;
 }
 
-#define CHECK_KEYS(text, host, port, want)                                                 \
-	do {                                                                               \
-		char *_k = keys_for(text, host, port);                                     \
-		CHECK_STR(_k, want);                                                       \
-		free(_k);                                                                  \
+#define CHECK_KEYS(text, host, port, want)                                                                             \
+	do {                                                                                                           \
+		char *_k = keys_for(text, host, port);                                                                 \
+		CHECK_STR(_k, want);                                                                                   \
+		free(_k);                                                                                              \
 	} while (0)
 
 TEST(known_hosts_port_22_is_the_bare_name_another_port_is_bracketed)
@@ -35,7 +36,7 @@ TEST(known_hosts_port_22_is_the_bare_name_another_port_is_bracketed)
 	CHECK_KEYS(text, "git.example.com", 22, "ecdsa-sha2-nistp256 AAAA22");
 	CHECK_KEYS(text, "git.example.com", 2222, "ecdsa-sha2-nistp256 AAAA2222");
 	CHECK_KEYS(text, "git.example.com", 2223, "");
-	CHECK_KEYS(text, "example.com", 22, ""); /* no suffix matching */
+	CHECK_KEYS(text, "example.com", 22, "");			   /* no suffix matching */
 	CHECK_KEYS("[127.0.0.1]:22 ssh-ed25519 K\n", "127.0.0.1", 22, ""); /* '[' is literal, not a class */
 }
 

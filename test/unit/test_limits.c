@@ -29,7 +29,7 @@ TEST(origin_own_names_for_loopback_wildcard_and_named_hosts)
 	CHECK(origin_allowed(s, "http://[0:0::1]:3030"));
 	CHECK(!origin_allowed(s, "https://127.0.0.1:3030")); /* another scheme */
 	CHECK(!origin_allowed(s, "http://127.0.0.1:3031"));  /* another port */
-	CHECK(!origin_allowed(s, "http://127.0.0.1"));       /* port 80 */
+	CHECK(!origin_allowed(s, "http://127.0.0.1"));	     /* port 80 */
 	CHECK(!origin_allowed(s, "http://evil.example:3030"));
 	CHECK(!origin_allowed(s, "http://127.0.0.1.evil.example:3030"));
 	CHECK(!origin_allowed(s, "null"));
@@ -39,7 +39,8 @@ TEST(origin_own_names_for_loopback_wildcard_and_named_hosts)
 	CHECK(!origin_allowed(s, "http://127.0.0.1:3030, http://evil.example")); /* two Origin headers joined */
 	origin_set_free(s);
 
-	s = origin_set_new(1, "0.0.0.0", 443, "https://Agor.Example.com, http://10.0.0.5:8080  https://[2001:db8::1]:9");
+	s = origin_set_new(1, "0.0.0.0", 443,
+			   "https://Agor.Example.com, http://10.0.0.5:8080  https://[2001:db8::1]:9");
 	CHECK(origin_allowed(s, "https://localhost"));
 	CHECK(origin_allowed(s, "https://agor.example.com:443"));
 	CHECK(origin_allowed(s, "http://10.0.0.5:8080"));
@@ -225,7 +226,8 @@ TEST(db_wal_past_its_cap_is_truncated)
 	CHECK_INT(db_open(path, &db, &e), 0);
 	CHECK_INT(db_checkpoint_in_background(db, 256 << 10, &e), 0);
 	CHECK_INT(db_exec(db, "CREATE TABLE t (x BLOB)", &e), 0);
-	/* commits that never pause for a second: passive checkpoints alone never catch up, and the file never shrinks */
+	/* commits that never pause for a second: passive checkpoints alone never catch up, and the file never shrinks
+	 */
 	unsigned long long biggest = 0, db_bytes = 0, wal_bytes = 0;
 	uint64_t until = loop_now_ms() + 1000;
 	for (int i = 0; loop_now_ms() < until; i++) {

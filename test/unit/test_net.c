@@ -143,7 +143,9 @@ TEST(http_limits_head_431_body_skipped_and_malformed_400)
 	strbuf_addf(&in, "POST /rpc HTTP/1.1\r\nHost: a\r\nContent-Length: 150\r\n\r\n");
 	for (int i = 0; i < 150; i++)
 		strbuf_addch(&in, 'b');
-	strbuf_addstr(&in, "POST /rpc HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+	strbuf_addstr(
+		&in,
+		"POST /rpc HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
 	http_reader_init(&r, HTTP_REQUEST, 16384, 100);
 	size_t off = http_reader_feed(&r, in.buf, in.len, &ev);
 	CHECK_INT(ev, HTTP_MESSAGE);
@@ -345,7 +347,8 @@ static void handle_rpc(struct net_conn *c, json_t *req)
 	if (!strcmp(method, "echo")) {
 		reply(c, id, "result", json_incref(params ? params : json_null()));
 	} else if (!strcmp(method, "fail")) {
-		reply(c, id, "error", json_pack("{s:i,s:s,s:{s:s}}", "code", -32001, "message", "nope", "data", "code", "NOT_FOUND"));
+		reply(c, id, "error",
+		      json_pack("{s:i,s:s,s:{s:s}}", "code", -32001, "message", "nope", "data", "code", "NOT_FOUND"));
 	} else if (!strcmp(method, "notify_then_echo")) {
 		const char *note = "{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"t\",\"data\":1}}";
 		net_send(c, note, strlen(note));
@@ -355,9 +358,10 @@ static void handle_rpc(struct net_conn *c, json_t *req)
 		gid_t gid = 0;
 		pid_t pid = 0;
 		int r = net_conn_peer_cred(c, &uid, &gid, &pid);
-		reply(c, id, "result", json_pack("{s:i,s:i,s:i,s:i,s:s,s:s}", "ok", r, "uid", (int)uid, "gid", (int)gid, "pid",
-						 (int)pid, "kind", net_conn_kind(c) == NET_CONN_UNIX ? "unix" : "tcp",
-						 "remote", net_conn_remote_addr(c)));
+		reply(c, id, "result",
+		      json_pack("{s:i,s:i,s:i,s:i,s:s,s:s}", "ok", r, "uid", (int)uid, "gid", (int)gid, "pid", (int)pid,
+				"kind", net_conn_kind(c) == NET_CONN_UNIX ? "unix" : "tcp", "remote",
+				net_conn_remote_addr(c)));
 	} else if (!strcmp(method, "login")) {
 		net_conn_set_authenticated(c);
 		reply(c, id, "result", json_true());
@@ -545,7 +549,8 @@ static int tls_dir_ready(const char *dir)
 	if (stat(probe, &st) == 0)
 		return 1;
 	if (run_script("test/helpers/make-test-ca.sh", dir) < 0) {
-		unit_fail(__FILE__, __LINE__, "test/helpers/make-test-ca.sh %s failed (openssl missing? run from the top)", dir);
+		unit_fail(__FILE__, __LINE__,
+			  "test/helpers/make-test-ca.sh %s failed (openssl missing? run from the top)", dir);
 		return 0;
 	}
 	return 1;
@@ -663,7 +668,7 @@ TEST(net_unix_round_trip_and_peer_credentials)
 	CHECK_INT(S.opened, 3);
 	CHECK_INT(S.closed, 3);
 	CHECK_INT(S.stats.messages_in, 15); /* 7 per round trip + whoami; the newline one never left */
-	CHECK_INT(stat(S.sock, &st), -1); /* removed on free */
+	CHECK_INT(stat(S.sock, &st), -1);   /* removed on free */
 }
 
 TEST(net_http_round_trip_keeps_the_connection_alive)
@@ -802,9 +807,8 @@ TEST(net_tls_unknown_ca_wrong_host_and_pin_mismatch_are_refused)
 	expect_refused(url_of("wss://localhost:%d/ws"), &unknown, E_AUTH_FAILED, "verification failed");
 	struct rpc_client_options good = { .ca_file = ca_file };
 	expect_refused(url_of("https://127.0.0.1:%d"), &good, E_AUTH_FAILED, "CN"); /* the name does not match */
-	struct rpc_client_options bad_pin = {
-		.pin_sha256 = "00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff"
-	};
+	struct rpc_client_options bad_pin = { .pin_sha256 = "00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22:"
+							    "33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff" };
 	expect_refused(url_of("wss://localhost:%d/ws"), &bad_pin, E_AUTH_FAILED, "pinned");
 	struct rpc_client_options short_pin = { .pin_sha256 = "abcd" };
 	expect_refused(url_of("wss://localhost:%d/ws"), &short_pin, E_CONFIG, "64 hex");
@@ -928,7 +932,8 @@ TEST(net_slow_reader_is_dropped_while_a_fast_one_keeps_receiving)
 			break;
 		}
 		if (got.len != 4096 || atol(got.buf) != received) {
-			unit_fail(__FILE__, __LINE__, "message %d: %zu bytes, seq %ld", received, got.len, atol(got.buf));
+			unit_fail(__FILE__, __LINE__, "message %d: %zu bytes, seq %ld", received, got.len,
+				  atol(got.buf));
 			break;
 		}
 	}
@@ -1011,7 +1016,8 @@ TEST(net_http_status_codes_for_wrong_paths_methods_and_requests)
 {
 	if (server_start() < 0)
 		return;
-	http_exchange("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Type: application/json", 0);
+	http_exchange("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Type: application/json",
+		      0);
 	http_exchange("HEAD /healthz HTTP/1.1\r\nHost: a\r\n\r\n", "Content-Length: 12", 0);
 	http_exchange("GET /nope?x HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 404 Not Found", 0);
 	http_exchange("GET /rpc HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 405 Method Not Allowed\r\n", 0);
@@ -1378,8 +1384,8 @@ TEST(net_server_free_from_a_loop_callback_with_open_connections)
 
 TEST(rpc_client_rejects_bad_urls_and_maps_errors)
 {
-	static const char *const bad[] = { "ftp://x", "unix:relative.sock", "http://", "http://host:port", "ws://[::1",
-					   "https://:443" };
+	static const char *const bad[] = { "ftp://x",	       "unix:relative.sock", "http://",
+					   "http://host:port", "ws://[::1",	     "https://:443" };
 	struct err e = ERR_INIT;
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		CHECK(rpc_client_connect(bad[i], NULL, &e) == NULL);
@@ -1394,7 +1400,8 @@ TEST(rpc_client_rejects_bad_urls_and_maps_errors)
 	CHECK(rpc_client_connect("https://localhost:1", &ca, &e) == NULL);
 	CHECK_CONTAINS(e.message, "missing-ca.pem");
 	err_clear(&e);
-	json_t *error = json_pack("{s:i,s:s,s:{s:s}}", "code", -32000, "message", "token expired", "data", "code", "AUTH_FAILED");
+	json_t *error = json_pack("{s:i,s:s,s:{s:s}}", "code", -32000, "message", "token expired", "data", "code",
+				  "AUTH_FAILED");
 	CHECK_INT(rpc_error_to_err(error, &e), -1);
 	CHECK_STR(e.code, E_AUTH_FAILED);
 	CHECK_STR(e.message, "token expired");
@@ -1428,7 +1435,8 @@ static int ws_open_from(int source)
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)S.port) };
 	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	struct strbuf sb = STRBUF_INIT;
-	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0 ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
 		unit_fail(__FILE__, __LINE__, "connect from 127.0.0.%d: %s", source, strerror(errno));
 		close(fd);
 		return -1;
@@ -1528,7 +1536,8 @@ TEST(net_unauthenticated_cap_and_auth_timeout)
 	uint64_t t0 = loop_now_ms();
 	struct strbuf sb = STRBUF_INIT;
 	CHECK_INT(raw_read(b, &sb, NULL, 1, 3000), 1);
-	CHECK(sb.len >= 4 && !memcmp(sb.buf, "\x88", 1) && (((unsigned char)sb.buf[2] << 8) | (unsigned char)sb.buf[3]) == 1008);
+	CHECK(sb.len >= 4 && !memcmp(sb.buf, "\x88", 1) &&
+	      (((unsigned char)sb.buf[2] << 8) | (unsigned char)sb.buf[3]) == 1008);
 	CHECK(loop_now_ms() - t0 >= 250);
 	CHECK_INT(closed_by_server(c, 3000), 1);
 	CHECK_INT(closed_by_server(a, 500), 0);
@@ -1573,8 +1582,9 @@ TEST(net_origin_decides_upgrades_and_posts_from_browsers)
 		return;
 	static const char post[] = "POST /rpc HTTP/1.1\r\nHost: a\r\n%sContent-Length: 43\r\n\r\n"
 				   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"browser\"}";
-	static const char upgrade[] = "GET %s HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n%s"
-				      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+	static const char upgrade[] =
+		"GET %s HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n%s"
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
 	char req[600];
 	snprintf(req, sizeof(req), post, "Origin: http://evil.example\r\n");
 	http_exchange(req, "HTTP/1.1 403 Forbidden", 1);

@@ -27,12 +27,9 @@ TEST(node_name_normalize_rules)
 }
 
 static const struct node_candidate nodes[] = {
-	{ "aaaaaa1111", "Build Box", "10.9.0.2", 1 },
-	{ "aaaaaa2222", "build-box", "10.9.0.3", 0 },
-	{ "bbbbbb3333", "Mac Mini", "10.9.0.4", 0 },
-	{ "10.9.0.4", "odd id", NULL, 0 },
-	{ "cccccc4444", "twin", "10.9.0.5", 0 },
-	{ "cccccc5555", "Twin", "10.9.0.6", 0 },
+	{ "aaaaaa1111", "Build Box", "10.9.0.2", 1 }, { "aaaaaa2222", "build-box", "10.9.0.3", 0 },
+	{ "bbbbbb3333", "Mac Mini", "10.9.0.4", 0 },  { "10.9.0.4", "odd id", NULL, 0 },
+	{ "cccccc4444", "twin", "10.9.0.5", 0 },      { "cccccc5555", "Twin", "10.9.0.6", 0 },
 };
 #define N (sizeof(nodes) / sizeof(nodes[0]))
 

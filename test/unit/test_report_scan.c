@@ -17,10 +17,12 @@ static int jansson_reads(const char *line, size_t len, char **token, char **task
 	if (!j)
 		return 0;
 	json_t *params = json_object_get(j, "params");
-	int ok = json_is_object(j) && json_object_size(j) == 3 && json_is_object(params) && json_object_size(params) == 4 &&
-		 json_is_string(json_object_get(j, "jsonrpc")) && !strcmp(json_get_str(j, "jsonrpc"), "2.0") &&
-		 json_is_string(json_object_get(j, "method")) && !strcmp(json_get_str(j, "method"), "report_message") &&
-		 json_is_string(json_object_get(params, "session_token")) && json_is_string(json_object_get(params, "task_id")) &&
+	int ok = json_is_object(j) && json_object_size(j) == 3 && json_is_object(params) &&
+		 json_object_size(params) == 4 && json_is_string(json_object_get(j, "jsonrpc")) &&
+		 !strcmp(json_get_str(j, "jsonrpc"), "2.0") && json_is_string(json_object_get(j, "method")) &&
+		 !strcmp(json_get_str(j, "method"), "report_message") &&
+		 json_is_string(json_object_get(params, "session_token")) &&
+		 json_is_string(json_object_get(params, "task_id")) &&
 		 json_is_string(json_object_get(params, "message_type")) && json_object_get(params, "data");
 	if (ok) {
 		*token = strdup(json_get_str(params, "session_token"));
@@ -55,8 +57,10 @@ static int agrees(const char *line, size_t len, int line_no)
 static char *line_with(const char *data)
 {
 	struct strbuf b = STRBUF_INIT;
-	strbuf_addf(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"eyJ.x.y\","
-			"\"task_id\":\"t1\",\"message_type\":\"assistant\",\"data\":%s}}", data);
+	strbuf_addf(&b,
+		    "{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"eyJ.x.y\","
+		    "\"task_id\":\"t1\",\"message_type\":\"assistant\",\"data\":%s}}",
+		    data);
 	return strbuf_detach(&b, NULL);
 }
 
@@ -65,14 +69,25 @@ static char *line_with(const char *data)
 
 TEST(report_scan_accepts_usual_lines_as_jansson_reads_them)
 {
-	ACCEPTS("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"a.b.c\",\"task_id\":\"t\","
+	ACCEPTS("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"a.b.c\",\"task_"
+		"id\":\"t\","
 		"\"message_type\":\"assistant\",\"data\":{\"i\":1,\"text\":\"hello from the bench\"}}}");
-	ACCEPTS("{ \"params\" : { \"data\" : [ 1 , -2 , true , false , null , \"x\" , { } , [ ] ] , \"message_type\" : \"t\" ,"
-		" \"task_id\" : \"t\" , \"session_token\" : \"k\" } , \"method\" : \"report_message\" , \"jsonrpc\" : \"2.0\" }\r\t ");
+	ACCEPTS("{ \"params\" : { \"data\" : [ 1 , -2 , true , false , null , \"x\" , { } , [ ] ] , \"message_type\" : "
+		"\"t\" ,"
+		" \"task_id\" : \"t\" , \"session_token\" : \"k\" } , \"method\" : \"report_message\" , \"jsonrpc\" : "
+		"\"2.0\" }\r\t ");
 	const char *data[] = {
-		"\"plain\"", "0", "-1", "123456789012345678", "-123456789012345678", "{\"a\":{\"b\":{\"c\":[[[]]]}}}",
-		"\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t\"", "\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\\u001f\\u0001\\u007f\"",
-		"\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \x7f\"", "{\"\":\"\",\"a\\/b\":1,\"a/c\":2}", "{\"k\":\"\\u005c\\u0022\"}",
+		"\"plain\"",
+		"0",
+		"-1",
+		"123456789012345678",
+		"-123456789012345678",
+		"{\"a\":{\"b\":{\"c\":[[[]]]}}}",
+		"\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t\"",
+		"\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\\u001f\\u0001\\u007f\"",
+		"\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \x7f\"",
+		"{\"\":\"\",\"a\\/b\":1,\"a/c\":2}",
+		"{\"k\":\"\\u005c\\u0022\"}",
 		"{\"a\":1,\"A\":2,\"\\u00e9\":3,\"\xc3\xa8\":4}",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(data); i++) {
@@ -86,12 +101,46 @@ TEST(report_scan_leaves_the_unusual_to_jansson)
 {
 	const char *data[] = {
 		/* jansson refuses these */
-		"{\"a\":1,\"a\":2}", "{\"a\":1,\"\\u0061\":2}", "{\"\\/\":1,\"/\":2}", "\"\\u0000\"", "\"\\ud800\"", "\"\\udc00\"",
-		"\"\\ud800\\u0041\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xe2\x82\"", "\"tab\there\"",
-		"\"\\x\"", "\"\\u12\"", "01", "-", "-01", "[1,]", "{\"a\":1,}", "{\"a\"}", "tru", "truex", "nul", "[1 2]", "{1:2}",
-		"\"open", "[", "{", "1}", "", "+1", "\"\\'\"",
+		"{\"a\":1,\"a\":2}",
+		"{\"a\":1,\"\\u0061\":2}",
+		"{\"\\/\":1,\"/\":2}",
+		"\"\\u0000\"",
+		"\"\\ud800\"",
+		"\"\\udc00\"",
+		"\"\\ud800\\u0041\"",
+		"\"\xc0\xaf\"",
+		"\"\xed\xa0\x80\"",
+		"\"\xf4\x90\x80\x80\"",
+		"\"\xe2\x82\"",
+		"\"tab\there\"",
+		"\"\\x\"",
+		"\"\\u12\"",
+		"01",
+		"-",
+		"-01",
+		"[1,]",
+		"{\"a\":1,}",
+		"{\"a\"}",
+		"tru",
+		"truex",
+		"nul",
+		"[1 2]",
+		"{1:2}",
+		"\"open",
+		"[",
+		"{",
+		"1}",
+		"",
+		"+1",
+		"\"\\'\"",
 		/* jansson reads these; left to it here */
-		"-0", "1.5", "1e3", "1E3", "0.0", "1234567890123456789", "99999999999999999999",
+		"-0",
+		"1.5",
+		"1e3",
+		"1E3",
+		"0.0",
+		"1234567890123456789",
+		"99999999999999999999",
 		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(data); i++) {
@@ -99,38 +148,50 @@ TEST(report_scan_leaves_the_unusual_to_jansson)
 		REFUSES(l);
 		free(l);
 	}
-	REFUSES("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":\"t\","
+	REFUSES("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"report_message\",\"params\":{\"session_token\":\"k\","
+		"\"task_id\":\"t\","
 		"\"message_type\":\"m\",\"data\":1}}");
-	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"method\":\"report_message\",\"params\":{\"session_token\":"
+	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"method\":\"report_message\",\"params\":{"
+		"\"session_token\":"
 		"\"k\",\"task_id\":\"t\",\"message_type\":\"m\",\"data\":1}}");
-	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":\"t\","
+	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":"
+		"\"t\","
 		"\"task_id\":\"u\",\"message_type\":\"m\",\"data\":1}}");
-	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":\"t\","
+	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":"
+		"\"t\","
 		"\"message_type\":\"m\"}}");
-	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":\"t\","
+	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":"
+		"\"t\","
 		"\"message_type\":\"m\",\"data\":1,\"extra\":2}}");
 	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"heartbeat\",\"params\":{\"session_token\":\"k\",\"task_id\":\"t\","
 		"\"message_type\":\"m\",\"data\":1}}");
-	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\\u0041\",\"task_id\":\"t\","
+	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\\u0041\",\"task_"
+		"id\":\"t\","
 		"\"message_type\":\"m\",\"data\":1}}");
-	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":\"t\","
+	REFUSES("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":"
+		"\"t\","
 		"\"message_type\":\"m\",\"data\":1}} x");
-	REFUSES("[{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":\"t\","
+	REFUSES("[{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":"
+		"\"t\","
 		"\"message_type\":\"m\",\"data\":1}}]");
 	/* a NUL inside the line, which jansson refuses */
-	static const char nul[] = "{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":"
-				  "\"t\",\"message_type\":\"m\",\"data\":\"a\0b\"}}";
+	static const char nul[] =
+		"{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"k\",\"task_id\":"
+		"\"t\",\"message_type\":\"m\",\"data\":\"a\0b\"}}";
 	CHECK(agrees(nul, sizeof(nul) - 1, __LINE__) == 0);
 }
 
 TEST(report_scan_compact_matches_jansson_on_mutated_lines)
 {
-	static const char *pieces[] = { "\\", "\"", "u", "d83d", "de00", "D800", "00", "{", "}", "[", "]", ",", ":", " ",
-					"\xc3", "\xa9", "\xed", "\xa0", "\xf0", "\x9f", "0", "1", "-", ".", "e", "true", "null",
-					"\\u", "\\n", "a", "\x7f", "\x01", "\"a\":1", "\"a\":2", "\\/", "/" };
+	static const char *pieces[] = { "\\",	"\"",	"u", "d83d", "de00", "D800",	"00",	   "{",	   "}",
+					"[",	"]",	",", ":",    " ",    "\xc3",	"\xa9",	   "\xed", "\xa0",
+					"\xf0", "\x9f", "0", "1",    "-",    ".",	"e",	   "true", "null",
+					"\\u",	"\\n",	"a", "\x7f", "\x01", "\"a\":1", "\"a\":2", "\\/",  "/" };
 	const char *seeds[] = {
-		"{\"i\":1,\"text\":\"hello from the bench\"}", "[\"caf\xc3\xa9\",{\"k\":\"\\ud83d\\ude00\"},-7,true,null]",
-		"{\"a\":{\"a\":[1,{\"b\":\"\\n\\t\\\"\"}]},\"b\":\"x\\/y\"}", "\"\\u00e9\\u0001 \xe2\x82\xac\"",
+		"{\"i\":1,\"text\":\"hello from the bench\"}",
+		"[\"caf\xc3\xa9\",{\"k\":\"\\ud83d\\ude00\"},-7,true,null]",
+		"{\"a\":{\"a\":[1,{\"b\":\"\\n\\t\\\"\"}]},\"b\":\"x\\/y\"}",
+		"\"\\u00e9\\u0001 \xe2\x82\xac\"",
 	};
 	unsigned seed = 12345;
 	int accepted = 0, tried = 0;
@@ -164,7 +225,8 @@ TEST(report_scan_compact_matches_jansson_on_mutated_lines)
 			accepted++;
 			char *text = j ? json_to_compact(j) : NULL;
 			if (!text || strcmp(text, out.buf) || out.len != strlen(text))
-				unit_fail(__FILE__, __LINE__, "on %s: fast %s, jansson %s", in.buf, out.buf, text ? text : "(refused)");
+				unit_fail(__FILE__, __LINE__, "on %s: fast %s, jansson %s", in.buf, out.buf,
+					  text ? text : "(refused)");
 			free(text);
 			char *l = line_with(in.buf); /* the same as a whole line */
 			CHECK(agrees(l, strlen(l), __LINE__) == 1);

@@ -38,7 +38,8 @@ static int errno_of(long rc)
 static int filtered_calls(void)
 {
 	struct seccomp_filter f;
-	if (seccomp_filter_build(&f) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_filter_install(&f) < 0)
+	if (seccomp_filter_build(&f) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    seccomp_filter_install(&f) < 0)
 		return 1;
 	if (errno_of(syscall(SYS_ptrace, 0 /* TRACEME */, 0, 0, 0)) != EPERM)
 		return 2;
@@ -163,7 +164,8 @@ static int filtered_modes(void)
 	if (fd < 0)
 		return 1;
 	struct seccomp_filter f;
-	if (seccomp_filter_build(&f) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_filter_install(&f) < 0)
+	if (seccomp_filter_build(&f) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    seccomp_filter_install(&f) < 0)
 		return 2;
 	if (errno_of(chmod(path, 04755)) != EPERM || errno_of(fchmod(fd, 02755)) != EPERM ||
 	    errno_of(fchmodat(AT_FDCWD, path, 06755, 0)) != EPERM)
@@ -212,8 +214,13 @@ TEST(json_string_lossy_keeps_utf8_and_replaces_bad_bytes)
 	json_t *j = json_string_lossy("h\xc3\xa9llo", 6);
 	CHECK_STR(json_string_value(j), "h\xc3\xa9llo");
 	json_decref(j);
-	j = json_string_lossy("a\xff" "b\xed\xa0\x80" "c\xc0\xaf", 10);
-	CHECK_STR(json_string_value(j), "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd");
+	j = json_string_lossy("a\xff"
+			      "b\xed\xa0\x80"
+			      "c\xc0\xaf",
+			      10);
+	CHECK_STR(json_string_value(j), "a\xef\xbf\xbd"
+					"b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+					"c\xef\xbf\xbd\xef\xbf\xbd");
 	json_decref(j);
 	j = json_string_lossy("x\0y", 3);
 	CHECK_INT(json_string_length(j), 3);

@@ -40,8 +40,11 @@ static char *read_file(const char *path)
 
 static struct spawn_request dry_clone(const char *payload)
 {
-	return (struct spawn_request){ .mode = SPAWN_LOCAL, .agor_path = agor_bin(), .payload = payload,
-				       .payload_len = strlen(payload), .timeout_ms = 20000 };
+	return (struct spawn_request){ .mode = SPAWN_LOCAL,
+				       .agor_path = agor_bin(),
+				       .payload = payload,
+				       .payload_len = strlen(payload),
+				       .timeout_ms = 20000 };
 }
 
 TEST(spawn_local_runs_the_executor_and_parses_its_result)
@@ -164,8 +167,9 @@ TEST(spawn_reads_a_4_mib_result_whole)
 	struct spawn_request r = dry_clone("{}");
 	r.mode = SPAWN_TEMPLATE;
 	r.unix_user = "root";
-	r.template = "cat >/dev/null; printf '{\"success\":true,\"data\":{\"x\":\"'; head -c 4194304 /dev/zero | tr '\\0' a;"
-		     " printf '\"}}\\n'";
+	r.template =
+		"cat >/dev/null; printf '{\"success\":true,\"data\":{\"x\":\"'; head -c 4194304 /dev/zero | tr '\\0' a;"
+		" printf '\"}}\\n'";
 	struct spawn_result res;
 	struct err e = ERR_INIT;
 	CHECK_INT(spawn_executor(&r, &res, &e), 0);

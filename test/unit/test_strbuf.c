@@ -93,9 +93,7 @@ TEST(err_set_prefix_and_json)
 {
 	struct err e = ERR_INIT;
 	CHECK(!err_is_set(&e));
-	CHECK_INT(err_setd(&e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "params.url"),
-			   "bad %s", "url"),
-		  -1);
+	CHECK_INT(err_setd(&e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "params.url"), "bad %s", "url"), -1);
 	err_prefix(&e, "clone");
 	CHECK_STR(e.message, "clone: bad url");
 	json_t *j = err_to_json(&e);

@@ -12,8 +12,9 @@
 #include "unit.h"
 #include "banned.h"
 
-static const char *const kind_names[] = { "output", "begin", "data", "end", "window-add", "window-close",
-					  "session-changed", "layout-change", "exit", "other", "overlong" };
+static const char *const kind_names[] = { "output",	  "begin",	     "data",	      "end",  "window-add",
+					  "window-close", "session-changed", "layout-change", "exit", "other",
+					  "overlong" };
 
 /* Events rendered as text; adjacent chunks of one line are joined, so any split renders the same. */
 struct recorder {
@@ -119,8 +120,9 @@ TEST(tmux_parser_drops_a_line_end_cr_wherever_the_input_is_cut)
 			strbuf_addch(&text, 'o');
 		strbuf_addstr(&text, "\r\n");
 		char *whole = parse_in_pieces(text.buf, text.len, text.len);
-		CHECK(!strstr(whole, "\\x0d]"));   /* no line keeps its final '\r' */
-		CHECK(strstr(whole, "bb]\n") != NULL && strstr(whole, "oo]\n") != NULL); /* both lines ended, '\r' dropped */
+		CHECK(!strstr(whole, "\\x0d]")); /* no line keeps its final '\r' */
+		CHECK(strstr(whole, "bb]\n") != NULL &&
+		      strstr(whole, "oo]\n") != NULL); /* both lines ended, '\r' dropped */
 		for (size_t piece = 1; piece < 300; piece += piece < 20 ? 1 : 37) {
 			char *got = parse_in_pieces(text.buf, text.len, piece);
 			if (strcmp(got, whole))
@@ -225,8 +227,8 @@ TEST(tmux_parser_understands_a_real_tmux_control_client)
 		close(out[0]);
 		setenv("TMUX_TMPDIR", unit_tmpdir(), 1);
 		unsetenv("TMUX");
-		execlp("tmux", "tmux", "-L", "agor-unit", "-f", "/dev/null", "-C", "new-session", "-x", "80", "-y", "24",
-		       "printf 'A\\001B\\\\C\\303\\251D\\n'; sleep 30", (char *)NULL);
+		execlp("tmux", "tmux", "-L", "agor-unit", "-f", "/dev/null", "-C", "new-session", "-x", "80", "-y",
+		       "24", "printf 'A\\001B\\\\C\\303\\251D\\n'; sleep 30", (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);

@@ -1,5 +1,5 @@
-/* test_token.c — unit tests of token.h: round trips and every refusal of docs/rpc.md#executor-methods, with hand-forged tokens.
- * Never trusts token_issue to build a malicious token: forgeries are assembled byte by byte here. */
+/* test_token.c — unit tests of token.h: round trips and every refusal of docs/rpc.md#executor-methods, with hand-forged
+ * tokens. Never trusts token_issue to build a malicious token: forgeries are assembled byte by byte here. */
 #include <jansson.h>
 #include <stdint.h>
 #include <time.h>
@@ -57,8 +57,8 @@ static char *claims_with(const char *key, const char *value)
 	return s;
 }
 
-static void check_refused_for(const char *aud, const uint8_t *secret, const char *jwt,
-			      long long now, const char *reason, const char *message_part)
+static void check_refused_for(const char *aud, const uint8_t *secret, const char *jwt, long long now,
+			      const char *reason, const char *message_part)
 {
 	struct err e = ERR_INIT;
 	struct token_claims out = { (char *)"x", NULL, NULL, NULL, 1, 2 };
@@ -97,8 +97,7 @@ static void check_accepted(const char *jwt, long long now)
 static char *issue_for_task(const char *task, long long iat, long long ttl)
 {
 	struct err e = ERR_INIT;
-	struct token_claims in = { (char *)"user-1", (char *)"session-1", (char *)task, NULL,
-				   iat, 0 };
+	struct token_claims in = { (char *)"user-1", (char *)"session-1", (char *)task, NULL, iat, 0 };
 	char *jwt = NULL;
 	CHECK_INT(token_issue(SECRET, SECRET_LEN, &in, ttl, &jwt, &e), 0);
 	CHECK(jwt != NULL);
@@ -155,9 +154,7 @@ TEST(token_issue_reports_generated_claims_and_keeps_given_jti)
 	struct token_claims issued = TOKEN_CLAIMS_INIT, verified = TOKEN_CLAIMS_INIT;
 	char *jwt = NULL;
 	long long before = (long long)time(NULL);
-	CHECK_INT(token_issue_for(TOKEN_AUD_EXECUTOR, SECRET, SECRET_LEN, &in, 120, &jwt, &issued,
-				  &e),
-		  0);
+	CHECK_INT(token_issue_for(TOKEN_AUD_EXECUTOR, SECRET, SECRET_LEN, &in, 120, &jwt, &issued, &e), 0);
 	CHECK(issued.iat >= before && issued.iat <= before + 5); /* iat 0 = now */
 	CHECK_INT(issued.exp, issued.iat + 120);
 	CHECK_INT(token_verify(SECRET, SECRET_LEN, jwt, TOKEN_NOW, &verified, &e), 0);
@@ -210,8 +207,7 @@ TEST(token_client_audience_round_trip)
 	struct err e = ERR_INIT;
 	struct token_claims in = { (char *)"user-7", NULL, NULL, NULL, NOW, 0 };
 	char *jwt = NULL;
-	CHECK_INT(token_issue_for(TOKEN_AUD_CLIENT, SECRET, SECRET_LEN, &in, 600, &jwt, NULL, &e),
-		  0);
+	CHECK_INT(token_issue_for(TOKEN_AUD_CLIENT, SECRET, SECRET_LEN, &in, 600, &jwt, NULL, &e), 0);
 	struct token_claims c = TOKEN_CLAIMS_INIT;
 	CHECK_INT(token_verify_for(TOKEN_AUD_CLIENT, SECRET, SECRET_LEN, jwt, NOW + 1, &c, &e), 0);
 	CHECK_STR(c.sub, "user-7");
@@ -338,8 +334,8 @@ TEST(token_refuses_alg_hs512)
 TEST(token_refuses_alg_variants)
 {
 	static const char *const headers[] = {
-		"{\"alg\":\"hs256\",\"typ\":\"JWT\"}",  "{\"alg\":\"HS256 \",\"typ\":\"JWT\"}",
-		"{\"alg\":\"RS256\",\"typ\":\"JWT\"}",  "{\"alg\":\"\",\"typ\":\"JWT\"}",
+		"{\"alg\":\"hs256\",\"typ\":\"JWT\"}",	 "{\"alg\":\"HS256 \",\"typ\":\"JWT\"}",
+		"{\"alg\":\"RS256\",\"typ\":\"JWT\"}",	 "{\"alg\":\"\",\"typ\":\"JWT\"}",
 		"{\"alg\":[\"HS256\"],\"typ\":\"JWT\"}", "{\"alg\":null,\"typ\":\"JWT\"}",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(headers); i++) {
@@ -435,8 +431,7 @@ TEST(token_refuses_swapped_payload_with_original_signature)
 TEST(token_refuses_other_secret)
 {
 	char *jwt = issue_for_task("task-A", NOW, 3600);
-	check_refused_for(TOKEN_AUD_EXECUTOR, OTHER_SECRET, jwt, NOW + 10, "signature",
-			  "signature mismatch");
+	check_refused_for(TOKEN_AUD_EXECUTOR, OTHER_SECRET, jwt, NOW + 10, "signature", "signature mismatch");
 	/* Same secret, one byte shorter: still another key. */
 	struct err e = ERR_INIT;
 	CHECK_INT(token_verify(SECRET, SECRET_LEN - 1, jwt, NOW + 10, NULL, &e), -1);
@@ -476,10 +471,9 @@ TEST(token_refuses_future_iat)
 
 TEST(token_refuses_wrong_audience)
 {
-	static const char *const bad[] = { "\"agor-client\"",	 "\"AGOR-EXECUTOR\"",
-					   "[]",			 "[\"agor-client\"]",
-					   "[\"agor-executor\",1]", "null",
-					   "42" };
+	static const char *const bad[] = {
+		"\"agor-client\"", "\"AGOR-EXECUTOR\"", "[]", "[\"agor-client\"]", "[\"agor-executor\",1]", "null", "42"
+	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		char *payload = claims_with("aud", bad[i]);
 		char *jwt = forge_signed(HEADER, payload);
@@ -502,8 +496,7 @@ TEST(token_refuses_wrong_audience)
 
 TEST(token_refuses_wrong_issuer)
 {
-	static const char *const bad[] = { "\"evil\"", "\"Agor\"", "\"agor \"", "[\"agor\"]",
-					   "null" };
+	static const char *const bad[] = { "\"evil\"", "\"Agor\"", "\"agor \"", "[\"agor\"]", "null" };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		char *payload = claims_with("iss", bad[i]);
 		char *jwt = forge_signed(HEADER, payload);
@@ -535,18 +528,10 @@ TEST(token_refuses_wrongly_typed_claims)
 	static const struct {
 		const char *key, *value;
 	} bad[] = {
-		{ "sub", "42" },
-		{ "sub", "\"\"" },
-		{ "sid", "null" },
-		{ "tid", "[\"task-A\"]" },
-		{ "jti", "{}" },
-		{ "iat", "\"1700000000\"" },
-		{ "iat", "1700000000.0" },
-		{ "exp", "1700003600.5" },
-		{ "exp", "true" },
-		{ "iat", "-1" },
-		{ "nbf", "\"soon\"" },
-		{ "exp", "1700000000" }, /* not after iat */
+		{ "sub", "42" },	   { "sub", "\"\"" },	      { "sid", "null" },
+		{ "tid", "[\"task-A\"]" }, { "jti", "{}" },	      { "iat", "\"1700000000\"" },
+		{ "iat", "1700000000.0" }, { "exp", "1700003600.5" }, { "exp", "true" },
+		{ "iat", "-1" },	   { "nbf", "\"soon\"" },     { "exp", "1700000000" }, /* not after iat */
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		char *payload = claims_with(bad[i].key, bad[i].value);
@@ -571,8 +556,7 @@ TEST(token_refuses_duplicate_keys_in_payload)
 {
 	/* A second "tid" must not silently win (or lose) over the first. */
 	char payload[sizeof(CLAIMS) + 32];
-	snprintf(payload, sizeof(payload), "%.*s,\"tid\":\"task-B\"}", (int)strlen(CLAIMS) - 1,
-		 CLAIMS);
+	snprintf(payload, sizeof(payload), "%.*s,\"tid\":\"task-B\"}", (int)strlen(CLAIMS) - 1, CLAIMS);
 	char *jwt = forge_signed(HEADER, payload);
 	check_refused(jwt, "claims", "duplicate");
 	free(jwt);

@@ -98,8 +98,7 @@ TEST(unixperm_link_names_and_paths)
 TEST(unixperm_group_names_are_prefix_plus_16_hex_of_sha256)
 {
 	char g[UNIXPERM_GROUP_NAME_SIZE];
-	unixperm_group_name(UNIXPERM_WORKTREE_PREFIX, "abc",
-			    g); /* SHA-256("abc") = ba7816bf8f01cfea… */
+	unixperm_group_name(UNIXPERM_WORKTREE_PREFIX, "abc", g); /* SHA-256("abc") = ba7816bf8f01cfea… */
 	CHECK_STR(g, "agor_wt_ba7816bf8f01cfea");
 	unixperm_group_name(UNIXPERM_REPO_PREFIX, "abc", g);
 	CHECK_STR(g, "agor_rp_ba7816bf8f01cfea");
@@ -155,11 +154,9 @@ TEST(unixperm_acl_xattr_bytes_roundtrip)
 	struct strbuf sb = STRBUF_INIT;
 	unixperm_acl_encode(ent, n, &sb);
 	CHECK_INT(sb.len, 4 + 5 * 8);
-	static const unsigned char head[] = {2,	   0,	 0,    0,    1, 0, 7, 0,
-					     0xff, 0xff, 0xff, 0xff, 4, 0, 7, 0};
+	static const unsigned char head[] = { 2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 4, 0, 7, 0 };
 	CHECK(!memcmp(sb.buf, head, sizeof(head)));
-	static const unsigned char named[] = {8,    0,	  7, 0,
-					      0xd2, 0x04, 0, 0}; /* ACL_GROUP rwx gid 1234 */
+	static const unsigned char named[] = { 8, 0, 7, 0, 0xd2, 0x04, 0, 0 }; /* ACL_GROUP rwx gid 1234 */
 	CHECK(!memcmp(sb.buf + 4 + 2 * 8, named, sizeof(named)));
 	CHECK_INT(unixperm_acl_decode(sb.buf, sb.len, back, 8, &m), 0);
 	CHECK_INT(m, 5);
@@ -177,14 +174,12 @@ TEST(unixperm_acl_xattr_bytes_roundtrip)
 static int make_confinement_tree(void)
 {
 	char *root = tmp_path("root");
-	char *cmd[] = {tmp_path("root"), tmp_path("root/wt"), tmp_path("root/wt/a"),
-		       tmp_path("root/other")};
+	char *cmd[] = { tmp_path("root"), tmp_path("root/wt"), tmp_path("root/wt/a"), tmp_path("root/other") };
 	for (size_t i = 0; i < 4; i++) {
 		CHECK(mkdir(cmd[i], 0755) == 0);
 		free(cmd[i]);
 	}
-	char *l1 = tmp_path("root/wt/inside"), *l2 = tmp_path("root/wt/escape"),
-	     *l3 = tmp_path("root/wt/dotdot");
+	char *l1 = tmp_path("root/wt/inside"), *l2 = tmp_path("root/wt/escape"), *l3 = tmp_path("root/wt/dotdot");
 	CHECK(symlink("../other", l1) == 0);
 	CHECK(symlink("/etc", l2) == 0);
 	CHECK(symlink("../../", l3) == 0);
@@ -276,9 +271,8 @@ static mode_t mode_of(const char *rel, bool follow)
 
 TEST(unixperm_apply_tree_changes_modes_and_acls_without_following_links)
 {
-	char *t = tmp_path("t"), *sub = tmp_path("t/sub"), *f = tmp_path("t/sub/f"),
-	     *x = tmp_path("t/x"), *victim = tmp_path("victim"), *lnk = tmp_path("t/evil"),
-	     *hard = tmp_path("t/hard");
+	char *t = tmp_path("t"), *sub = tmp_path("t/sub"), *f = tmp_path("t/sub/f"), *x = tmp_path("t/x"),
+	     *victim = tmp_path("victim"), *lnk = tmp_path("t/evil"), *hard = tmp_path("t/hard");
 	CHECK(mkdir(t, 0700) == 0 && mkdir(sub, 0700) == 0);
 	write_file(f, "f");
 	write_file(x, "x");
@@ -288,11 +282,10 @@ TEST(unixperm_apply_tree_changes_modes_and_acls_without_following_links)
 	CHECK(symlink(victim, lnk) == 0);
 	CHECK(link(victim, hard) == 0);
 	int fd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct unixperm_tree_spec spec = {getegid(), UNIXPERM_READ, true};
+	struct unixperm_tree_spec spec = { getegid(), UNIXPERM_READ, true };
 	struct unixperm_tree_stats st;
 	struct err e = ERR_INIT;
-	CHECK_INT(unixperm_apply_tree(fd, &spec, &st, &e),
-		  0); /* dry run: counts, changes nothing */
+	CHECK_INT(unixperm_apply_tree(fd, &spec, &st, &e), 0); /* dry run: counts, changes nothing */
 	CHECK_INT(mode_of("t/sub/f", false), 0644);
 	CHECK(st.changed >= 3);
 	spec.dry_run = false;
@@ -341,8 +334,7 @@ TEST(unixperm_run_as_user_drops_for_good_and_relays_errors)
 {
 	if (!running_as_root())
 		return;
-	struct unixperm_user nobody = {(char *)"nobody", 65534, 65534, (char *)"/",
-				       (char *)"/bin/false"};
+	struct unixperm_user nobody = { (char *)"nobody", 65534, 65534, (char *)"/", (char *)"/bin/false" };
 	struct strbuf out = STRBUF_INIT;
 	struct err e = ERR_INIT;
 	CHECK_INT(unixperm_run_as_user(&nobody, whoami_fn, NULL, &out, &e), 0);
@@ -356,9 +348,8 @@ TEST(unixperm_run_as_user_drops_for_good_and_relays_errors)
 
 TEST(unixmode_decides_the_execution_user)
 {
-	struct unix_mode_settings s = {UNIX_MODE_SIMPLE, "agor", "agor_executor"};
-	struct unix_mode_creator alice = {"alice@example.com", "alice"},
-				 nobody = {"bob@example.com", NULL};
+	struct unix_mode_settings s = { UNIX_MODE_SIMPLE, "agor", "agor_executor" };
+	struct unix_mode_creator alice = { "alice@example.com", "alice" }, nobody = { "bob@example.com", NULL };
 	const char *user = NULL;
 	struct err e = ERR_INIT;
 	CHECK_INT(unix_mode_execution_user(&s, &alice, &user, &e), 0);
@@ -375,8 +366,7 @@ TEST(unixmode_decides_the_execution_user)
 	CHECK_STR(e.code, E_ISOLATION_UNAVAILABLE);
 	CHECK_CONTAINS(e.message, "bob@example.com");
 	CHECK_CONTAINS(e.message, "agor admin setup-unix-user");
-	struct unix_mode_creator as_root = {"eve", "root"}, as_daemon = {"eve", "agor"},
-				 bad = {"eve", "-oX"};
+	struct unix_mode_creator as_root = { "eve", "root" }, as_daemon = { "eve", "agor" }, bad = { "eve", "-oX" };
 	CHECK_INT(unix_mode_execution_user(&s, &as_root, &user, &e), -1);
 	CHECK_STR(e.code, E_PERMISSION_DENIED);
 	CHECK_INT(unix_mode_execution_user(&s, &as_daemon, &user, &e), -1);
@@ -392,14 +382,11 @@ TEST(unixmode_decides_the_execution_user)
 
 TEST(unixmode_sudoers_grants_exactly_two_rules)
 {
-	struct unix_mode_sudoers s = {UNIX_MODE_INSULATED, "agor", "agor_executor",
-				      "/usr/local/bin/agor"};
+	struct unix_mode_sudoers s = { UNIX_MODE_INSULATED, "agor", "agor_executor", "/usr/local/bin/agor" };
 	struct strbuf out = STRBUF_INIT;
 	struct err e = ERR_INIT;
 	CHECK_INT(unix_mode_sudoers(&s, &out, &e), 0);
-	CHECK_CONTAINS(
-		out.buf,
-		"\nagor ALL = (agor_executor) NOPASSWD: /usr/local/bin/agor executor --stdin\n");
+	CHECK_CONTAINS(out.buf, "\nagor ALL = (agor_executor) NOPASSWD: /usr/local/bin/agor executor --stdin\n");
 	CHECK_CONTAINS(out.buf, "\nagor ALL = (root) NOPASSWD: /usr/local/bin/agor admin *\n");
 	int rules = 0;
 	for (const char *l = out.buf; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
@@ -408,8 +395,7 @@ TEST(unixmode_sudoers_grants_exactly_two_rules)
 	strbuf_reset(&out);
 	s.mode = UNIX_MODE_STRICT;
 	CHECK_INT(unix_mode_sudoers(&s, &out, &e), 0);
-	CHECK_CONTAINS(out.buf,
-		       "(%agor_users, !root) NOPASSWD: /usr/local/bin/agor executor --stdin\n");
+	CHECK_CONTAINS(out.buf, "(%agor_users, !root) NOPASSWD: /usr/local/bin/agor executor --stdin\n");
 	s.bin = "/usr/local/bin/agor, /bin/sh";
 	CHECK_INT(unix_mode_sudoers(&s, &out, &e), -1);
 	s.bin = "/usr/local/bin/agor";
@@ -468,8 +454,7 @@ TEST(adminconf_refuses_files_others_can_write)
 	struct err e = ERR_INIT;
 	/* The scratch directory lives in a world-writable /tmp (or TMPDIR): never trusted. */
 	struct stat st;
-	char *parent =
-		xstrndup(unit_tmpdir(), (size_t)(strrchr(unit_tmpdir(), '/') - unit_tmpdir()));
+	char *parent = xstrndup(unit_tmpdir(), (size_t)(strrchr(unit_tmpdir(), '/') - unit_tmpdir()));
 	if (stat(parent, &st) == 0 && (st.st_mode & 022)) {
 		CHECK_INT(adminconf_load(path, &c, &e), -1);
 		CHECK_STR(e.code, E_CONFIG);

@@ -19,19 +19,19 @@ static char *origin_of(const char *text)
 	return o;
 }
 
-#define CHECK_ORIGIN(text, want)                                                           \
-	do {                                                                               \
-		char *_o = origin_of(text);                                                \
-		CHECK_STR(_o, want);                                                       \
-		free(_o);                                                                  \
+#define CHECK_ORIGIN(text, want)                                                                                       \
+	do {                                                                                                           \
+		char *_o = origin_of(text);                                                                            \
+		CHECK_STR(_o, want);                                                                                   \
+		free(_o);                                                                                              \
 	} while (0)
 
-#define CHECK_REFUSED(text, why)                                                           \
-	do {                                                                               \
-		char *_o = origin_of(text);                                                \
-		CHECK(!strncmp(_o, "ERR: ", 5));                                           \
-		CHECK_CONTAINS(_o, why);                                                   \
-		free(_o);                                                                  \
+#define CHECK_REFUSED(text, why)                                                                                       \
+	do {                                                                                                           \
+		char *_o = origin_of(text);                                                                            \
+		CHECK(!strncmp(_o, "ERR: ", 5));                                                                       \
+		CHECK_CONTAINS(_o, why);                                                                               \
+		free(_o);                                                                                              \
 	} while (0)
 
 TEST(url_origin_fills_default_ports_and_lowers_the_host)
@@ -80,7 +80,9 @@ TEST(url_ipv6_literals_in_brackets)
 TEST(url_refuses_what_two_parsers_could_read_differently)
 {
 	CHECK_REFUSED("https://evil%2ecom/x", "percent-encoding");
-	CHECK_REFUSED("https://gith\xc3\xbc" "b.com/x", "non-ASCII");
+	CHECK_REFUSED("https://gith\xc3\xbc"
+		      "b.com/x",
+		      "non-ASCII");
 	CHECK_REFUSED("https://evil\\@github.com/x", "backslash");
 	CHECK_REFUSED("https://a b/x", "space");
 	CHECK_REFUSED("https://h:/x", "port");

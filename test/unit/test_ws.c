@@ -317,14 +317,39 @@ TEST(ws_encode_close_truncates_reason_on_a_code_point_boundary)
 TEST(ws_utf8_validator_accepts_valid_and_rejects_invalid_sequences)
 {
 	static const char *const valid[] = {
-		"", "plain ascii", "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5", /* κόσμε */
-		"\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xef\xbf\xbf", "\xed\x9f\xbf", "\xee\x80\x80",
-		"\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",
+		"",
+		"plain ascii",
+		"\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5", /* κόσμε */
+		"\xc2\x80",
+		"\xdf\xbf",
+		"\xe0\xa0\x80",
+		"\xef\xbf\xbf",
+		"\xed\x9f\xbf",
+		"\xee\x80\x80",
+		"\xf0\x90\x80\x80",
+		"\xf4\x8f\xbf\xbf",
 	};
 	static const char *const invalid[] = {
-		"\x80", "\xbf", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xed\xbf\xbf",
-		"\xf0\x80\x80\x80", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xfe",
-		"\xce", "\xe1\xbd", "\xf0\x90\x80", "a\xc3(b", "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5\xed\xa0\x80" "edited",
+		"\x80",
+		"\xbf",
+		"\xc0\x80",
+		"\xc1\xbf",
+		"\xe0\x80\x80",
+		"\xe0\x9f\xbf",
+		"\xed\xa0\x80",
+		"\xed\xbf\xbf",
+		"\xf0\x80\x80\x80",
+		"\xf0\x8f\xbf\xbf",
+		"\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80",
+		"\xff",
+		"\xfe",
+		"\xce",
+		"\xe1\xbd",
+		"\xf0\x90\x80",
+		"a\xc3(b",
+		"\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5\xed\xa0\x80"
+		"edited",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(valid); i++)
 		if (!ws_utf8_valid(valid[i], strlen(valid[i])))
@@ -370,13 +395,13 @@ TEST(ws_oversize_message_is_reported_once_skipped_and_the_next_one_works)
 	char big[300];
 	memset(big, 'z', sizeof(big));
 	struct strbuf sb = STRBUF_INIT;
-	masked_frame(&sb, WS_OP_TEXT, 1, big, 101);           /* 1 over */
+	masked_frame(&sb, WS_OP_TEXT, 1, big, 101); /* 1 over */
 	masked_frame(&sb, WS_OP_TEXT, 1, "ok1", 3);
-	masked_frame(&sb, WS_OP_TEXT, 0, big, 60);            /* fragmented: 60 + 60 > 100 */
-	masked_frame(&sb, WS_OP_PING, 1, "p", 1);             /* still answered while skipping */
+	masked_frame(&sb, WS_OP_TEXT, 0, big, 60); /* fragmented: 60 + 60 > 100 */
+	masked_frame(&sb, WS_OP_PING, 1, "p", 1);  /* still answered while skipping */
 	masked_frame(&sb, WS_OP_CONT, 0, big, 60);
-	masked_frame(&sb, WS_OP_CONT, 1, "\xff\xff", 2);      /* skipped: not even UTF-8 checked */
-	masked_frame(&sb, WS_OP_TEXT, 1, big, 100);           /* exactly max */
+	masked_frame(&sb, WS_OP_CONT, 1, "\xff\xff", 2); /* skipped: not even UTF-8 checked */
+	masked_frame(&sb, WS_OP_TEXT, 1, big, 100);	 /* exactly max */
 	for (size_t step = 0; step <= 3; step++) {
 		struct ws_parser p;
 		struct collected c = { 0 };
