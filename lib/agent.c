@@ -267,8 +267,8 @@ static void gemini_map(json_t *event, struct agent_state *st, agent_emit_fn emit
 /* --- OpenCode: opencode run --format json (prompt on stdin) ------------------------------------ */
 
 /* `opencode run` has nobody to ask (it rejects what is set to ask), so its modes say allow or deny outright and
- * "default" is refused (agent_check_mode). Its ACP mode would ask, but `opencode acp` must listen on a TCP port,
- * which the sandbox forbids. */
+ * "default" is refused (agent_check_mode). Its ACP mode would ask, but it serves OpenCode's whole HTTP API on a
+ * loopback port, permission answers included, which every tool the agent runs could reach (docs/agents.md). */
 static const char *opencode_permissions(const char *mode)
 {
 	if (!strcmp(mode, "bypassPermissions"))
