@@ -20,6 +20,7 @@
 #include "mcp_permission.h"
 #include "payload.h"
 #include "prompt.h"
+#include "rpcclient.h"
 #include "terminal.h"
 #include "banned.h"
 
@@ -251,15 +252,42 @@ static int pane_config(struct config *cfg, const char *data_home, const char *po
 	return 0;
 }
 
-static int sandboxed_shell(const char *data_home, const char *cwd, const char *policy, int *exit_code, struct err *e)
+/* A pane's egress refusals go to the daemon as they happen (terminal.report_egress with the pane's ticket); a
+ * daemon that cannot be reached loses nothing the pane shows: the end's summary is printed there regardless. */
+struct pane_report {
+	const char *url, *ticket;
+};
+
+static void report_pane_refusals(json_t *refused, void *arg)
+{
+	const struct pane_report *r = arg;
+	struct err e = ERR_INIT;
+	struct rpc_client_options opt = { .connect_timeout_ms = 2000,
+					  .send_timeout_ms = 2000,
+					  .call_timeout_ms = 2000 };
+	struct rpc_client *c = rpc_client_connect(r->url, &opt, &e);
+	json_t *result = NULL, *params = json_pack("{s:s,s:O}", "ticket", r->ticket, "refused", refused);
+	if (c && rpc_client_call(c, "terminal.report_egress", params, &result, &e) == 0)
+		json_decref(result);
+	if (err_is_set(&e))
+		fprintf(stderr, "agor: could not report refused connections to the daemon: %s\n", e.message);
+	json_decref(params);
+	rpc_client_close(c);
+	err_clear(&e);
+}
+
+static int sandboxed_shell(const char *data_home, const char *cwd, const char *policy, const struct pane_report *report,
+			   int *exit_code, struct err *e)
 {
 	struct config *cfg = config_new();
 	_cleanup_free_ char *path = NULL;
+	struct execrun_reporter reporter = { report_pane_refusals, (void *)report };
 	int rc = pane_config(cfg, data_home, policy, e);
 	if (rc == 0)
 		rc = confine_path(cfg->paths.worktrees_dir, cwd, 1, &path, e);
 	if (rc == 0)
-		rc = execrun_interactive(cfg, path, (const char *const[]){ pane_shell(cfg), NULL }, exit_code, e);
+		rc = execrun_interactive(cfg, path, (const char *const[]){ pane_shell(cfg), NULL },
+					 report->url && report->ticket ? &reporter : NULL, exit_code, e);
 	config_free(cfg);
 	return rc;
 }
@@ -269,23 +297,43 @@ static void pass_on_signal(int sig)
 	child_kill_all(sig); /* the sandbox passes it on to the shell, which ends; the wrapper then cleans up */
 }
 
-/* `agor executor sandbox-shell --data-home DIR --cwd WORKTREE [--policy JSON]`: what a terminal pane runs when
- * the sandbox is on — the user's shell inside the worktree's sandbox (execrun_interactive); a failure is shown
- * on the pane. --policy is the daemon's execution policy (the tmux.attach executor always passes it), applied
- * over this user's config as for a payload; without it this user's config decides.
+/* `agor executor sandbox-shell --data-home DIR --cwd WORKTREE [--policy JSON] [--report-to URL --ticket T]`: what
+ * a terminal pane runs when the sandbox is on — the user's shell inside the worktree's sandbox
+ * (execrun_interactive); a failure is shown on the pane. --policy is the daemon's execution policy (the tmux.attach
+ * executor always passes it), applied over this user's config as for a payload; without it this user's config
+ * decides. --report-to and --ticket: where and with what the egress proxy's refusals are reported.
  * tmux ends a pane with SIGHUP: it is passed on (as SIGTERM and SIGINT), so the run's cgroup is removed
  * once the shell is gone. */
+#define SANDBOX_SHELL_USAGE                                                                                            \
+	"usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE [--policy JSON] [--report-to URL "          \
+	"--ticket T]"
+
 static int run_sandbox_shell(int argc, char **argv)
 {
-	if ((argc != 6 && argc != 8) || strcmp(argv[2], "--data-home") || strcmp(argv[4], "--cwd") ||
-	    (argc == 8 && strcmp(argv[6], "--policy")))
-		return applet_usage_error(&applet_executor,
-					  "usage: agor executor sandbox-shell --data-home DIR --cwd WORKTREE "
-					  "[--policy JSON]");
+	const char *data_home = NULL, *cwd = NULL, *policy = NULL;
+	struct pane_report report = { NULL, NULL };
+	struct {
+		const char *name;
+		const char **value;
+	} opts[] = { { "--data-home", &data_home },
+		     { "--cwd", &cwd },
+		     { "--policy", &policy },
+		     { "--report-to", &report.url },
+		     { "--ticket", &report.ticket } };
+	for (int i = 2; i < argc; i += 2) {
+		size_t k = 0;
+		while (k < ARRAY_SIZE(opts) && strcmp(argv[i], opts[k].name))
+			k++;
+		if (k == ARRAY_SIZE(opts) || i + 1 >= argc || *opts[k].value)
+			return applet_usage_error(&applet_executor, SANDBOX_SHELL_USAGE);
+		*opts[k].value = argv[i + 1];
+	}
+	if (!data_home || !cwd || !report.url != !report.ticket)
+		return applet_usage_error(&applet_executor, SANDBOX_SHELL_USAGE);
 	child_on_stop_signals(pass_on_signal);
 	struct err e = ERR_INIT;
 	int code = EXIT_FAILED;
-	if (sandboxed_shell(argv[3], argv[5], argc == 8 ? argv[7] : NULL, &code, &e) < 0) {
+	if (sandboxed_shell(data_home, cwd, policy, &report, &code, &e) < 0) {
 		fprintf(stderr, "agor: the sandboxed shell did not start: %s\n", e.message);
 		sleep(5); /* long enough to be read before tmux closes the pane */
 		code = EXIT_FAILED;
@@ -315,7 +363,8 @@ const struct applet applet_executor = {
 		 "                     --tool claude-code|codex|gemini|opencode\n"
 		 "                     [--permission-mode M] [--daemon-url URL] [--dry-run]\n"
 		 "       agor executor mcp-permission --socket PATH   (Claude Code's permission prompt tool)\n"
-		 "       agor executor sandbox-shell --data-home DIR --cwd WORKTREE [--policy JSON]\n"
+		 "       agor executor sandbox-shell --data-home DIR --cwd WORKTREE [--policy JSON] [--report-to URL "
+		 "--ticket T]\n"
 		 "                     (a terminal pane's shell; --policy as the payload's policy field)\n"
 		 "\n"
 		 "Reads one JSON payload {\"command\":…,\"params\":{…}} from stdin (at most 4 MiB), runs it\n"

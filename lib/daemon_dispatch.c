@@ -60,6 +60,7 @@ static const struct rpc_method methods[] = {
 	{ "terminal.input", method_terminal_input },
 	{ "terminal.list", method_terminal_list },
 	{ "terminal.open", method_terminal_open },
+	{ "terminal.report_egress", method_terminal_report_egress },
 	{ "terminal.resize", method_terminal_resize },
 	{ "tokens.create", method_tokens_create },
 	{ "tokens.list", method_tokens_list },

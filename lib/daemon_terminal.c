@@ -10,6 +10,7 @@
 
 #include "crypto.h"
 #include "daemon_access.h"
+#include "daemon_egress.h"
 #include "daemon_limits.h"
 #include "daemon_peer.h"
 #include "daemon_taskauth.h"
@@ -541,6 +542,10 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 	int zellij = !strcmp(t->multiplexer, "zellij");
 	json_t *params = json_pack("{s:s,s:s,s:s,s:b}", "sessionName", "agor", "cwd", json_get_str(wt, "path"),
 				   zellij ? "tabName" : "windowName", window, "create", 1);
+	if (!zellij) { /* zellij panes are not sandboxed (sandbox.md) */
+		_cleanup_free_ char *ticket = daemon_pane_ticket(D(rc), wt_id, P(rc)->user_id);
+		json_object_set_new(params, "paneTicket", json_string(ticket));
+	}
 	struct open_request *o = xcalloc(1, sizeof(*o));
 	o->terminal_id = xstrdup(t->id);
 	struct task_spec spec = { .command = zellij ? "zellij.attach" : "tmux.attach",

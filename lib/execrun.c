@@ -2,6 +2,7 @@
  * prepared, the program run with a rebuilt environment, and the outcome with its receipt returned. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,15 +501,58 @@ static void setup_interactive(const struct execrun_confinement *cf, const char *
 	execrun_confinement_apply(cf, c);
 }
 
+#define REPORT_TICK_MS 1000
+
+/* The pane's periodic work: the sandbox's own (the write budget), then the proxy's new refusals to the reporter. */
+struct interactive_tick {
+	void (*inner)(void *arg);
+	void *inner_arg;
+	struct egress *egress;
+	const struct execrun_reporter *reporter;
+};
+
+static void report_new_refusals(const struct interactive_tick *t)
+{
+	json_t *fresh = egress_take_new(t->egress);
+	if (json_array_size(fresh))
+		t->reporter->report(fresh, t->reporter->arg);
+	json_decref(fresh);
+}
+
+static void interactive_tick(void *arg)
+{
+	struct interactive_tick *t = arg;
+	if (t->inner)
+		t->inner(t->inner_arg);
+	struct pollfd p = { .fd = egress_report_fd(t->egress), .events = POLLIN };
+	if (p.fd >= 0 && poll(&p, 1, 0) > 0)
+		report_new_refusals(t);
+}
+
+/* With a reporter and a proxy: the child's tick also reports refusals, at least every REPORT_TICK_MS. */
+static void watch_refusals(struct child *c, struct interactive_tick *t)
+{
+	if (!t->reporter || !t->egress)
+		return;
+	t->inner = c->on_tick;
+	t->inner_arg = c->on_tick_arg;
+	c->on_tick = interactive_tick;
+	c->on_tick_arg = t;
+	if (c->tick_ms <= 0 || c->tick_ms > REPORT_TICK_MS)
+		c->tick_ms = REPORT_TICK_MS;
+}
+
 static int run_interactive(const struct config *cfg, struct execrun_confinement *cf, const char *cwd,
-			   const char *const *argv, int *exit_code, struct err *e)
+			   const char *const *argv, struct interactive_tick *tick, int *exit_code, struct err *e)
 {
 	_cleanup_child_ struct child c;
 	setup_interactive(cf, cwd, argv, &c);
+	watch_refusals(&c, tick);
 	int rc = child_start(&c, e);
 	if (rc < 0 && execrun_confinement_failed(cfg, cf, e) == 0) {
 		child_release(&c);
 		setup_interactive(cf, cwd, argv, &c);
+		watch_refusals(&c, tick);
 		rc = child_start(&c, e);
 	}
 	int status;
@@ -517,14 +561,17 @@ static int run_interactive(const struct config *cfg, struct execrun_confinement 
 	return rc;
 }
 
-int execrun_interactive(const struct config *cfg, const char *cwd, const char *const *argv, int *exit_code,
-			struct err *e)
+int execrun_interactive(const struct config *cfg, const char *cwd, const char *const *argv,
+			const struct execrun_reporter *reporter, int *exit_code, struct err *e)
 {
 	struct execrun_confinement cf;
 	struct execrun_confine_request cr = { .cfg = cfg, .cwd = cwd };
 	int rc = execrun_confine(&cr, &cf, e);
+	struct interactive_tick tick = { .reporter = reporter, .egress = rc == 0 ? cf.egress : NULL };
 	if (rc == 0)
-		rc = run_interactive(cfg, &cf, cwd, argv, exit_code, e);
+		rc = run_interactive(cfg, &cf, cwd, argv, &tick, exit_code, e);
+	if (tick.reporter && tick.egress)
+		report_new_refusals(&tick); /* what arrived after the last tick */
 	json_decref(execrun_confinement_finish(&cf));
 	if (cf.git_repairs && json_array_size(json_object_get(cf.git_repairs, "repaired"))) {
 		_cleanup_free_ char *what = json_dumps(json_object_get(cf.git_repairs, "repaired"), JSON_COMPACT);

@@ -136,9 +136,16 @@ void execrun_environment(const struct execrun_confinement *cf, json_t *extra, st
 void execrun_confinement_release(struct execrun_confinement *cf);
 
 /* A terminal pane's shell: argv run in cwd (a confined worktree) under the same sandbox, on the caller's
- * own terminal (stdio inherited, TERM kept), waited for; *exit_code is its status. */
-int execrun_interactive(const struct config *cfg, const char *cwd, const char *const *argv, int *exit_code,
-			struct err *e);
+ * own terminal (stdio inherited, TERM kept), waited for; *exit_code is its status. With network proxy and a
+ * reporter, report(refused, arg) gets the proxy's new refusals (an array, borrowed) while the shell runs, at most
+ * every second, and once more when it has ended; what report does must not take long (the shell's write budget
+ * is sampled on the same thread). */
+struct execrun_reporter {
+	void (*report)(json_t *refused, void *arg);
+	void *arg;
+};
+int execrun_interactive(const struct config *cfg, const char *cwd, const char *const *argv,
+			const struct execrun_reporter *reporter, int *exit_code, struct err *e);
 int execrun_plan(const struct execrun_request *req, json_t **step, struct err *e);
 
 #endif

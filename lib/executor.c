@@ -625,6 +625,19 @@ static char *policy_text(const struct config *cfg)
 	return json_to_compact(policy);
 }
 
+/* A pane reports its egress refusals to a daemon on this host's Unix socket (a remote daemon: they are only shown
+ * on the pane), with the payload's ticket: the pane outlives this task and its token. */
+static void add_pane_report(struct strbuf *shell, const struct payload *p)
+{
+	const char *ticket = payload_str(p, "paneTicket");
+	if (!ticket || !p->daemon_url || strncmp(p->daemon_url, "unix:", 5))
+		return;
+	strbuf_addstr(shell, " --report-to ");
+	strbuf_add_shell_quoted(shell, p->daemon_url);
+	strbuf_addstr(shell, " --ticket ");
+	strbuf_add_shell_quoted(shell, ticket);
+}
+
 /* ctx->cfg has the payload's policy applied: whether panes are sandboxed is the daemon's to say, and each pane's
  * sandbox-shell gets the same policy (--policy), never deciding from this user's config alone. */
 static int run_tmux_attach(const struct payload *p, const struct executor_context *ctx, json_t *plan, json_t **data,
@@ -650,6 +663,7 @@ static int run_tmux_attach(const struct payload *p, const struct executor_contex
 		_cleanup_free_ char *policy = policy_text(ctx->cfg);
 		strbuf_addstr(&shell, " --policy ");
 		strbuf_add_shell_quoted(&shell, policy);
+		add_pane_report(&shell, p);
 		r.shell_command = shell.buf;
 	}
 	return terminal_tmux_attach(&r, data, e);

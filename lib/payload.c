@@ -87,6 +87,7 @@ static const struct field_spec tmux_params[] = {
 	{ "cwd", F_STRING, REQ_STR },
 	{ "windowName", F_STRING, OPT_STR },
 	{ "create", F_BOOL, 0 },
+	{ "paneTicket", F_STRING, OPT_STR }, /* a sandboxed pane reports its egress refusals with it */
 	{ NULL },
 };
 

@@ -118,6 +118,72 @@ test_case "attack: the pane shell is sandboxed to its worktree (no AGOR_HOME, no
 BODY
 '
 
+test_case "network proxy: what the pane refuses is an audit row and an event of its user; a forged ticket is refused" '
+  in_private_tmp <<"BODY"
+    python3 "$TEST_TOP/test/helpers/egress-target.py" outside-port outside.log > /dev/null 2>&1 &
+    target_pid=$!
+    scene_cleanup() { kill $target_pid 2> /dev/null || true; }
+    for i in $(seq 1 200); do [ -s outside-port ] && break; sleep 0.05; done
+    OUTSIDE=$(cat outside-port)
+    mkdir -p "$AGOR_HOME" && chmod 700 "$AGOR_HOME"
+    printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
+    start_daemon
+    worktree
+    python3 - "$AGOR_HOME/run/agor.sock" > events.out <<PY &
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(30)
+s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n")
+buf = s.recv(65536)
+open("subscribed", "w").close()
+try:
+    while b"terminal.egress_refused" not in buf:
+        chunk = s.recv(65536)
+        if not chunk: break
+        buf += chunk
+except socket.timeout:
+    pass
+print(buf.decode())
+PY
+    sub_pid=$!
+    for i in $(seq 1 100); do [ -e subscribed ] && break; sleep 0.05; done
+    term $wt "expect:@agor-sandbox:" "type:curl -sS -m 5 -o /dev/null -w \"code%{http_code}\\\\n\" http://127.0.0.1:$OUTSIDE/\n" "expect:code403" \
+      "type:cat /proc/[0-9]*/cmdline | tr \"\\\\0\" \" \" | grep -c -- --tic\"\"ket || echo no-ticket-here\n" "expect:no-ticket-here" \
+      > out || { cat out daemon.log; false; }
+    wait $sub_pid
+    grep -q "terminal.egress_refused" events.out || { cat events.out daemon.log; fail "no terminal.egress_refused event"; }
+    grep "terminal.egress_refused" events.out | grep -q "\"port\": *$OUTSIDE" || fail "the event does not name the port"
+    grep "terminal.egress_refused" events.out | grep -q "\"worktree_id\": *\"$wt\"" || fail "the event does not name the worktree"
+    rpc audit.list > audit.json
+    python3 - audit.json "$wt" "$OUTSIDE" <<PY
+import json, sys
+rows = json.load(open(sys.argv[1]))
+while isinstance(rows, dict):
+    rows = rows.get("result", rows.get("entries", rows.get("rows", [])))
+mine = [r for r in rows if r.get("action") == "egress.refused" and r.get("target") == sys.argv[2]]
+assert len(mine) == 1, rows[-5:]
+d = json.loads(mine[0]["details"])
+assert d == {"host": "127.0.0.1", "port": int(sys.argv[3]), "reason": "not-allowed", "count": 1, "terminal": True}, d
+PY
+    [ ! -s outside.log ] || fail "the listener outside was reached"
+    # the ticket, read from the pane start command as only its tmux server user can; altered, it is refused
+    tmux -L $(tmux_server $(id -un)) list-panes -a -F "#{pane_start_command}" > start.txt
+    ticket=$(grep -o -- "--ticket [^ ]*" start.txt | head -1 | cut -d" " -f2 | tr -cd "0-9a-zA-Z.-")
+    [ -n "$ticket" ] || { cat start.txt; fail "no ticket in the pane command"; }
+    refused="[{\"host\":\"evil.example\",\"port\":1,\"reason\":\"not-allowed\",\"count\":1}]"
+    rpc terminal.report_egress "{\"ticket\":\"$ticket\",\"refused\":$refused}" > ok.json
+    expect_contains ok.json "\"result\""
+    wt2=$(printf %s "$ticket" | cut -d. -f1 | tr 0-9a-f 1-9a-f0)
+    for forged in "${ticket%?}0" "${ticket%?}1" "$wt2.${ticket#*.}" "$(printf %s "$ticket" | cut -d. -f1).admin.$(printf %s "$ticket" | cut -d. -f3)" "nodots" ""; do
+      [ "$forged" != "$ticket" ] || continue
+      rpc terminal.report_egress "{\"ticket\":\"$forged\",\"refused\":$refused}" > forged.json
+      grep -q "AUTH_FAILED\|INVALID_PAYLOAD" forged.json || { cat forged.json; fail "a forged ticket was taken: $forged"; }
+    done
+    rpc audit.list > audit2.json
+    [ "$(grep -o evil.example audit2.json | wc -l)" = 1 ] || fail "a forged report reached the audit"
+    stop_daemon
+BODY
+'
+
 test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and neither tmux nor the shell is its child" '
   in_private_tmp <<"BODY"
     start_daemon
