@@ -24,13 +24,18 @@ SCENE='
   bash "$TEST_TOP/test/helpers/make-test-ca.sh" tls && chmod a+rX tls
   SCRIPTED_TLS_DIR=$PWD/tls python3 "$TEST_TOP/test/helpers/gemini-server.py" gemini-port gemini.log > /dev/null 2>&1 &
   gemini_pid=$!
+  # OPENCODE_TLS: OpenCode'"'"'s endpoint is https too (the proxy terminates its TLS with the per-task CA)
+  [ -z "${OPENCODE_TLS:-}" ] || export SCRIPTED_TLS_DIR=$PWD/tls
   python3 "$TEST_TOP/test/helpers/anthropic-server.py" port server.log > /dev/null 2>&1 &
   server_pid=$!
+  unset SCRIPTED_TLS_DIR
   for i in $(seq 1 400); do [ -s gemini-port ] && [ -s port ] && break; sleep 0.05; done
   [ -s gemini-port ] && [ -s port ] || fail "the scripted endpoints did not start"
   mkdir -p data && chmod 755 "$T" data
-  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: 127.0.0.1:%s\n    upstream_ca_file: %s/tls/ca.crt\nagents:\n  gemini:\n    command: %s\n    base_url: https://localhost:%s\n    model: gemini-2.5-flash\n  opencode:\n    command: %s\n    base_url: http://127.0.0.1:%s\n    model: anthropic/claude-sonnet-4-5\n" \
-    "$T" "$(cat gemini-port)" "$PWD" "$GEMINI" "$(cat gemini-port)" "$OPENCODE" "$(cat port)" > config.yaml
+  OPENCODE_URL=http://127.0.0.1:$(cat port) ALLOW=127.0.0.1:$(cat gemini-port)
+  [ -z "${OPENCODE_TLS:-}" ] || OPENCODE_URL=https://localhost:$(cat port) ALLOW="$ALLOW, 127.0.0.1:$(cat port)"
+  printf "paths:\n  data_home: %s/data\ndaemon:\n  socket_path: /run/agor/agor.sock\nexecution:\n  unix_user_mode: insulated\n  sandbox:\n    egress_allow: %s\n    upstream_ca_file: %s/tls/ca.crt\nagents:\n  gemini:\n    command: %s\n    base_url: https://localhost:%s\n    model: gemini-2.5-flash\n  opencode:\n    command: %s\n    base_url: %s\n    model: anthropic/claude-sonnet-4-5\n" \
+    "$T" "$ALLOW" "$PWD" "$GEMINI" "$(cat gemini-port)" "$OPENCODE" "$OPENCODE_URL" > config.yaml
   chmod 600 config.yaml
   a() { "$AGOR" "$@" --config "$PWD/config.yaml"; }
   insulated_agent_host
@@ -64,7 +69,7 @@ PY
 '
 
 # agent_scratch BODY — BODY after SCENE, as root in a private mount namespace.
-agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' GEMINI='$GEMINI' OPENCODE='$OPENCODE' TRACE='${TRACE:-}'
+agent_scratch() { in_scratch_system "TEST_TOP='$TEST_TOP' GEMINI='$GEMINI' OPENCODE='$OPENCODE' TRACE='${TRACE:-}' OPENCODE_TLS='${OPENCODE_TLS:-}'
 $SCENE
 $1"; }
 
@@ -170,6 +175,20 @@ OPENCODE_BYPASS='
   expect_contains out "Hello from the scripted model."
 '
 
+# An https endpoint: OpenCode (a Bun program) trusts the per-task CA through NODE_EXTRA_CA_CERTS; the proxy verifies
+# the endpoint against upstream_ca_file and swaps the sentinel inside the TLS it terminates.
+OPENCODE_TLS_BODY='
+  session opencode bypassPermissions
+  prompt "please RUN: env > env.txt"
+  expect_contains out "All done."
+  [ -s "$wt_path/env.txt" ] || { cat out; fail "the bash tool did not run"; }
+  grep -q "^ANTHROPIC_API_KEY=agor-sentinel-[0-9a-f]\{32\}$" "$wt_path/env.txt" || fail "the agent holds no sentinel"
+  grep -q "^NODE_EXTRA_CA_CERTS=" "$wt_path/env.txt" || fail "the agent was not given the per-task CA"
+  grep -q "\"x-api-key\": \"$KEY\"" server.log || { head -c 1500 server.log; fail "the https endpoint never received the real key"; }
+  ! grep -q "agor-sentinel" server.log || fail "the endpoint saw the sentinel"
+  no_key_anywhere
+'
+
 OPENCODE_DENIED='
   # the worktree grants bash in its own opencode.json: the run must not read it
   echo "{\"permission\":{\"bash\":\"allow\",\"edit\":\"allow\"}}" > "$wt_path/opencode.json"
@@ -195,6 +214,7 @@ else
   test_case "gemini, bypassPermissions: text back, the shell tool runs sandboxed with a sentinel, the endpoint gets the key" 'agent_scratch "$GEMINI_BYPASS"'
   test_case "gemini, acceptEdits and plan: the shell tool is never offered, even when the worktree grants it" 'agent_scratch "$GEMINI_ASKLESS"'
   test_case "opencode, bypassPermissions: the bash tool runs sandboxed with a sentinel, the endpoint gets the key" 'agent_scratch "$OPENCODE_BYPASS"'
+  test_case "opencode, https endpoint: it trusts the per-task CA, the proxy verifies the endpoint and swaps the key" 'OPENCODE_TLS=1 agent_scratch "$OPENCODE_TLS_BODY"'
   test_case "opencode, acceptEdits and plan: bash is denied, even when the worktree's or its own opencode.json allows it" 'agent_scratch "$OPENCODE_DENIED"'
 fi
 
