@@ -102,6 +102,7 @@ GEMINI_DEFAULT='
   expect_contains out "All done."
   [ -s "$wt_path/env.txt" ] || { cat out; fail "a tool the creator allowed did not run"; }
   grep -q "^GEMINI_API_KEY=agor-sentinel-[0-9a-f]\{32\}$" "$wt_path/env.txt" || { cat "$wt_path/env.txt"; fail "the agent holds no sentinel"; }
+  ! grep -q "eyJ" "$wt_path/env.txt" || fail "a task token is in the tools environment"
   python3 "$TEST_TOP/test/helpers/rpc.py" /run/agor/agor.sock audit.list > audit.json
   grep -q "denied" audit.json && grep -q "approved" audit.json || fail "the decisions are not in the audit log"
   a session get "$session" --json > s.json && [ "$(json_get s.json agent_session_id)" != null ] || fail "no agent session id kept"
@@ -133,6 +134,7 @@ GEMINI_BYPASS='
   [ -s "$wt_path/env.txt" ] || { cat out; fail "the shell tool did not run"; }
   [ "$(stat -c %U "$wt_path/env.txt")" = agor_executor ] || fail "env.txt is not owned by agor_executor"
   grep -q "^GEMINI_API_KEY=agor-sentinel-[0-9a-f]\{32\}$" "$wt_path/env.txt" || { cat "$wt_path/env.txt"; fail "the agent holds no sentinel"; }
+  ! grep -q "eyJ" "$wt_path/env.txt" || fail "a task token is in the tools environment"
   grep -q "^HTTPS_PROXY=http://127.0.0.1:3128$" "$wt_path/env.txt" || fail "the tools have no proxy"
   grep -q "\"x-goog-api-key\": \"$GKEY\"" gemini.log || { head -c 1500 gemini.log; fail "the endpoint never received the real key"; }
   ! grep -q "agor-sentinel" gemini.log || fail "the endpoint saw the sentinel"
@@ -165,6 +167,7 @@ OPENCODE_BYPASS='
   [ -s "$wt_path/env.txt" ] || { cat out; fail "the bash tool did not run"; }
   [ "$(stat -c %U "$wt_path/env.txt")" = agor_executor ] || fail "env.txt is not owned by agor_executor"
   grep -q "^ANTHROPIC_API_KEY=agor-sentinel-[0-9a-f]\{32\}$" "$wt_path/env.txt" || { cat "$wt_path/env.txt"; fail "the agent holds no sentinel"; }
+  ! grep -q "eyJ" "$wt_path/env.txt" || fail "a task token is in the tools environment"
   grep -q "^HTTPS_PROXY=http://127.0.0.1:3128$" "$wt_path/env.txt" || fail "the tools have no proxy"
   grep -q "\"x-api-key\": \"$KEY\"" server.log || { head -c 1500 server.log; fail "the endpoint never received the real key"; }
   ! grep -q "agor-sentinel" server.log || fail "the endpoint saw the sentinel"
@@ -183,6 +186,7 @@ OPENCODE_TLS_BODY='
   expect_contains out "All done."
   [ -s "$wt_path/env.txt" ] || { cat out; fail "the bash tool did not run"; }
   grep -q "^ANTHROPIC_API_KEY=agor-sentinel-[0-9a-f]\{32\}$" "$wt_path/env.txt" || fail "the agent holds no sentinel"
+  ! grep -q "eyJ" "$wt_path/env.txt" || fail "a task token is in the tools environment"
   grep -q "^NODE_EXTRA_CA_CERTS=" "$wt_path/env.txt" || fail "the agent was not given the per-task CA"
   grep -q "\"x-api-key\": \"$KEY\"" server.log || { head -c 1500 server.log; fail "the https endpoint never received the real key"; }
   ! grep -q "agor-sentinel" server.log || fail "the endpoint saw the sentinel"
