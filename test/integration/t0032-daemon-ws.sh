@@ -107,21 +107,7 @@ setTimeout(() => { console.log(JSON.stringify(seen)); process.exit(0); }, 4000);
 JS
   node events.mjs "ws://127.0.0.1:$port/ws" "$BOB_TOKEN" > bob.events 2> bob.err &
   bob_pid=$!
-  python3 - "$AGOR_HOME/run/agor.sock" > owner.events <<PY &
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(4.5)
-s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n")
-buf = s.recv(65536)
-open("owner.subscribed", "w").close()
-try:
-    while True:
-        chunk = s.recv(65536)
-        if not chunk: break
-        buf += chunk
-except socket.timeout:
-    pass
-print(buf.decode())
-PY
+  python3 "$TEST_TOP/test/helpers/events.py" "$AGOR_HOME/run/agor.sock" owner.subscribed 4.5 > owner.events &
   owner_pid=$!
   for i in $(seq 1 100); do grep -q subscribed bob.err && [ -e owner.subscribed ] && break; sleep 0.05; done
   git init -q -b main src && git -C src -c user.name=t -c user.email=t@t commit -q --allow-empty -m one

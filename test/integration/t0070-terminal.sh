@@ -129,21 +129,7 @@ test_case "network proxy: what the pane refuses is an audit row and an event of 
     printf "execution:\n  sandbox:\n    network: proxy\n" > "$AGOR_HOME/config.yaml"
     start_daemon
     worktree
-    python3 - "$AGOR_HOME/run/agor.sock" > events.out <<PY &
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(30)
-s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n")
-buf = s.recv(65536)
-open("subscribed", "w").close()
-try:
-    while b"terminal.egress_refused" not in buf:
-        chunk = s.recv(65536)
-        if not chunk: break
-        buf += chunk
-except socket.timeout:
-    pass
-print(buf.decode())
-PY
+    python3 "$TEST_TOP/test/helpers/events.py" "$AGOR_HOME/run/agor.sock" subscribed 30 terminal.egress_refused > events.out &
     sub_pid=$!
     for i in $(seq 1 100); do [ -e subscribed ] && break; sleep 0.05; done
     term $wt "expect:@agor-sandbox:" "type:curl -sS -m 5 -o /dev/null -w \"code%{http_code}\\\\n\" http://127.0.0.1:$OUTSIDE/\n" "expect:code403" \

@@ -158,21 +158,7 @@ proxy_scene() {
 test_case "proxy: the daemon's exec.run turns each refusal into an audit row and a task.egress_refused event" '
   proxy_scene outside
   OUTSIDE=$TARGET
-  python3 - "$AGOR_HOME/run/agor.sock" > events.out <<PY &
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
-s.sendall(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"events.subscribe\"}\n")
-buf = s.recv(65536)
-open("subscribed", "w").close()
-try:
-    while b"\"status\":\"completed\"" not in buf and b"\"status\":\"failed\"" not in buf:
-        chunk = s.recv(65536)
-        if not chunk: break
-        buf += chunk
-except socket.timeout:
-    pass
-print(buf.decode())
-PY
+  python3 "$TEST_TOP/test/helpers/events.py" "$AGOR_HOME/run/agor.sock" subscribed 20 "\"status\":\"completed\"" > events.out &
   sub_pid=$!
   for i in $(seq 1 100); do [ -e subscribed ] && break; sleep 0.05; done
   rpc exec.run "{\"worktree_id\":\"$wt\",\"argv\":[\"/bin/sh\",\"-c\",\"curl -sS -m 10 -o /dev/null -w %{http_code} http://127.0.0.1:$OUTSIDE/; curl -sS -m 10 -o /dev/null -w %{http_code} http://127.0.0.1:$OUTSIDE/\"]}" > reply
