@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -14,12 +15,26 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* tmpfs when there is one: ext4 flushes a file truncated and rewritten at close, a wait per input on /tmp. */
+static const char *scratch_dir(void)
+{
+	struct stat st;
+	return stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
 static char path[64];
+
+static void remove_file(void)
+{
+	unlink(path);
+}
 
 static int write_file(const uint8_t *data, size_t size)
 {
-	if (!path[0])
-		snprintf(path, sizeof(path), "/tmp/agor-config-fuzz-%d.yaml", (int)getpid());
+	if (!path[0]) {
+		snprintf(path, sizeof(path), "%s/agor-config-fuzz-%d.yaml", scratch_dir(), (int)getpid());
+		atexit(remove_file);
+	}
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
