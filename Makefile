@@ -191,7 +191,7 @@ TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall build
 
 # Fuzz targets (test/fuzz/*.c, libFuzzer; ASan + UBSan; clang, Debian package clang). lib/ is built once more with
 # clang into build/fuzz/libagor.a; each target links what it needs. test/integration/t0090-fuzz.sh runs every
-# target for a bounded time in `make test` (FUZZ_SECONDS, default 15); `make fuzz-campaign` runs each to 10 million
+# target for a bounded time in `make test` (FUZZ_SECONDS, default 12); `make fuzz-campaign` runs each to 10 million
 # executions (FUZZ_RUNS) or FUZZ_CAMPAIGN_SECONDS (default 3600), whichever comes first, and prints executions. Corpora grow in build/fuzz/corpus-*,
 # seeds are test/fuzz/seeds/TARGET; a crash input is left in build/fuzz/ and becomes a regression seed.
 FUZZ_CC := clang
