@@ -47,8 +47,9 @@ static void check_values_read_back(const struct config *cfg)
 {
 	for (size_t i = 0; i < config_count(); i++) {
 		struct config_entry en;
-		if (config_entry_at(cfg, i, &en) < 0 || en.source != CONFIG_SOURCE_FILE || !en.value)
-			continue;
+		if (config_entry_at(cfg, i, &en) < 0 || en.source != CONFIG_SOURCE_FILE || !en.value ||
+		    (en.type == CONFIG_NULLABLE_STRING && !*en.value))
+			continue; /* a flag's "" is null for a nullable key: the file's "" has no flag spelling */
 		struct config *again = config_new();
 		struct err e = ERR_INIT;
 		struct config_entry back;
