@@ -191,8 +191,8 @@ TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall build
 
 # Fuzz targets (test/fuzz/*.c, libFuzzer; ASan + UBSan; clang, Debian package clang). lib/ is built once more with
 # clang into build/fuzz/libagor.a; each target links what it needs. test/integration/t0090-fuzz.sh runs every
-# target for a bounded time in `make test` (FUZZ_SECONDS, default 20); `make fuzz-campaign` runs them long
-# (FUZZ_CAMPAIGN_SECONDS each, default 3600) and prints executions per target. Corpora grow in build/fuzz/corpus-*,
+# target for a bounded time in `make test` (FUZZ_SECONDS, default 12); `make fuzz-campaign` runs each to 10 million
+# executions (FUZZ_RUNS) or FUZZ_CAMPAIGN_SECONDS (default 3600), whichever comes first, and prints executions. Corpora grow in build/fuzz/corpus-*,
 # seeds are test/fuzz/seeds/TARGET; a crash input is left in build/fuzz/ and becomes a regression seed.
 FUZZ_CC := clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -205,7 +205,7 @@ FUZZ_LIBS := -L$(DEPS_GLIBC)/lib -Wl,--start-group build/fuzz/libagor.a -lgit2 -
 	-ljansson -lyaml -Wl,--end-group -lpthread -ldl -lm
 fuzz: $(FUZZ_TARGETS)
 fuzz-campaign: $(FUZZ_TARGETS)
-	FUZZ_SECONDS=$${FUZZ_CAMPAIGN_SECONDS:-3600} test/fuzz/run $(FUZZ_NAMES)
+	FUZZ_SECONDS=$${FUZZ_CAMPAIGN_SECONDS:-3600} FUZZ_RUNS=$${FUZZ_RUNS:-10000000} test/fuzz/run $(FUZZ_NAMES)
 build/fuzz/lib/%.o: lib/%.c $(DEPS_STAMP_GLIBC)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs clang with libFuzzer (apt-get install clang)"; exit 1; }
 	@mkdir -p $(dir $@)

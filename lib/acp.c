@@ -185,7 +185,7 @@ static void on_update(json_t *update, agent_emit_fn emit, void *arg)
 				       !strcmp(status, "failed")),
 			     arg);
 	} else
-		emit("unknown", json_pack("{s:s,s:O}", "type", kind, "raw", update), arg);
+		emit("unknown", json_pack("{s:s,s:O?}", "type", kind, "raw", update), arg);
 }
 
 struct counting_emit {

@@ -277,6 +277,35 @@ int adminconf_load(const char *path, struct adminconf *c, struct err *e)
 	return rc;
 }
 
+/* One character of a double-quoted YAML scalar: escaped when YAML would not read it back as itself — '"', '\\',
+ * control characters (C0, DEL, C1), the line and paragraph separators (a line break to YAML, folded away) and the
+ * non-characters libyaml refuses. Returns how many bytes beyond *p it took. */
+static size_t add_yaml_quoted_char(struct strbuf *out, const unsigned char *p)
+{
+	if (*p == '"' || *p == '\\') {
+		strbuf_addf(out, "\\%c", *p);
+		return 0;
+	}
+	if (*p < 0x20 || *p == 0x7f) {
+		strbuf_addf(out, "\\x%02x", *p);
+		return 0;
+	}
+	if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+		strbuf_addf(out, "\\x%02x", p[1]);
+		return 1;
+	}
+	if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+		strbuf_addstr(out, p[2] == 0xa8 ? "\\L" : "\\P");
+		return 2;
+	}
+	if (p[0] == 0xef && ((p[1] == 0xbb && p[2] == 0xbf) || (p[1] == 0xbf && (p[2] == 0xbe || p[2] == 0xbf)))) {
+		strbuf_addf(out, "\\u%s", p[1] == 0xbb ? "FEFF" : p[2] == 0xbe ? "FFFE" : "FFFF");
+		return 2;
+	}
+	strbuf_addch(out, (char)*p);
+	return 0;
+}
+
 /* A YAML scalar for a clean path: plain when it only has safe characters, else double-quoted. */
 static void add_yaml_path(struct strbuf *out, const char *key, const char *path)
 {
@@ -289,11 +318,8 @@ static void add_yaml_path(struct strbuf *out, const char *key, const char *path)
 		strbuf_addstr(out, path);
 	else {
 		strbuf_addch(out, '"');
-		for (const char *p = path; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				strbuf_addch(out, '\\');
-			strbuf_addch(out, *p);
-		}
+		for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+			p += add_yaml_quoted_char(out, p);
 		strbuf_addch(out, '"');
 	}
 	strbuf_addch(out, '\n');

@@ -15,7 +15,9 @@
  * adminops_parse: 0 with *c filled (its strings point into argv), or -1 with E_USAGE and a message naming the
  *   operation, the option or the expected usage.
  * adminops_argv: the argv of c, without the program name and without --json (the task runner adds it), such that
- *   adminops_parse gives c back (test_adminops checks the round trip for every operation).
+ *   adminops_parse gives c back (test_adminops checks the round trip for every operation; adminops_fuzz for any
+ *   call admin accepts). A positional starting with '-' does not come back (it would need "--", after which the
+ *   runner's --json would be one more positional): the daemon's positionals are ids, absolute paths and users.
  * The admin_* constructors fill a call; they check nothing: admin checks every value (paths confined by
  *   admin.yaml, agor users only), the daemon passes only values from its own config and database.
  */

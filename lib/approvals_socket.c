@@ -549,10 +549,8 @@ static int check_request_extras(const json_t *r, struct err *e)
 	return 0;
 }
 
-/* Checks the shape of a request line; 0, or -1 with code/message in *code and e. */
-static int check_shape(const json_t *j, const char **code, struct err *e)
+int appr_request_check(const json_t *j, struct err *e)
 {
-	*code = "INVALID_REQUEST";
 	static const char *const keys[] = { "type", "id", "nonce", "ts", "hmac", "request", NULL };
 	static const char *const rkeys[] = {
 		"argv", "cwd", "agentId", "resolvedPath", "executables", "allowAlways", "allowAlwaysRefused", NULL
@@ -635,7 +633,7 @@ static int accept_request(struct server *s, struct conn *c)
 	_cleanup_err_ struct err e = ERR_INIT;
 	const char *code = "INVALID_REQUEST";
 	_cleanup_json_ json_t *j = json_parse(c->in.buf, c->in.len, &e);
-	if (!j || check_shape(j, &code, &e) < 0) {
+	if (!j || appr_request_check(j, &e) < 0) {
 		reply_error(s, c->fd, j ? json_get_str(j, "id") : NULL, code, "%s", e.message);
 		return -1;
 	}

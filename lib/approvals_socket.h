@@ -83,6 +83,10 @@ json_t *appr_request_envelope(const char *token, const char *id, const char *non
 int appr_ask(const char *socket_path, const char *token, const struct appr_ask_request *r, int timeout_ms,
 	     enum appr_answer *answer, struct err *e);
 
+/* The strict shape check of a request line as the server reads it (before its HMAC, ts and nonce): 0, or -1
+ * with E_INVALID_PAYLOAD naming the field (answered INVALID_REQUEST). */
+int appr_request_check(const json_t *line, struct err *e);
+
 /* Terminal-safe display of an argv: shell-quoted words, control characters as \xNN, C1 controls, bidi
  * embeddings/overrides/isolates (U+202A–202E, U+2066–2069), marks and invisible characters as \u{XXXX}. */
 void appr_format_argv(const json_t *argv, struct strbuf *out);

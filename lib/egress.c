@@ -684,6 +684,36 @@ static int parse_origin_line(const char *head, struct request *r)
 	return 0;
 }
 
+int egress_parse_head(const char *head, size_t len, int origin_form, const char *sentinel, const char *provider_key,
+		      struct egress_head *out)
+{
+	struct egress eg = { .sentinel = (char *)sentinel, .key = (char *)provider_key };
+	struct request r = { .port = 0, .provider = provider_key != NULL };
+	_cleanup_strbuf_ struct strbuf text = STRBUF_INIT;
+	strbuf_add(&text, head, len); /* NUL-terminated, as serve_connection hands it over */
+	memset(out, 0, sizeof(*out));
+	strbuf_init(&out->forward, 0);
+	if ((origin_form ? parse_origin_line(text.buf, &r) : parse_request_line(text.buf, &r)) < 0) {
+		free(r.path);
+		return -1;
+	}
+	if (!r.is_connect)
+		rewrite_request_head(&eg, &r, text.buf, len, &out->forward);
+	memcpy(out->method, r.method, sizeof(out->method));
+	memcpy(out->host, r.host, sizeof(out->host));
+	out->port = r.port;
+	out->is_connect = r.is_connect;
+	out->path = r.path;
+	return 0;
+}
+
+void egress_head_release(struct egress_head *h)
+{
+	free(h->path);
+	h->path = NULL;
+	strbuf_release(&h->forward);
+}
+
 /* The provider's https endpoint: the agent's TLS ends here (the per-task CA's certificate for that host), one
  * request is read, its sentinel swapped, and it goes on over TLS verified against the real chain. */
 static void intercept(const struct egress *eg, struct request *r, int client, size_t early_bytes)

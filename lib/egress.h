@@ -55,6 +55,7 @@
 #include <jansson.h>
 
 #include "err.h"
+#include "strbuf.h"
 
 #define EGRESS_MAX_REPORTED    100
 #define EGRESS_SENTINEL_PREFIX "agor-sentinel-"
@@ -88,5 +89,23 @@ void egress_free(struct egress *eg);
 
 /* A fresh sentinel: EGRESS_SENTINEL_PREFIX and 32 hex digits (malloc'd). */
 char *egress_new_sentinel(void);
+
+/* How the proxy reads a request head the sandboxed agent sent (the bytes up to and including its blank line; a
+ * seam for the fuzz target, no I/O): the request line as the proxy's first read (origin_form 0: CONNECT
+ * host:port or an http:// absolute URI) or inside a terminated tunnel (origin_form 1: METHOD /path), and, but
+ * for CONNECT, the head as it goes upstream. For the provider (provider_key set) sentinel becomes the key in the
+ * authentication headers, as on the wire. 0 and *out filled (release with egress_head_release), or -1: refused
+ * as malformed. */
+struct egress_head {
+	char method[16];
+	char host[256]; /* normalised; empty in origin form */
+	int port;
+	int is_connect;
+	char *path;	       /* absolute URI and origin form: the path sent upstream */
+	struct strbuf forward; /* but for CONNECT: the rewritten head */
+};
+int egress_parse_head(const char *head, size_t len, int origin_form, const char *sentinel, const char *provider_key,
+		      struct egress_head *out);
+void egress_head_release(struct egress_head *h);
 
 #endif

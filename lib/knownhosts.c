@@ -34,15 +34,29 @@ static int hashed_matches(const char *pattern, const char *name)
 	return ok;
 }
 
-/* ssh's wildcards: '*' any run, '?' any one character, case-insensitive; everything else literal ('[' too). */
+/* ssh's wildcards: '*' any run, '?' any one character, case-insensitive; everything else literal ('[' too).
+ * Greedy with one resume point, the last '*': time len(p) * len(s) at worst, however many stars a hostile
+ * pattern holds (the recursive form took exponential time on "a*a*a*…b"). */
 static int glob_matches(const char *p, const char *s)
 {
-	if (!*p)
-		return !*s;
-	if (*p == '*')
-		return glob_matches(p + 1, s) || (*s && glob_matches(p, s + 1));
-	return *s && (*p == '?' || tolower((unsigned char)*p) == tolower((unsigned char)*s)) &&
-	       glob_matches(p + 1, s + 1);
+	const char *star = NULL, *resume = NULL;
+	while (*s) {
+		if (*p == '*') {
+			star = p++;
+			resume = s;
+		} else if (*p && (*p == '?' || tolower((unsigned char)*p) == tolower((unsigned char)*s))) {
+			p++;
+			s++;
+		} else if (star) {
+			p = star + 1;
+			s = ++resume;
+		} else {
+			return 0;
+		}
+	}
+	while (*p == '*')
+		p++;
+	return !*p;
 }
 
 /* ssh's rule: a name matches a comma-separated list when some pattern matches it and no negated one does. */

@@ -94,8 +94,7 @@ static int level_arg(json_t *params, const char *key, int (*parse)(const char *)
 	return 0;
 }
 
-/* The `agor approvals exec …` command line for a system.run request. */
-static int approvals_args(struct runner *r, json_t *params, struct strvec *args, struct err *e)
+int node_run_args(const char *self, json_t *params, struct strvec *args, struct err *e)
 {
 	json_t *argv = json_object_get(params, "argv"), *timeout = json_object_get(params, "timeoutMs");
 	const char *agent = json_get_str(params, "agentId");
@@ -112,7 +111,7 @@ static int approvals_args(struct runner *r, json_t *params, struct strvec *args,
 	if (agent && appr_agent_id_check(agent, e) < 0)
 		return -1;
 	/* an ask goes to the gateway (node.ask), where only an approval record for this argv's hash approves */
-	strvec_pushv(args, (const char *const[]){ r->cfg->self, "approvals", "exec", "--ask-stdin", "--agent",
+	strvec_pushv(args, (const char *const[]){ self, "approvals", "exec", "--ask-stdin", "--agent",
 						  agent ? agent : "default", NULL });
 	/* a request without security gets the gateway's default for remote hosts: deny */
 	if (!json_object_get(params, "security"))
@@ -346,7 +345,7 @@ static void on_backstop(struct loop *l, void *arg)
 static int start_run(struct runner *r, struct run *run, json_t *params, struct err *e)
 {
 	struct strvec args = STRVEC_INIT, env = STRVEC_INIT;
-	int rv = approvals_args(r, params, &args, e);
+	int rv = node_run_args(r->cfg->self, params, &args, e);
 	if (rv == 0) {
 		child_env(r, params, run->run_id, &env);
 		run->child.args = args;

@@ -29,7 +29,10 @@
 #define NODE_BACKOFF_MAX_MS    30000
 #define NODE_BACKSTOP_GRACE_MS 10000
 
+#include <jansson.h>
+
 #include "err.h"
+#include "strvec.h"
 
 struct node_runner_config {
 	const char *url, *fingerprint;		    /* the gateway; fingerprint: its certificate's SHA-256, or NULL */
@@ -41,5 +44,9 @@ struct node_runner_config {
 };
 
 int node_runner_run(const struct node_runner_config *cfg, struct err *e);
+
+/* The `SELF approvals exec …` command line for a system.run request's params (the gateway's, untrusted): 0 and
+ * args filled, or -1 with E_INVALID_PAYLOAD naming the field. Every word of params.argv comes after "--". */
+int node_run_args(const char *self, json_t *params, struct strvec *args, struct err *e);
 
 #endif

@@ -1,6 +1,7 @@
 /* test_agent_headless.c — unit tests of lib/agent for Gemini CLI (over ACP in default mode, lib/acp) and OpenCode
  * ("default" refused with the modes it supports), their other modes mapped to allow or deny outright, the prompt
  * on stdin, OpenCode kept from the worktree's own opencode.json; and of the ACP client against a scripted agent. */
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -118,6 +119,30 @@ TEST(acp_client_opens_a_session_prompts_and_answers_a_permission_with_the_reject
 	CHECK(read(p[0], (char[1]){ 0 }, 1) == 0); /* the turn ended: the CLI's stdin is closed */
 	acp_free(c);
 	close(p[0]);
+	agent_state_release(&st);
+	strbuf_release(&got);
+}
+
+/* agent_fuzz found it: a session/update without its "update" member was emitted as "unknown" with no data at all
+ * (json_pack refused the missing raw); it is kept, raw null. */
+static void keep_data(const char *type, json_t *data, void *arg)
+{
+	char *text = json_to_compact(data);
+	strbuf_addf(arg, "%s:%s;", type, text ? text : "NULL");
+	free(text);
+	json_decref(data);
+}
+
+TEST(acp_client_keeps_an_update_without_its_update_member)
+{
+	int out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	struct agent_state st = { 0 };
+	struct strbuf got = STRBUF_INIT;
+	struct acp_client *c = acp_start(out, "/w", "do it", deny, NULL);
+	const char *line = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}";
+	acp_on_line(c, line, strlen(line), &st, keep_data, &got);
+	CHECK_STR(got.buf, "unknown:{\"type\":\"\",\"raw\":null};");
+	acp_free(c);
 	agent_state_release(&st);
 	strbuf_release(&got);
 }

@@ -2,6 +2,7 @@
  * names, @revoked and @cert-authority. Never touches the network or a file. */
 #include "common.h"
 #include "knownhosts.h"
+#include "strbuf.h"
 #include "unit.h"
 #include "banned.h"
 
@@ -53,6 +54,26 @@ TEST(known_hosts_lists_wildcards_and_negation_follow_ssh)
 	CHECK_KEYS(text, "GIT.CORP", 22, "ecdsa-sha2-nistp256 CORP");
 	CHECK_KEYS(text, "host1", 22, "ecdsa-sha2-nistp256 Q");
 	CHECK_KEYS(text, "host12", 22, "");
+	CHECK_KEYS("*a*?c ecdsa-sha2-nistp256 S\n", "xxabc", 22, "ecdsa-sha2-nistp256 S"); /* a star retried */
+	CHECK_KEYS("a**b* ecdsa-sha2-nistp256 S\n", "ab", 22, "ecdsa-sha2-nistp256 S");
+	CHECK_KEYS("*.corp* ecdsa-sha2-nistp256 S\n", "a.cor", 22, "");
+}
+
+/* knownhosts_fuzz found it: a pattern of many stars that cannot match took exponential time. Now linear-ish:
+ * this would not end within the unit run before. */
+TEST(known_hosts_many_stars_answer_at_once)
+{
+	struct strbuf text = STRBUF_INIT, host = STRBUF_INIT;
+	for (int i = 0; i < 200; i++)
+		strbuf_addstr(&text, "a*");
+	strbuf_addstr(&text, "b ecdsa-sha2-nistp256 S\n");
+	for (int i = 0; i < 200; i++)
+		strbuf_addch(&host, 'a');
+	CHECK_KEYS(text.buf, host.buf, 22, "");
+	strbuf_addch(&host, 'b');
+	CHECK_KEYS(text.buf, host.buf, 22, "ecdsa-sha2-nistp256 S");
+	strbuf_release(&text);
+	strbuf_release(&host);
 }
 
 TEST(known_hosts_hashed_names_revoked_and_cert_authority)

@@ -412,6 +412,29 @@ static int parse_conf(const char *text, struct adminconf *c, struct err *e)
 	return adminconf_parse(text, strlen(text), "admin.yaml", c, e);
 }
 
+/* adminconf_fuzz found it: a path YAML reads as a line break (U+2028) or a control character was written into the
+ * double-quoted scalar as is, and read back as another path. Every such path now comes back as itself. */
+TEST(adminconf_format_reads_back_any_clean_path)
+{
+	static const char *const paths[] = { "/s/a: b #c",   "/s/\xe2\x80\xa8x  ",
+					     "/s/tab",	     "/s/\xc2\x85nel\xc2\x9f",
+					     "/s/q\"uo\\te", "/s/\xe2\x80\xa9\xef\xbb\xbf" };
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		struct adminconf c = { .worktrees_dir = xstrdup(paths[i]), .repos_dir = xstrdup("/r") }, back;
+		struct strbuf sb = STRBUF_INIT;
+		struct err e = ERR_INIT;
+		adminconf_format(&c, &sb);
+		CHECK_INT(parse_conf(sb.buf, &back, &e), 0);
+		if (!e.code)
+			CHECK_STR(back.worktrees_dir, paths[i]);
+		err_clear(&e);
+		if (!e.code)
+			adminconf_release(&back);
+		adminconf_release(&c);
+		strbuf_release(&sb);
+	}
+}
+
 TEST(adminconf_parses_strictly)
 {
 	struct adminconf c;

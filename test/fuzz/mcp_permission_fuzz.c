@@ -1,0 +1,67 @@
+/* mcp_permission_fuzz.c — libFuzzer target over `agor executor mcp-permission` (mcp_permission_serve), the MCP
+ * server Claude Code (the agent: untrusted) talks to on stdin before a tool runs. No broker answers, as when the
+ * executor's broker is gone. Invariants: every line that is a call (an object with an id and a method) gets
+ * exactly one reply line of JSON-RPC, and no reply ever allows a tool: without the broker, it fails closed. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "mcp_permission.h"
+#include "banned.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The calls among the complete lines: what must be answered. */
+static size_t calls_in(const char *text, size_t len)
+{
+	size_t calls = 0;
+	for (const char *p = text, *nl; (nl = memchr(p, '\n', len - (size_t)(p - text))); p = nl + 1) {
+		json_t *m = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		calls += json_is_object(m) && json_object_get(m, "id") && json_get_str(m, "method");
+		json_decref(m);
+	}
+	return calls;
+}
+
+static void check_replies(const char *out, size_t len, size_t calls)
+{
+	size_t replies = 0;
+	for (const char *p = out, *nl; (nl = memchr(p, '\n', len - (size_t)(p - out))); p = nl + 1) {
+		json_t *r = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		if (!json_is_object(r) || (!json_object_get(r, "result") && !json_object_get(r, "error")))
+			abort();
+		const char *text = json_get_str(
+			json_array_get(json_object_get(json_object_get(r, "result"), "content"), 0), "text");
+		json_t *decision = text ? json_loads(text, 0, NULL) : NULL;
+		const char *behavior = json_get_str(decision, "behavior");
+		if (behavior && strcmp(behavior, "deny"))
+			abort(); /* allowed with nobody asked */
+		json_decref(decision);
+		json_decref(r);
+		replies++;
+	}
+	if (replies != calls)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > 60000)
+		return 0;
+	int in = memfd_create("mcp-in", MFD_CLOEXEC), out = memfd_create("mcp-out", MFD_CLOEXEC);
+	if (in < 0 || out < 0 || write(in, data, size) != (ssize_t)size || lseek(in, 0, SEEK_SET) != 0)
+		abort();
+	mcp_permission_serve(in, out, "/nonexistent/agor-broker.sock");
+	off_t len = lseek(out, 0, SEEK_END);
+	char *text = calloc(1, (size_t)len + 1);
+	if (!text || pread(out, text, (size_t)len, 0) != len)
+		abort();
+	check_replies(text, (size_t)len, calls_in((const char *)data, size));
+	free(text);
+	close(in);
+	close(out);
+	return 0;
+}
