@@ -17,6 +17,8 @@ PREREQUISITES=(
   "clang|command -v clang|clang (with libFuzzer) is not installed: apt-get install clang"
   "qemu|command -v qemu-system-x86_64|qemu is not installed (Debian: qemu-system-x86)"
   "mkfs.ext4|command -v mkfs.ext4|no mkfs.ext4 (Debian: e2fsprogs)"
+  "debugfs|command -v debugfs|no debugfs (Debian: e2fsprogs)"
+  "debootstrap|command -v debootstrap|debootstrap is not installed (Debian: debootstrap)"
 )
 
 # unmet_needs LIST — prints why this machine lacks something in LIST (comma-separated prerequisite names) and

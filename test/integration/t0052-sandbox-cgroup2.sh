@@ -5,24 +5,9 @@
 # which tmpfs cannot do before Linux 6.3.
 . "$(dirname "$0")/../lib.sh"
 
-VM_DIR="$TEST_TOP/build/test-tmp/vm-kernel" # the guest kernel, fetched once and kept for later runs
-VM="$TEST_TMP_ROOT/vm"
+. "$(dirname "$0")/../vm.sh"
 
-# Prints the guest kernel's path, fetching Debian's cloud kernel package the first time.
-vm_kernel() {
-  local k pkg
-  k=$(ls "$VM_DIR"/boot/vmlinuz-* 2> /dev/null | head -1)
-  if [ -z "$k" ]; then
-    pkg=$(apt-cache depends linux-image-cloud-amd64 2> /dev/null | awk '/Depends: linux-image-/ { print $2; exit }')
-    [ -n "$pkg" ] || return 1
-    mkdir -p "$VM_DIR/deb"
-    (cd "$VM_DIR/deb" && apt-get download -qq "$pkg") > /dev/null 2>&1 || return 1
-    dpkg-deb --fsys-tarfile "$VM_DIR"/deb/*.deb | tar -x -C "$VM_DIR" --wildcards './boot/vmlinuz-*' || return 1
-    rm -rf "$VM_DIR/deb"
-    k=$(ls "$VM_DIR"/boot/vmlinuz-* 2> /dev/null | head -1)
-  fi
-  [ -n "$k" ] && echo "$k"
-}
+VM="$TEST_TMP_ROOT/vm"
 
 # Why this machine cannot boot the guest, or nothing.
 why_no_guest() {
@@ -126,7 +111,7 @@ build_guest() {
 boot_guest() {
   mkdir -p "$VM"
   build_guest
-  timeout 600 qemu-system-x86_64 -m 768 -smp 2 -nographic -no-reboot -kernel "$(vm_kernel)" -initrd "$VM/initrd.gz" \
+  timeout 600 qemu-system-x86_64 $(vm_accel) -m 768 -smp 2 -nographic -no-reboot -kernel "$(vm_kernel)" -initrd "$VM/initrd.gz" \
     -drive "file=$VM/data.img,if=none,id=data,format=raw" -device nvme,drive=data,serial=agordata \
     -append "console=ttyS0 panic=-1 quiet" < /dev/null > "$VM/console" 2>&1 || true
   tr -d '\r' < "$VM/console" > "$VM/serial"

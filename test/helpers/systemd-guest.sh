@@ -1,0 +1,69 @@
+#!/bin/bash
+# systemd-guest.sh — the program of t0055's Debian guest, run by agor-guest.service once systemd (PID 1) reached
+# multi-user: an operator's steps of docs/modes.md#systemd with the units of dist/systemd, each result written to
+# /results (the host reads the disk back) and a progress line on the serial console; then the guest powers off.
+R=/results
+mkdir -p $R
+say() { echo "@@@ $*" > /dev/ttyS0; }
+# step NAME CMD… — runs CMD, its stdout in R/NAME.out, stderr in R/NAME.err, status in R/NAME.rc
+step() {
+  local name=$1; shift
+  "$@" > "$R/$name.out" 2> "$R/$name.err"
+  echo $? > "$R/$name.rc"
+  say "step $name $(cat "$R/$name.rc")"
+}
+as_agor() { setpriv --reuid=agor --regid=agor --init-groups -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/agor "$@"; }
+as_alice() { # CMD… — an agor client command of alice's over TCP with her token
+  setpriv --reuid=alice --regid=alice --init-groups -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/alice \
+    AGOR_TOKEN="$(cat $R/token.out)" "$@"
+}
+URL=ws://127.0.0.1:3030/ws
+wait_for() { local n=0; until "$@" > /dev/null 2>&1 || [ $n -ge 300 ]; do sleep 0.1; n=$((n + 1)); done; }
+
+cat /proc/self/cgroup > $R/self-cgroup
+stat -fc %T /sys/fs/cgroup > $R/cgroup-fs
+say "booted $(cat $R/cgroup-fs)"
+
+# the operator (docs/modes.md: insulated host, then the unit)
+useradd --system --create-home --home-dir /home/agor --shell /bin/bash agor
+useradd --create-home --shell /bin/bash alice
+step setup agor setup isolation --mode insulated
+step validate agor setup validate
+step enable systemctl enable --now agor-daemon
+wait_for as_agor agor daemon status
+step status as_agor agor daemon status
+systemctl show -p MainPID --value agor-daemon > $R/mainpid
+cat /proc/"$(cat $R/mainpid)"/cgroup > $R/daemon-cgroup
+systemctl show -p ControlGroup --value agor-daemon > $R/unit-cgroup
+step security systemd-analyze security --no-pager agor-daemon.service
+
+# admin through sudo, from the daemon in its unit: a user, a clone, a worktree (its group made by agor admin)
+step user as_agor agor user create alice --unix-user alice
+step token as_agor agor user token --for alice
+step clone as_alice agor repo clone /srv/src --json --url $URL
+repo=$(sed -n 's/.*"repo":{"id":"\([^"]*\)".*/\1/p' $R/clone.out)
+step worktree as_alice agor worktree add "$repo" feature --json --url $URL
+wt=$(sed -n 's/.*"worktree":{"id":"\([^"]*\)".*/\1/p' $R/worktree.out)
+path=$(sed -n 's/.*"path":"\(\/srv\/agor\/worktrees\/[^"]*\)".*/\1/p' $R/worktree.out)
+stat -c "%U %G %a" "$path" > $R/worktree-stat 2>&1
+# an executor with the default limits (memory, pids): on cgroup v2 it needs to start inside its delegated subtree
+step exec as_alice agor exec --url $URL "$wt" -- sh -c 'id -un; cat /proc/self/cgroup; echo made > made.txt'
+ls /sys/fs/cgroup/agor/agor_executor > $R/executor-cgroups 2>&1
+ls /srv/agor/worktrees/*/made.txt > $R/made 2> /dev/null || rm -f $R/made
+stat -c %U /sys/fs/cgroup/agor/agor_executor > $R/executor-cgroup-owner 2>&1
+
+# the node unit: pair with the documented command (it writes where the unit reads), approve, run
+useradd --system --home-dir /var/lib/agor-node --shell /usr/sbin/nologin agor-node
+N="systemd-run --quiet --wait --pipe --uid=agor-node -p StateDirectory=agor-node -p StateDirectoryMode=0700 -E AGOR_HOME=/var/lib/agor-node /usr/local/bin/agor"
+step pair $N node pair --gateway ws://127.0.0.1:3030/ws --name guest-node
+stat -c "%U %a" /var/lib/agor-node /var/lib/agor-node/node.json > $R/node-state 2>&1
+step approve as_agor agor nodes approve guest-node
+step node-enable systemctl enable --now agor-node
+wait_for sh -c 'setpriv --reuid=agor --regid=agor --init-groups -- env -i HOME=/home/agor agor nodes list --json | grep -q "\"connected\":true"'
+step nodes as_agor agor nodes list --json
+step node-active systemctl is-active agor-node
+journalctl -b --no-pager -u agor-daemon -u agor-node > $R/journal 2>&1
+step daemon-stop systemctl stop agor-daemon
+say "done"
+sync
+systemctl poweroff --no-block
