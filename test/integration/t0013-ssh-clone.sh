@@ -29,10 +29,10 @@ SCENE='
   rm -rf /home/gitsrv/acme && mkdir -p /home/gitsrv/acme && make_source_repo src &&
     git clone -q --bare src /home/gitsrv/acme/widget.git && chown -R gitsrv: /home/gitsrv/acme
   sshd_port=$(free_port)
-  start_sshd() { # start_sshd PORT — a non-daemonized sshd of the test: its config, host key and authorized_keys
-    printf "%s\n" "Port $1" "ListenAddress 127.0.0.1" "HostKey $PWD/sshd/host_key" "PidFile none" \
+  start_sshd() { # start_sshd PORT [HOST_KEY [OPTION]] — a non-daemonized sshd of the test: its config, host key and authorized_keys
+    printf "%s\n" "Port $1" "ListenAddress 127.0.0.1" "HostKey ${2:-$PWD/sshd/host_key}" "PidFile none" \
       "AuthorizedKeysFile $PWD/sshd/authorized_keys" "StrictModes no" "UsePAM no" "PasswordAuthentication no" \
-      "KbdInteractiveAuthentication no" "AllowUsers gitsrv" "LogLevel VERBOSE" > sshd/config.$1
+      "KbdInteractiveAuthentication no" "AllowUsers gitsrv" "LogLevel VERBOSE" ${3:+"$3"} > sshd/config.$1
     /usr/sbin/sshd -D -e -f "$PWD/sshd/config.$1" 2>> sshd.log &
     SERVERS="$SERVERS $!"
     for i in $(seq 1 100); do grep -q "Server listening on 127.0.0.1 port $1" sshd.log && return 0; sleep 0.05; done
@@ -156,6 +156,34 @@ test_case "attack: a changed host key (another key listed for this server) is re
   { echo "[127.0.0.1]:$sshd_port $(cut -d" " -f1,2 sshd/host_key.pub)"; echo "@revoked * $(cut -d" " -f1,2 sshd/host_key.pub)"; } > known_hosts
   clone "$url" revoked.git
   expect_error AUTH_FAILED 1
+'
+
+test_case "a server with only an Ed25519 or only an RSA host key fails naming the host key type agor checks" "$SCENE"'
+  store_key < ed_key
+  for type in ed25519 rsa; do
+    ssh-keygen -q -t $type -N "" -f host_$type
+    port=$(free_port)
+    start_sshd $port "$PWD/host_$type"
+    echo "[127.0.0.1]:$port $(cut -d" " -f1,2 host_$type.pub)" > known_hosts
+    "$AGOR" api-key set "git-ssh:127.0.0.1:$port" < ed_key > /dev/null
+    clone "ssh://gitsrv@127.0.0.1:$port/home/gitsrv/acme/widget.git" only-$type.git
+    expect_error GIT_ERROR 1
+    expect_contains out "the ssh key exchange failed"
+    expect_contains out "agor checks ECDSA host keys only"
+  done
+  [ "$(grep -c "no matching host key type found" sshd.log)" = 2 ] || { cat sshd.log; fail "sshd did not end the key exchanges"; }
+  ! grep -q "Accepted publickey" sshd.log || fail "a key login without a checked host key"
+  # an RSA host key a server still offers as ssh-rsa (SHA-1) is checked against its known_hosts line like any key
+  port=$(free_port)
+  start_sshd $port "$PWD/host_rsa" "HostKeyAlgorithms +ssh-rsa"
+  "$AGOR" api-key set "git-ssh:127.0.0.1:$port" < ed_key > /dev/null
+  echo "[127.0.0.1]:$port $(cut -d" " -f1,2 host_ed25519.pub)" > known_hosts
+  clone "ssh://gitsrv@127.0.0.1:$port/home/gitsrv/acme/widget.git" rsa-unknown.git
+  expect_error AUTH_FAILED 1
+  expect_contains out "the host key $(ssh-keygen -l -E sha256 -f host_rsa.pub | cut -d" " -f2) (ssh-rsa) is not the one"
+  echo "[127.0.0.1]:$port $(cut -d" " -f1,2 host_rsa.pub)" > known_hosts
+  clone "ssh://gitsrv@127.0.0.1:$port/home/gitsrv/acme/widget.git" rsa-host.git
+  expect_success
 '
 
 test_case "a hashed known_hosts entry (ssh-keygen -H) matches" "$SCENE"'
