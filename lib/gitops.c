@@ -539,6 +539,24 @@ static int check_clone_target(const struct gitops_clone *o, struct err *e)
 			"%s already exists and is not an empty directory", o->path);
 }
 
+/* A failed ssh key exchange, said with its likely cause: libssh2 1.10 on mbedTLS checks ECDSA host keys, and RSA
+ * ones only signed with SHA-1 (ssh-rsa), which OpenSSH 8.8 and later no longer offer; a server with only an Ed25519
+ * or an RSA host key ends the exchange before any key is shown. Any other failure: libgit2's words. */
+static int ssh_clone_failed(struct err *e, const char *origin)
+{
+	const git_error *ge = git_error_last();
+	if (!ge || !ge->message || !strstr(ge->message, "Unable to exchange encryption keys"))
+		return git_fail(e, "clone failed");
+	return err_setd(e, E_GIT_ERROR,
+			json_pack("{s:s,s:i,s:s,s:s}", "class", "SSH", "klass", ge->klass, "message", ge->message,
+				  "origin", origin),
+			"%s: the ssh key exchange failed (%s): agor checks ECDSA host keys only (its libssh2 1.10 "
+			"verifies RSA ones with SHA-1 alone, which OpenSSH 8.8 and later no longer offer, and no "
+			"Ed25519 ones); a server with only an Ed25519 or RSA host key needs an ECDSA one too "
+			"(ssh-keygen -t ecdsa -f /etc/ssh/ssh_host_ecdsa_key), listed in execution.git.known_hosts",
+			origin, ge->message);
+}
+
 /* libgit2's clone into work (a path inside the private staging directory); the result object or NULL. */
 static json_t *clone_into(const struct gitops_clone *o, const char *work, struct err *e)
 {
@@ -569,15 +587,14 @@ static json_t *clone_into(const struct gitops_clone *o, const char *work, struct
 	int rc = git_clone(&repo, o->url, work, &opts);
 	git_trace_set(GIT_TRACE_NONE, NULL);
 	traced = NULL;
+	if (rc < 0 && !err_is_set(e))
+		ssh && !st.host_key_checked ? ssh_clone_failed(e, st.origin) : git_fail(e, "clone failed");
 	free(st.origin);
 	free(st.connect_origin);
 	free(st.ssh_user);
 	sshkey_release(&st.key);
-	if (rc < 0) {
-		if (!err_is_set(e))
-			git_fail(e, "clone failed");
+	if (rc < 0)
 		return NULL;
-	}
 	json_t *r = describe_head(repo);
 	git_repository_free(repo);
 	return r;

@@ -1,4 +1,5 @@
-/* sshkey.c — an OpenSSH ECDSA private key parsed in memory and signing with it on mbedTLS (sshkey.h). */
+/* sshkey.c — an OpenSSH Ed25519 or ECDSA private key parsed in memory and signing with it (sshkey.h): Ed25519 by
+ * ed25519.c, ECDSA on mbedTLS. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #define PEM_BEGIN  "-----BEGIN OPENSSH PRIVATE KEY-----"
 #define PEM_END	   "-----END OPENSSH PRIVATE KEY-----"
 #define AUTH_MAGIC "openssh-key-v1"
+#define ED25519	   "ssh-ed25519"
 
 /* The curves ssh and mbedTLS share, with the hash each signs with. */
 static const struct {
@@ -127,7 +129,47 @@ static int load_ecdsa(struct sshkey *k, struct reader *priv, size_t c, struct er
 	k->public_len = pub.len;
 	k->public_blob = (unsigned char *)strbuf_detach(&pub, NULL);
 	k->md = curves[c].md;
+	k->kind = SSHKEY_ECDSA;
 	return 0;
+}
+
+/* The private section's Ed25519 fields: the public key A, then seed ‖ A. A must be the seed's own. */
+static int load_ed25519(struct sshkey *k, struct reader *priv, struct err *e)
+{
+	const unsigned char *pub, *pair;
+	size_t pub_len, pair_len;
+	if (read_string(priv, &pub, &pub_len) < 0 || read_string(priv, &pair, &pair_len) < 0 ||
+	    pub_len != ED25519_PUBLIC_LEN || pair_len != ED25519_SEED_LEN + ED25519_PUBLIC_LEN)
+		return bad_key(e, "has a damaged private section");
+	uint8_t derived[ED25519_PUBLIC_LEN];
+	if (ed25519_public_key(derived, pair) < 0 || !crypto_equal(derived, pub, ED25519_PUBLIC_LEN) ||
+	    !crypto_equal(pair + ED25519_SEED_LEN, pub, ED25519_PUBLIC_LEN))
+		return bad_key(e, "has a public and private part that do not belong together");
+	memcpy(k->ed_seed, pair, ED25519_SEED_LEN);
+	memcpy(k->ed_public, pub, ED25519_PUBLIC_LEN);
+	struct strbuf blob = STRBUF_INIT;
+	put_string(&blob, ED25519, strlen(ED25519));
+	put_string(&blob, pub, pub_len);
+	k->public_len = blob.len;
+	k->public_blob = (unsigned char *)strbuf_detach(&blob, NULL);
+	k->kind = SSHKEY_ED25519;
+	return 0;
+}
+
+/* A key type agor does not sign with, named with the fix. */
+static int unsupported_type(const unsigned char *type, size_t type_len, struct err *e)
+{
+	json_t *details = json_pack("{s:s%}", "type", type, type_len);
+	if (string_is(type, type_len, "ssh-rsa"))
+		return err_setd(
+			e, E_AUTH_FAILED, details,
+			"the stored ssh key is an RSA key (ssh-rsa): agor cannot log in with it, since libssh2 "
+			"1.10 signs an RSA login with SHA-1 (ssh-rsa), which OpenSSH 8.8 and later refuse; store "
+			"an Ed25519 key instead (ssh-keygen -t ed25519) and add its .pub to the server");
+	return err_setd(e, E_AUTH_FAILED, details,
+			"the stored ssh key is of type %.*s: agor signs with Ed25519 and ECDSA keys only (ssh-keygen "
+			"-t ed25519)",
+			(int)type_len, (const char *)type);
 }
 
 /* openssh-key-v1: magic, cipher, kdf, kdf options, key count (1), public key, private section. */
@@ -152,14 +194,12 @@ static int parse_container(struct sshkey *k, const struct strbuf *bin, struct er
 	if (read_u32(&priv, &check1) < 0 || read_u32(&priv, &check2) < 0 || check1 != check2 ||
 	    read_string(&priv, &type, &type_len) < 0)
 		return bad_key(e, "has a damaged private section");
+	if (string_is(type, type_len, ED25519))
+		return load_ed25519(k, &priv, e);
 	for (size_t c = 0; c < ARRAY_SIZE(curves); c++)
 		if (string_is(type, type_len, curves[c].type))
 			return load_ecdsa(k, &priv, c, e);
-	return err_setd(
-		e, E_AUTH_FAILED, json_pack("{s:s%}", "type", type, type_len),
-		"the stored ssh key is of type %.*s: agor signs with ECDSA keys only (ssh-keygen -t ecdsa): libssh2 "
-		"on mbedTLS signs RSA with SHA-1, which OpenSSH servers refuse, and has no Ed25519",
-		(int)type_len, (const char *)type);
+	return unsupported_type(type, type_len, e);
 }
 
 int sshkey_load(struct sshkey *k, const char *text, size_t len, struct err *e)
@@ -175,14 +215,27 @@ void sshkey_release(struct sshkey *k)
 {
 	if (!k->public_blob)
 		return;
-	mbedtls_ecdsa_free(&k->ecdsa); /* mbedTLS zeroises the private scalar */
+	if (k->kind == SSHKEY_ECDSA)
+		mbedtls_ecdsa_free(&k->ecdsa); /* mbedTLS zeroises the private scalar */
 	free(k->public_blob);
-	memset(k, 0, sizeof(*k));
+	explicit_bzero(k, sizeof(*k));
 }
 
 /* --- signing and fingerprints ---------------------------------------------------------------------- */
 
-int sshkey_sign(struct sshkey *k, const unsigned char *data, size_t len, unsigned char **sig, size_t *siglen)
+static int sign_ed25519(struct sshkey *k, const unsigned char *data, size_t len, unsigned char **sig, size_t *siglen)
+{
+	unsigned char *out = xmalloc(ED25519_SIG_LEN);
+	if (ed25519_sign(out, k->ed_seed, k->ed_public, data, len) < 0) {
+		free(out);
+		return -1;
+	}
+	*sig = out;
+	*siglen = ED25519_SIG_LEN;
+	return 0;
+}
+
+static int sign_ecdsa(struct sshkey *k, const unsigned char *data, size_t len, unsigned char **sig, size_t *siglen)
 {
 	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(k->md);
 	unsigned char hash[MBEDTLS_MD_MAX_SIZE];
@@ -205,6 +258,18 @@ int sshkey_sign(struct sshkey *k, const unsigned char *data, size_t len, unsigne
 	}
 	*sig = (unsigned char *)strbuf_detach(&out, siglen);
 	return 0;
+}
+
+int sshkey_sign(struct sshkey *k, const unsigned char *data, size_t len, unsigned char **sig, size_t *siglen)
+{
+	switch (k->kind) {
+	case SSHKEY_ED25519:
+		return sign_ed25519(k, data, len, sig, siglen);
+	case SSHKEY_ECDSA:
+		return sign_ecdsa(k, data, len, sig, siglen);
+	default:
+		return -1;
+	}
 }
 
 char *sshkey_fingerprint(const void *blob, size_t len)
