@@ -204,7 +204,7 @@ console.log(`  tasks: ${nTasks} streaming, ${tasksEnded} ended by kill -9 and ${
 console.log(`  messages: ${sent} sent in ${elapsed.toFixed(0)} s = ${(sent / elapsed).toFixed(0)} msg/s, ${((sent * (nSteady + nTimed)) / elapsed).toFixed(0)} events/s to steady readers`);
 console.log(`  event latency report_message → WebSocket (${lat.length} events at ${nTimed} clients): p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
 console.log(`  lost by steady readers: ${lost} messages at ${lostClients} of ${nSteady + nTimed} clients (goal 0)`);
-console.log(`  clients closed by the daemon (slow or never reading): ${dropped}`);
+console.log(`  closes the driver saw and did not make: ${dropped} (a paused socket sees none: the daemon's count follows)`);
 console.log(`  daemon RSS: ${rss0} KiB at the start, ${rss1} KiB at the end; descriptors: ${fd0} at the start, ${fd1} at the end`);
 for (const [s, r, f, o] of samples) console.log(`    at ${s} s: RSS ${r} KiB, ${f} descriptors, ${o} clients open`);
 process.exit(0);
