@@ -46,7 +46,9 @@ struct daemon {
 	struct net_server *server;
 	uint8_t jwt_secret[32];
 	uint8_t master_key[32];
-	char *self_path;	      /* this agor binary: what executors run */
+	char *self_path;    /* this agor binary: what executors run */
+	char *data_home_id; /* remote executors: the data home's id (paths.h), learnt from the first that told it, or
+			       NULL */
 	char *executor_daemon_ca_pem; /* execution.executor_daemon_ca_file's certificates, for remote executors; or NULL
 				       */
 	char *daemon_user;	      /* the Unix user the daemon runs as */

@@ -137,6 +137,17 @@ static int load_executor_trust(struct daemon *d, struct err *e)
 	return 0;
 }
 
+/* The data home's id a remote executor told an earlier run (daemon_tasks.c), from AGOR_HOME/data-home-id. */
+static void load_data_home_id(struct daemon *d)
+{
+	_cleanup_free_ char *path = xasprintf("%s/data-home-id", d->paths.home);
+	struct strbuf id = STRBUF_INIT;
+	if (d->cfg->execution.executor_daemon_url && strbuf_read_file(&id, path, 64) == 0 &&
+	    paths_is_data_home_id(id.buf))
+		d->data_home_id = strbuf_detach(&id, NULL);
+	strbuf_release(&id);
+}
+
 int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 {
 	memset(d, 0, sizeof(*d));
@@ -157,6 +168,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	paths_from_config(&d->paths, cfg);
 	if (load_executor_trust(d, e) < 0 || paths_ensure_home(&d->paths, e) < 0 || take_lock(d, e) < 0)
 		return -1;
+	load_data_home_id(d);
 	_cleanup_free_ char *jwt = xasprintf("%s/jwt.secret", d->paths.home);
 	_cleanup_free_ char *master = xasprintf("%s/master.key", d->paths.home);
 	if (load_secret(jwt, d->jwt_secret, e) < 0 || load_secret(master, d->master_key, e) < 0)
@@ -193,6 +205,7 @@ void daemon_release(struct daemon *d)
 	free(d->subscribers);
 	free(d->self_path);
 	free(d->executor_daemon_ca_pem);
+	free(d->data_home_id);
 	free(d->daemon_user);
 	free(d->owner_id);
 	pthread_mutex_destroy(&d->done_lock);

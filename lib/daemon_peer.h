@@ -26,6 +26,7 @@ struct daemon_peer {
 	char *node_id;		   /* a paired node authenticated with node.hello (never also a user) */
 	char *token_jti;	   /* over TCP: the client token this connection authenticated with (auth.token) */
 	struct terminal *terminal; /* the terminal this connection is attached to (daemon_terminal.c), or NULL */
+	struct terminal *terminal_stream; /* the terminal a remote executor relays on this connection, or NULL */
 	int executor;	/* a task's executor that presented its live session token (a remote one, over TCP) */
 	void **pending; /* deferred replies waiting on this connection */
 	size_t npending, pending_alloc;

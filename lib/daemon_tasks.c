@@ -9,8 +9,10 @@
 #include "daemon_taskauth.h"
 #include "daemon_tasks.h"
 #include "egress_allow.h"
+#include "fsutil.h"
 #include "json.h"
 #include "log.h"
+#include "paths.h"
 #include "spawn.h"
 #include "strvec.h"
 #include "token.h"
@@ -202,6 +204,9 @@ static char *build_payload(struct daemon *d, const char *command, json_t *params
 		json_object_set_new(p, "sessionToken", json_string(token));
 		add_daemon_url(d, p);
 	}
+	if (d->cfg->execution.executor_daemon_url) /* the executor checks it sees this data home, or tells its id */
+		json_object_set_new(p, "dataHomeId",
+				    json_string(d->data_home_id ? d->data_home_id : PATHS_DATA_HOME_ID_ASK));
 	char *s = json_to_compact(p);
 	json_decref(p);
 	return s;
@@ -215,6 +220,12 @@ static uint64_t silence_limit_ms(const struct config *cfg)
 }
 
 static void watch_remote(struct loop *l, void *arg);
+
+/* A remote executor that heartbeats: a prompt, and a tmux.attach relaying its terminal (terminal_stream.h). */
+static int heartbeats(const struct config *cfg, const char *command)
+{
+	return cfg->execution.executor_daemon_url && (!strcmp(command, "prompt") || !strcmp(command, "tmux.attach"));
+}
 
 static void arm_watch(struct task_run *t, uint64_t delay_ms)
 {
@@ -265,7 +276,10 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 		.session_id = t->session_id,
 		.worktree_id = t->worktree_id,
 		.daemon_url = cfg->execution.executor_daemon_url, /* {daemon_url}: a remote executor's callback */
-		.timeout_ms = (int)cfg->execution.timeout_ms,
+		/* a relayed terminal lives as long as someone uses it: its heartbeats, not a clock, end it */
+		.timeout_ms = cfg->execution.executor_daemon_url && !strcmp(t->command, "tmux.attach")
+				      ? 0
+				      : (int)cfg->execution.timeout_ms,
 		.on_started = remember_pid,
 		.on_started_arg = t,
 	};
@@ -287,7 +301,7 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 	t->next = d->running;
 	d->running = t;
 	d->nrunning++;
-	if (cfg->execution.executor_daemon_url && !strcmp(t->command, "prompt")) {
+	if (heartbeats(cfg, t->command)) {
 		t->heard_at = loop_now_ms();
 		arm_watch(t, silence_limit_ms(cfg));
 	}
@@ -463,6 +477,23 @@ static void report_egress_refusals(struct daemon *d, struct task_run *t)
 		log_warn("task %s: %lld more refused connections were only counted", t->task_id, (long long)dropped);
 }
 
+/* The first remote executor to tell the data home's id (paths.h) teaches it to the daemon, kept in AGOR_HOME. */
+static void learn_data_home_id(struct daemon *d, const json_t *data)
+{
+	const char *id = json_get_str(data, "dataHomeId");
+	if (d->data_home_id || !d->cfg->execution.executor_daemon_url || !paths_is_data_home_id(id))
+		return;
+	_cleanup_free_ char *path = xasprintf("%s/data-home-id", d->paths.home);
+	struct err e = ERR_INIT;
+	if (fs_write_file_atomic(path, id, strlen(id), 0600, &e) < 0) {
+		log_warn("the data home's id is not kept: %s", e.message);
+		err_clear(&e);
+		return;
+	}
+	d->data_home_id = xstrdup(id);
+	log_info("the data home %s has id %s: remote executors must see it at that path", d->paths.data_home, id);
+}
+
 static void finish_run(struct daemon *d, struct task_run *t)
 {
 	pthread_join(t->thread, NULL);
@@ -484,6 +515,8 @@ static void finish_run(struct daemon *d, struct task_run *t)
 		     json_pack("{s:i,s:O?}", "exitStatus", t->res.exit_status, "error", err_json));
 	report_git_repairs(d, t);
 	report_egress_refusals(d, t);
+	if (data)
+		learn_data_home_id(d, data);
 	if (t->on_done)
 		t->on_done(d, t->task_id, data, failure, t->arg);
 	json_t *event = json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", status, "command", t->command);

@@ -1,5 +1,7 @@
 /* daemon_terminal.c — terminals in the daemon: terminal.open runs a tmux.attach executor, which hands over a
- * tmux control socket (SCM_RIGHTS); the daemon relays it to attached clients. Never starts a shell or tmux. */
+ * tmux control socket (SCM_RIGHTS) or, from another host, relays the control client's bytes over its WebSocket; the
+ * daemon relays either to attached clients. Never starts a shell or tmux; never trusts a relaying executor beyond
+ * the one terminal its task token opened. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,6 +28,9 @@
 #define TOKEN_HEX	  64		/* a terminal token: 32 random bytes, hex */
 #define INPUT_BACKLOG_MAX (1u << 20)	/* commands queued for tmux before input is refused */
 #define READ_BUDGET	  (256u * 1024) /* bytes read from tmux per loop iteration */
+#define STREAM_FRAME_MAX  (64u * 1024)	/* one message of a remote executor's relay (it sends 16 KiB at most) */
+
+struct open_request;
 
 struct terminal {
 	struct terminal *next;
@@ -34,9 +39,11 @@ struct terminal {
 	char token[TOKEN_HEX + 1];
 	const char *multiplexer; /* "tmux" (a control-mode socket) or "zellij" (a PTY master) */
 	int is_pty;
-	json_t *tmux;		   /* {server, session, window, pane, controlPid} once handed over */
-	const char *window, *pane; /* borrowed from tmux */
-	int fd;			   /* the control socket, -1 until handed over */
+	json_t *tmux;		      /* {server, session, window, pane, controlPid} once handed over */
+	const char *window, *pane;    /* borrowed from tmux */
+	int fd;			      /* the control socket, -1 until handed over (and for a relayed terminal) */
+	struct daemon_peer *stream;   /* a remote executor's connection relaying the control client, or NULL */
+	struct open_request *opening; /* terminal.open's reply, until the executor hands over */
 	int cols, rows;
 	struct tmux_parser parser;
 	struct strbuf out; /* commands not yet written to tmux */
@@ -55,7 +62,15 @@ struct terminal {
 	char end_reason_buf[128];
 };
 
+static void terminal_end(struct terminal *t, const char *reason);
+
 /* --- registry ------------------------------------------------------------------------------ */
+
+/* The executor has handed the terminal over: its descriptor, or a remote executor's relay. */
+static int handed_over(const struct terminal *t)
+{
+	return t->fd >= 0 || t->stream;
+}
 
 static struct terminal *find_terminal(struct daemon *d, const char *id)
 {
@@ -135,6 +150,13 @@ static void terminal_free(struct terminal *t)
 			       */
 		if (!t->is_pty)
 			tmux_parser_release(&t->parser);
+	}
+	if (t->stream) { /* the relay ends: the executor lets its control client go, the session stays */
+		struct daemon_peer *p = t->stream;
+		t->stream = NULL;
+		p->terminal_stream = NULL;
+		tmux_parser_release(&t->parser);
+		net_conn_close(p->conn);
 	}
 	explicit_bzero(t->token, sizeof(t->token));
 	free(t->clients);
@@ -226,6 +248,13 @@ void daemon_terminal_on_close(struct daemon_peer *peer)
 {
 	if (peer->terminal)
 		remove_client(peer->terminal, peer);
+	struct terminal *t = peer->terminal_stream;
+	if (t) { /* the remote executor's link is gone, and with it the control client */
+		peer->terminal_stream = NULL;
+		t->stream = NULL;
+		tmux_parser_release(&t->parser);
+		terminal_end(t, "the remote executor's link closed (terminal.open attaches the window again)");
+	}
 }
 
 static void send_event(struct daemon_peer *p, const char *type, json_t *data)
@@ -340,6 +369,13 @@ static void on_tmux_event(void *arg, const struct tmux_event *ev)
 
 static int flush_commands(struct terminal *t)
 {
+	if (t->stream) { /* a relayed terminal: the commands go to the remote executor as one binary message */
+		if (t->out_off < t->out.len)
+			net_send_binary(t->stream->conn, t->out.buf + t->out_off, t->out.len - t->out_off);
+		strbuf_setlen(&t->out, 0);
+		t->out_off = 0;
+		return 0;
+	}
 	while (t->out_off < t->out.len) {
 		ssize_t n = write(t->fd, t->out.buf + t->out_off, t->out.len - t->out_off);
 		if (n < 0 && errno == EINTR)
@@ -458,11 +494,20 @@ static void terminal_opened(struct daemon *d, const char *task_id, const json_t 
 	struct open_request *o = arg;
 	struct terminal *t = find_terminal(d, o->terminal_id);
 	struct err e = ERR_INIT;
+	if (t)
+		t->opening = NULL;
+	if (!o->pr) { /* a relayed terminal, answered at its hand-over: its executor (the relay) has ended */
+		if (t)
+			terminal_end(t, error ? error->message : "the remote executor ended");
+		free(o->terminal_id);
+		free(o);
+		return;
+	}
 	if (!error && (!t || t->fd < 0))
 		err_set(&e, E_INTERNAL, "the tmux.attach executor ended without handing its terminal over");
 	const struct err *failure = error ? error : err_is_set(&e) ? &e : NULL;
 	if (failure) {
-		if (t && t->fd < 0)
+		if (t && !handed_over(t))
 			terminal_free(t);
 		daemon_reply_finish(o->pr, NULL, failure);
 	} else {
@@ -563,6 +608,7 @@ static int start_terminal(struct rpc_ctx *rc, json_t *wt, struct terminal *t, st
 		free(o);
 		return -1;
 	}
+	t->opening = o;
 	t->task_id = TAKE_PTR(task_id);
 	o->pr = daemon_reply_defer(rc); /* on_done runs on this thread, later: o is complete by then */
 	return 0;
@@ -574,11 +620,6 @@ int method_terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		return err_set(e, E_INVALID_PAYLOAD,
 			       "terminal.open answers when the terminal is ready: call it with an id, "
 			       "outside a batch");
-	if (D(rc)->cfg->execution.executor_daemon_url) /* a remote executor cannot pass a descriptor */
-		return err_set(e, E_NOT_BUILT,
-			       "terminals are handed over on the daemon's Unix socket (SCM_RIGHTS), and "
-			       "execution.executor_daemon_url runs executors on other hosts: no terminal "
-			       "until remote terminals stream over the executor's WebSocket");
 	_cleanup_json_ json_t *wt = worktree_for_caller(rc, params, e);
 	if (!wt)
 		return -1;
@@ -589,8 +630,12 @@ int method_terminal_open(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	if (multiplexer && strcmp(multiplexer, "tmux") && strcmp(multiplexer, "zellij"))
 		return err_set(e, E_INVALID_PAYLOAD, "params.multiplexer: \"tmux\" (the default) or \"zellij\"");
 	multiplexer = multiplexer && !strcmp(multiplexer, "zellij") ? "zellij" : "tmux";
+	if (!strcmp(multiplexer, "zellij") && D(rc)->cfg->execution.executor_daemon_url)
+		return err_set(e, E_NOT_BUILT,
+			       "params.multiplexer: zellij hands its PTY over on the daemon's Unix socket, and "
+			       "execution.executor_daemon_url runs executors on other hosts: use tmux (relayed)");
 	struct terminal *t = find_open(D(rc), P(rc)->user_id, json_get_str(wt, "id"), multiplexer);
-	if (t && t->fd >= 0) { /* several clients share one terminal */
+	if (t && handed_over(t)) { /* several clients share one terminal */
 		*result = terminal_json(t, 1);
 		return 0;
 	}
@@ -658,15 +703,70 @@ static int adopt_descriptor(struct terminal *t, int fd, json_t *params, struct e
 	return 0;
 }
 
+/* A remote executor relays the control client on this connection (terminal_stream.h): the terminal becomes this
+ * connection's, terminal.open is answered now, and the relay's bytes go where a descriptor's would. */
+static int adopt_stream(struct rpc_ctx *rc, struct terminal *t, json_t *params, struct err *e)
+{
+	struct daemon_peer *p = P(rc);
+	t->tmux = json_pack("{s:s,s:O?,s:O?,s:O?,s:O?,s:b}", "multiplexer", t->multiplexer, "server",
+			    json_object_get(params, "server"), "session", json_object_get(params, "session"), "window",
+			    json_object_get(params, "window"), "pane", json_object_get(params, "pane"), "relayed", 1);
+	t->window = json_get_str(t->tmux, "window");
+	t->pane = json_get_str(t->tmux, "pane");
+	tmux_parser_init(&t->parser, on_tmux_event, t);
+	t->stream = p;
+	p->terminal_stream = t;
+	p->executor = 1;
+	if (queue_resize(t, t->cols, t->rows, e) == 0)
+		flush_commands(t);
+	err_clear(e);
+	if (t->opening) {
+		daemon_audit(D(rc), t->user_id, "terminal.open", t->worktree_id, "ok",
+			     json_pack("{s:s,s:b}", "terminal_id", t->id, "relayed", 1));
+		daemon_reply_finish(t->opening->pr, terminal_json(t, 1), NULL);
+		t->opening->pr = NULL;
+		t->opening = NULL;
+	}
+	return 0;
+}
+
+/* terminal.handover {stream: true}: only on a WebSocket, only a tmux terminal, only the one the task waits for. */
+static int handover_stream(struct rpc_ctx *rc, const char *task_id, json_t *params, json_t **result, struct err *e)
+{
+	struct terminal *t = find_by_task(D(rc), task_id);
+	if (!t || handed_over(t) || P(rc)->terminal_stream)
+		return err_set(e, E_AUTH_FAILED, "no terminal waits for this task's hand-over");
+	if (net_conn_kind(P(rc)->conn) != NET_CONN_WS)
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "params.stream: a relayed terminal streams on the executor's WebSocket "
+			       "(execution.executor_daemon_url)");
+	if (strcmp(t->multiplexer, "tmux") ||
+	    strcmp(json_get_str(params, "kind") ? json_get_str(params, "kind") : "", "tmux"))
+		return err_set(e, E_INVALID_PAYLOAD,
+			       "params.kind: only a tmux control client is relayed (kind \"tmux\"); zellij needs "
+			       "the Unix socket");
+	if (!valid_tmux_id(json_get_str(params, "window"), '@') || !valid_tmux_id(json_get_str(params, "pane"), '%'))
+		return err_set(e, E_INVALID_PAYLOAD, "params.window/pane: tmux ids (@N, %%N) are required");
+	adopt_stream(rc, t, params, e);
+	daemon_audit(
+		D(rc), t->user_id, "terminal.handover", t->id, "ok",
+		json_pack("{s:s,s:O?,s:b}", "task_id", task_id, "pane", json_object_get(params, "pane"), "relayed", 1));
+	*result = json_pack("{s:b,s:s,s:I}", "accepted", 1, "terminal_id", t->id, "heartbeat_ms",
+			    (json_int_t)D(rc)->cfg->execution.executor_heartbeat_ms);
+	return 0;
+}
+
 int method_terminal_handover(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	_cleanup_free_ char *task_id = NULL;
 	if (daemon_executor_authenticate(D(rc), "terminal.handover", params, &task_id, e) < 0)
 		return -1;
+	if (json_is_true(json_object_get(params, "stream")))
+		return handover_stream(rc, task_id, params, result, e);
 	int fd = net_conn_take_fd(P(rc)->conn);
 	struct terminal *t = find_by_task(D(rc), task_id);
 	int rv = 0;
-	if (!t || t->fd >= 0)
+	if (!t || handed_over(t))
 		rv = err_set(e, E_AUTH_FAILED, "no terminal waits for this task's hand-over");
 	else if ((t->is_pty = !strcmp(t->multiplexer, "zellij")) !=
 		 !strcmp(json_get_str(params, "kind") ? json_get_str(params, "kind") : "", "pty"))
@@ -706,7 +806,7 @@ int method_terminal_attach(struct rpc_ctx *rc, json_t *params, json_t **result, 
 		return -1;
 	struct daemon_peer *p = P(rc);
 	struct terminal *t = find_terminal(D(rc), id);
-	if (!t || t->fd < 0 || !token_matches(t, token)) {
+	if (!t || !handed_over(t) || !token_matches(t, token)) {
 		daemon_audit_refusal(D(rc), p->user_id ? p->user_id : "anonymous", "terminal.attach", id, NULL);
 		return err_set(e, E_AUTH_FAILED, "terminal %s: no such terminal, or the token is not this terminal's",
 			       id);
@@ -753,10 +853,28 @@ static int send_input(struct terminal *t, const void *data, size_t len, struct e
 	return flush_commands(t) < 0 ? err_set(e, E_INTERNAL, "terminal %s: writing to tmux failed", t->id) : 0;
 }
 
+/* A relaying executor's message: the control client's bytes, parsed as if read from its socket. The executor is
+ * untrusted: a message over STREAM_FRAME_MAX ends the terminal (and so the relay). */
+static void on_stream_bytes(struct terminal *t, const void *data, size_t len)
+{
+	if (len > STREAM_FRAME_MAX) {
+		daemon_audit_refusal(
+			t->d, t->user_id, "terminal.stream", t->id,
+			json_pack("{s:s,s:I}", "reason", "a relayed message too large", "bytes", (json_int_t)len));
+		terminal_end(t, "the remote executor sent a message over the relay's limit (64 KiB)");
+		return;
+	}
+	feed_tmux_parser(t, data, len);
+	if (t->end_reason)
+		terminal_end(t, t->end_reason);
+}
+
 void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_t len)
 {
 	struct err e = ERR_INIT;
-	if (!peer->terminal)
+	if (peer->terminal_stream)
+		on_stream_bytes(peer->terminal_stream, data, len);
+	else if (!peer->terminal)
 		send_event(peer, "terminal.error",
 			   json_pack("{s:s}", "message",
 				     "binary frames are keystrokes for an "
@@ -817,7 +935,7 @@ int method_terminal_close(struct rpc_ctx *rc, json_t *params, json_t **result, s
 	struct terminal *t;
 	if (owned_terminal(rc, params, &t, e) < 0)
 		return -1;
-	if (t->fd < 0)
+	if (!handed_over(t))
 		return err_set(e, E_ALREADY_EXISTS, "terminal %s is still being opened", t->id);
 	daemon_audit(D(rc), P(rc)->user_id, "terminal.close", t->id, "ok", NULL);
 	terminal_end(t, "closed (the tmux session stays: terminal.open attaches it again)");
@@ -832,7 +950,7 @@ int method_terminal_list(struct rpc_ctx *rc, json_t *params, json_t **result, st
 		return -1;
 	*result = json_array();
 	for (struct terminal *t = D(rc)->terminals; t; t = t->next)
-		if (t->fd >= 0 && (P(rc)->is_admin || !strcmp(t->user_id, P(rc)->user_id)))
+		if (handed_over(t) && (P(rc)->is_admin || !strcmp(t->user_id, P(rc)->user_id)))
 			json_array_append_new(*result, terminal_json(t, 0));
 	return 0;
 }
@@ -906,7 +1024,7 @@ void daemon_terminals_worktree_removed(struct daemon *d, const char *worktree_id
 {
 	for (struct terminal *t = d->terminals, *next; t; t = next) {
 		next = t->next;
-		if (!strcmp(t->worktree_id, worktree_id) && t->fd >= 0)
+		if (!strcmp(t->worktree_id, worktree_id) && handed_over(t))
 			terminal_end(t, "the worktree was removed");
 	}
 	_cleanup_free_ char *window = worktree_window_name(name, worktree_id);

@@ -597,9 +597,11 @@ static int terminal_request_for(const struct payload *p, const struct executor_c
 		return invalid_param(e, "sessionToken",
 				     "a terminal is handed to the daemon: daemonUrl and sessionToken "
 				     "are required (the daemon's terminal.open fills them)");
-	if (!ctx->dry_run && strncmp(p->daemon_url, "unix:", 5))
-		return invalid_param(e, "daemonUrl",
-				     "a terminal is handed over on the daemon's Unix socket: unix:PATH");
+	if (!ctx->dry_run && callback_is_remote(p->daemon_url) && !p->daemon_ca && !p->daemon_fingerprint)
+		return invalid_param(e, "daemonCa",
+				     "a terminal relayed to a remote daemonUrl verifies it with daemonCa or "
+				     "daemonFingerprint, and the payload has neither (the daemon's "
+				     "execution.executor_daemon_ca_file or _fingerprint fills them)");
 	*server = terminal_tmux_server_name(pw->pw_name, ctx->cfg->paths.data_home);
 	*r = (struct terminal_request){
 		.pw = pw,
@@ -610,6 +612,8 @@ static int terminal_request_for(const struct payload *p, const struct executor_c
 		.create = payload_bool(p, "create", 1),
 		.env = p->env,
 		.daemon_url = p->daemon_url,
+		.daemon_ca = p->daemon_ca,
+		.daemon_fingerprint = p->daemon_fingerprint,
 		.session_token = p->session_token,
 		.zellij_dir = ctx->cfg->paths.zellij_dir,
 		.dry_run = ctx->dry_run,
@@ -703,6 +707,9 @@ static int run_zellij_attach(const struct payload *p, const struct executor_cont
 		return -1;
 	if (!r.create)
 		return invalid_param(e, "params.create", "zellij attaches with --create; false is not supported");
+	if (!ctx->dry_run && strncmp(p->daemon_url, "unix:", 5))
+		return invalid_param(e, "daemonUrl",
+				     "a zellij terminal hands its PTY over on the daemon's Unix socket: unix:PATH");
 	r.window = payload_str(p, "tabName");
 	return terminal_zellij_attach(&r, data, e);
 }
@@ -755,10 +762,46 @@ static json_t *dry_run_result(const struct payload *p, const struct config *cfg,
 	return data;
 }
 
+/* The daemon's data home must be the one at paths.data_home here (paths.h): on a host that mounts another volume
+ * there, or none, nothing runs — never another data home's repositories. */
+static int check_data_home(const struct payload *p, const struct config *cfg, struct err *e)
+{
+	char here[33];
+	struct err why = ERR_INIT;
+	const char *home = cfg->paths.data_home, *want = p->data_home_id;
+	if (!want || !strcmp(want, PATHS_DATA_HOME_ID_ASK))
+		return 0; /* a local daemon (same mounts), or one that asks for the id */
+	if (paths_data_home_id(home, 0, here, &why) < 0) {
+		err_setd(e, E_PATH_OUTSIDE_DATA_HOME, json_pack("{s:s,s:s}", "dataHome", home, "daemon", want),
+			 "paths.data_home: %s on this host is not the daemon's data home (%s): mount the daemon's data "
+			 "home (id %s) at %s, the same path as on the daemon's host",
+			 home, why.message, want, home);
+		err_clear(&why);
+		return -1;
+	}
+	if (!strcmp(here, want))
+		return 0;
+	return err_setd(e, E_PATH_OUTSIDE_DATA_HOME,
+			json_pack("{s:s,s:s,s:s}", "dataHome", home, "here", here, "daemon", want),
+			"paths.data_home: %s on this host is another data home (its %s says %s, the daemon's is %s): "
+			"mount the daemon's data home at %s, the same path as on the daemon's host",
+			home, PATHS_DATA_HOME_ID_FILE, here, want, home);
+}
+
+/* A remote daemon asks for the data home's id (dataHomeId "unknown"): the answer tells it (made when missing). */
+static void tell_data_home_id(const struct config *cfg, json_t *data)
+{
+	char id[33];
+	struct err e = ERR_INIT;
+	if (json_is_object(data) && paths_data_home_id(cfg->paths.data_home, 1, id, &e) == 0)
+		json_object_set_new(data, "dataHomeId", json_string(id));
+	err_clear(&e); /* a data home this user cannot write: no id, no check */
+}
+
 int executor_execute(const struct payload *p, const struct executor_context *ctx, json_t **data, struct err *e)
 {
 	*data = NULL;
-	if (!ctx->dry_run && ensure_data_dirs(ctx->cfg, e) < 0)
+	if (!ctx->dry_run && (check_data_home(p, ctx->cfg, e) < 0 || ensure_data_dirs(ctx->cfg, e) < 0))
 		return -1;
 	_cleanup_json_ json_t *plan = ctx->dry_run ? json_array() : NULL;
 	command_fn run = command_handler(p->command);
@@ -768,6 +811,8 @@ int executor_execute(const struct payload *p, const struct executor_context *ctx
 		return -1;
 	if (ctx->dry_run)
 		*data = dry_run_result(p, ctx->cfg, plan);
+	else if (p->data_home_id && !strcmp(p->data_home_id, PATHS_DATA_HOME_ID_ASK))
+		tell_data_home_id(ctx->cfg, *data);
 	return 0;
 }
 

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "crypto.h"
 #include "log.h"
 #include "paths.h"
 #include "banned.h"
@@ -174,4 +176,61 @@ int paths_create_private_file(const char *path, struct err *e)
 		return err_errno(e, saved, "cannot set mode 0600 on %s", path);
 	}
 	return fd;
+}
+
+int paths_is_data_home_id(const char *s)
+{
+	size_t n = 0;
+	for (; s && ((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')); n++)
+		;
+	return s && n == 32 && !s[n];
+}
+
+static int read_data_home_id(const char *path, char out[33], struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT ? err_set(e, E_NOT_FOUND, "%s does not exist", path)
+				       : err_errno(e, errno, "cannot read %s", path);
+	char buf[40] = { 0 };
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	if (!paths_is_data_home_id(buf))
+		return err_set(e, E_CONFIG, "%s does not hold a data home id (32 hex digits)", path);
+	memcpy(out, buf, 33);
+	return 0;
+}
+
+/* A new random id, written beside the final name and linked into place: never a half-written id. */
+static int create_data_home_id(const char *data_home, const char *path, struct err *e)
+{
+	uint8_t raw[16];
+	char hex[34];
+	if (crypto_random(raw, sizeof(raw), e) < 0)
+		return -1;
+	crypto_hex(raw, sizeof(raw), hex);
+	hex[32] = '\n';
+	_cleanup_free_ char *tmp = xasprintf("%s/%s.%ld", data_home, PATHS_DATA_HOME_ID_FILE, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0)
+		return err_errno(e, errno, "cannot create %s", tmp);
+	int ok = fchmod(fd, 0644) == 0 && write(fd, hex, 33) == 33;
+	close(fd);
+	if (ok && link(tmp, path) < 0 && errno != EEXIST)
+		ok = 0;
+	unlink(tmp);
+	return ok ? 0 : err_errno(e, errno, "cannot write %s", path);
+}
+
+int paths_data_home_id(const char *data_home, int create, char out[33], struct err *e)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", data_home, PATHS_DATA_HOME_ID_FILE);
+	if (read_data_home_id(path, out, e) == 0 || !create || strcmp(e->code, E_NOT_FOUND))
+		return err_is_set(e) ? -1 : 0;
+	err_clear(e);
+	if (create_data_home_id(data_home, path, e) < 0)
+		return -1;
+	return read_data_home_id(path, out, e);
 }

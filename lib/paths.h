@@ -56,5 +56,15 @@ int paths_ensure_data(const struct agor_paths *p, struct err *e);
  * returns its O_CLOEXEC write descriptor; -1 with E_ALREADY_EXISTS when it exists (even as a
  * symlink), another code otherwise. For agor.db, config.yaml, keys. */
 int paths_create_private_file(const char *path, struct err *e);
+/* The data home's identity: 32 hex digits in DATA_HOME/.agor-data-home-id (0644), which executors write (the daemon
+ * never touches the data home) and the daemon sends back in every payload (dataHomeId), so an executor that sees
+ * another volume (or none) at paths.data_home refuses to work instead of using another data home's repositories.
+ * create: made (random) when missing, atomically (a racing executor's file wins). 0 and out, or -1: E_NOT_FOUND when
+ * missing (without create), E_CONFIG when it is not 32 hex digits. */
+#define PATHS_DATA_HOME_ID_FILE ".agor-data-home-id"
+#define PATHS_DATA_HOME_ID_ASK	"unknown" /* dataHomeId of a daemon that does not know it yet: the executor tells it */
+int paths_data_home_id(const char *data_home, int create, char out[33], struct err *e);
+/* 1 when s is 32 lowercase hex digits (a data home id). */
+int paths_is_data_home_id(const char *s);
 
 #endif

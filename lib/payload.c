@@ -130,6 +130,7 @@ static const struct field_spec base_fields[] = {
 	{ "sessionToken", F_STRING, OPT_STR },
 	{ "env", F_STRMAP, 0 },
 	{ "dataHome", F_STRING, OPT_STR },
+	{ "dataHomeId", F_STRING, OPT_STR },
 	{ "policy", F_POLICY, 0 },
 	{ NULL },
 };
@@ -417,6 +418,7 @@ int payload_parse(const char *text, size_t len, struct payload *p, struct err *e
 	p->daemon_fingerprint = json_get_str(root, "daemonFingerprint");
 	p->session_token = json_get_str(root, "sessionToken");
 	p->data_home = json_get_str(root, "dataHome");
+	p->data_home_id = json_get_str(root, "dataHomeId");
 	p->policy = json_object_get(root, "policy");
 	if (spec->needs_token && !p->session_token) {
 		invalid(e, "sessionToken", "required for the prompt command");

@@ -46,6 +46,7 @@ struct payload {
 	const char *daemon_fingerprint; /* the SHA-256 a remote daemonUrl's certificate must have; NULL when absent */
 	const char *session_token;	/* NULL when absent; a secret: never log it */
 	const char *data_home;		/* NULL when absent */
+	const char *data_home_id;	/* the daemon's data home's id (paths.h), or NULL: not known yet */
 	json_t *policy;			/* borrowed; NULL when absent: the daemon's execution policy */
 };
 

@@ -501,6 +501,15 @@ int rpc_client_send(struct rpc_client *c, const char *json, size_t len, struct e
 	return r;
 }
 
+int rpc_client_send_binary(struct rpc_client *c, const void *data, size_t len, struct err *e)
+{
+	if (c->transport != TR_WS)
+		return err_set(e, E_USAGE, "binary messages need a WebSocket (ws:// or wss://)");
+	if (c->broken)
+		return err_set(e, E_SYSTEM, "the connection to the server was lost");
+	return send_ws(c, WS_OP_BINARY, (const char *)data, len, e);
+}
+
 /* --- receiving --------------------------------------------------------------------------- */
 
 static int recv_http(struct rpc_client *c, struct strbuf *msg, uint64_t deadline, int nowait, struct err *e)

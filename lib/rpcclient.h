@@ -50,6 +50,8 @@ struct rpc_client;
 
 struct rpc_client *rpc_client_connect(const char *url, const struct rpc_client_options *opt, struct err *e);
 int rpc_client_send(struct rpc_client *c, const char *json, size_t len, struct err *e);
+/* One WebSocket binary message (a terminal stream's bytes); E_USAGE on any other transport. */
+int rpc_client_send_binary(struct rpc_client *c, const void *data, size_t len, struct err *e);
 int rpc_client_recv(struct rpc_client *c, struct strbuf *msg, int timeout_ms, struct err *e);
 /* The connection's descriptor, for poll(): when it is readable, drain rpc_client_recv(…, 0) until E_TIMEOUT
  * (messages already buffered do not make it readable, so always drain after a wake-up). */

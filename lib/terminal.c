@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "callback.h"
 #include "child.h"
 #include "crypto.h"
 #include "fdpass.h"
@@ -19,6 +20,7 @@
 #include "net.h"
 #include "strbuf.h"
 #include "terminal.h"
+#include "terminal_stream.h"
 #include "zellij.h"
 #include "banned.h"
 
@@ -334,7 +336,11 @@ static int attach_and_hand_over(const struct terminal_request *r, json_t *info, 
 	close(pair[1]);
 	if (rc == 0)
 		json_object_set_new(info, "controlPid", json_integer(pid));
-	if (rc == 0 && hand_over(r, info, pair[0], e) < 0) {
+	if (rc == 0 && callback_is_remote(r->daemon_url)) { /* no descriptor crosses hosts: relay it from here */
+		struct callback_target target = { r->daemon_url, r->daemon_ca, r->daemon_fingerprint };
+		rc = terminal_stream_relay(&target, r->session_token, info, pair[0], e);
+		kill(pid, SIGTERM); /* the relay is over: the client detaches, the session stays */
+	} else if (rc == 0 && hand_over(r, info, pair[0], e) < 0) {
 		kill(pid, SIGTERM); /* nobody will read it: the client detaches, the session stays */
 		rc = -1;
 	}
@@ -419,8 +425,12 @@ int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct
 		const char *attach[] = { "-C", "attach-session", "-t", "=SESSION:@WINDOW", NULL };
 		plan_tmux(r, "tmux.control-client (stdin/stdout: a socket pair, its other end handed to the daemon)",
 			  attach);
-		json_array_append_new(r->plan, json_pack("{s:s,s:s}", "step", "terminal.handover (SCM_RIGHTS)",
-							 "daemonUrl", r->daemon_url ? r->daemon_url : "(none)"));
+		json_array_append_new(r->plan,
+				      json_pack("{s:s,s:s}", "step",
+						callback_is_remote(r->daemon_url)
+							? "terminal.handover (stream: relayed over the WebSocket)"
+							: "terminal.handover (SCM_RIGHTS)",
+						"daemonUrl", r->daemon_url ? r->daemon_url : "(none)"));
 	} else if (rc == 0 && (rc = active_pane(r, window.buf, &pane, e)) == 0) {
 		json_t *info = json_pack("{s:s,s:s,s:s,s:s,s:s}", "server", r->server, "session", r->session, "window",
 					 window.buf, "windowName", window_name(r), "pane", pane.buf);

@@ -13,9 +13,10 @@
  *   terminal_user_env(): exactly HOME, USER, LOGNAME, SHELL (terminal_shell's), PATH, LANG,
  *   TERM=xterm-256color, plus the payload's (already filtered) env — nothing of the caller's.
  *   terminal_tmux_attach(): ensures session and window, starts `tmux -L S -C attach-session -t =SESS:@W`
- *   on one end of a socket pair and sends the other end with SCM_RIGHTS to the daemon (daemonUrl must be
- *   unix:PATH) in a `terminal.handover {session_token, server, session, window, pane}` call; the result
- *   data names the server, session, window id, pane id and whether anything was created.
+ *   on one end of a socket pair and sends the other end with SCM_RIGHTS to the daemon (daemonUrl unix:PATH)
+ *   in a `terminal.handover {session_token, server, session, window, pane}` call, or, for a remote daemon,
+ *   relays it over a verified WebSocket until the terminal ends (terminal_stream.h); the result data names the
+ *   server, session, window id, pane id and whether anything was created.
  *   With dry_run only the plan (every argv) is produced.
  */
 #ifndef AGOR_TERMINAL_H
@@ -34,12 +35,14 @@ struct terminal_request {
 	const char *window;	 /* tmux: params.windowName, or NULL: basename of cwd; zellij: params.tabName */
 	const char *cwd;	 /* resolved inside the worktrees directory */
 	int create;
-	json_t *env;		   /* payload env (filtered), may be NULL */
-	const char *daemon_url;	   /* unix:PATH */
-	const char *session_token; /* a secret: never in argv, never logged */
-	const char *zellij_dir;	   /* zellij: paths.zellij_dir (config.kdl, sessions/) */
-	const char *shell;	   /* terminal_shell(): the user's interactive shell (SHELL), NULL: worked out */
-	const char *shell_command; /* tmux: what a new window runs (the sandboxed shell, or the shell itself) */
+	json_t *env;			/* payload env (filtered), may be NULL */
+	const char *daemon_url;		/* unix:PATH, or a remote daemon's wss:// (the control client is relayed) */
+	const char *daemon_ca;		/* a remote daemon: daemonCa (PEM), or NULL */
+	const char *daemon_fingerprint; /* a remote daemon: daemonFingerprint, or NULL */
+	const char *session_token;	/* a secret: never in argv, never logged */
+	const char *zellij_dir;		/* zellij: paths.zellij_dir (config.kdl, sessions/) */
+	const char *shell;		/* terminal_shell(): the user's interactive shell (SHELL), NULL: worked out */
+	const char *shell_command;	/* tmux: what a new window runs (the sandboxed shell, or the shell itself) */
 	int dry_run;
 	json_t *plan; /* dry run: steps are appended here */
 };

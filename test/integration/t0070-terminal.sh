@@ -20,7 +20,7 @@ test_case "tmux.attach dry run: one server per user and data home (-L agor-USER-
   expect_error PATH_OUTSIDE_DATA_HOME 1
   executor "{\"command\":\"tmux.attach\",\"params\":{\"sessionName\":\"agor\",\"cwd\":\"o/r/feature\"},\"daemonUrl\":\"http://x\",\"sessionToken\":\"t\"}"
   expect_error INVALID_PAYLOAD 2
-  expect_contains out "unix:PATH"
+  expect_contains out "daemonCa or daemonFingerprint"
 '
 
 test_case "zellij.attach dry run: command line, environment, config path; agor setup zellij installs config.kdl" '
