@@ -48,7 +48,7 @@ ASAN_LIB_OBJS := $(LIB_SRCS:%.c=build/asan/%.o) $(GEN_OBJS_ASAN)
 MUSL_UNIT_OBJS := $(UNIT_SRCS:%.c=build/musl/%.o)
 ASAN_UNIT_OBJS := $(UNIT_SRCS:%.c=build/asan/%.o)
 
-.PHONY: all deps deps-musl deps-glibc deps-web test unit integration bench fuzz fuzz-campaign run man format clean distclean
+.PHONY: all deps deps-musl deps-glibc deps-web test unit integration bench fuzz fuzz-campaign run man completion format clean distclean
 .DEFAULT_GOAL := all
 
 all: agor
@@ -234,9 +234,15 @@ bench: agor
 run: agor
 	./agor daemon --foreground
 
-# `make man`: dist/man/*.1 from the binary's own usage texts (t0003-docs fails when they drift apart).
-man: agor
+# `make man`: dist/man/*.1 from the binary's own usage texts, and dist/completion/ (bash, zsh) from its command
+# tables (t0003-docs fails when either drifts apart from the binary).
+man: agor completion
 	rm -rf dist/man && mk/man.sh ./agor dist/man
+
+completion: agor
+	mkdir -p dist/completion
+	./agor completion bash > dist/completion/agor.bash
+	./agor completion zsh > dist/completion/_agor
 
 # `make format`: every tracked C file in the house style (.clang-format); t0007-format fails when one is not.
 format:

@@ -16,16 +16,23 @@
 #include "lib/version.h"
 #include "lib/banned.h"
 
-extern const struct applet applet_admin, applet_apikey, applet_approvals, applet_audit, applet_config, applet_daemon,
-	applet_exec, applet_executor, applet_node, applet_nodes, applet_prompt, applet_repo, applet_session,
-	applet_setup, applet_task, applet_terminal, applet_user, applet_worktree;
+extern const struct applet applet_admin, applet_apikey, applet_approvals, applet_audit, applet_completion,
+	applet_config, applet_daemon, applet_exec, applet_executor, applet_node, applet_nodes, applet_prompt,
+	applet_repo, applet_session, applet_setup, applet_task, applet_terminal, applet_user, applet_worktree;
 
 /* Sorted by name: lookup is a binary search, and main() checks the order. */
 static const struct applet *const applets[] = {
-	&applet_admin,	 &applet_apikey,   &applet_approvals, &applet_audit,	&applet_config, &applet_daemon,
-	&applet_exec,	 &applet_executor, &applet_node,      &applet_nodes,	&applet_prompt, &applet_repo,
-	&applet_session, &applet_setup,	   &applet_task,      &applet_terminal, &applet_user,	&applet_worktree,
+	&applet_admin,	&applet_apikey,	  &applet_approvals, &applet_audit,    &applet_completion,
+	&applet_config, &applet_daemon,	  &applet_exec,	     &applet_executor, &applet_node,
+	&applet_nodes,	&applet_prompt,	  &applet_repo,	     &applet_session,  &applet_setup,
+	&applet_task,	&applet_terminal, &applet_user,	     &applet_worktree,
 };
+
+const struct applet *const *applet_table(unsigned *n)
+{
+	*n = ARRAY_SIZE(applets);
+	return applets;
+}
 
 static int compare_name(const void *key, const void *elem)
 {
@@ -163,6 +170,8 @@ static int run_install(int argc, char **argv)
 static int run_applet(const struct applet *a, int argc, char **argv)
 {
 	argv[0] = (char *)a->name;
+	if (applet_command_help(a, argc, argv))
+		return EXIT_OK;
 	if (applet_wants_help(a, argc, argv)) {
 		fputs(a->usage, stdout);
 		return EXIT_OK;

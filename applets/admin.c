@@ -16,6 +16,7 @@
 #include "adminconf.h"
 #include "adminops.h"
 #include "applet.h"
+#include "client.h"
 #include "cgroup.h"
 #include "json.h"
 #include "unixperm.h"
@@ -866,6 +867,65 @@ static int admin_main(int argc, char **argv)
 	return status;
 }
 
+/* What `agor admin SUB --help` and the shell completion show; adminops (lib/adminops.h) stays the one parser, the
+ * typed boundary the daemon shares: this table names the same operations, arguments and options for people. */
+#define GLOBAL_FLAGS                                                                                                   \
+	{ "--dry-run", "dry_run", CLIENT_FLAG_BOOL, "validate everything, print the exact actions, change nothing" },  \
+		{ "--json", "json", CLIENT_FLAG_BOOL, "print one result object {success, data|error}" },               \
+	{                                                                                                              \
+		"--root-config", "root_config", CLIENT_FLAG_STRING,                                                    \
+			"another admin.yaml (only when root runs agor directly, never through sudo)"                   \
+	}
+
+static const struct client_flag global_flags[] = { GLOBAL_FLAGS, { NULL } };
+static const struct client_flag owner_flags[] = {
+	GLOBAL_FLAGS,
+	{ "--link-name", "link_name", CLIENT_FLAG_STRING, "the link's name under ~/agor/worktrees/" },
+	{ NULL },
+};
+static const struct client_flag pid_flags[] = {
+	GLOBAL_FLAGS,
+	{ "--pid", "pid", CLIENT_FLAG_STRING, "cgroup v2: move this daemon pid inside the subtree" },
+	{ NULL },
+};
+static const struct client_flag group_flags[] = {
+	GLOBAL_FLAGS,
+	{ "--others", "others", CLIENT_FLAG_STRING, "none, read or write: what others get" },
+	{ NULL },
+};
+static const struct client_flag archive_flags[] = {
+	GLOBAL_FLAGS,
+	{ "--archive", "archive", CLIENT_FLAG_STRING, "move the home into this directory (under archive_dir)" },
+	{ NULL },
+};
+static const struct client_flag repo_flags[] = {
+	GLOBAL_FLAGS,
+	{ "--group", "group", CLIENT_FLAG_BOOL, "readable by agor_users (the default)" },
+	{ "--world", "world", CLIENT_FLAG_BOOL, "readable by everyone" },
+	{ NULL },
+};
+
+static const struct client_command commands[] = {
+	{ "add-worktree-owner", NULL, NULL, owner_flags, "WORKTREE-ID UNIX-USER WORKTREE-PATH [--link-name NAME]",
+	  .local = 1, .example = "sudo -n agor admin add-worktree-owner 1aa81221 alice /srv/agor/worktrees/feature" },
+	{ "cgroup-delegate", NULL, NULL, pid_flags, "UNIX-USER [--pid DAEMON_PID]", .local = 1,
+	  .example = "sudo -n agor admin cgroup-delegate alice --dry-run" },
+	{ "create-worktree-group", NULL, NULL, group_flags, "WORKTREE-ID WORKTREE-PATH [--others none|read|write]",
+	  .local = 1, .example = "sudo -n agor admin create-worktree-group 1aa81221 /srv/agor/worktrees/feature" },
+	{ "delete-unix-user", NULL, NULL, archive_flags, "UNIX-USER [--archive DIR]", .local = 1,
+	  .example = "sudo -n agor admin delete-unix-user alice --archive /srv/agor/archive" },
+	{ "delete-worktree-group", NULL, NULL, global_flags, "WORKTREE-ID", .local = 1,
+	  .example = "sudo -n agor admin delete-worktree-group 1aa81221" },
+	{ "remove-worktree-owner", NULL, NULL, global_flags, "WORKTREE-ID UNIX-USER", .local = 1,
+	  .example = "sudo -n agor admin remove-worktree-owner 1aa81221 alice" },
+	{ "set-worktree-permissions", NULL, NULL, global_flags, "WORKTREE-ID WORKTREE-PATH none|read|write", .local = 1,
+	  .example = "sudo -n agor admin set-worktree-permissions 1aa81221 /srv/agor/worktrees/feature read" },
+	{ "setup-unix-user", NULL, NULL, global_flags, "UNIX-USER", .local = 1,
+	  .example = "sudo -n agor admin setup-unix-user alice --dry-run" },
+	{ "update-repo-permissions", NULL, NULL, repo_flags, "REPO-PATH [--group|--world]", .local = 1,
+	  .example = "sudo -n agor admin update-repo-permissions /srv/agor/repos/github.com/org/repo.git" },
+};
+
 static const char admin_usage[] =
 	"Usage: agor admin SUBCOMMAND [--dry-run] [--json] [--root-config PATH] ARGS…\n"
 	"(root only; the daemon reaches it through 'sudo -n agor admin …')\n"
@@ -902,4 +962,6 @@ const struct applet applet_admin = {
 	.usage = admin_usage,
 	.main = admin_main,
 	.flags = APPLET_ROOT_ONLY,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -34,25 +34,46 @@ static int read_secret(struct strbuf *value)
 	return n < 0 ? -1 : 0;
 }
 
-static json_t *params_for(const char *sub, int argc, char **argv, const char *scope, const char *username,
-			  struct strbuf *value, int *usage)
+static const char *const service_arg[] = { "service", NULL };
+static const struct client_flag set_flags[] = {
+	{ "--scope", "scope", CLIENT_FLAG_STRING,
+	  "whose tasks may use it: members (default for a new key), admins or owner" },
+	{ "--username", "username", CLIENT_FLAG_STRING,
+	  "the user a git credential logs in as (https: x-access-token; ssh: the URL's, else git)" },
+	{ NULL },
+};
+static const struct client_command commands[] = {
+	{ "set", "api_keys.set", service_arg, set_flags, "SERVICE [--scope S] [--username U]   (the key on stdin)",
+	  .example = "echo \"$KEY\" | agor api-key set anthropic --scope members" },
+	{ "list", "api_keys.list", NULL, NULL, "", .example = "agor api-key list --json" },
+	{ "remove", "api_keys.remove", service_arg, NULL, "SERVICE", .example = "agor api-key remove anthropic" },
+};
+
+/* The subcommand: the first word that is not a common option (`agor api-key --json list` as `agor api-key list
+ * --json`); its index in *at, or NULL. */
+static const struct client_command *find_command(int argc, char **argv, int *at)
 {
-	*usage = 0;
-	if (!strcmp(sub, "list") && argc == 0)
-		return json_object();
-	if (!strcmp(sub, "remove") && argc == 1)
-		return json_pack("{s:s}", "service", argv[0]);
-	if (!strcmp(sub, "set") && argc == 1) {
-		if (read_secret(value) < 0 || !value->len) {
-			fprintf(stderr, "agor api-key set: no key on stdin (echo \"$KEY\" | agor api-key set %s)\n",
-				argv[0]);
-			return NULL;
-		}
-		return json_pack("{s:s,s:s%,s:s?,s:s?}", "service", argv[0], "value", value->buf, value->len, "scope",
-				 scope, "username", username);
-	}
-	*usage = 1;
+	struct client_opts ignored = { 0 };
+	int i = 1;
+	while (i < argc && client_take_option(&ignored, argc, argv, &i) > 0)
+		i++;
+	*at = i;
+	for (size_t k = 0; i < argc && k < ARRAY_SIZE(commands); k++)
+		if (!strcmp(commands[k].name, argv[i]))
+			return &commands[k];
 	return NULL;
+}
+
+/* The key set reads from stdin into params.value; 0, or -1 after saying how to give it. */
+static int add_secret(json_t *params, struct strbuf *value)
+{
+	if (read_secret(value) < 0 || !value->len) {
+		fprintf(stderr, "agor api-key set: no key on stdin (echo \"$KEY\" | agor api-key set %s)\n",
+			json_get_str(params, "service"));
+		return -1;
+	}
+	json_object_set_new(params, "value", json_stringn(value->buf, value->len));
+	return 0;
 }
 
 static void print_result(const char *sub, const char *service, const json_t *result, int json)
@@ -74,57 +95,45 @@ static void print_result(const char *sub, const char *service, const json_t *res
 static int apikey_main(int argc, char **argv)
 {
 	struct client_opts o = { 0 };
-	char *words[3];
-	const char *scope = NULL, *username = NULL;
-	int nwords = 0;
-	for (int i = 1; i < argc; i++) {
-		int taken = client_take_option(&o, argc, argv, &i);
-		if (taken > 0)
-			continue;
-		if (!strcmp(argv[i], "--scope") && i + 1 < argc) {
-			scope = argv[++i];
-			continue;
-		}
-		if (!strcmp(argv[i], "--username") && i + 1 < argc) {
-			username = argv[++i];
-			continue;
-		}
-		if (taken < 0 || argv[i][0] == '-' || nwords == 3)
-			return applet_usage_error(&applet_apikey, "unexpected argument '%s'", argv[i]);
-		else
-			words[nwords++] = argv[i];
-	}
-	if (!nwords)
-		return applet_usage_error(&applet_apikey, "missing subcommand (set, list, remove)");
-	const char *sub = words[0];
+	int at;
+	const struct client_command *c = find_command(argc, argv, &at);
+	if (!c)
+		return applet_usage_error(&applet_apikey,
+					  at < argc ? "unknown subcommand '%s'" : "missing subcommand%s",
+					  at < argc ? argv[at] : " (set, list, remove)");
+	_cleanup_json_ json_t *params = json_object();
+	_cleanup_free_ char **rest = xcalloc((size_t)argc, sizeof(*rest));
+	int nrest = 0;
+	for (int i = 1; i < argc; i++)
+		if (i != at)
+			rest[nrest++] = argv[i];
+	int status = client_parse_args("api-key", c, nrest, rest, &o, params);
+	if (status)
+		return status;
 	struct strbuf value = STRBUF_INIT;
-	int usage;
-	if ((scope || username) && strcmp(sub, "set"))
-		return applet_usage_error(&applet_apikey, "--scope and --username go with set");
-	json_t *params = params_for(sub, nwords - 1, words + 1, scope, username, &value, &usage);
+	int rc = !strcmp(c->name, "set") ? add_secret(params, &value) : 0;
 	explicit_bzero(value.buf, value.len);
 	strbuf_release(&value);
-	if (!params)
-		return usage ? applet_usage_error(&applet_apikey, "bad arguments for '%s'", sub) : 1;
-	const char *method = !strcmp(sub, "set")    ? "api_keys.set"
-			     : !strcmp(sub, "list") ? "api_keys.list"
-						    : "api_keys.remove";
+	if (rc < 0)
+		return EXIT_FAILED;
 	struct err e = ERR_INIT;
 	json_t *result = NULL;
-	struct rpc_client *c = client_connect(o.url, o.config_path, o.token, &e);
-	int rc = c ? rpc_client_call(c, method, params, &result, &e) : -1;
+	struct rpc_client *cl = client_connect(o.url, o.config_path, o.token, &e);
+	rc = cl ? rpc_client_call(cl, c->method, params, &result, &e) : -1;
 	if (rc == 0 && !o.json)
-		client_learn_user_names(c);
-	rpc_client_close(c);
-	json_decref(params);
+		client_learn_user_names(cl);
+	rpc_client_close(cl);
+	json_t *secret = json_object_get(params, "value");
+	if (secret)
+		explicit_bzero((char *)json_string_value(secret), json_string_length(secret));
 	if (rc < 0) {
-		fprintf(stderr, "agor api-key %s: %s\n", sub, e.message);
+		fprintf(stderr, "agor api-key %s: %s\n", c->name, e.message);
 		err_clear(&e);
-		return 1;
+		return EXIT_FAILED;
 	}
-	print_result(sub, nwords > 1 ? words[1] : "", result, o.json);
+	print_result(c->name, json_get_str(params, "service") ?: "", result, o.json);
 	json_decref(result);
-	return 0;
+	return EXIT_OK;
 }
 
 const struct applet applet_apikey = {
@@ -137,14 +146,17 @@ const struct applet applet_apikey = {
 		"set reads the key from stdin (not echoed on a terminal): echo \"$KEY\" | agor api-key set anthropic\n"
 		"Services: anthropic (claude-code, opencode), openai (codex), google (gemini), git:HOST (HTTPS git on\n"
 		"port 443) and git:HOST:PORT (on another port): a git credential goes to that exact origin only;\n"
-		"git-ssh:HOST[:PORT] an ssh private key (OpenSSH format, ECDSA: ssh-keygen -t ecdsa) for git over ssh\n"
-		"(port 22 by default): agor api-key set git-ssh:github.com < ~/.ssh/id_ecdsa. --username is the user "
-		"a\n"
-		"git credential logs in as (https: x-access-token by default; ssh: the clone URL's user, else git),\n"
+		"git-ssh:HOST[:PORT] an ssh private key (OpenSSH format, Ed25519 or ECDSA) for git over ssh\n"
+		"(port 22 by default): agor api-key set git-ssh:github.com < ~/.ssh/id_ed25519.\n"
+		"--username is the user a git credential logs in as (https: x-access-token by default; ssh: the\n"
+		"clone URL's user, else git),\n"
 		"stored with each set (set again without it: the default).\n"
 		"--scope says whose tasks may use the key: members (any agor user; the default for a new key),\n"
 		"admins, or owner (the admin who sets it); setting a key again keeps its scope unless --scope is "
 		"given.\n"
 		"Values are sealed with the daemon's master key and never returned by any command.\n",
 	.main = apikey_main,
+	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

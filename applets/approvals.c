@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "applet.h"
+#include "client.h"
 #include "approvals_exec.h"
 #include "approvals_policy.h"
 #include "approvals_programs.h"
@@ -105,61 +106,125 @@ static int parse_seconds(const char *flag, const char *v, int *out)
 	return 0;
 }
 
-/* Options up to "--" or the first positional argument; positional arguments may not look like options. */
-static int parse_opts(int argc, char **argv, struct opts *o)
-{
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "--json") || !strcmp(a, "--ask-stdin")) {
-			*(a[2] == 'j' ? &o->json : &o->ask_stdin) = 1;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return applet_usage_error(&applet_approvals, "unknown option or missing value: %s", a);
-		const char *v = argv[++i];
-		int rc = 0;
-		if (!strcmp(a, "--agent")) {
-			_cleanup_err_ struct err e = ERR_INIT;
-			if (appr_agent_id_check(v, &e) < 0)
-				return applet_usage_error(&applet_approvals, "--agent: %s", e.message);
-			o->agent = v;
-		} else if (!strcmp(a, "--expect-hash"))
-			o->expect_hash = v;
-		else if (!strcmp(a, "--security"))
-			rc = parse_level(a, v, 1, &o->req.security);
-		else if (!strcmp(a, "--ask"))
-			rc = parse_level(a, v, 0, &o->req.ask);
-		else if (!strcmp(a, "--ask-fallback"))
-			rc = parse_level(a, v, 1, &o->req.ask_fallback);
-		else if (!strcmp(a, "--unset")) {
-			if (strcmp(v, "security") && strcmp(v, "ask") && strcmp(v, "askFallback"))
-				return applet_usage_error(&applet_approvals,
-							  "--unset: %s is not security|ask|askFallback", v);
-			strvec_push(&o->unset, v);
-		} else if (!strcmp(a, "--timeout"))
-			rc = parse_seconds(a, v, &o->timeout_s);
-		else if (!strcmp(a, "--ask-timeout"))
-			rc = parse_seconds(a, v, &o->ask_timeout_s);
-		else if (!strcmp(a, "--events")) {
-			char *end;
-			long fd = strtol(v, &end, 10);
-			if (!*v || *end || fd < 1 || fd > 1024)
-				return applet_usage_error(&applet_approvals, "--events: bad descriptor %s", v);
-			o->events_fd = (int)fd;
-		} else
-			return applet_usage_error(&applet_approvals, "unknown option %s", a);
-		if (rc)
-			return rc;
+#define AGENT_FLAG                                                                                                     \
+	{                                                                                                              \
+		"--agent", "agent", CLIENT_FLAG_STRING, "the agent whose policy (default: * to edit, default to ask)"  \
 	}
-	o->rest = argv + i;
-	o->nrest = argc - i;
+#define HASH_FLAG                                                                                                      \
+	{                                                                                                              \
+		"--expect-hash", "expect_hash", CLIENT_FLAG_STRING,                                                    \
+			"refuse (exit 75) unless the file still has this hash"                                         \
+	}
+#define JSON_FLAG                                                                                                      \
+	{                                                                                                              \
+		"--json", "json", CLIENT_FLAG_BOOL, "print the answer as JSON"                                         \
+	}
+#define LEVEL_FLAGS                                                                                                    \
+	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full" },                                   \
+		{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always" },                                      \
+	{                                                                                                              \
+		"--ask-fallback", "ask_fallback", CLIENT_FLAG_STRING, "deny, allowlist or full: when nobody answers"   \
+	}
+
+static const struct client_flag get_flags[] = { JSON_FLAG, { NULL } };
+static const struct client_flag set_flags[] = {
+	AGENT_FLAG,
+	HASH_FLAG,
+	LEVEL_FLAGS,
+	JSON_FLAG,
+	{ "--unset", "unset", CLIENT_FLAG_LIST, "security, ask or askFallback: back to the default" },
+	{ NULL },
+};
+static const struct client_flag edit_flags[] = { AGENT_FLAG, HASH_FLAG, JSON_FLAG, { NULL } };
+static const struct client_flag list_flags[] = { AGENT_FLAG, JSON_FLAG, { NULL } };
+static const struct client_flag check_flags[] = { AGENT_FLAG, LEVEL_FLAGS, JSON_FLAG, { NULL } };
+static const struct client_flag exec_flags[] = {
+	AGENT_FLAG,
+	LEVEL_FLAGS,
+	JSON_FLAG,
+	{ "--timeout", "timeout", CLIENT_FLAG_STRING, "stop the command after SEC seconds" },
+	{ "--ask-timeout", "ask_timeout", CLIENT_FLAG_STRING, "wait SEC seconds for an answer" },
+	{ "--events", "events", CLIENT_FLAG_STRING, "write the JSON events to this descriptor (default stderr)" },
+	{ "--ask-stdin", "ask_stdin", CLIENT_FLAG_BOOL, "ask as an exec.ask event, the answer a line on stdin" },
+	{ NULL },
+};
+
+static const struct client_command commands[] = {
+	{ "get", NULL, NULL, get_flags, "[--json]", .local = 1, .example = "agor approvals get --json" },
+	{ "set", NULL, NULL, set_flags, "[--agent ID] [--expect-hash H] [--security S] [--ask A] [--ask-fallback S]",
+	  .local = 1, .example = "agor approvals set --security allowlist --ask on-miss" },
+	{ "allowlist add", NULL, NULL, edit_flags, "[--agent ID] [--expect-hash H] PATTERN…", .rest = "patterns",
+	  .rest_at_word = 1, .local = 1, .example = "agor approvals allowlist add '/usr/bin/git status *'" },
+	{ "allowlist rm", NULL, NULL, edit_flags, "[--agent ID] [--expect-hash H] ID|PATTERN…", .rest = "patterns",
+	  .rest_at_word = 1, .local = 1, .example = "agor approvals allowlist rm /usr/bin/make" },
+	{ "allowlist list", NULL, NULL, list_flags, "[--agent ID] [--json]", .local = 1,
+	  .example = "agor approvals allowlist list --json" },
+	{ "check", NULL, NULL, check_flags, "[--json] [--agent ID] [--security S] [--ask A] -- ARGV…", .rest = "argv",
+	  .rest_at_word = 1, .local = 1, .example = "agor approvals check --json -- /usr/bin/git status" },
+	{ "exec", NULL, NULL, exec_flags, "[--agent ID] [--timeout SEC] [--ask-timeout SEC] [--events FD] -- ARGV…",
+	  .rest = "argv", .rest_at_word = 1, .local = 1,
+	  .example = "agor approvals exec --timeout 60 -- /usr/bin/make test" },
+	{ "serve", NULL, NULL, NULL, "", .local = 1, .example = "agor approvals serve" },
+};
+
+/* The level flag's value into *out (unset when absent); 0 or EXIT_USAGE. */
+static int take_level(json_t *params, const char *key, const char *flag, int security, int *out)
+{
+	const char *v = json_get_str(params, key);
+	return v ? parse_level(flag, v, security, out) : 0;
+}
+
+static int take_seconds(json_t *params, const char *key, const char *flag, int *out)
+{
+	const char *v = json_get_str(params, key);
+	return v ? parse_seconds(flag, v, out) : 0;
+}
+
+/* The parsed flags into o, each checked; 0 or EXIT_USAGE. */
+static int opts_from_params(json_t *params, struct opts *o)
+{
+	o->json = json_is_true(json_object_get(params, "json"));
+	o->ask_stdin = json_is_true(json_object_get(params, "ask_stdin"));
+	o->expect_hash = json_get_str(params, "expect_hash");
+	if ((o->agent = json_get_str(params, "agent"))) {
+		_cleanup_err_ struct err e = ERR_INIT;
+		if (appr_agent_id_check(o->agent, &e) < 0)
+			return applet_usage_error(&applet_approvals, "--agent: %s", e.message);
+	}
+	int rc = take_level(params, "security", "--security", 1, &o->req.security);
+	if (!rc)
+		rc = take_level(params, "ask", "--ask", 0, &o->req.ask);
+	if (!rc)
+		rc = take_level(params, "ask_fallback", "--ask-fallback", 1, &o->req.ask_fallback);
+	if (!rc)
+		rc = take_seconds(params, "timeout", "--timeout", &o->timeout_s);
+	if (!rc)
+		rc = take_seconds(params, "ask_timeout", "--ask-timeout", &o->ask_timeout_s);
+	if (rc)
+		return rc;
+	const char *events = json_get_str(params, "events");
+	if (events) {
+		char *end;
+		long fd = strtol(events, &end, 10);
+		if (!*events || *end || fd < 1 || fd > 1024)
+			return applet_usage_error(&applet_approvals, "--events: bad descriptor %s", events);
+		o->events_fd = (int)fd;
+	}
+	json_t *v;
+	size_t i;
+	json_array_foreach(json_object_get(params, "unset"), i, v)
+	{
+		const char *field = json_string_value(v);
+		if (strcmp(field, "security") && strcmp(field, "ask") && strcmp(field, "askFallback"))
+			return applet_usage_error(&applet_approvals, "--unset: %s is not security|ask|askFallback",
+						  field);
+		strvec_push(&o->unset, field);
+	}
+	json_t *rest =
+		json_object_get(params, "argv") ? json_object_get(params, "argv") : json_object_get(params, "patterns");
+	o->nrest = (int)json_array_size(rest);
+	o->rest = xcalloc((size_t)o->nrest + 1, sizeof(*o->rest));
+	json_array_foreach(rest, i, v) o->rest[i] = (char *)json_string_value(v);
 	return 0;
 }
 
@@ -342,28 +407,20 @@ static int cmd_allowlist_list(struct appr_store *s, struct opts *o)
 	return EXIT_OK;
 }
 
-static int cmd_allowlist(struct appr_store *s, int argc, char **argv)
+static int cmd_allowlist(struct appr_store *s, const char *sub, struct opts *o)
 {
-	if (argc < 2)
-		return applet_usage_error(&applet_approvals, "allowlist: add, rm or list?");
-	struct opts o = { .req = APPR_LEVELS_UNSET };
-	strvec_init(&o.unset);
-	int rc = parse_opts(argc - 1, argv + 1, &o);
-	if (rc == 0 && !strcmp(argv[1], "list"))
-		rc = cmd_allowlist_list(s, &o);
-	else if (rc == 0 && (!strcmp(argv[1], "add") || !strcmp(argv[1], "rm"))) {
-		struct list_edit l = { .o = &o, .add = !strcmp(argv[1], "add"), .added = json_array() };
-		_cleanup_err_ struct err e = ERR_INIT;
-		if (o.nrest == 0)
-			rc = applet_usage_error(&applet_approvals, "allowlist %s: no pattern", argv[1]);
-		else if (appr_store_update(s, o.expect_hash, allowlist_mutator, &l, &e) < 0)
-			rc = fail_err(l.add ? "allowlist add" : "allowlist rm", &e);
-		if (rc == 0 && l.add)
-			print_added(l.added, o.json);
-		json_decref(l.added);
-	} else if (rc == 0)
-		rc = applet_usage_error(&applet_approvals, "allowlist: unknown subcommand %s", argv[1]);
-	strvec_clear(&o.unset);
+	int rc = 0;
+	if (!strcmp(sub, "list"))
+		return cmd_allowlist_list(s, o);
+	struct list_edit l = { .o = o, .add = !strcmp(sub, "add"), .added = json_array() };
+	_cleanup_err_ struct err e = ERR_INIT;
+	if (o->nrest == 0)
+		rc = applet_usage_error(&applet_approvals, "allowlist %s: no pattern", sub);
+	else if (appr_store_update(s, o->expect_hash, allowlist_mutator, &l, &e) < 0)
+		rc = fail_err(l.add ? "allowlist add" : "allowlist rm", &e);
+	if (rc == 0 && l.add)
+		print_added(l.added, o->json);
+	json_decref(l.added);
 	return rc;
 }
 
@@ -850,45 +907,54 @@ static int cmd_serve(struct appr_store *s, struct opts *o)
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
+/* The command argv names, its words parsed into o; NULL after a usage error (*rc). */
+static const struct client_command *parse_command(int argc, char **argv, struct opts *o, json_t *params, int *rc)
+{
+	const struct client_command *c = applet_command(&applet_approvals, argc, argv);
+	*rc = 0;
+	if (!c && argc > 1 && !strcmp(argv[1], "allowlist"))
+		*rc = applet_usage_error(&applet_approvals,
+					 argc > 2 ? "allowlist: unknown subcommand %s"
+						  : "allowlist: add, rm or list?%s",
+					 argc > 2 ? argv[2] : "");
+	else if (!c)
+		*rc = argc < 2 ? applet_usage_error(&applet_approvals, "missing subcommand")
+			       : applet_usage_error(&applet_approvals, "unknown subcommand '%s'", argv[1]);
+	if (!*rc) {
+		int words = client_command_words(c);
+		*rc = client_parse_args("approvals", c, argc - 1 - words, argv + 1 + words, NULL, params);
+	}
+	if (!*rc)
+		*rc = opts_from_params(params, o);
+	return *rc ? NULL : c;
+}
+
 static int approvals_main(int argc, char **argv)
 {
-	if (argc < 2)
-		return applet_usage_error(&applet_approvals, "missing subcommand");
-	const char *sub = argv[1];
-	static const char *const subs[] = { "get", "set", "allowlist", "check", "exec", "serve" };
-	size_t k = 0;
-	while (k < ARRAY_SIZE(subs) && strcmp(sub, subs[k]))
-		k++;
-	if (k == ARRAY_SIZE(subs))
-		return applet_usage_error(&applet_approvals, "unknown subcommand '%s'", sub);
+	struct opts o = { .req = APPR_LEVELS_UNSET };
+	strvec_init(&o.unset);
+	_cleanup_json_ json_t *params = json_object();
+	int rc;
+	const struct client_command *c = parse_command(argc, argv, &o, params, &rc);
 	struct appr_store s = APPR_STORE_INIT;
 	_cleanup_err_ struct err e = ERR_INIT;
-	if (load_store(&s, &e) < 0) {
-		appr_store_release(&s);
-		return fail_err(sub, &e);
-	}
-	int rc;
-	if (!strcmp(sub, "allowlist")) {
-		rc = cmd_allowlist(&s, argc - 1, argv + 1);
+	const char *sub = c ? c->name : NULL;
+	if (!c) {
+		/* rc is the usage error */
+	} else if (load_store(&s, &e) < 0) {
+		rc = fail_err(sub, &e);
+	} else if (!strncmp(sub, "allowlist ", 10)) {
+		rc = cmd_allowlist(&s, sub + 10, &o);
 	} else {
-		struct opts o = { .req = APPR_LEVELS_UNSET };
-		strvec_init(&o.unset);
-		rc = parse_opts(argc - 1, argv + 1, &o);
-		if (rc == 0) {
-			if (!strcmp(sub, "get"))
-				rc = cmd_get(&s, &o);
-			else if (!strcmp(sub, "set"))
-				rc = cmd_set(&s, &o);
-			else if (!strcmp(sub, "check"))
-				rc = cmd_check(&s, &o);
-			else if (!strcmp(sub, "exec"))
-				rc = cmd_exec(&s, &o);
-			else
-				rc = cmd_serve(&s, &o);
-		}
-		strvec_clear(&o.unset);
+		rc = !strcmp(sub, "get")     ? cmd_get(&s, &o)
+		     : !strcmp(sub, "set")   ? cmd_set(&s, &o)
+		     : !strcmp(sub, "check") ? cmd_check(&s, &o)
+		     : !strcmp(sub, "exec")  ? cmd_exec(&s, &o)
+					     : cmd_serve(&s, &o);
 	}
 	appr_store_release(&s);
+	strvec_clear(&o.unset);
+	free(o.rest);
 	return rc;
 }
 
@@ -897,4 +963,7 @@ const struct applet applet_approvals = {
 	.summary = "exec-approval policy: allowlists, ask flow, policy-checked exec",
 	.usage = APPROVALS_USAGE,
 	.main = approvals_main,
+	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -40,4 +40,6 @@ const struct applet applet_audit = {
 	.usage = "Usage: agor audit list | verify   [--json] [--url URL]\n",
 	.main = audit_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "applet.h"
+#include "client.h"
 #include "config.h"
 #include "config_edit.h"
 #include "json.h"
@@ -43,41 +44,42 @@ extern const struct applet applet_config;
 	"AGOR_DAEMON_PORT\n"                                                                                           \
 	"Exit status: 0 ok, 1 configuration error, 2 usage error.\n"
 
-/* Flags that set one key. */
-static const struct {
-	const char *flag;
-	const char *key;
-} key_flags[] = {
-	{ "--home", "paths.agor_home" },
-	{ "--data-home", "paths.data_home" },
-	{ "--host", "daemon.host" },
-	{ "--port", "daemon.port" },
+#define LOAD_FLAGS                                                                                                     \
+	{ "--json", "json", CLIENT_FLAG_BOOL, "one JSON object (show: {settings, configFile, configFileFound})" },     \
+		{ "--config", "config", CLIENT_FLAG_STRING,                                                            \
+		  "this config.yaml (it must exist); default $AGOR_CONFIG_PATH, else $AGOR_HOME/config.yaml" },        \
+		{ "--home", "paths.agor_home", CLIENT_FLAG_STRING,                                                     \
+		  "paths.agor_home (also moves the default config file)" },                                            \
+		{ "--data-home", "paths.data_home", CLIENT_FLAG_STRING, "paths.data_home" },                           \
+		{ "--host", "daemon.host", CLIENT_FLAG_STRING, "daemon.host" },                                        \
+		{ "--port", "daemon.port", CLIENT_FLAG_STRING, "daemon.port" },                                        \
+		{ "--set", "set", CLIENT_FLAG_LIST, "KEY=VALUE: any setting by its dotted key" },                      \
+	{                                                                                                              \
+		NULL                                                                                                   \
+	}
+
+static const struct client_flag load_flags[] = { LOAD_FLAGS };
+static const char *const key_arg[] = { "key", NULL }, *const key_value_args[] = { "key", "value", NULL };
+
+static const struct client_command commands[] = {
+	{ "show", NULL, NULL, load_flags,
+	  "[--json] [--config PATH] [--home DIR] [--data-home DIR] [--host HOST] "
+	  "[--port N] [--set KEY=VALUE]…",
+	  .local = 1, .example = "agor config show --set daemon.port=7777" },
+	{ "get", NULL, key_arg, load_flags, "KEY [--json] [same options as show]", .local = 1,
+	  .example = "agor config get execution.unix_user_mode --json" },
+	{ "set", NULL, key_value_args, load_flags, "KEY VALUE [--config PATH] [--home DIR]", .local = 1,
+	  .example = "agor config set execution.sandbox.enabled true" },
 };
+
+/* The keys the flags --home, --data-home, --host and --port set (after every --set, so they win over it). */
+static const char *const flag_keys[] = { "paths.agor_home", "paths.data_home", "daemon.host", "daemon.port" };
 
 struct show_options {
 	bool json;
 	const char *config_path;
+	json_t *params; /* what the arguments gave */
 };
-
-/* Splits "--name=value" / "--name value"; returns the value or NULL (usage error printed). */
-static const char *option_value(int argc, char **argv, int *i, const char *name, int *usage_rc)
-{
-	const char *arg = argv[*i];
-	size_t n = strlen(name);
-	if (arg[n] == '=')
-		return arg + n + 1;
-	if (*i + 1 >= argc) {
-		*usage_rc = applet_usage_error(&applet_config, "show: %s needs an argument", name);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
-static bool option_is(const char *arg, const char *name)
-{
-	size_t n = strlen(name);
-	return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
-}
 
 /* A flag whose value is a setting: a bad value is a usage error naming the flag. */
 static int set_from_flag(struct config *cfg, const char *flag, const char *key, const char *value)
@@ -89,35 +91,24 @@ static int set_from_flag(struct config *cfg, const char *flag, const char *key, 
 	return 0;
 }
 
-static int parse_show_args(int argc, char **argv, struct config *cfg, struct show_options *opt)
+/* argv (from the subcommand's name on) against command c into opt->params, then the settings they give into
+ * cfg; 0 or EXIT_USAGE. */
+static int parse_show_args(const struct client_command *c, int argc, char **argv, struct config *cfg,
+			   struct show_options *opt)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		int rc = 0;
-		if (!strcmp(arg, "--json")) {
-			opt->json = true;
-			continue;
-		}
-		if (option_is(arg, "--config")) {
-			if (!(opt->config_path = option_value(argc, argv, &i, "--config", &rc)))
-				return rc;
-			continue;
-		}
-		if (option_is(arg, "--set")) {
-			const char *v = option_value(argc, argv, &i, "--set", &rc);
-			if (!v || set_from_flag(cfg, "--set", NULL, v))
-				return v ? EXIT_USAGE : rc;
-			continue;
-		}
-		size_t k = 0;
-		while (k < ARRAY_SIZE(key_flags) && !option_is(arg, key_flags[k].flag))
-			k++;
-		if (k == ARRAY_SIZE(key_flags))
-			return applet_usage_error(&applet_config, "show: unknown %s '%s'",
-						  arg[0] == '-' ? "option" : "argument", arg);
-		const char *v = option_value(argc, argv, &i, key_flags[k].flag, &rc);
-		if (!v || set_from_flag(cfg, key_flags[k].flag, key_flags[k].key, v))
-			return v ? EXIT_USAGE : rc;
+	int rc = client_parse_args("config", c, argc - 1, argv + 1, NULL, opt->params);
+	if (rc)
+		return rc;
+	opt->json = json_is_true(json_object_get(opt->params, "json"));
+	opt->config_path = json_get_str(opt->params, "config");
+	json_t *v;
+	size_t i;
+	json_array_foreach(json_object_get(opt->params, "set"), i,
+			   v) if (set_from_flag(cfg, "--set", NULL, json_string_value(v))) return EXIT_USAGE;
+	for (i = 0; i < ARRAY_SIZE(flag_keys); i++) {
+		const char *value = json_get_str(opt->params, flag_keys[i]);
+		if (value && set_from_flag(cfg, load_flags[i + 2].name, flag_keys[i], value))
+			return EXIT_USAGE;
 	}
 	return 0;
 }
@@ -139,13 +130,10 @@ static int print_config(const struct config *cfg, bool json)
 
 static int config_show(int argc, char **argv)
 {
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs(CONFIG_USAGE, stdout);
-		return EXIT_OK;
-	}
 	struct config *cfg = config_new();
-	struct show_options opt = { 0 };
-	int rc = parse_show_args(argc, argv, cfg, &opt);
+	_cleanup_json_ json_t *params = json_object();
+	struct show_options opt = { .params = params };
+	int rc = parse_show_args(&commands[0], argc, argv, cfg, &opt);
 	if (rc == 0) {
 		_cleanup_err_ struct err e = ERR_INIT;
 		if (config_load(cfg, &(struct config_overrides){ .config_path = opt.config_path }, &e) < 0) {
@@ -157,20 +145,6 @@ static int config_show(int argc, char **argv)
 	}
 	config_free(cfg);
 	return rc;
-}
-
-/* Moves the first npos arguments that are not options to the front; returns how many there were. */
-static int take_positionals(int argc, char **argv, char **pos, int npos)
-{
-	int n = 0;
-	for (int i = 1; i < argc && n < npos; i++)
-		if (argv[i][0] != '-' &&
-		    (i == 1 || argv[i - 1][0] != '-' || strchr(argv[i - 1], '=') || !strcmp(argv[i - 1], "--json"))) {
-			pos[n++] = argv[i];
-			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv)); /* keeps the NULL */
-			argc--, i--;
-		}
-	return n;
 }
 
 static int print_entry(const struct config *cfg, const char *key, bool json)
@@ -193,13 +167,11 @@ static int print_entry(const struct config *cfg, const char *key, bool json)
 /* `get KEY` loads like show (same flags), then prints one entry. */
 static int config_get(int argc, char **argv)
 {
-	char *key = NULL;
-	if (take_positionals(argc, argv, &key, 1) != 1)
-		return applet_usage_error(&applet_config, "usage: agor config get KEY [--json]");
-	argc--;
 	struct config *cfg = config_new();
-	struct show_options opt = { 0 };
-	int rc = parse_show_args(argc, argv, cfg, &opt);
+	_cleanup_json_ json_t *params = json_object();
+	struct show_options opt = { .params = params };
+	int rc = parse_show_args(&commands[1], argc, argv, cfg, &opt);
+	const char *key = json_get_str(params, "key");
 	if (rc == 0) {
 		_cleanup_err_ struct err e = ERR_INIT;
 		if (config_load(cfg, &(struct config_overrides){ .config_path = opt.config_path }, &e) < 0) {
@@ -239,13 +211,11 @@ static int ensure_home_for(const struct config *cfg, const char *path, const cha
  * edit may be its fix; the edited file must load). */
 static int config_set(int argc, char **argv)
 {
-	char *pos[2] = { NULL, NULL };
-	if (take_positionals(argc, argv, pos, 2) != 2)
-		return applet_usage_error(&applet_config, "usage: agor config set KEY VALUE");
-	argc -= 2;
 	struct config *cfg = config_new();
-	struct show_options opt = { 0 };
-	int rc = parse_show_args(argc, argv, cfg, &opt);
+	_cleanup_json_ json_t *params = json_object();
+	struct show_options opt = { .params = params };
+	int rc = parse_show_args(&commands[2], argc, argv, cfg, &opt);
+	const char *pos[2] = { json_get_str(params, "key"), json_get_str(params, "value") };
 	if (rc == 0) {
 		_cleanup_err_ struct err e = ERR_INIT, ignored = ERR_INIT;
 		(void)config_load(cfg, &(struct config_overrides){ .config_path = opt.config_path }, &ignored);
@@ -257,7 +227,11 @@ static int config_set(int argc, char **argv)
 			   config_file_set(path, pos[0], pos[1], &e) < 0) {
 			fprintf(stderr, "agor config set: %s\n", e.message);
 			rc = EXIT_FAILED;
-		} else if (!opt.json) {
+		} else if (opt.json) {
+			json_t *j = json_pack("{s:s,s:s,s:s}", "file", path, "key", pos[0], "value", pos[1]);
+			rc = json_write_line(1, j) < 0 ? EXIT_FAILED : EXIT_OK;
+			json_decref(j);
+		} else {
 			printf("%s: %s = %s\n", path, pos[0], pos[1]);
 		}
 	}
@@ -283,4 +257,7 @@ const struct applet applet_config = {
 	.summary = "show, get or set the configuration (and where each setting came from)",
 	.usage = CONFIG_USAGE,
 	.main = config_main,
+	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

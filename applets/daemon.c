@@ -3,7 +3,6 @@
  * (flocked by a running daemon, holding its pid) and signal that pid. Never runs untrusted code itself. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "applet.h"
+#include "client.h"
 #include "config.h"
 #include "daemon_main.h"
 #include "daemon_serve.h"
@@ -34,68 +34,73 @@ struct daemon_args {
 
 enum { EXIT_NOT_RUNNING = 3 }; /* `agor daemon status` of a daemon that is not running (as LSB status) */
 
-static int parse_args(int argc, char **argv, struct config *cfg, struct daemon_args *a)
-{
-	static const struct option options[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "home", required_argument, NULL, 'H' },
-		{ "host", required_argument, NULL, 'h' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "set", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
-		struct err e = ERR_INIT;
-		int rc = 0;
-		switch (opt) {
-		case 'f':
-			a->foreground = 1;
-			break;
-		case 'c':
-			a->config_path = optarg;
-			break;
-		case 'H':
-			rc = config_set_flag(cfg, "paths.agor_home", optarg, &e);
-			break;
-		case 'h':
-			rc = config_set_flag(cfg, "daemon.host", optarg, &e);
-			break;
-		case 'p':
-			rc = config_set_flag(cfg, "daemon.port", optarg, &e);
-			break;
-		case 's':
-			rc = config_set_flag_assignment(cfg, optarg, &e);
-			break;
-		case 'j':
-			a->json = 1;
-			break;
-		case 't':
-			a->timeout = optarg;
-			break;
-		default:
-			return applet_usage_error(&applet_daemon, "unknown option or missing value: %s",
-						  argv[optind - 1]);
-		}
-		if (rc < 0) {
-			int status = applet_usage_error(&applet_daemon, "%s", e.message);
-			err_clear(&e);
-			return status;
-		}
+#define HOME_FLAGS                                                                                                     \
+	{ "--config", "config", CLIENT_FLAG_STRING, "config.yaml to read (default: $AGOR_HOME/config.yaml)" },         \
+	{                                                                                                              \
+		"--home", "paths.agor_home", CLIENT_FLAG_STRING, "AGOR_HOME (default: $AGOR_HOME, else ~/.agor)"       \
 	}
-	if (optind < argc)
-		return applet_usage_error(&applet_daemon, "unexpected argument '%s'", argv[optind]);
-	if (a->action && a->foreground)
-		return applet_usage_error(&applet_daemon, "--foreground starts a daemon: not with `agor daemon %s`",
-					  a->action);
-	if (!a->action && (a->json || a->timeout))
-		return applet_usage_error(&applet_daemon, "%s is for `agor daemon status|stop`",
-					  a->json ? "--json" : "--timeout");
+static const struct client_flag start_flags[] = {
+	HOME_FLAGS,
+	{ "--foreground", "foreground", CLIENT_FLAG_BOOL,
+	  "stay attached to the terminal, log to stderr (else detach, log to $AGOR_HOME/logs/daemon.log)" },
+	{ "--host", "daemon.host", CLIENT_FLAG_STRING, "the TCP listener's address" },
+	{ "--port", "daemon.port", CLIENT_FLAG_STRING, "the TCP listener's port" },
+	{ "--set", "set", CLIENT_FLAG_LIST, "KEY=VALUE: any setting (`agor config show` lists them)" },
+	{ NULL },
+};
+static const struct client_flag status_flags[] = {
+	HOME_FLAGS,
+	{ "--json", "json", CLIENT_FLAG_BOOL, "print {running, pid, socket, port, version, uptime} as JSON" },
+	{ NULL },
+};
+static const struct client_flag stop_flags[] = {
+	HOME_FLAGS,
+	{ "--timeout", "timeout", CLIENT_FLAG_STRING, "seconds to wait for the daemon to end (1 to 3600, default 30)" },
+	{ "--json", "json", CLIENT_FLAG_BOOL, "print {running, stopped, pid?} as JSON" },
+	{ NULL },
+};
+
+static const struct client_command commands[] = {
+	{ "", NULL, NULL, start_flags, "[--foreground] [--config PATH] [--home DIR] [--host H] [--port N] [--set K=V]…",
+	  .example = "agor daemon --home /srv/agor --port 7777 --set execution.sandbox.enabled=true", .local = 1 },
+	{ "status", NULL, NULL, status_flags, "[--json] [--config PATH] [--home DIR]",
+	  .example = "agor daemon status --json", .local = 1 },
+	{ "stop", NULL, NULL, stop_flags, "[--timeout SECONDS] [--json] [--config PATH] [--home DIR]",
+	  .example = "agor daemon stop --timeout 60", .local = 1 },
+};
+
+/* The settings the flags give (--set first, so --home, --host and --port win over it), into cfg. */
+static int apply_settings(struct config *cfg, json_t *params, struct err *e)
+{
+	json_t *v;
+	size_t i;
+	json_array_foreach(json_object_get(params, "set"), i,
+			   v) if (config_set_flag_assignment(cfg, json_string_value(v), e) < 0) return -1;
+	static const char *const keys[] = { "paths.agor_home", "daemon.host", "daemon.port" };
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
+		if (json_get_str(params, keys[i]) &&
+		    config_set_flag(cfg, keys[i], json_get_str(params, keys[i]), e) < 0)
+			return -1;
 	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct config *cfg, struct daemon_args *a, json_t *params)
+{
+	const struct client_command *c = applet_command(&applet_daemon, argc, argv);
+	int skip = *c->name ? 2 : 1, rc = client_parse_args("daemon", c, argc - skip, argv + skip, NULL, params);
+	if (rc)
+		return rc;
+	a->action = *c->name ? c->name : NULL;
+	a->foreground = json_is_true(json_object_get(params, "foreground"));
+	a->json = json_is_true(json_object_get(params, "json"));
+	a->config_path = json_get_str(params, "config");
+	a->timeout = json_get_str(params, "timeout");
+	struct err e = ERR_INIT;
+	if (apply_settings(cfg, params, &e) < 0) {
+		rc = applet_usage_error(&applet_daemon, "%s", e.message);
+		err_clear(&e);
+	}
+	return rc;
 }
 
 /* --- status and stop ---------------------------------------------------------------------- */
@@ -203,6 +208,8 @@ static int stop_daemon(const struct agor_paths *p, const struct daemon_args *a)
 	if (running <= 0) {
 		if (running < 0)
 			fprintf(stderr, "agor daemon stop: %s\n", e.message);
+		else if (a->json)
+			printf("{\"running\":false,\"stopped\":false}\n");
 		else
 			printf("agor daemon: not running (AGOR_HOME %s)\n", p->home);
 		err_clear(&e);
@@ -218,7 +225,9 @@ static int stop_daemon(const struct agor_paths *p, const struct daemon_args *a)
 		struct timespec tick = { 0, 50 * 1000 * 1000 };
 		nanosleep(&tick, NULL);
 		if (daemon_running(p, &pid, &since, &e) == 0) {
-			printf("agor daemon stopped (pid %d)\n", (int)pid);
+			printf(a->json ? "{\"running\":false,\"stopped\":true,\"pid\":%d}\n"
+				       : "agor daemon stopped (pid %d)\n",
+			       (int)pid);
 			return EXIT_OK;
 		}
 		err_clear(&e);
@@ -291,11 +300,8 @@ static int daemon_main(int argc, char **argv)
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;
 	struct daemon d;
-	if (argc > 1 && (!strcmp(argv[1], "status") || !strcmp(argv[1], "stop"))) {
-		a.action = argv[1];
-		argc--, argv++;
-	}
-	int status = parse_args(argc, argv, cfg, &a), initialised = 0, ready_fd = -1;
+	_cleanup_json_ json_t *params = json_object();
+	int status = parse_args(argc, argv, cfg, &a, params), initialised = 0, ready_fd = -1;
 	if (status || a.action) {
 		status = status ? status : daemon_control(cfg, &a);
 		goto out;
@@ -338,17 +344,11 @@ const struct applet applet_daemon = {
 	.usage = "Usage: agor daemon [--foreground] [--config PATH] [--home DIR] [--host H] [--port N] [--set "
 		 "KEY=VALUE]…\n"
 		 "       agor daemon status [--json] [--config PATH] [--home DIR]\n"
-		 "       agor daemon stop [--timeout SECONDS] [--config PATH] [--home DIR]\n"
+		 "       agor daemon stop [--timeout SECONDS] [--json] [--config PATH] [--home DIR]\n"
 		 "\n"
 		 "Runs the trusted control plane: the SQLite database, JWT secret and master key,\n"
 		 "JSON-RPC over the Unix socket (daemon.socket_path) and HTTP/WebSocket (daemon.host:port),\n"
 		 "and executor orchestration. Creates AGOR_HOME (0700) on first start.\n"
-		 "\n"
-		 "  --foreground     stay attached to the terminal, log to stderr (otherwise detach and\n"
-		 "                   log to $AGOR_HOME/logs/daemon.log)\n"
-		 "  --config PATH    config.yaml to read (default: $AGOR_HOME/config.yaml)\n"
-		 "  --home DIR       AGOR_HOME;  --host/--port: the TCP listener;  --set KEY=VALUE: any setting\n"
-		 "\n"
 		 "\n"
 		 "status: whether a daemon runs on AGOR_HOME (the flock of run/daemon.lock), its pid, socket, TCP "
 		 "port,\n"
@@ -358,4 +358,6 @@ const struct applet applet_daemon = {
 		 "\n"
 		 "Signals: SIGTERM/SIGINT stop (running tasks are cancelled), SIGHUP reopens the log file.\n",
 	.main = daemon_main,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

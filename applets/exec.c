@@ -32,66 +32,54 @@ static int usage(const char *what)
 	return EXIT_USAGE;
 }
 
-static const char *const string_flags[][2] = {
-	{ "--host", "host" }, { "--node", "node" },	     { "--security", "security" },
-	{ "--ask", "ask" },   { "--session", "session_id" }, { "--agent", "agent_id" },
-	{ NULL, NULL },
+static const char *const worktree_arg[] = { "?worktree_id", NULL };
+static const struct client_flag exec_flags[] = {
+	{ "--host", "host", CLIENT_FLAG_STRING, "sandbox (this host, sandboxed), gateway or node" },
+	{ "--node", "node", CLIENT_FLAG_STRING, "which node (id, name or query) with --host node" },
+	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full (only ever tightens)" },
+	{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always: when a person is asked" },
+	{ "--session", "session_id", CLIENT_FLAG_STRING, "use the session's exec defaults (`/exec` in a prompt)" },
+	{ "--agent", "agent_id", CLIENT_FLAG_STRING, "whose exec-approvals allowlist applies" },
+	{ "--timeout-ms", "timeout_ms", CLIENT_FLAG_STRING, "stop the run after this many milliseconds" },
+	{ "--yes", "yes", CLIENT_FLAG_BOOL, "approve this run once if asked" },
+	{ "--always", "always", CLIENT_FLAG_BOOL, "approve it and add it to the allowlist if asked" },
+	{ "--no", "no", CLIENT_FLAG_BOOL, "deny it if asked (wins over --yes and --always)" },
+	{ NULL },
+};
+static const struct client_command commands[] = {
+	{ "", "exec.run", worktree_arg, exec_flags, "[WORKTREE] [--host H] [--security S] [--ask A] … -- ARGV…",
+	  .rest = "argv", .example = "agor exec feature --host sandbox -- make test" },
 };
 
-static int take_flag(struct exec_opts *o, int argc, char **argv, int *i)
+/* --timeout-ms's text as the integer exec.run takes; -1 when it is no positive number. */
+static int take_timeout(json_t *params)
 {
-	const char *a = argv[*i];
-	for (size_t k = 0; string_flags[k][0]; k++)
-		if (!strcmp(a, string_flags[k][0])) {
-			if (*i + 1 >= argc)
-				return usage("missing value for an option");
-			json_object_set_new(o->params, string_flags[k][1], json_string(argv[++*i]));
-			return 1;
-		}
-	if (!strcmp(a, "--timeout-ms")) {
-		char *end;
-		long long ms = *i + 1 < argc ? strtoll(argv[*i + 1], &end, 10) : 0;
-		if (*i + 1 >= argc || !*argv[*i + 1] || *end || ms < 1)
-			return usage("--timeout-ms: expected a positive number of milliseconds");
-		json_object_set_new(o->params, "timeout_ms", json_integer(ms));
-		++*i;
-		return 1;
-	}
-	static const char *const answers[] = { "--yes", "--always", "--no" };
-	for (int k = 0; k < 3; k++)
-		if (!strcmp(a, answers[k])) {
-			o->answer = (enum exec_answer)(ANSWER_ONCE + k);
-			return 1;
-		}
+	const char *text = json_get_str(params, "timeout_ms");
+	char *end;
+	long long ms = text ? strtoll(text, &end, 10) : 1;
+	if (text && (!*text || *end || ms < 1))
+		return -1;
+	if (text)
+		json_object_set_new(params, "timeout_ms", json_integer(ms));
 	return 0;
 }
 
 static int parse(int argc, char **argv, struct exec_opts *o)
 {
-	int i = 1;
-	for (; i < argc && strcmp(argv[i], "--"); i++) {
-		int taken = client_take_option(&o->client, argc, argv, &i);
-		if (taken < 0)
-			return usage("missing value for an option");
-		if (taken)
-			continue;
-		if ((taken = take_flag(o, argc, argv, &i)) != 0) {
-			if (taken < 0 || taken == EXIT_USAGE)
-				return EXIT_USAGE;
-			continue;
-		}
-		if (argv[i][0] == '-')
-			return usage("unknown option");
-		if (json_object_get(o->params, "worktree_id"))
-			return usage("one WORKTREE only; the command goes after --");
-		json_object_set_new(o->params, "worktree_id", json_string(argv[i]));
-	}
-	if (i >= argc - 1)
+	int rc = client_parse_args("exec", &commands[0], argc - 1, argv + 1, &o->client, o->params);
+	if (rc)
+		return rc;
+	if (take_timeout(o->params) < 0)
+		return usage("--timeout-ms: expected a positive number of milliseconds");
+	static const char *const answers[] = { "no", "always", "yes" };
+	for (int k = 0; k < 3 && o->answer == ANSWER_TTY; k++)
+		if (json_is_true(json_object_get(o->params, answers[k])))
+			o->answer = (enum exec_answer)(ANSWER_DENY - k);
+	for (int k = 0; k < 3; k++)
+		json_object_del(o->params, answers[k]);
+	json_t *cmd = json_object_get(o->params, "argv");
+	if (!json_array_size(cmd))
 		return usage("expected -- ARGV… (the command to run)");
-	json_t *cmd = json_array();
-	for (i++; i < argc; i++)
-		json_array_append_new(cmd, json_string(argv[i]));
-	json_object_set_new(o->params, "argv", cmd);
 	appr_argv_sha256(cmd, o->argv_sha256);
 	return 0;
 }
@@ -290,4 +278,6 @@ const struct applet applet_exec = {
 		 "terminal ([o]nce, [a]lways, [N]o), or by --yes (allow once), --always (allow always) or --no.\n"
 		 "Prints the command's output; exits with its exit status, 126 when denied, 1 on other errors.\n",
 	.main = exec_main,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

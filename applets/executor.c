@@ -1,7 +1,6 @@
 /* executor.c — `agor executor`: reads one JSON payload, runs it (lib/executor), prints one result line.
  * Never writes anything but the result line to stdout; never echoes a secret from the payload. */
 #include <errno.h>
-#include <getopt.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "applet.h"
+#include "client.h"
 #include "child.h"
 #include "config.h"
 #include "confine.h"
@@ -178,38 +178,61 @@ static int run_legacy(const struct executor_args *a)
 	return status;
 }
 
-static int parse_args(int argc, char **argv, struct executor_args *a)
+static const struct client_flag run_flags[] = {
+	{ "--stdin", "stdin", CLIENT_FLAG_BOOL, "read the payload from standard input" },
+	{ "--dry-run", "dry_run", CLIENT_FLAG_BOOL,
+	  "validate, resolve paths and the user, print the plan; change nothing" },
+	{ "--session-token", "session_token", CLIENT_FLAG_STRING, "legacy prompt: the task's session token" },
+	{ "--session-id", "session_id", CLIENT_FLAG_STRING, "legacy prompt: the session" },
+	{ "--task-id", "task_id", CLIENT_FLAG_STRING, "legacy prompt: the task" },
+	{ "--prompt", "prompt", CLIENT_FLAG_STRING, "legacy prompt: the text" },
+	{ "--tool", "tool", CLIENT_FLAG_STRING, "legacy prompt: claude-code|codex|gemini|opencode" },
+	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING, "legacy prompt: the permission mode" },
+	{ "--daemon-url", "daemon_url", CLIENT_FLAG_STRING, "legacy prompt: where to call back" },
+	{ NULL },
+};
+static const struct client_flag mcp_flags[] = {
+	{ "--socket", "socket", CLIENT_FLAG_STRING, "the absolute path of the permission broker's socket" },
+	{ NULL },
+};
+static const struct client_flag shell_flags[] = {
+	{ "--data-home", "data_home", CLIENT_FLAG_STRING, "this user's data home" },
+	{ "--cwd", "cwd", CLIENT_FLAG_STRING, "the worktree the shell starts in (beneath worktrees/)" },
+	{ "--policy", "policy", CLIENT_FLAG_STRING, "the daemon's execution policy, as a payload's policy field" },
+	{ "--report-to", "report_to", CLIENT_FLAG_STRING, "the daemon (unix:PATH) the egress refusals go to" },
+	{ "--ticket", "ticket", CLIENT_FLAG_STRING, "the pane's ticket for terminal.report_egress (with --report-to)" },
+	{ NULL },
+};
+
+static const struct client_command commands[] = {
+	{ "", NULL, NULL, run_flags, "--stdin [--dry-run]", .local = 1,
+	  .example = "echo '{\"command\":\"git.clone\",\"params\":{\"url\":\"/srv/src\"}}' | agor executor --stdin "
+		     "--dry-run" },
+	{ "mcp-permission", NULL, NULL, mcp_flags, "--socket PATH", .local = 1,
+	  .example = "agor executor mcp-permission --socket /run/agor/perm.sock" },
+	{ "sandbox-shell", NULL, NULL, shell_flags,
+	  "--data-home DIR --cwd WORKTREE [--policy JSON] [--report-to URL --ticket T]", .local = 1,
+	  .example = "agor executor sandbox-shell --data-home ~/.agor-data --cwd ~/.agor-data/worktrees/feature" },
+};
+
+/* argv's flags for command c (after its name) into params; 0 or EXIT_USAGE. */
+static int parse_command(const struct client_command *c, int argc, char **argv, json_t *params)
 {
-	enum { O_TOKEN = 256, O_SID, O_TID, O_PROMPT, O_TOOL, O_PMODE, O_URL, O_DRY };
-	static const struct option options[] = {
-		{ "stdin", no_argument, NULL, 's' },
-		{ "dry-run", no_argument, NULL, O_DRY },
-		{ "session-token", required_argument, NULL, O_TOKEN },
-		{ "session-id", required_argument, NULL, O_SID },
-		{ "task-id", required_argument, NULL, O_TID },
-		{ "prompt", required_argument, NULL, O_PROMPT },
-		{ "tool", required_argument, NULL, O_TOOL },
-		{ "permission-mode", required_argument, NULL, O_PMODE },
-		{ "daemon-url", required_argument, NULL, O_URL },
-		{ NULL, 0, NULL, 0 },
-	};
+	int skip = *c->name ? 2 : 1;
+	return client_parse_args("executor", c, argc - skip, argv + skip, NULL, params);
+}
+
+static int parse_args(int argc, char **argv, struct executor_args *a, json_t *params)
+{
+	int rc = parse_command(&commands[0], argc, argv, params);
+	if (rc)
+		return rc;
+	a->from_stdin = json_is_true(json_object_get(params, "stdin"));
+	a->dry_run = json_is_true(json_object_get(params, "dry_run"));
 	const char **targets[] = { &a->session_token, &a->session_id,	   &a->task_id,	  &a->prompt,
 				   &a->tool,	      &a->permission_mode, &a->daemon_url };
-	int opt;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+", options, NULL)) != -1) {
-		if (opt == 's')
-			a->from_stdin = 1;
-		else if (opt == O_DRY)
-			a->dry_run = 1;
-		else if (opt >= O_TOKEN && opt <= O_URL)
-			*targets[opt - O_TOKEN] = optarg;
-		else
-			return applet_usage_error(&applet_executor, "unknown option or missing value: %s",
-						  argv[optind - 1]);
-	}
-	if (optind < argc)
-		return applet_usage_error(&applet_executor, "unexpected argument '%s'", argv[optind]);
+	for (size_t i = 0; i < ARRAY_SIZE(targets); i++)
+		*targets[i] = json_get_str(params, run_flags[i + 2].param);
 	int legacy = a->session_token || a->session_id || a->task_id || a->prompt || a->tool;
 	if (a->from_stdin && legacy)
 		return applet_usage_error(&applet_executor, "--stdin and the legacy prompt flags exclude each other");
@@ -221,10 +244,13 @@ static int parse_args(int argc, char **argv, struct executor_args *a)
 /* `agor executor mcp-permission --socket PATH`: Claude Code's permission prompt tool (mcp_permission.h). */
 static int run_mcp_permission(int argc, char **argv)
 {
-	if (argc != 4 || strcmp(argv[2], "--socket") || argv[3][0] != '/')
-		return applet_usage_error(&applet_executor,
-					  "usage: agor executor mcp-permission --socket /ABSOLUTE/PATH");
-	return mcp_permission_serve(0, 1, argv[3]);
+	_cleanup_json_ json_t *params = json_object();
+	int rc = parse_command(&commands[1], argc, argv, params);
+	const char *socket = json_get_str(params, "socket");
+	if (!rc && (!socket || socket[0] != '/'))
+		rc = applet_usage_error(&applet_executor,
+					"usage: agor executor mcp-permission --socket /ABSOLUTE/PATH");
+	return rc ? rc : mcp_permission_serve(0, 1, socket);
 }
 
 /* The user's shell for the sandboxed pane, as terminal_shell() picks it with the policy's execution.terminal_shell:
@@ -310,30 +336,18 @@ static void pass_on_signal(int sig)
 
 static int run_sandbox_shell(int argc, char **argv)
 {
-	const char *data_home = NULL, *cwd = NULL, *policy = NULL;
-	struct pane_report report = { NULL, NULL };
-	struct {
-		const char *name;
-		const char **value;
-	} opts[] = { { "--data-home", &data_home },
-		     { "--cwd", &cwd },
-		     { "--policy", &policy },
-		     { "--report-to", &report.url },
-		     { "--ticket", &report.ticket } };
-	for (int i = 2; i < argc; i += 2) {
-		size_t k = 0;
-		while (k < ARRAY_SIZE(opts) && strcmp(argv[i], opts[k].name))
-			k++;
-		if (k == ARRAY_SIZE(opts) || i + 1 >= argc || *opts[k].value)
-			return applet_usage_error(&applet_executor, SANDBOX_SHELL_USAGE);
-		*opts[k].value = argv[i + 1];
-	}
-	if (!data_home || !cwd || !report.url != !report.ticket)
-		return applet_usage_error(&applet_executor, SANDBOX_SHELL_USAGE);
+	_cleanup_json_ json_t *params = json_object();
+	int rc = parse_command(&commands[2], argc, argv, params);
+	const char *data_home = json_get_str(params, "data_home"), *cwd = json_get_str(params, "cwd");
+	struct pane_report report = { json_get_str(params, "report_to"), json_get_str(params, "ticket") };
+	if (!rc && (!data_home || !cwd || !report.url != !report.ticket))
+		rc = applet_usage_error(&applet_executor, SANDBOX_SHELL_USAGE);
+	if (rc)
+		return rc;
 	child_on_stop_signals(pass_on_signal);
 	struct err e = ERR_INIT;
 	int code = EXIT_FAILED;
-	if (sandboxed_shell(data_home, cwd, policy, &report, &code, &e) < 0) {
+	if (sandboxed_shell(data_home, cwd, json_get_str(params, "policy"), &report, &code, &e) < 0) {
 		fprintf(stderr, "agor: the sandboxed shell did not start: %s\n", e.message);
 		sleep(5); /* long enough to be read before tmux closes the pane */
 		code = EXIT_FAILED;
@@ -349,7 +363,8 @@ static int executor_main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "sandbox-shell"))
 		return run_sandbox_shell(argc, argv);
 	struct executor_args a = { 0 };
-	int rc = parse_args(argc, argv, &a);
+	_cleanup_json_ json_t *params = json_object();
+	int rc = parse_args(argc, argv, &a, params);
 	if (rc)
 		return rc;
 	return a.from_stdin ? run_from_stdin(a.dry_run) : run_legacy(&a);
@@ -384,4 +399,6 @@ const struct applet applet_executor = {
 		 "  --dry-run        validate, resolve paths and the user, print the plan; change nothing\n",
 	.main = executor_main,
 	.flags = 0,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

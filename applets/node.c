@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "applet.h"
+#include "client.h"
 #include "config.h"
 #include "crypto.h"
 #include "fsutil.h"
@@ -129,26 +130,46 @@ struct pair_opts {
 	int force;
 };
 
-static int parse_pair(int argc, char **argv, struct pair_opts *o)
+static const struct client_flag pair_flags[] = {
+	{ "--gateway", "gateway", CLIENT_FLAG_STRING, "the gateway: ws://HOST:PORT/ws or wss://…" },
+	{ "--name", "name", CLIENT_FLAG_STRING, "this node's display name (default: the host name)" },
+	{ "--tls-fingerprint", "tls_fingerprint", CLIENT_FLAG_STRING,
+	  "pin the gateway's certificate: its SHA-256, 64 hex digits" },
+	{ "--force", "force", CLIENT_FLAG_BOOL, "pair again although node.json exists" },
+	{ "--json", "json", CLIENT_FLAG_BOOL, "print {nodeId, status} as JSON" },
+	{ NULL },
+};
+static const struct client_flag run_flags[] = {
+	{ "--once", "once", CLIENT_FLAG_BOOL, "exit when the connection ends (no reconnecting)" },
+	{ NULL },
+};
+static const struct client_flag show_flags[] = {
+	{ "--json", "json", CLIENT_FLAG_BOOL,
+	  "print {nodeId, displayName, gateway: {url, tlsFingerprint}} (never the token)" },
+	{ NULL },
+};
+static const struct client_command commands[] = {
+	{ "pair", NULL, NULL, pair_flags, "--gateway URL [--name NAME] [--tls-fingerprint SHA256] [--force]",
+	  .local = 1, .example = "agor node pair --gateway ws://gateway.example:7777/ws --name build-1" },
+	{ "run", NULL, NULL, run_flags, "[--once]", .local = 1, .example = "agor node run" },
+	{ "show", NULL, NULL, show_flags, "[--json]", .local = 1, .example = "agor node show --json" },
+};
+
+/* argv (from the subcommand's name on) against its entry of commands; 0 or EXIT_USAGE. */
+static int parse_command(int index, int argc, char **argv, json_t *params)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--force")) {
-			o->force = 1;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return applet_usage_error(&applet_node, "pair: unknown option or missing value: %s", a);
-		const char *v = argv[++i];
-		if (!strcmp(a, "--gateway"))
-			o->gateway = v;
-		else if (!strcmp(a, "--name"))
-			o->name = v;
-		else if (!strcmp(a, "--tls-fingerprint"))
-			o->fingerprint = v;
-		else
-			return applet_usage_error(&applet_node, "pair: unknown option %s", a);
-	}
+	return client_parse_args("node", &commands[index], argc - 1, argv + 1, NULL, params);
+}
+
+static int parse_pair(int argc, char **argv, struct pair_opts *o, json_t *params)
+{
+	int rc = parse_command(0, argc, argv, params);
+	if (rc)
+		return rc;
+	o->gateway = json_get_str(params, "gateway");
+	o->name = json_get_str(params, "name");
+	o->fingerprint = json_get_str(params, "tls_fingerprint");
+	o->force = json_is_true(json_object_get(params, "force"));
 	if (!o->gateway)
 		return applet_usage_error(&applet_node,
 					  "pair: --gateway URL is required (ws://HOST:PORT/ws or wss://…)");
@@ -180,7 +201,8 @@ static json_t *identity_json(const char *node_id, const struct pair_opts *o, con
 static int cmd_pair(int argc, char **argv)
 {
 	struct pair_opts o = { 0 };
-	int rc = parse_pair(argc, argv, &o);
+	_cleanup_json_ json_t *flags = json_object();
+	int rc = parse_pair(argc, argv, &o, flags);
 	if (rc)
 		return rc;
 	_cleanup_err_ struct err e = ERR_INIT;
@@ -218,13 +240,27 @@ static int cmd_pair(int argc, char **argv)
 	if (fs_write_file_atomic(path, text, strlen(text), 0600, &e) < 0)
 		return fail("pair", &e);
 	crypto_wipe(text, strlen(text));
-	printf("%s\n", node_id);
+	if (json_is_true(json_object_get(flags, "json")))
+		printf("{\"nodeId\":\"%s\",\"status\":\"pending\"}\n", node_id); /* node ids are hex */
+	else
+		printf("%s\n", node_id);
 	fprintf(stderr, "pairing request %s (%s) sent to %s; approve it on the gateway with: agor nodes approve %s\n",
 		node_id, name, o.gateway, node_id);
 	return EXIT_OK;
 }
 
-static int cmd_show(void)
+/* node.json without its token, as --json shows it. */
+static void print_identity_json(const struct node_identity *id)
+{
+	json_t *j = json_pack("{s:s,s:s?,s:{s:s,s:s?}}", "nodeId", id->node_id, "displayName", id->display_name,
+			      "gateway", "url", id->url, "tlsFingerprint", id->fingerprint);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	printf("%s\n", text ? text : "{}");
+	free(text);
+	json_decref(j);
+}
+
+static int cmd_show(int json)
 {
 	_cleanup_err_ struct err e = ERR_INIT;
 	_cleanup_free_ char *home = node_config(NULL, &e);
@@ -233,20 +269,22 @@ static int cmd_show(void)
 		identity_release(&id);
 		return fail("show", &e);
 	}
-	printf("nodeId: %s\ndisplayName: %s\ngateway: %s%s%s\n", id.node_id, id.display_name ? id.display_name : "",
-	       id.url, id.fingerprint ? " pinned " : "", id.fingerprint ? id.fingerprint : "");
+	if (json)
+		print_identity_json(&id);
+	else
+		printf("nodeId: %s\ndisplayName: %s\ngateway: %s%s%s\n", id.node_id,
+		       id.display_name ? id.display_name : "", id.url, id.fingerprint ? " pinned " : "",
+		       id.fingerprint ? id.fingerprint : "");
 	identity_release(&id);
 	return EXIT_OK;
 }
 
 static int cmd_run(int argc, char **argv)
 {
-	int once = 0;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--once"))
-			return applet_usage_error(&applet_node, "run: unknown option %s", argv[i]);
-		once = 1;
-	}
+	_cleanup_json_ json_t *flags = json_object();
+	int status = parse_command(1, argc, argv, flags), once = json_is_true(json_object_get(flags, "once"));
+	if (status)
+		return status;
 	signal(SIGPIPE, SIG_IGN);
 	struct node_identity id = { 0 };
 	_cleanup_err_ struct err e = ERR_INIT;
@@ -284,8 +322,11 @@ static int node_main(int argc, char **argv)
 		return cmd_pair(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "show") && argc == 2)
-		return cmd_show();
+	if (!strcmp(argv[1], "show")) {
+		_cleanup_json_ json_t *flags = json_object();
+		int status = parse_command(2, argc - 1, argv + 1, flags);
+		return status ? status : cmd_show(json_is_true(json_object_get(flags, "json")));
+	}
 	return applet_usage_error(&applet_node, "unknown subcommand '%s'", argv[1]);
 }
 
@@ -294,4 +335,6 @@ const struct applet applet_node = {
 	.summary = "headless node runner: pairs with a gateway and runs system.run under local policy",
 	.usage = NODE_USAGE,
 	.main = node_main,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -39,4 +39,6 @@ const struct applet applet_nodes = {
 		 "ID is a node id, an id prefix of 6+ characters, an IP or a display name.\n",
 	.main = nodes_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

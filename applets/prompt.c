@@ -44,28 +44,31 @@ static int usage(const char *what)
 	return EXIT_USAGE;
 }
 
-static int parse(int argc, char **argv, struct prompt_opts *o)
+static const char *const prompt_args[] = { "session_id", "prompt", NULL };
+static const struct client_flag prompt_flags[] = {
+	{ "--yes", "yes", CLIENT_FLAG_BOOL, "allow every permission request of the agent" },
+	{ "--no", "no", CLIENT_FLAG_BOOL, "deny every permission request (wins over --yes)" },
+	{ NULL },
+};
+static const struct client_command commands[] = {
+	{ "", "sessions.prompt", prompt_args, prompt_flags,
+	  "SESSION \"TEXT\" [--yes|--no] [--json] [--url URL] [--token T] [--config PATH]",
+	  .example = "agor prompt 8c1d0e \"add a test for the parser\" --no" },
+};
+
+static int parse(int argc, char **argv, struct prompt_opts *o, json_t *params)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int taken = client_take_option(&o->client, argc, argv, &i);
-		if (taken < 0) {
-			return usage("missing value for an option");
-		} else if (taken) {
-			continue;
-		} else if (!strcmp(a, "--yes") || !strcmp(a, "--no")) {
-			o->answers = a[2] == 'y' ? ALWAYS_YES : ALWAYS_NO;
-		} else if (a[0] == '-' && a[1]) {
-			return usage("unknown option");
-		} else if (!o->session) {
-			o->session = a;
-		} else if (!o->text) {
-			o->text = a;
-		} else {
-			return usage("unexpected argument (quote the prompt text)");
-		}
-	}
-	if (!o->session || !o->text || !*o->text)
+	if (argc < 3)
+		return usage("expected SESSION and the prompt text");
+	int rc = client_parse_args("prompt", &commands[0], argc - 1, argv + 1, &o->client, params);
+	if (rc)
+		return rc;
+	o->session = json_get_str(params, "session_id");
+	o->text = json_get_str(params, "prompt");
+	o->answers = json_is_true(json_object_get(params, "no"))    ? ALWAYS_NO
+		     : json_is_true(json_object_get(params, "yes")) ? ALWAYS_YES
+								    : ASK_TTY;
+	if (!*o->text)
 		return usage("expected SESSION and the prompt text");
 	return 0;
 }
@@ -288,7 +291,8 @@ static int start_task(struct stream *s, char **task_id, struct err *e)
 static int prompt_main(int argc, char **argv)
 {
 	struct prompt_opts o = { 0 };
-	int status = parse(argc, argv, &o);
+	_cleanup_json_ json_t *params = json_object();
+	int status = parse(argc, argv, &o, params);
 	if (status)
 		return status;
 	struct err e = ERR_INIT;
@@ -333,4 +337,6 @@ const struct applet applet_prompt = {
 		 "        [node=QUERY]        (alone: show them; /exec reset: clear them)\n"
 		 "  /elevated on|off         host gateway with security full (up to the gateway's exec approvals)\n",
 	.main = prompt_main,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -70,4 +70,6 @@ const struct applet applet_session = {
 		"proxy (its creator or an admin; ENTRY as in execution.sandbox.egress_allow).\n",
 	.main = session_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

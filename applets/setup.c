@@ -10,6 +10,7 @@
 
 #include "adminconf.h"
 #include "applet.h"
+#include "client.h"
 #include "config.h"
 #include "config_edit.h"
 #include "fsutil.h"
@@ -41,7 +42,8 @@ struct setup {
 
 	struct strvec actions;
 	bool changed;
-	int failures; /* validate */
+	int failures;	/* validate */
+	json_t *checks; /* validate --json: [{ok, check, fix?}]; NULL without --json */
 	struct err e;
 };
 
@@ -660,12 +662,14 @@ static void PRINTF_LIKE(4, 5) check(struct setup *s, bool ok, const char *fix, c
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	if (ok)
+	if (s->checks)
+		json_array_append_new(s->checks,
+				      json_pack("{s:b,s:s,s:s?}", "ok", ok, "check", sb.buf, "fix", ok ? NULL : fix));
+	else if (ok)
 		printf("ok %s\n", sb.buf);
-	else {
+	else
 		printf("FAIL %s — fix: %s\n", sb.buf, fix);
-		s->failures++;
-	}
+	s->failures += !ok;
 	strbuf_release(&sb);
 }
 
@@ -939,53 +943,78 @@ static int cmd_validate(struct setup *s)
 /* ---- arguments and main
  * ---------------------------------------------------------------------------------- */
 
-static int parse_setup_args(struct setup *s, int argc, char **argv)
+#define USER_FLAGS                                                                                                     \
+	{ "--mode", "mode", CLIENT_FLAG_STRING, "simple, insulated, strict or sandbox (execution.unix_user_mode)" },   \
+		{ "--daemon-user", "daemon_user", CLIENT_FLAG_STRING, "the daemon's Unix user (default agor)" },       \
+		{ "--executor-user", "executor_user", CLIENT_FLAG_STRING,                                              \
+		  "the shared execution user of insulated mode (default agor_executor)" },                             \
+	{                                                                                                              \
+		"--bin", "bin", CLIENT_FLAG_STRING, "the installed agor (default /usr/local/bin/agor)"                 \
+	}
+
+static const struct client_flag sudoers_flags[] = { USER_FLAGS, { NULL } };
+static const struct client_flag isolation_flags[] = {
+	USER_FLAGS,
+	{ "--dry-run", "dry_run", CLIENT_FLAG_BOOL, "print every action, change nothing" },
+	{ "--json", "json", CLIENT_FLAG_BOOL, "print {command, actions, changed} as JSON" },
+	{ NULL },
+};
+static const struct client_flag validate_flags[] = {
+	USER_FLAGS,
+	{ "--config", "config", CLIENT_FLAG_STRING, "the daemon's config.yaml (default: the daemon user's)" },
+	{ "--json", "json", CLIENT_FLAG_BOOL, "print {command, checks: [{ok, check, fix?}], failures} as JSON" },
+	{ NULL },
+};
+static const struct client_flag zellij_flags[] = {
+	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml naming paths.zellij_dir" },
+	{ "--print", "print", CLIENT_FLAG_BOOL, "print config.kdl instead of writing it" },
+	{ NULL },
+};
+
+static const struct client_command commands[] = {
+	{ "sudoers", NULL, NULL, sudoers_flags,
+	  "--mode simple|insulated|strict|sandbox [--daemon-user U] [--executor-user E] [--bin PATH]", .local = 1,
+	  .example = "agor setup sudoers --mode insulated > /etc/sudoers.d/agor" },
+	{ "isolation", NULL, NULL, isolation_flags,
+	  "[--mode insulated|strict] [--daemon-user U] [--executor-user E] [--bin PATH] [--dry-run] [--json]",
+	  .local = 1, .example = "sudo agor setup isolation --mode insulated --dry-run" },
+	{ "validate", NULL, NULL, validate_flags,
+	  "[--mode M] [--daemon-user U] [--executor-user E] [--bin PATH] [--config PATH] [--json]", .local = 1,
+	  .example = "sudo agor setup validate --daemon-user agor" },
+	{ "zellij", NULL, NULL, zellij_flags, "[--config PATH] [--print]", .local = 1,
+	  .example = "agor setup zellij --print" },
+};
+
+static int parse_setup_args(struct setup *s, int argc, char **argv, json_t *params)
 {
 	if (argc < 2)
 		return applet_usage_error(&applet_setup, "missing subcommand (sudoers, isolation, validate, zellij)");
-	s->sub = argv[1];
-	if (strcmp(s->sub, "sudoers") && strcmp(s->sub, "isolation") && strcmp(s->sub, "validate"))
-		return applet_usage_error(&applet_setup, "unknown subcommand '%s'", s->sub);
-	bool is_isolation = !strcmp(s->sub, "isolation"), is_validate = !strcmp(s->sub, "validate");
-	for (int i = 2; i < argc; i++) {
-		const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
-		const char **slot = !strcmp(arg, "--daemon-user")	      ? &s->daemon_user
-				    : !strcmp(arg, "--executor-user")	      ? &s->executor_user
-				    : !strcmp(arg, "--bin")		      ? &s->bin
-				    : !strcmp(arg, "--config") && is_validate ? &s->config
-									      : NULL;
-		if (!strcmp(arg, "--dry-run") && is_isolation)
-			s->dry_run = true;
-		else if (!strcmp(arg, "--mode")) {
-			if (!value || unix_mode_parse(value, &s->mode) < 0)
-				return applet_usage_error(&applet_setup,
-							  "--mode must be simple, insulated, strict or sandbox");
-			s->mode_set = true;
-			i++;
-		} else if (slot) {
-			if (!value)
-				return applet_usage_error(&applet_setup, "%s needs a value", arg);
-			*slot = value;
-			i++;
-		} else
-			return applet_usage_error(&applet_setup, "unknown option '%s' for setup %s", arg, s->sub);
-	}
+	const struct client_command *c = applet_command(&applet_setup, argc, argv);
+	if (!c)
+		return applet_usage_error(&applet_setup, "unknown subcommand '%s'", argv[1]);
+	s->sub = c->name;
+	int rc = client_parse_args("setup", c, argc - 2, argv + 2, NULL, params);
+	if (rc)
+		return rc;
+	s->daemon_user = json_get_str(params, "daemon_user");
+	s->executor_user = json_get_str(params, "executor_user");
+	s->bin = json_get_str(params, "bin");
+	s->config = json_get_str(params, "config");
+	s->dry_run = json_is_true(json_object_get(params, "dry_run"));
+	s->json = json_is_true(json_object_get(params, "json"));
+	s->checks = s->json ? json_array() : NULL;
+	const char *mode = json_get_str(params, "mode");
+	if (mode && unix_mode_parse(mode, &s->mode) < 0)
+		return applet_usage_error(&applet_setup, "--mode must be simple, insulated, strict or sandbox");
+	s->mode_set = mode != NULL;
 	return EXIT_OK;
 }
 
 /* `agor setup zellij [--config PATH] [--print]`: the zellij config.kdl of terminals, under paths.zellij_dir. */
-static int cmd_zellij(int argc, char **argv)
+static int cmd_zellij(const struct setup *s, json_t *params)
 {
-	const char *config_path = NULL;
-	bool print = false;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--print"))
-			print = true;
-		else if (!strcmp(argv[i], "--config") && i + 1 < argc)
-			config_path = argv[++i];
-		else
-			return applet_usage_error(&applet_setup, "unknown option '%s' for setup zellij", argv[i]);
-	}
+	const char *config_path = s->config;
+	bool print = json_is_true(json_object_get(params, "print"));
 	struct err e = ERR_INIT;
 	struct config *cfg = config_new();
 	int changed = 0, rc = config_load(cfg, &(struct config_overrides){ .config_path = config_path }, &e);
@@ -1005,21 +1034,38 @@ static int cmd_zellij(int argc, char **argv)
 	return rc < 0 ? EXIT_FAILED : EXIT_OK;
 }
 
+/* --json: {command, actions, changed} (sudoers, isolation) or {command, checks, failures} (validate). */
+static void print_json_report(const struct setup *s)
+{
+	json_t *actions = json_array();
+	for (size_t i = 0; i < s->actions.nr; i++)
+		json_array_append_new(actions, json_string(s->actions.v[i]));
+	json_t *j = json_pack("{s:s,s:o,s:b,s:O,s:i}", "command", s->sub, "actions", actions, "changed", s->changed,
+			      "checks", s->checks, "failures", s->failures);
+	char *text = json_dumps(j, JSON_COMPACT);
+	printf("%s\n", text);
+	free(text);
+	json_decref(j);
+}
+
 static int setup_main(int argc, char **argv)
 {
-	if (argc >= 2 && !strcmp(argv[1], "zellij"))
-		return cmd_zellij(argc, argv);
 	struct setup s = { .actions = STRVEC_INIT, .e = ERR_INIT };
-	int status = parse_setup_args(&s, argc, argv);
+	_cleanup_json_ json_t *params = json_object();
+	int status = parse_setup_args(&s, argc, argv, params);
 	if (status != EXIT_OK)
 		return status;
+	if (!strcmp(s.sub, "zellij"))
+		return cmd_zellij(&s, params);
 	default_names(&s);
 	int rc = !strcmp(s.sub, "sudoers")     ? cmd_sudoers(&s)
 		 : !strcmp(s.sub, "isolation") ? cmd_isolation(&s)
 					       : cmd_validate(&s);
-	for (size_t i = 0; i < s.actions.nr; i++)
+	if (s.json && rc == 0)
+		print_json_report(&s);
+	for (size_t i = 0; !s.json && i < s.actions.nr; i++)
 		printf("%s\n", s.actions.v[i]);
-	if (!strcmp(s.sub, "isolation") && rc == 0 && !s.changed)
+	if (!s.json && !strcmp(s.sub, "isolation") && rc == 0 && !s.changed)
 		printf("# nothing to change: isolation already set up\n");
 	if (rc < 0) {
 		fprintf(stderr, "agor setup %s: %s\n", s.sub, s.e.message ? s.e.message : "failed");
@@ -1027,6 +1073,7 @@ static int setup_main(int argc, char **argv)
 	} else
 		status = s.failures ? EXIT_FAILED : EXIT_OK;
 	strvec_clear(&s.actions);
+	json_decref(s.checks);
 	err_clear(&s.e);
 	return status;
 }
@@ -1063,4 +1110,6 @@ const struct applet applet_setup = {
 	.usage = setup_usage,
 	.main = setup_main,
 	.flags = 0,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

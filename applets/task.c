@@ -43,4 +43,6 @@ const struct applet applet_task = {
 	.usage = "Usage: agor task get ID | list [--status S] | cancel ID   [--json] [--url URL]\n",
 	.main = task_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -6,33 +6,37 @@
 
 #include "applet.h"
 #include "client.h"
+#include "json.h"
 #include "terminal_client.h"
 #include "banned.h"
 
 extern const struct applet applet_terminal;
 
+static const char *const worktree_arg[] = { "worktree", NULL };
+static const struct client_flag terminal_flags[] = {
+	{ "--detach-key", "detach_key", CLIENT_FLAG_STRING,
+	  "C-LETTER or C-] (the default): detaches, the shell goes on" },
+	{ NULL },
+};
+static const struct client_command commands[] = {
+	{ "", NULL, worktree_arg, terminal_flags, "WORKTREE [--detach-key C-]] [--url URL] [--token T] [--config PATH]",
+	  .example = "agor terminal feature --detach-key C-q" },
+};
+
 static int terminal_main(int argc, char **argv)
 {
 	struct terminal_client_options o = { .detach_key = 0x1d, .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO };
 	struct client_opts co = { 0 };
-	const char *key = "C-]";
-	for (int i = 1; i < argc; i++) {
-		int taken = client_take_option(&co, argc, argv, &i);
-		if (taken < 0 || (!strcmp(argv[i], "--detach-key") && i + 1 >= argc))
-			return applet_usage_error(&applet_terminal, "%s needs a value", argv[i]);
-		if (taken && co.json)
-			return applet_usage_error(&applet_terminal, "unexpected argument '--json'");
-		if (taken)
-			continue;
-		if (!strcmp(argv[i], "--detach-key"))
-			key = argv[++i];
-		else if (argv[i][0] == '-' || o.worktree)
-			return applet_usage_error(&applet_terminal, "unexpected argument '%s'", argv[i]);
-		else
-			o.worktree = argv[i];
-	}
-	if (!o.worktree)
+	_cleanup_json_ json_t *params = json_object();
+	if (argc < 2)
 		return applet_usage_error(&applet_terminal, "which worktree? give its id or name");
+	int rc = client_parse_args("terminal", &commands[0], argc - 1, argv + 1, &co, params);
+	if (rc)
+		return rc;
+	if (co.json)
+		return applet_usage_error(&applet_terminal, "unexpected argument '--json'");
+	o.worktree = json_get_str(params, "worktree");
+	const char *key = json_get_str(params, "detach_key") ? json_get_str(params, "detach_key") : "C-]";
 	if ((o.detach_key = terminal_client_parse_key(key)) < 0)
 		return applet_usage_error(&applet_terminal, "--detach-key: C-LETTER or C-] (got '%s')", key);
 	struct err e = ERR_INIT;
@@ -40,7 +44,7 @@ static int terminal_main(int argc, char **argv)
 	o.url = co.url ? co.url : default_url;
 	o.token = co.token;
 	char *reason = NULL;
-	int rc = o.url ? terminal_client_run(&o, &reason, &e) : -1;
+	rc = o.url ? terminal_client_run(&o, &reason, &e) : -1;
 	if (rc < 0) {
 		fprintf(stderr, "agor terminal: %s [%s]\n", e.message, e.code);
 		int usage = !strcmp(e.code, E_USAGE);
@@ -66,4 +70,6 @@ const struct applet applet_terminal = {
 		"  --token T    over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN\n"
 		"The web page at http://HOST:PORT/terminal is the same terminal in a browser (docs/terminals.md).\n",
 	.main = terminal_main,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

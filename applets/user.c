@@ -122,4 +122,6 @@ const struct applet applet_user = {
 		 "[--token T]\n",
 	.main = user_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -93,4 +93,6 @@ const struct applet applet_worktree = {
 		 "(others-fs-access needs worktree Unix groups: unix_user_mode insulated|strict, worktree_rbac)\n",
 	.main = worktree_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
+	.commands = commands,
+	.ncommands = ARRAY_SIZE(commands),
 };

@@ -13,35 +13,62 @@
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
+const struct client_flag client_common_flags[] = {
+	{ "--json", "json", CLIENT_FLAG_BOOL, "print the answer as JSON (for scripts)" },
+	{ "--url", "url", CLIENT_FLAG_STRING,
+	  "the daemon: unix:/path, http://host:port or ws://host:port/ws (default: daemon.socket_path)" },
+	{ "--token", "token", CLIENT_FLAG_STRING,
+	  "over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN" },
+	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml that names the daemon's socket" },
+	{ NULL },
+};
+
+static const char *value_name(const struct client_flag *f)
+{
+	return f->type == CLIENT_FLAG_BOOL ? "" : f->type == CLIENT_FLAG_LIST ? " VALUE (repeatable)" : " VALUE";
+}
+
+void client_print_flags(FILE *out, const struct client_flag *flags)
+{
+	for (const struct client_flag *f = flags; f && f->name; f++) {
+		_cleanup_free_ char *left = xasprintf("%s%s", f->name, value_name(f));
+		fprintf(out, "  %-24s %s\n", left, f->help ? f->help : "");
+	}
+}
+
 static void print_common_options(FILE *out)
 {
-	fprintf(out, "  --json         print the daemon's answer as JSON\n"
-		     "  --url URL      the daemon (unix:/path, http://host:port, ws://host:port/ws); default: the\n"
-		     "                 configured Unix socket (daemon.socket_path)\n"
-		     "  --token T      over TCP, act as the user of this token (`agor user token`); default:\n"
-		     "                 $AGOR_TOKEN\n"
-		     "  --config PATH  the config.yaml that names the daemon's socket\n");
+	client_print_flags(out, client_common_flags);
 }
 
 static void print_group_usage(FILE *out, const char *group, const struct client_command *cmds, size_t n)
 {
 	fprintf(out, "Usage: agor %s SUBCOMMAND [--json] [--url URL] [--config PATH]\n\n", group);
 	for (size_t i = 0; i < n; i++)
-		fprintf(out, "  agor %s %s %s\n", group, cmds[i].name, cmds[i].usage ? cmds[i].usage : "");
+		fprintf(out, "  agor %s %s%s%s\n", group, cmds[i].name, cmds[i].usage && *cmds[i].usage ? " " : "",
+			cmds[i].usage ? cmds[i].usage : "");
 	fputc('\n', out);
 	print_common_options(out);
 	fprintf(out, "\n'agor %s SUBCOMMAND --help' shows one subcommand with an example.\n", group);
 }
 
-/* `agor GROUP NAME --help`: its usage, the daemon method it calls, its own flags, the common ones, an example. */
-static void print_command_usage(FILE *out, const char *group, const struct client_command *c)
+int client_command_words(const struct client_command *c)
 {
-	fprintf(out, "Usage: agor %s %s %s\n\nCalls the daemon's %s.\n\nOptions:\n", group, c->name,
-		c->usage ? c->usage : "", c->method);
-	for (const struct client_flag *f = c->flags; f && f->name; f++)
-		fprintf(out, "  %s%s\n", f->name, f->type == CLIENT_FLAG_BOOL ? "" : " VALUE");
-	print_common_options(out);
-	fprintf(out, "\nExample:\n  %s\n", c->example ? c->example : "");
+	return !*c->name ? 0 : strchr(c->name, ' ') ? 2 : 1;
+}
+
+void client_print_help(FILE *out, const char *group, const struct client_command *c)
+{
+	const char *sep = c->name && *c->name ? " " : "";
+	const char *usage = c->usage ? c->usage : "";
+	fprintf(out, "Usage: agor %s%s%s%s%s\n\n", group, sep, c->name, *usage ? " " : "", usage);
+	if (c->method)
+		fprintf(out, "Calls the daemon's %s.\n\n", c->method);
+	fprintf(out, "Options:\n");
+	client_print_flags(out, c->flags);
+	if (!c->local)
+		print_common_options(out);
+	fprintf(out, "  --help                   this text\n\nExample:\n  %s\n", c->example ? c->example : "");
 }
 
 /* 1 when argv (a subcommand's arguments) asks for help before any "--" that starts a command's own argv. */
@@ -57,6 +84,22 @@ static int usage_error(const char *group, const char *what, const char *arg)
 {
 	fprintf(stderr, "agor %s: %s '%s'\nTry 'agor %s --help'.\n", group, what, arg, group);
 	return EXIT_USAGE;
+}
+
+static int missing_value(const char *group, const char *flag)
+{
+	fprintf(stderr, "agor %s: %s needs an argument\nTry 'agor %s --help'.\n", group, flag, group);
+	return EXIT_USAGE;
+}
+
+/* "--name=value" of a flag that takes a value: that flag, else NULL. */
+static const struct client_flag *find_flag_with_value(const struct client_command *c, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	for (const struct client_flag *f = c->flags; eq && f && f->name; f++)
+		if (f->type != CLIENT_FLAG_BOOL && !strncmp(f->name, arg, (size_t)(eq - arg)) && !f->name[eq - arg])
+			return f;
+	return NULL;
 }
 
 static const struct client_flag *find_flag(const struct client_command *c, const char *name)
@@ -86,37 +129,64 @@ int client_take_option(struct client_opts *o, int argc, char **argv, int *i)
 	return 1;
 }
 
-/* Turns argv into params; returns 0 or EXIT_USAGE. */
-static int build_params(const char *group, const struct client_command *c, int argc, char **argv, struct client_opts *o,
-			json_t *params)
+/* Sets params[f->param] from flag f (its value, when it takes one, is argv[*i + 1]); -1 when the value is missing. */
+static int take_flag(const struct client_flag *f, int argc, char **argv, int *i, json_t *params)
+{
+	if (f->type == CLIENT_FLAG_BOOL)
+		return json_object_set_new(params, f->param, json_true()), 0;
+	if (*i + 1 >= argc)
+		return -1;
+	json_t *value = json_string(argv[++*i]);
+	if (f->type == CLIENT_FLAG_STRING)
+		return json_object_set_new(params, f->param, value), 0;
+	json_t *list = json_object_get(params, f->param);
+	if (!json_is_array(list))
+		json_object_set_new(params, f->param, list = json_array());
+	json_array_append_new(list, value);
+	return 0;
+}
+
+int client_parse_args(const char *group, const struct client_command *c, int argc, char **argv, struct client_opts *o,
+		      json_t *params)
 {
 	const char *const *pos = c->positional;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const struct client_flag *f;
-		int taken = client_take_option(o, argc, argv, &i);
+		int taken = o && !c->local ? client_take_option(o, argc, argv, &i) : 0;
 		if (taken < 0) {
-			return usage_error(group, "missing value for", a);
+			return missing_value(group, a);
 		} else if (taken) {
 			continue;
 		} else if ((f = find_flag(c, a))) {
-			if (f->type == CLIENT_FLAG_BOOL) {
-				json_object_set_new(params, f->param, json_true());
-				continue;
-			}
-			if (i + 1 >= argc)
-				return usage_error(group, "missing value for", a);
-			json_object_set_new(params, f->param, json_string(argv[++i]));
+			if (take_flag(f, argc, argv, &i, params) < 0)
+				return missing_value(group, a);
+		} else if ((f = find_flag_with_value(c, a))) {
+			json_t *list = json_object_get(params, f->param), *value = json_string(strchr(a, '=') + 1);
+			if (f->type == CLIENT_FLAG_LIST && json_is_array(list))
+				json_array_append_new(list, value);
+			else
+				json_object_set_new(params, f->param,
+						    f->type == CLIENT_FLAG_LIST ? json_pack("[o]", value) : value);
+		} else if (c->rest && (!strcmp(a, "--") || (c->rest_at_word && a[0] != '-' && !(pos && *pos)))) {
+			json_t *rest = json_array();
+			for (i += !strcmp(a, "--"); i < argc; i++)
+				json_array_append_new(rest, json_string(argv[i]));
+			json_object_set_new(params, c->rest, rest);
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error(group, "unknown option", a);
 		} else if (pos && *pos) {
-			json_object_set_new(params, *pos++, json_string(a));
+			const char *key = *pos++;
+			json_object_set_new(params, key + (key[0] == '?'), json_string(a));
 		} else {
 			return usage_error(group, "unexpected argument", a);
 		}
 	}
-	if (pos && *pos)
-		return usage_error(group, "missing argument", *pos);
+	if (pos && *pos && **pos != '?') {
+		fprintf(stderr, "agor %s: missing argument '%s': usage: agor %s%s%s %s\nTry 'agor %s --help'.\n", group,
+			*pos, group, *c->name ? " " : "", c->name, c->usage ? c->usage : "", group);
+		return EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -184,17 +254,19 @@ static void show_progress(json_t *msg, void *arg)
 }
 
 /* Where the ids a params key takes are listed, so a unique prefix can stand for an id: any group's key
- * (group NULL), or the "id" of one group. */
+ * (group NULL), or the key of one group; field is the rows' id column. Every id argument and id flag of every
+ * client command is here (t0033 walks them). */
 static const struct id_list {
-	const char *group, *param, *method;
+	const char *group, *param, *method, *field;
 } id_lists[] = {
-	{ NULL, "repo_id", "repos.list" },	 { NULL, "worktree_id", "worktrees.list" },
-	{ NULL, "session_id", "sessions.list" }, { NULL, "user_id", "users.list" },
-	{ "repo", "id", "repos.list" },		 { "worktree", "id", "worktrees.list" },
-	{ "session", "id", "sessions.list" },	 { "task", "id", "tasks.list" },
-	{ "user", "id", "users.list" },
+	{ NULL, "repo_id", "repos.list", "id" },       { NULL, "worktree_id", "worktrees.list", "id" },
+	{ NULL, "session_id", "sessions.list", "id" }, { NULL, "user_id", "users.list", "id" },
+	{ NULL, "reassign_to", "users.list", "id" },   { "repo", "id", "repos.list", "id" },
+	{ "worktree", "id", "worktrees.list", "id" },  { "session", "id", "sessions.list", "id" },
+	{ "task", "id", "tasks.list", "id" },	       { "user", "id", "users.list", "id" },
+	{ "user", "jti", "tokens.list", "jti" },       { "nodes", "id", "nodes.list", "id" },
 };
-enum { ID_LEN = 32, ID_PREFIX_MIN = 4 };
+enum { ID_LEN = 32, ID_PREFIX_MIN = 6 };
 
 /* 1 when v could be a shortened id: ID_PREFIX_MIN to ID_LEN - 1 lowercase hex digits. */
 static int is_id_prefix(const char *v)
@@ -203,14 +275,14 @@ static int is_id_prefix(const char *v)
 	return n >= ID_PREFIX_MIN && n < ID_LEN && strspn(v, "0123456789abcdef") == n;
 }
 
-/* The rows (of the caller's own list method) whose id starts with v, or none when one is v or is named v. */
-static json_t *ids_matching(const json_t *rows, const char *v)
+/* The rows (of the caller's own list method) whose field starts with v, or none when one is v or is named v. */
+static json_t *ids_matching(const json_t *rows, const char *field, const char *v)
 {
 	json_t *found = json_array(), *row;
 	size_t i;
 	json_array_foreach(rows, i, row)
 	{
-		const char *id = json_get_str(row, "id"), *name = json_get_str(row, "name");
+		const char *id = json_get_str(row, field), *name = json_get_str(row, "name");
 		if ((id && !strcmp(id, v)) || (name && !strcmp(name, v))) {
 			json_array_clear(found);
 			break;
@@ -221,7 +293,9 @@ static json_t *ids_matching(const json_t *rows, const char *v)
 	return found;
 }
 
-int client_expand_id(struct rpc_client *cl, const char *list_method, json_t *params, const char *key, struct err *e)
+/* client_expand_id with the rows' id column named. */
+static int expand_id(struct rpc_client *cl, const char *list_method, const char *field, json_t *params, const char *key,
+		     struct err *e)
 {
 	const char *v = json_get_str(params, key);
 	json_t *rows = NULL;
@@ -230,7 +304,7 @@ int client_expand_id(struct rpc_client *cl, const char *list_method, json_t *par
 		err_clear(&ignored);
 		return 0;
 	}
-	_cleanup_json_ json_t *found = ids_matching(rows, v);
+	_cleanup_json_ json_t *found = ids_matching(rows, field, v);
 	json_decref(rows);
 	if (json_array_size(found) == 1) {
 		json_object_set(params, key, json_array_get(found, 0));
@@ -243,12 +317,18 @@ int client_expand_id(struct rpc_client *cl, const char *list_method, json_t *par
 		       list);
 }
 
+int client_expand_id(struct rpc_client *cl, const char *list_method, json_t *params, const char *key, struct err *e)
+{
+	return expand_id(cl, list_method, "id", params, key, e);
+}
+
 /* Expands every id prefix among params (positional arguments and flags alike). */
 static int expand_id_prefixes(struct rpc_client *cl, const char *group, json_t *params, struct err *e)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(id_lists); i++) {
 		const struct id_list *l = &id_lists[i];
-		if ((!l->group || !strcmp(l->group, group)) && client_expand_id(cl, l->method, params, l->param, e) < 0)
+		if ((!l->group || !strcmp(l->group, group)) &&
+		    expand_id(cl, l->method, l->field, params, l->param, e) < 0)
 			return -1;
 	}
 	return 0;
@@ -426,6 +506,14 @@ void client_print_object(const json_t *obj)
 	print_fields(obj, "", fields_width(obj, 0));
 }
 
+static int lists_its_ids(const struct client_command *cmds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(cmds[i].name, "list"))
+			return 1;
+	return 0;
+}
+
 int client_main(const char *group, const struct client_command *cmds, size_t n, int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -439,12 +527,12 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 	if (!c)
 		return usage_error(group, "unknown subcommand", argv[1]);
 	if (asks_for_help(argc - 2, argv + 2)) {
-		print_command_usage(stdout, group, c);
+		client_print_help(stdout, group, c);
 		return EXIT_OK;
 	}
 	struct client_opts o = { 0 };
 	json_t *params = json_object(), *result = NULL;
-	int status = build_params(group, c, argc - 2, argv + 2, &o, params);
+	int status = client_parse_args(group, c, argc - 2, argv + 2, &o, params);
 	if (status) {
 		json_decref(params);
 		return status;
@@ -455,6 +543,11 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 			fprintf(stderr, "agor %s %s: %s [%s]\n", group, c->name, e.message, e.code);
 		else
 			fprintf(stderr, "agor %s %s: %s\n", group, c->name, e.message);
+		if (e.code && !strcmp(e.code, E_NOT_FOUND) && lists_its_ids(cmds, n))
+			fprintf(stderr,
+				"`agor %s list` shows them (an id, a name, or an id's first %d or more "
+				"characters)\n",
+				group, ID_PREFIX_MIN);
 		status = EXIT_FAILED;
 	} else if (o.json) {
 		print_json(result);

@@ -380,15 +380,39 @@ static int check_repo_subpath(const char *url, struct err *e)
 	return err_prefix(e, "params.url"), -1;
 }
 
+/* A clone's chosen place (params.path, `agor repo clone --path`): relative to repos/, its parts neither empty nor
+ * "." nor "..", printable; the executor still confines it beneath repos/ after symlinks. */
+static int check_clone_path(const char *path, struct err *e)
+{
+	const char *why = !*path || path[0] == '/' ? "it must be relative to repos/" : NULL;
+	for (const char *part = path; !why && part; part = strchr(part, '/') ? strchr(part, '/') + 1 : NULL) {
+		size_t n = strcspn(part, "/");
+		if (!n || (n == 1 && part[0] == '.') || (n == 2 && !strncmp(part, "..", 2)))
+			why = "no part of it may be empty, . or ..";
+	}
+	for (const char *c = path; !why && *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			why = "it holds a control character";
+	if (!why && strlen(path) > 1024)
+		why = "it is longer than 1024 bytes";
+	if (!why)
+		return 0;
+	return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", "params.path"),
+			"params.path: %s; give a path under repos/ such as host/org/repo.git (--path)", why);
+}
+
 int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *url;
 	_cleanup_free_ char *user = NULL;
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "url", &url, e) < 0 ||
 	    gitops_check_clone_url(url, e) < 0 || check_repo_subpath(url, e) < 0 ||
+	    (daemon_opt_str(params, "path") && check_clone_path(daemon_opt_str(params, "path"), e) < 0) ||
 	    daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0)
 		return -1;
 	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
+	if (daemon_opt_str(params, "path"))
+		json_object_set_new(exec_params, "outputPath", json_string(daemon_opt_str(params, "path")));
 	if (daemon_opt_str(params, "branch"))
 		json_object_set_new(exec_params, "branch", json_string(daemon_opt_str(params, "branch")));
 	int wait = daemon_opt_bool(params, "wait", 1);

@@ -4,8 +4,8 @@
 #   mk/man.sh AGOR_BINARY OUTDIR
 # Sources, per page:
 #   agor.1          `agor --help`
-#   agor-NAME.1     `agor NAME --help`; for a client group (summary "… through the daemon …") also every
-#                   subcommand `agor NAME` lists on stderr, each with `agor NAME SUB --help`
+#   agor-NAME.1     `agor NAME --help`, then every subcommand of its command table (`agor completion list`)
+#                   with `agor NAME SUB --help`
 # Every --help must exit 0; a character outside ASCII and the table below stops the generator.
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: mk/man.sh AGOR_BINARY OUTDIR" >&2; exit 2; }
@@ -49,6 +49,7 @@ see_also() { # the other pages and the docs
 }
 
 applets=$("$agor" --list)
+"$agor" completion list > "$out/.commands"
 pages=(agor)
 for a in $applets; do pages+=("agor-$a"); done
 
@@ -65,21 +66,20 @@ for a in $applets; do pages+=("agor-$a"); done
     page_head "agor-$name.1" "$upper" "agor-$name" "$summary"
     echo ".SH SYNOPSIS"
     help_of "$name" | block
-    case "$summary" in
-    *"through the daemon"*)
-      subs=$("$agor" "$name" 2>&1 < /dev/null | sed -n "s/^  agor $name \([a-z-]*\).*/\1/p" || true)
-      if [ -n "$subs" ]; then
-        echo ".SH SUBCOMMANDS"
-        for sub in $subs; do
-          printf '.SS %s\n' "$sub"
-          help_of "$name" "$sub" | block
-        done
-      fi ;;
-    esac
+    subs=$(sed -n "s/^$name \(.*\)/\1/p" "$out/.commands")
+    if [ -n "$subs" ]; then
+      echo ".SH SUBCOMMANDS"
+      while read -r sub; do
+        printf '.SS %s\n' "$sub"
+        # shellcheck disable=SC2086 # a two-word subcommand is two arguments
+        help_of "$name" $sub | block
+      done <<< "$subs"
+    fi
     see_also agor
   } > "$out/agor-$name.1"
 done
 
+rm -f "$out/.commands"
 if LC_ALL=C grep -nP '[^\x00-\x7f]' "$out"/*.1 >&2; then
   echo "mk/man.sh: a character outside ASCII: add it to roff()'s table" >&2
   exit 1

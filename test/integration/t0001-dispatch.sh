@@ -53,6 +53,43 @@ test_case "APPLET --help prints its usage for every applet, built or not" '
   done
 '
 
+# Commands that print no answer of their own to make --json of: each with its reason.
+NO_JSON=$(cat << 'EOF'
+daemon|runs the daemon
+executor|its one result line is JSON already
+executor mcp-permission|an MCP server speaking JSON-RPC on stdio
+executor sandbox-shell|the shell of a terminal pane
+terminal|an interactive TTY
+completion bash|prints a script
+completion zsh|prints a script
+completion list|prints the command table
+approvals exec|prints the output of the command it runs
+approvals serve|an interactive prompt
+node run|a long-running runner
+setup sudoers|prints the sudoers file
+setup zellij|prints or writes config.kdl
+EOF
+)
+export NO_JSON
+
+test_case "every command of every table answers --help (exit 0) with usage, options and an example; all print --json" '
+  expect_exit 0 "$AGOR" completion list
+  cp out commands
+  [ "$(wc -l < commands)" -ge 60 ] || fail "only $(wc -l < commands) commands in the tables"
+  for a in $("$AGOR" --list); do grep -q "^$a\( \|$\)" commands || fail "applet $a has no command table"; done
+  while read -r cmd; do
+    expect_exit 0 "$AGOR" $cmd --help < /dev/null
+    expect_empty err
+    expect_contains out "Usage: agor $cmd"
+    expect_contains out "Options"
+    grep -A1 "^Example:" out | tail -1 | grep -q "agor ${cmd%% *}" || { cat out; fail "agor $cmd --help: no example"; }
+    if ! grep -q -- "--json" out && ! printf "%s
+" "$NO_JSON" | grep -q "^$cmd|"; then
+      fail "agor $cmd has no --json (nor a reason in NO_JSON)"
+    fi
+  done < commands
+'
+
 test_case "every client subcommand answers --help (exit 0, stdout) with its usage, options and an example" '
   n=0
   for group in repo worktree session task audit user nodes; do

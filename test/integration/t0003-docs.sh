@@ -11,6 +11,14 @@ test_case "dist/man equals mk/man.sh run on this binary (every --help it reads e
   grep -q "^\.SS set-access$" man/agor-worktree.1 || fail "agor-worktree.1 lacks its subcommands"
 '
 
+test_case "dist/completion equals agor completion bash|zsh (the shell completion of the command tables)" '
+  for shell in bash zsh; do
+    expect_exit 0 "$AGOR" completion $shell
+    file=$([ $shell = bash ] && echo agor.bash || echo _agor)
+    cmp out "$TEST_TOP/dist/completion/$file" || fail "dist/completion/$file drifted from the tables: run make man"
+  done
+'
+
 test_case "every man page renders with man -l without a warning" '
   command -v man > /dev/null && command -v groff > /dev/null || skip_case "man-db and groff-base are not installed"
   for f in "$TEST_TOP"/dist/man/*.1; do

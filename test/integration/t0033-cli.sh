@@ -51,7 +51,7 @@ test_case "a unique id prefix stands for the id; an ambiguous one is refused nam
   expect_json out worktree.name feature
   expect_exit 0 "$AGOR" worktree get "${wt:0:6}"
   expect_contains out "$wt"
-  expect_exit 0 "$AGOR" worktree list --repo "${repo:0:4}"
+  expect_exit 0 "$AGOR" worktree list --repo "${repo:0:6}"
   expect_contains out feature
   expect_exit 0 "$AGOR" exec "${wt:0:6}" -- /bin/echo via-prefix   # exec, prompt and terminal take prefixes too
   expect_contains out via-prefix
@@ -63,17 +63,62 @@ test_case "a unique id prefix stands for the id; an ambiguous one is refused nam
   expect_exit 0 "$AGOR" worktree add "$repo" cafe --json
   expect_exit 0 "$AGOR" worktree get cafe --json
   expect_json out name cafe
-  sql "INSERT INTO repos (id, url, path, created_at) VALUES (\"abcd1000000000000000000000000000\", \"/a\", \"/d/a\", 0)"
-  sql "INSERT INTO repos (id, url, path, created_at) VALUES (\"abcd2000000000000000000000000000\", \"/b\", \"/d/b\", 0)"
-  expect_exit 1 "$AGOR" repo get abcd
-  expect_contains err "the id prefix abcd is ambiguous"
-  expect_contains err abcd1000000000000000000000000000
-  expect_contains err abcd2000000000000000000000000000
+  sql "INSERT INTO repos (id, url, path, created_at) VALUES (\"abcdef1000000000000000000000000000\", \"/a\", \"/d/a\", 0)"
+  sql "INSERT INTO repos (id, url, path, created_at) VALUES (\"abcdef2000000000000000000000000000\", \"/b\", \"/d/b\", 0)"
+  expect_exit 1 "$AGOR" repo get abcdef
+  expect_contains err "the id prefix abcdef is ambiguous"
+  expect_contains err abcdef1000000000000000000000000000
+  expect_contains err abcdef2000000000000000000000000000
   expect_contains err "give more characters"
-  expect_exit 0 "$AGOR" repo get abcd1 --json
+  expect_exit 0 "$AGOR" repo get abcdef1 --json
   expect_json out url /a
+  # fewer than 6 characters is no prefix: the daemon looks it up as given, and the error says what to type
+  expect_exit 1 "$AGOR" repo get "${repo:0:5}"
+  expect_contains err NOT_FOUND
+  expect_contains err "agor repo list"
+  expect_contains err "6 or more characters"
+  expect_exit 0 "$AGOR" worktree list --repo "${repo:0:5}" --json   # a flag too: no repo has that id
+  [ "$(json_get out "")" = "[]" ] || fail "a 5-character prefix was expanded: $(cat out)"
   expect_exit 1 "$AGOR" repo get 9999
   expect_contains err NOT_FOUND
+  stop_daemon
+'
+
+test_case "id prefixes in flags and in every id argument: --reassign-to, --for, revoke-token, nodes" "$DAEMON"'
+  start_daemon
+  expect_exit 0 "$AGOR" user create bob --json
+  bob=$(json_get out id)
+  expect_exit 0 "$AGOR" user token --for "${bob:0:6}" --label t1 --json
+  jti=$(json_get out jti)
+  expect_exit 0 "$AGOR" user tokens --json
+  expect_contains out "$jti"
+  expect_exit 0 "$AGOR" user revoke-token "${jti:0:8}"
+  expect_contains out revoked
+  expect_exit 0 "$AGOR" user create carol --json
+  carol=$(json_get out id)
+  expect_exit 0 "$AGOR" user remove "${carol:0:6}" --reassign-to "${bob:0:6}" --json
+  expect_exit 0 "$AGOR" user list --json
+  expect_not_contains out carol
+  stop_daemon
+'
+
+test_case "repo clone URL --path P: cloned there under repos/; a path outside repos/ is refused, nothing made" "$DAEMON"'
+  make_source_repo src
+  mkdir outside
+  start_daemon
+  expect_exit 0 "$AGOR" repo clone "$PWD/src" --path mine/proj.git --json
+  expect_json out repo.path "$AGOR_HOME/repos/mine/proj.git"
+  [ -f "$AGOR_HOME/repos/mine/proj.git/HEAD" ] || fail "no bare clone at mine/proj.git"
+  expect_exit 0 "$AGOR" worktree add "$(json_get out repo.id)" via-path --json
+  for bad in ../escape.git /tmp/abs.git "a//b.git" "a/./b.git" "a/../../b.git" ""; do
+    expect_exit 1 "$AGOR" repo clone "$PWD/src" --path "$bad"
+    expect_contains err "params.path"
+    expect_contains err "--path"
+  done
+  ln -s "$PWD/outside" "$AGOR_HOME/repos/evil"
+  expect_exit 1 "$AGOR" repo clone "$PWD/src" --path evil/proj.git
+  [ -z "$(ls -A outside)" ] || fail "a clone through a symlink landed outside repos/: $(ls -A outside)"
+  [ ! -e "$AGOR_HOME/escape.git" ] && [ ! -e /tmp/abs.git ] || fail "a refused path was made"
   stop_daemon
 '
 
