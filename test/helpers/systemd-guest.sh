@@ -41,10 +41,10 @@ step security systemd-analyze security --no-pager agor-daemon.service
 step user as_agor agor user create alice --unix-user alice
 step token as_agor agor user token --for alice
 step clone as_alice agor repo clone /srv/src --json --url $URL
-repo=$(sed -n 's/.*"repo":{"id":"\([^"]*\)".*/\1/p' $R/clone.out)
+repo=$(tr -d ' \n' < $R/clone.out | sed -n 's/.*"repo":{"id":"\([^"]*\)".*/\1/p')  # --json is pretty-printed
 step worktree as_alice agor worktree add "$repo" feature --json --url $URL
-wt=$(sed -n 's/.*"worktree":{"id":"\([^"]*\)".*/\1/p' $R/worktree.out)
-path=$(sed -n 's/.*"path":"\(\/srv\/agor\/worktrees\/[^"]*\)".*/\1/p' $R/worktree.out)
+wt=$(tr -d ' \n' < $R/worktree.out | sed -n 's/.*"worktree":{"id":"\([^"]*\)".*/\1/p')
+path=$(tr -d ' \n' < $R/worktree.out | sed -n 's/.*"path":"\(\/srv\/agor\/worktrees\/[^"]*\)".*/\1/p')
 stat -c "%U %G %a" "$path" > $R/worktree-stat 2>&1
 # an executor with the default limits (memory, pids): on cgroup v2 it needs to start inside its delegated subtree
 step exec as_alice agor exec --url $URL "$wt" -- sh -c 'id -un; cat /proc/self/cgroup; echo made > made.txt'
