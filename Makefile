@@ -22,10 +22,10 @@ MUSL_CC := musl-gcc
 MUSL_CFLAGS := $(COMMON_CFLAGS) -Os -ffunction-sections -fdata-sections -isystem $(DEPS_MUSL)/include
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections -L$(DEPS_MUSL)/lib
 
-# The test build: glibc with AddressSanitizer and UndefinedBehaviorSanitizer.
+# The test build: glibc with AddressSanitizer and UndefinedBehaviorSanitizer, and the fault seam (lib/fault.h).
 ASAN_CC := gcc
 ASAN_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	-fno-sanitize-recover=undefined -isystem $(DEPS_GLIBC)/include
+	-fno-sanitize-recover=undefined -isystem $(DEPS_GLIBC)/include -DAGOR_FAULTS
 ASAN_LDFLAGS := -fsanitize=address,undefined -L$(DEPS_GLIBC)/lib
 
 # V=1 shows full command lines.

@@ -18,6 +18,7 @@
 #include "daemon_taskauth.h"
 #include "daemon_tasks.h"
 #include "daemon_terminal.h"
+#include "fault.h"
 #include "impersonate.h"
 #include "log.h"
 #include "report_scan.h"
@@ -155,6 +156,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	d->started_at = daemon_now();
 	pthread_mutex_init(&d->done_lock, NULL);
 	d->cfg = cfg;
+	fault_init("daemon"); /* test builds only (fault.h) */
 	d->on_task_cancel = daemon_permissions_cancel_task;
 	d->before_commit = daemon_save_token_uses;
 	if (daemon_dispatch_check(e) < 0)

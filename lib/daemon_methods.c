@@ -341,6 +341,9 @@ static void repo_cloned(struct daemon *d, const char *task_id, const json_t *dat
 			row = daemon_one_row(d, &e, "repo", "SELECT * FROM repos WHERE id = ?", pr->row_id);
 		if (row)
 			daemon_broadcast(d, "repo.created", json_incref(row));
+		else
+			err_prefix(&e, "%s was cloned into %s but not recorded (cloning it again takes it)",
+				   json_get_str(data, "url"), json_get_str(data, "path"));
 	}
 	send_reply(pr, task_id, row ? json_pack("{s:O}", "repo", row) : NULL,
 		   error	    ? error
@@ -401,6 +404,22 @@ static int check_clone_path(const char *path, struct err *e)
 			"params.path: %s; give a path under repos/ such as host/org/repo.git (--path)", why);
 }
 
+/* A clone whose repository already has its row is refused here; without a row, a repository at the path is an
+ * interrupted clone's (its daemon died before the row was committed) and the executor takes it (resume). */
+static int check_not_cloned(struct daemon *d, const char *url, const char *path_param, struct err *e)
+{
+	_cleanup_free_ char *sub = path_param ? xstrdup(path_param) : gitops_default_repo_subpath(url, e);
+	_cleanup_free_ char *path = sub ? xasprintf("%s/%s", d->cfg->paths.repos_dir, sub) : NULL;
+	_cleanup_json_ json_t *row =
+		path ? db_query_one(d->db, e, "SELECT id FROM repos WHERE path = ?", "s", path) : NULL;
+	if (!row)
+		return -1;
+	if (json_is_null(row))
+		return 0;
+	return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s,s:s}", "path", path, "repo", json_get_str(row, "id")),
+			"%s is cloned already, as repo %s", url, json_get_str(row, "id"));
+}
+
 int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *url;
@@ -408,9 +427,10 @@ int method_repos_clone(struct rpc_ctx *rc, json_t *params, json_t **result, stru
 	if (daemon_need_user(rc, e) < 0 || daemon_need_str(params, "url", &url, e) < 0 ||
 	    gitops_check_clone_url(url, e) < 0 || check_repo_subpath(url, e) < 0 ||
 	    (daemon_opt_str(params, "path") && check_clone_path(daemon_opt_str(params, "path"), e) < 0) ||
+	    check_not_cloned(D(rc), url, daemon_opt_str(params, "path"), e) < 0 ||
 	    daemon_execution_user_for(D(rc), P(rc)->user_id, &user, e) < 0)
 		return -1;
-	json_t *exec_params = json_pack("{s:s,s:b}", "url", url, "bare", 1);
+	json_t *exec_params = json_pack("{s:s,s:b,s:b}", "url", url, "bare", 1, "resume", 1);
 	if (daemon_opt_str(params, "path"))
 		json_object_set_new(exec_params, "outputPath", json_string(daemon_opt_str(params, "path")));
 	if (daemon_opt_str(params, "branch"))
@@ -726,6 +746,9 @@ static void worktree_added(struct daemon *d, const char *task_id, const json_t *
 		row = daemon_one_row(d, &e, "worktree", "SELECT * FROM worktrees WHERE id = ?", pr->row_id);
 	if (row) /* others_can is in the row already: a hidden worktree is announced to its creator and admins only */
 		worktree_event(d, pr->row_id, "worktree.created", json_incref(row));
+	else if (!error)
+		err_prefix(&e, "worktree %s was made at %s but not recorded (adding it again takes it)",
+			   json_get_str(data, "worktreeName"), json_get_str(data, "worktreePath"));
 	if (row && json_get_str(pr->extra, "group_path") && !err_is_set(&e)) {
 		json_decref(row);
 		if (start_worktree_group(d, pr, &e) == 0)
@@ -779,6 +802,21 @@ static int plan_worktree_group(struct rpc_ctx *rc, json_t *params, const char *r
 	return 0;
 }
 
+/* A worktree name already recorded in the repository is refused here: the executor takes a worktree it finds
+ * of that name and path as an interrupted add's (docs/recovery.md), which only a missing row makes true. */
+static int check_no_worktree_named(struct daemon *d, const char *repo_id, const char *name, struct err *e)
+{
+	_cleanup_json_ json_t *row =
+		db_query_one(d->db, e, "SELECT id FROM worktrees WHERE repo_id = ? AND name = ?", "ss", repo_id, name);
+	if (!row)
+		return -1;
+	if (json_is_null(row))
+		return 0;
+	return err_setd(
+		e, E_ALREADY_EXISTS, json_pack("{s:s,s:s}", "worktreeName", name, "worktree", json_get_str(row, "id")),
+		"a worktree named '%s' already exists in this repository (worktree %s)", name, json_get_str(row, "id"));
+}
+
 int method_worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, struct err *e)
 {
 	const char *repo_id, *name;
@@ -787,8 +825,10 @@ int method_worktrees_add(struct rpc_ctx *rc, json_t *params, json_t **result, st
 	    daemon_need_str(params, "name", &name, e) < 0)
 		return -1;
 	json_t *repo = daemon_one_row(D(rc), e, "repo", "SELECT * FROM repos WHERE id = ?1 OR url = ?1", repo_id);
-	if (!repo)
+	if (!repo || check_no_worktree_named(D(rc), json_get_str(repo, "id"), name, e) < 0) {
+		json_decref(repo);
 		return -1;
+	}
 	const char *repo_path = json_get_str(repo, "path");
 	_cleanup_free_ char *subdir = repo_subdir_of(repo_path, 3);
 	_cleanup_free_ char *path = xasprintf("%s/%s", subdir, name);

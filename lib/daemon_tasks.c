@@ -10,6 +10,7 @@
 #include "daemon_tasks.h"
 #include "egress_allow.h"
 #include "fsutil.h"
+#include "fault.h"
 #include "json.h"
 #include "log.h"
 #include "paths.h"
@@ -53,8 +54,34 @@ struct task_run {
 	int failed;
 };
 
+/* Each task the previous daemon left queued or running, named in the log with what finishes its work: a clone or
+ * worktree add retried takes what the interrupted one made, a removal is finished at start (docs/recovery.md). */
+static json_t *report_interrupted(struct daemon *d, struct err *e)
+{
+	json_t *rows = db_query_json(d->db, e,
+				     "SELECT id, command, status FROM tasks WHERE status IN ('queued','running') "
+				     "ORDER BY created_at",
+				     "");
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		const char *command = json_get_str(row, "command");
+		log_warn("task %s (%s, %s) was interrupted by the previous daemon's end%s", json_get_str(row, "id"),
+			 command, json_get_str(row, "status"),
+			 !strcmp(command, "git.clone") || !strcmp(command, "git.worktree.add")
+				 ? ": retry it, the retry takes what it made"
+			 : !strcmp(command, "git.worktree.remove") ? ": its removal is finished now"
+								   : "");
+	}
+	return rows;
+}
+
 int daemon_recover_tasks(struct daemon *d, struct err *e)
 {
+	_cleanup_json_ json_t *interrupted = report_interrupted(d, e);
+	if (!interrupted)
+		return -1;
 	int n = db_run(
 		d->db, e,
 		"UPDATE tasks SET status = 'failed', error = ?, finished_at = ? WHERE status IN ('queued','running')",
@@ -66,7 +93,8 @@ int daemon_recover_tasks(struct daemon *d, struct err *e)
 		       "UPDATE tokens SET revoked_at = ? WHERE revoked_at IS NULL AND task_id IN "
 		       "(SELECT id FROM tasks WHERE status = 'failed')",
 		       "i", daemon_now());
-		daemon_audit(d, "daemon", "tasks.recover", NULL, "ok", json_pack("{s:i}", "interrupted", n));
+		daemon_audit(d, "daemon", "tasks.recover", NULL, "ok",
+			     json_pack("{s:i,s:O}", "interrupted", n, "tasks", interrupted));
 	}
 	return n < 0 ? -1 : n;
 }
@@ -296,6 +324,7 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 	if (db_run(d->db, e, "UPDATE tasks SET status = 'running', started_at = ? WHERE id = ?", "is", daemon_now(),
 		   t->task_id) < 0)
 		return -1;
+	fault_step("task.running");
 	if (pthread_create(&t->thread, NULL, task_worker, t) != 0)
 		return err_set(e, E_INTERNAL, "cannot start a worker thread");
 	t->next = d->running;
@@ -383,6 +412,7 @@ int daemon_task_submit(struct daemon *d, const struct task_spec *s, char **task_
 		task_run_free(t);
 		return -1;
 	}
+	fault_step("task.recorded");
 	json_t *params = json_deep_copy(s->params);
 	if (s->with_token && !strcmp(s->command, "prompt")) /* the prompt payload names its task */
 		json_object_set_new(params, "taskId", json_string(t->task_id));
@@ -497,6 +527,7 @@ static void learn_data_home_id(struct daemon *d, const json_t *data)
 static void finish_run(struct daemon *d, struct task_run *t)
 {
 	pthread_join(t->thread, NULL);
+	fault_step("task.ended");
 	struct err scratch = ERR_INIT, e = ERR_INIT;
 	const struct err *failure = run_error(t, &scratch);
 	json_t *data = failure ? NULL : json_object_get(t->res.result, "data");
@@ -517,8 +548,10 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	report_egress_refusals(d, t);
 	if (data)
 		learn_data_home_id(d, data);
+	fault_step("task.recorded-result");
 	if (t->on_done)
 		t->on_done(d, t->task_id, data, failure, t->arg);
+	fault_step("task.done");
 	json_t *event = json_pack("{s:s,s:s,s:s}", "id", t->task_id, "status", status, "command", t->command);
 	if (err_json)
 		json_object_set(event, "error", err_json);

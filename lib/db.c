@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "db.h"
+#include "fault.h"
 #include "log.h"
 #include "paths.h"
 #include "banned.h"
@@ -190,6 +191,7 @@ int db_open(const char *path, struct db **out, struct err *e)
 		return -1;
 	struct db *db = xcalloc(1, sizeof(*db));
 	db->path = xstrdup(path);
+	fault_sqlite_install(); /* test builds: the WAL's writes are fault points (fault.h); the product: nothing */
 	int rc = sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX,
 				 NULL);
 	if (rc != SQLITE_OK) {

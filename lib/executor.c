@@ -11,6 +11,7 @@
 #include "callback.h"
 #include "confine.h"
 #include "execrun.h"
+#include "fault.h"
 #include "rpcclient.h"
 #include "executor.h"
 #include "fsutil.h"
@@ -211,6 +212,7 @@ static int run_clone(const struct payload *p, const struct executor_context *ctx
 		.path = path,
 		.branch = payload_str(p, "branch"),
 		.bare = payload_bool(p, "bare", 1),
+		.resume = payload_bool(p, "resume", 0),
 		.progress = ctx->progress,
 		.credentials = credentials_from_daemon,
 		.host_keys = host_keys_from_daemon,
@@ -801,6 +803,8 @@ static void tell_data_home_id(const struct config *cfg, json_t *data)
 int executor_execute(const struct payload *p, const struct executor_context *ctx, json_t **data, struct err *e)
 {
 	*data = NULL;
+	fault_init("executor"); /* test builds only (fault.h) */
+	fault_step("executor.start");
 	if (!ctx->dry_run && (check_data_home(p, ctx->cfg, e) < 0 || ensure_data_dirs(ctx->cfg, e) < 0))
 		return -1;
 	_cleanup_json_ json_t *plan = ctx->dry_run ? json_array() : NULL;
@@ -809,6 +813,7 @@ int executor_execute(const struct payload *p, const struct executor_context *ctx
 		return err_set(e, E_UNKNOWN_COMMAND, "command %s has no handler", p->command_name);
 	if (run(p, ctx, plan, data, e) < 0)
 		return -1;
+	fault_step("executor.done");
 	if (ctx->dry_run)
 		*data = dry_run_result(p, ctx->cfg, plan);
 	else if (p->data_home_id && !strcmp(p->data_home_id, PATHS_DATA_HOME_ID_ASK))

@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "fsutil.h"
+#include "log.h"
 #include "strvec.h"
 #include "banned.h"
 
@@ -147,8 +150,41 @@ int fs_dir_is_empty_at(int dirfd, const char *name)
 	return empty;
 }
 
+/* A private directory of PREFIX in dirfd whose maker is gone (its flock is free: a process killed -9 while it
+ * staged there) is removed, holding the lock. One still in use, or of another user (not openable), is left. */
+static void sweep_stale_private_dirs(int dirfd, const char *dir, const char *prefix)
+{
+	_cleanup_strvec_ struct strvec names = STRVEC_INIT;
+	struct err ignored = ERR_INIT;
+	_cleanup_close_ int lfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int listed = lfd >= 0 && list_names(lfd, dir, &names, &ignored) == 0;
+	err_clear(&ignored);
+	if (!listed)
+		return;
+	for (size_t i = 0; i < names.nr; i++) {
+		if (strncmp(names.v[i], prefix, strlen(prefix)))
+			continue;
+		_cleanup_close_ int fd = openat(dirfd, names.v[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		if (fs_remove_at(dirfd, names.v[i], dir, &ignored) == 0)
+			log_warn("removed %s/%s: staging left by an interrupted run", dir, names.v[i]);
+		err_clear(&ignored);
+	}
+}
+
+/* Locks the new directory for the life of fd; 0, or 1 when a sweep removed it before the lock was taken. */
+static int lock_new_private_dir(int fd)
+{
+	struct stat st;
+	if (flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0)
+		return -1;
+	return st.st_nlink == 0 ? 1 : 0;
+}
+
 int fs_private_dir_at(int dirfd, const char *dir, const char *prefix, char **name, char **path, struct err *e)
 {
+	sweep_stale_private_dirs(dirfd, dir, prefix);
 	for (int attempt = 0; attempt < 16; attempt++) {
 		unsigned char r[8];
 		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
@@ -163,11 +199,39 @@ int fs_private_dir_at(int dirfd, const char *dir, const char *prefix, char **nam
 		int fd = openat(dirfd, try, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return err_errno(e, errno, "open %s/%s", dir, try);
+		int locked = lock_new_private_dir(fd);
+		if (locked != 0) {
+			int saved = errno;
+			close(fd);
+			if (locked > 0)
+				continue;
+			return err_errno(e, saved, "locking %s/%s", dir, try);
+		}
 		*path = xasprintf("%s/%s", dir, try);
 		*name = xstrdup(try);
 		return fd;
 	}
 	return err_set(e, E_INTERNAL, "cannot make a private directory in %s (16 names taken)", dir), -1;
+}
+
+/* The test seam (fault.h) before a state-changing call: -1 with errno set when the point is armed to fail. */
+static int checked(enum fault_kind k, const char *name)
+{
+	int err = fault_check(k, name);
+	if (!err)
+		return 0;
+	errno = err;
+	return -1;
+}
+
+static int checked_write(int fd, const void *data, size_t len)
+{
+	return checked(FAULT_WRITE, "fs.write") < 0 ? -1 : fs_write_all(fd, data, len);
+}
+
+static int checked_fsync(int fd)
+{
+	return checked(FAULT_FSYNC, "fs.fsync") < 0 ? -1 : fsync(fd);
 }
 
 int fs_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, const char *where,
@@ -177,10 +241,10 @@ int fs_write_at(int dirfd, const char *name, const void *data, size_t len, mode_
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return err_errno(e, errno, "creating %s/%s", where, tmp);
-	int rc = fchmod(fd, mode) == 0 && fs_write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+	int rc = fchmod(fd, mode) == 0 && checked_write(fd, data, len) == 0 && checked_fsync(fd) == 0 ? 0 : -1;
 	int saved = errno;
 	close(fd);
-	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) == 0)
+	if (rc == 0 && checked(FAULT_RENAME, "fs.rename") == 0 && renameat(dirfd, tmp, dirfd, name) == 0)
 		return 0;
 	saved = rc == 0 ? errno : saved;
 	unlinkat(dirfd, tmp, 0);
@@ -189,6 +253,8 @@ int fs_write_at(int dirfd, const char *name, const void *data, size_t len, mode_
 
 int fs_move_at(int from_fd, const char *from_name, int to_fd, const char *to_name, const char *shown, struct err *e)
 {
+	if (checked(FAULT_RENAME, "fs.move") < 0)
+		return err_errno(e, errno, "moving into %s", shown);
 	if (syscall(SYS_renameat2, from_fd, from_name, to_fd, to_name, RENAME_NOREPLACE_) == 0)
 		return 0;
 	int replace_empty = errno == EEXIST && fs_dir_is_empty_at(to_fd, to_name) == 1;
@@ -285,10 +351,10 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return err_errno(e, errno, "creating %s", tmp);
-	int rc = fchmod(fd, mode) == 0 && fs_write_all(fd, data, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+	int rc = fchmod(fd, mode) == 0 && checked_write(fd, data, len) == 0 && checked_fsync(fd) == 0 ? 0 : -1;
 	int saved = errno;
 	close(fd);
-	if (rc == 0 && rename(tmp, path) == 0)
+	if (rc == 0 && checked(FAULT_RENAME, "fs.rename") == 0 && rename(tmp, path) == 0)
 		return 0;
 	saved = rc == 0 ? errno : saved;
 	unlink(tmp);

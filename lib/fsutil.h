@@ -24,7 +24,9 @@ int fs_remove_at(int dirfd, const char *name, const char *where, struct err *e);
 /* 1 when name in dirfd is a directory without entries (not through a symlink), 0 when not, -1 on error. */
 int fs_dir_is_empty_at(int dirfd, const char *name);
 /* Makes a new private directory (0700, "PREFIX" + random hex) in the directory dirfd, whose path is dir;
- * returns its descriptor (O_RDONLY|O_DIRECTORY) and sets *name and *path (malloc'd); -1 with e set. */
+ * returns its descriptor (O_RDONLY|O_DIRECTORY) and sets *name and *path (malloc'd); -1 with e set.
+ * The descriptor holds an exclusive flock on the directory while it is open: a directory of PREFIX there whose
+ * lock is free was left by a maker killed -9 (docs/recovery.md), and is removed first. */
 int fs_private_dir_at(int dirfd, const char *dir, const char *prefix, char **name, char **path, struct err *e);
 /* Replaces name in dirfd with len bytes of data (mode `mode`) atomically: a temporary file made there
  * (O_EXCL|O_NOFOLLOW), fsync'd, renamed over name; `where` names dirfd in messages. */

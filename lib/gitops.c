@@ -12,6 +12,7 @@
 
 #include "confine.h"
 #include "crypto.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "gitops.h"
 #include "json.h"
@@ -528,6 +529,26 @@ static json_t *describe_head(git_repository *repo)
 	return o;
 }
 
+/* An interrupted clone's repository at the destination, taken as the result when o->resume: the clone is moved
+ * into place in one rename, so a bare repository there whose origin is this URL is whole (docs/recovery.md). */
+static json_t *resume_interrupted_clone(const struct gitops_clone *o)
+{
+	git_repository *repo = NULL;
+	git_remote *origin = NULL;
+	json_t *r = NULL;
+	if (!o->resume || !o->bare || git_repository_open_bare(&repo, o->path) < 0)
+		return NULL;
+	if (git_remote_lookup(&origin, repo, "origin") == 0 && git_remote_url(origin) &&
+	    !strcmp(git_remote_url(origin), o->url)) {
+		r = describe_head(repo);
+		json_object_set_new(r, "resumed", json_true());
+		log_warn("%s: an interrupted clone of %s had made it; taken as this clone's", o->path, o->url);
+	}
+	git_remote_free(origin);
+	git_repository_free(repo);
+	return r;
+}
+
 static int check_clone_target(const struct gitops_clone *o, struct err *e)
 {
 	struct stat st;
@@ -600,12 +621,27 @@ static json_t *clone_into(const struct gitops_clone *o, const char *work, struct
 	return r;
 }
 
+static json_t *clone_result(const struct gitops_clone *o, json_t *r)
+{
+	json_object_set_new(r, "path", json_string(o->path));
+	json_object_set_new(r, "url", json_string(o->url));
+	json_object_set_new(r, "bare", json_boolean(o->bare));
+	return r;
+}
+
 int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 {
 	const char *kind = gitops_url_kind(o->url);
 	if (!kind)
 		return err_set(e, E_INVALID_PAYLOAD, "unsupported URL: %s", o->url);
-	if (check_clone_target(o, e) < 0 || gitops_init(e) < 0)
+	if (gitops_init(e) < 0)
+		return -1;
+	json_t *resumed = resume_interrupted_clone(o);
+	if (resumed) {
+		*result = clone_result(o, resumed);
+		return 0;
+	}
+	if (check_clone_target(o, e) < 0)
 		return -1;
 	configure_ca_locations();
 	_cleanup_free_ char *stage_name = NULL, *stage_path = NULL;
@@ -619,8 +655,11 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 		       -1;
 	if (o->progress)
 		fprintf(stderr, "Cloning %s into %s\n", o->url, o->path);
+	fault_step("clone.staged");
 	_cleanup_free_ char *work = xasprintf("%s/%s", stage_path, o->name);
 	json_t *r = clone_into(o, work, e);
+	if (r)
+		fault_step("clone.fetched");
 	int rc = r && fs_move_at(sfd, o->name, o->parent_fd, o->name, o->path, e) == 0 ? 0 : -1;
 	struct err ignored = ERR_INIT;
 	fs_remove_at(o->stage_fd, stage_name, o->stage_dir, &ignored); /* empty after the move; else the failed clone */
@@ -629,10 +668,7 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 		json_decref(r);
 		return -1;
 	}
-	json_object_set_new(r, "path", json_string(o->path));
-	json_object_set_new(r, "url", json_string(o->url));
-	json_object_set_new(r, "bare", json_boolean(o->bare));
-	*result = r;
+	*result = clone_result(o, r);
 	return 0;
 }
 
@@ -882,6 +918,8 @@ static int prepare_branch(git_repository *repo, int cfd, const struct gitops_wor
 		int checked_out = git_branch_is_checked_out(ref) == 1;
 		git_oid_cpy(oid, git_reference_target(ref));
 		git_reference_free(ref);
+		if (o->create_branch && !checked_out && git_oid_equal(oid, git_commit_id(start)))
+			return 0; /* made by an add interrupted before its worktree was in place (docs/recovery.md) */
 		if (o->create_branch)
 			return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "branch", o->branch),
 					"branch '%s' already exists (drop createBranch to use it)", o->branch);
@@ -1029,6 +1067,7 @@ static int move_into_place(const struct gitops_worktree_add *o, struct wt_stage 
 		return err_errno(e, errno, "opening %s (no symlink is followed there)", worktrees);
 	if (fs_move_at(s->admin_fd, o->name, wfd, o->name, admin, e) < 0)
 		return -1;
+	fault_step("worktree.entry-moved");
 	if (fs_move_at(s->tree_fd, o->leaf, o->parent_fd, o->leaf, o->path, e) == 0)
 		return 0;
 	struct err ignored = ERR_INIT;
@@ -1057,6 +1096,86 @@ static int open_common(git_repository *repo, const struct gitops_worktree_add *o
 			"again",
 			o->repo_path, libgit2s),
 	       -1;
+}
+
+static json_t *worktree_result(const struct gitops_worktree_add *o, const git_oid *oid, int created);
+
+/* --- an add interrupted by a kill -9 (docs/recovery.md) --------------------------------------------------
+ * The entry is moved into the repository's worktrees/ first, the worktree second, and each move is atomic; an add
+ * killed between them leaves the entry alone, one killed after them (or whose daemon died before it recorded the
+ * row) leaves both. The entry was already pointed at the final path (its gitdir file) before the moves, so it says
+ * which of the two it is; the daemon sends an add only when it has no row of that name. */
+
+/* The text of a small file name in dirfd (never through a link), or NULL. */
+static char *small_file_at(int dirfd, const char *name)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char buf[PATH_MAX + 64];
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return NULL;
+	buf[n] = 0;
+	return xstrdup(buf);
+}
+
+/* 1 when the entry worktrees/NAME names this add's path, 0 when it names another (or is unreadable). */
+static int entry_is_ours(int entry_fd, const struct gitops_worktree_add *o)
+{
+	_cleanup_free_ char *back = small_file_at(entry_fd, "gitdir");
+	_cleanup_free_ char *want = xasprintf("%s/.git\n", o->path);
+	return back && !strcmp(back, want);
+}
+
+/* 1 when the worktree at the path is there and its .git names the entry. */
+static int tree_is_ours(const struct gitops_worktree_add *o, const char *common)
+{
+	_cleanup_close_ int tfd = confine_openat(o->parent_fd, o->leaf, O_RDONLY | O_DIRECTORY);
+	_cleanup_free_ char *gitfile = tfd < 0 ? NULL : small_file_at(tfd, ".git");
+	_cleanup_free_ char *want = xasprintf("gitdir: %s/worktrees/%s/\n", common, o->name);
+	return gitfile && !strcmp(gitfile, want);
+}
+
+/* The commit the resumed worktree's HEAD names (a branch's tip, or a detached commit). */
+static int resumed_head(git_repository *repo, int entry_fd, const struct gitops_worktree_add *o, git_oid *oid,
+			struct err *e)
+{
+	_cleanup_free_ char *head = small_file_at(entry_fd, "HEAD");
+	_cleanup_free_ char *want = o->branch ? xasprintf("ref: refs/heads/%s\n", o->branch) : NULL;
+	if (!head || (want && strcmp(head, want)) || (!want && !strncmp(head, "ref:", 4)))
+		return err_setd(e, E_ALREADY_EXISTS, json_pack("{s:s}", "worktreeName", o->name),
+				"a worktree named '%s' already exists in %s on another branch", o->name, o->repo_path);
+	if (want) {
+		_cleanup_free_ char *ref = xasprintf("refs/heads/%s", o->branch);
+		return git_reference_name_to_id(oid, repo, ref) < 0 ? git_fail(e, "reading the worktree's branch") : 0;
+	}
+	head[strcspn(head, "\n")] = 0;
+	return git_oid_fromstr(oid, head) < 0 ? git_fail(e, "reading the worktree's HEAD") : 0;
+}
+
+/* Before an add: a whole worktree left by an interrupted add of the same name and path is the result (1, *result
+ * set); an entry left alone is removed, and the add goes on (0); anything else is left to check_worktree_target. */
+static int resume_interrupted_add(git_repository *repo, int cfd, const char *common,
+				  const struct gitops_worktree_add *o, json_t **result, struct err *e)
+{
+	_cleanup_close_ int wfd = confine_openat(cfd, "worktrees", O_PATH | O_DIRECTORY);
+	_cleanup_close_ int efd = wfd < 0 ? -1 : confine_openat(wfd, o->name, O_RDONLY | O_DIRECTORY);
+	if (efd < 0 || !entry_is_ours(efd, o))
+		return 0;
+	if (tree_is_ours(o, common)) {
+		git_oid oid;
+		if (resumed_head(repo, efd, o, &oid, e) < 0)
+			return -1;
+		*result = worktree_result(o, &oid, 0);
+		json_object_set_new(*result, "resumed", json_true());
+		log_warn("worktree %s: an interrupted add had made it; taken as this add's", o->path);
+		return 1;
+	}
+	struct stat st;
+	if (fstatat(o->parent_fd, o->leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0; /* something else is at the path: check_worktree_target says so */
+	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", common);
+	log_warn("%s/%s: the entry of an interrupted add, without its worktree; removed", worktrees, o->name);
+	return fs_remove_at(wfd, o->name, worktrees, e) < 0 ? -1 : 0;
 }
 
 static int check_worktree_target(git_repository *repo, int cfd, const struct gitops_worktree_add *o, struct err *e)
@@ -1104,7 +1223,11 @@ static int add_staged(const struct gitops_worktree_add *o, int cfd, const char *
 	if (rc == 0)
 		rc = stage_metadata(o, &s, common, oid, e);
 	if (rc == 0)
+		fault_step("worktree.staged");
+	if (rc == 0)
 		rc = checkout_stage(&s, o->leaf, e);
+	if (rc == 0)
+		fault_step("worktree.checked-out");
 	if (rc == 0)
 		rc = point_at_final_places(o, &s, common, e);
 	if (rc == 0)
@@ -1129,8 +1252,14 @@ int gitops_worktree_add(const struct gitops_worktree_add *o, json_t **result, st
 	git_oid oid;
 	if (open_repo(o->repo_path, &repo, e) < 0)
 		return -1;
-	if ((cfd = open_common(repo, o, &common, e)) < 0 || check_worktree_target(repo, cfd, o, e) < 0 ||
-	    resolve_start(repo, o->source_branch, &start, e) < 0)
+	if ((cfd = open_common(repo, o, &common, e)) < 0)
+		goto out;
+	int resumed = resume_interrupted_add(repo, cfd, common, o, result, e);
+	if (resumed != 0) {
+		rc = resumed > 0 ? 0 : -1;
+		goto out;
+	}
+	if (check_worktree_target(repo, cfd, o, e) < 0 || resolve_start(repo, o->source_branch, &start, e) < 0)
 		goto out;
 	if (!o->branch) /* detached: HEAD names the commit, no branch is made */
 		git_oid_cpy(&oid, git_commit_id(start));
@@ -1209,6 +1338,7 @@ static int remove_held(const struct gitops_worktree_remove *o, struct err *e)
 	_cleanup_free_ char *worktrees = xasprintf("%s/worktrees", o->common);
 	if (fs_remove_at(o->parent_fd, o->leaf, o->path, e) < 0)
 		return -1;
+	fault_step("worktree.tree-removed");
 	_cleanup_close_ int wfd = confine_openat(o->common_fd, "worktrees", O_PATH | O_DIRECTORY);
 	if (wfd < 0)
 		return err_errno(e, errno, "opening %s (no symlink is followed there)", worktrees);
@@ -1224,6 +1354,7 @@ int gitops_worktree_remove(const struct gitops_worktree_remove *o, json_t **resu
 	json_t *discarded = json_null();
 	if (!o->force && check_clean(o, &discarded, e) < 0)
 		return -1;
+	fault_step("worktree.remove-checked");
 	if (remove_held(o, e) < 0) {
 		json_decref(discarded);
 		return -1;

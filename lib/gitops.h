@@ -43,6 +43,7 @@ struct gitops_clone {
 	const char *stage_dir; /* … and its path: libgit2 clones into a private directory made there */
 	const char *branch;    /* NULL: the remote's default */
 	int bare;
+	int resume; /* a bare repository of this URL already at path is the result (an interrupted clone's) */
 	gitops_credential_fn credentials; /* NULL: none available */
 	gitops_host_keys_fn host_keys;	  /* NULL: no ssh server is trusted */
 	void *credentials_arg;		  /* both callbacks' */

@@ -46,11 +46,9 @@ static const struct field_spec prompt_params[] = {
 };
 
 static const struct field_spec clone_params[] = {
-	{ "url", F_STRING, REQ_STR },
-	{ "outputPath", F_STRING, OPT_STR },
-	{ "branch", F_STRING, OPT_STR },
-	{ "bare", F_BOOL, 0 },
-	{ NULL },
+	{ "url", F_STRING, REQ_STR },	 { "outputPath", F_STRING, OPT_STR },
+	{ "branch", F_STRING, OPT_STR }, { "bare", F_BOOL, 0 },
+	{ "resume", F_BOOL, 0 },	 { NULL },
 };
 
 static const struct field_spec worktree_add_params[] = {

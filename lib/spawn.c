@@ -6,6 +6,7 @@
 
 #include "child.h"
 #include "config.h"
+#include "fault.h"
 #include "impersonate.h"
 #include "json.h"
 #include "log.h"
@@ -29,6 +30,7 @@ static void minimal_environment(struct strvec *env)
 	const char *level = getenv("AGOR_LOG_LEVEL");
 	if (level && *level)
 		strvec_pushf(env, "AGOR_LOG_LEVEL=%s", level);
+	fault_pass_on(env); /* test builds only (fault.h) */
 }
 
 static int user_ids(const char *user, char uid[16], char gid[16], struct err *e)

@@ -9,6 +9,7 @@ PREREQUISITES=(
   "netns|unshare --net true|needs network namespaces (unshare --net)"
   "node|command -v node && command -v npm|node and npm are not installed (Debian: nodejs npm)"
   'node-ws|npm_package "$TEST_TOP/build/test-tmp/node-ws" ws@8|the npm package ws@8 is not installed'
+  "faults|grep -qa 'ROLE:WHAT:N:ACTION' \"\$AGOR\"|the binary under test has no fault seam (lib/fault.h: the ASan build only; the product never reads AGOR_FAULT)"
   "python3-sqlite3|python3 -c 'import sqlite3'|needs python3 with sqlite3 to read the database"
   "tmux|command -v tmux|tmux is not installed (Debian: tmux)"
   "zellij|command -v zellij|zellij is not on PATH (not packaged for Debian 12; t0070 also tests it with a fake)"

@@ -218,6 +218,40 @@ TEST(fs_private_dir_at_and_fs_write_at)
 	err_clear(&e);
 }
 
+/* A staging directory whose maker was killed -9 (its flock free) goes with the next one made there; one in use, a
+ * planted link of the same prefix and other names stay, and nothing is followed. */
+TEST(fs_private_dir_at_sweeps_stale_staging_only)
+{
+	make_outside();
+	mkdirs("stage/.stage-stale/deep");
+	mkdirs("stage/.other-keep");
+	_cleanup_free_ char *stage = tmp_path("stage"), *outside = tmp_path("outside");
+	_cleanup_free_ char *link = tmp_path("stage/.stage-link"), *stale = tmp_path("stage/.stage-stale");
+	_cleanup_free_ char *other = tmp_path("stage/.other-keep");
+	CHECK(symlink(outside, link) == 0);
+	int dfd = open(stage, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct err e = ERR_INIT;
+	char *live_name = NULL, *live_path = NULL, *name = NULL, *path = NULL;
+	int live = fs_private_dir_at(dfd, stage, ".stage-", &live_name, &live_path, &e);
+	CHECK(live >= 0);
+	CHECK(!fs_exists(stale));
+	mkdirs("stage/.stage-stale2");
+	int fd = fs_private_dir_at(dfd, stage, ".stage-", &name, &path, &e);
+	CHECK(fd >= 0);
+	_cleanup_free_ char *stale2 = tmp_path("stage/.stage-stale2");
+	CHECK(!fs_exists(stale2));
+	CHECK(fs_exists(live_path)); /* locked by live: in use */
+	CHECK(fs_exists(link) && outside_intact() && fs_exists(other));
+	close(fd);
+	close(live);
+	close(dfd);
+	free(live_name);
+	free(live_path);
+	free(name);
+	free(path);
+	err_clear(&e);
+}
+
 TEST(confine_hold_holds_the_parent_and_refuses_links_and_the_root)
 {
 	make_outside();
