@@ -140,16 +140,8 @@ test_case "network proxy: what the pane refuses is an audit row and an event of 
     grep "terminal.egress_refused" events.out | grep -q "\"port\": *$OUTSIDE" || fail "the event does not name the port"
     grep "terminal.egress_refused" events.out | grep -q "\"worktree_id\": *\"$wt\"" || fail "the event does not name the worktree"
     rpc audit.list > audit.json
-    python3 - audit.json "$wt" "$OUTSIDE" <<PY
-import json, sys
-rows = json.load(open(sys.argv[1]))
-while isinstance(rows, dict):
-    rows = rows.get("result", rows.get("entries", rows.get("rows", [])))
-mine = [r for r in rows if r.get("action") == "egress.refused" and r.get("target") == sys.argv[2]]
-assert len(mine) == 1, rows[-5:]
-d = json.loads(mine[0]["details"])
-assert d == {"host": "127.0.0.1", "port": int(sys.argv[3]), "reason": "not-allowed", "count": 1, "terminal": True}, d
-PY
+    python3 "$TEST_TOP/test/helpers/audit-egress.py" audit.json "$wt" \
+      "{\"host\":\"127.0.0.1\",\"port\":$OUTSIDE,\"reason\":\"not-allowed\",\"count\":1,\"terminal\":true}"
     [ ! -s outside.log ] || fail "the listener outside was reached"
     # the ticket, read from the pane start command as only its tmux server user can; altered, it is refused
     tmux -L $(tmux_server $(id -un)) list-panes -a -F "#{pane_start_command}" > start.txt

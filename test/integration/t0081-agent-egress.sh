@@ -165,16 +165,8 @@ test_case "proxy: the daemon's exec.run turns each refusal into an audit row and
   expect_contains reply "\"stdout\":\"403403\""
   task=$(json_get reply result.task_id)
   rpc audit.list > audit.json
-  python3 - audit.json "$task" "$OUTSIDE" <<PY
-import json, sys
-rows = json.load(open(sys.argv[1]))
-while isinstance(rows, dict):
-    rows = rows.get("result", rows.get("entries", rows.get("rows", [])))
-mine = [r for r in rows if r.get("action") == "egress.refused" and r.get("target") == sys.argv[2]]
-assert len(mine) == 1, rows[-5:]
-d = json.loads(mine[0]["details"])
-assert d == {"host": "127.0.0.1", "port": int(sys.argv[3]), "reason": "not-allowed", "count": 2}, d
-PY
+  python3 "$TEST_TOP/test/helpers/audit-egress.py" audit.json "$task" \
+    "{\"host\":\"127.0.0.1\",\"port\":$OUTSIDE,\"reason\":\"not-allowed\",\"count\":2}"
   wait $sub_pid
   grep -q "task.egress_refused" events.out || { cat events.out; fail "no task.egress_refused event"; }
   grep "task.egress_refused" events.out | grep -q "\"port\": *$OUTSIDE" || fail "the event does not name the port"

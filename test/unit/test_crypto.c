@@ -11,20 +11,6 @@
 static const uint8_t KEY[CRYPTO_KEY_LEN] = "0123456789abcdef0123456789abcdef";
 static const uint8_t OTHER_KEY[CRYPTO_KEY_LEN] = "0123456789abcdef0123456789abcdeF";
 
-static char *hex_of(const uint8_t *b, size_t n)
-{
-	char *s = xmalloc(2 * n + 1);
-	crypto_hex(b, n, s);
-	return s;
-}
-
-#define CHECK_HEX(bytes, n, expected)                                                                                  \
-	do {                                                                                                           \
-		char *_h = hex_of(bytes, n);                                                                           \
-		CHECK_STR(_h, expected);                                                                               \
-		free(_h);                                                                                              \
-	} while (0)
-
 /* ---- SHA-256 / HMAC -------------------------------------------------------------------------- */
 
 TEST(crypto_sha256_known_answers)

@@ -74,20 +74,6 @@ static size_t unhex(const char *hex, uint8_t *out, size_t cap)
 	return n;
 }
 
-static char *hex_of(const uint8_t *b, size_t n)
-{
-	char *s = xmalloc(2 * n + 1);
-	crypto_hex(b, n, s);
-	return s;
-}
-
-#define CHECK_HEX(bytes, n, expected)                                                                                  \
-	do {                                                                                                           \
-		char *_h = hex_of(bytes, n);                                                                           \
-		CHECK_STR(_h, expected);                                                                               \
-		free(_h);                                                                                              \
-	} while (0)
-
 TEST(ed25519_every_rfc8032_vector_gives_its_public_key_and_signature)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(rfc8032); i++) {

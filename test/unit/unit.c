@@ -42,6 +42,18 @@ void unit_fail(const char *file, int line, const char *fmt, ...)
 	failures_in_child++;
 }
 
+char *unit_hex(const void *bytes, size_t n)
+{
+	const unsigned char *b = bytes;
+	char *s = malloc(2 * n + 1);
+	if (!s)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		snprintf(s + 2 * i, 3, "%02x", b[i]);
+	s[2 * n] = 0;
+	return s;
+}
+
 const char *unit_tmpdir(void)
 {
 	return tmpdir;

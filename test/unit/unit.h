@@ -4,12 +4,15 @@
 #define AGOR_UNIT_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void unit_register(const char *name, void (*fn)(void), const char *file);
 void unit_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A scratch directory private to the running test (removed afterwards). */
 const char *unit_tmpdir(void);
+/* The n bytes at bytes in lowercase hex (malloc'd). */
+char *unit_hex(const void *bytes, size_t n);
 
 #define TEST(name)                                                                                                     \
 	static void name(void);                                                                                        \
@@ -46,6 +49,14 @@ const char *unit_tmpdir(void);
 		if (!_h || !strstr(_h, _n))                                                                            \
 			unit_fail(__FILE__, __LINE__, "%s == \"%s\" does not contain \"%s\"", #hay,                    \
 				  _h ? _h : "(null)", _n);                                                             \
+	} while (0)
+
+/* The n bytes at bytes, in lowercase hex, are the text expected. */
+#define CHECK_HEX(bytes, n, expected)                                                                                  \
+	do {                                                                                                           \
+		char *_hex = unit_hex(bytes, n);                                                                       \
+		CHECK_STR(_hex, expected);                                                                             \
+		free(_hex);                                                                                            \
 	} while (0)
 
 #endif
