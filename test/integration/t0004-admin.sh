@@ -405,7 +405,7 @@ option_injection() {
   before=$(getent group; getent passwd)
   expect_refused 2 admin add-worktree-owner "$id" -oX "$w"
   expect_exit 0 admin add-worktree-owner "$id" --help "$w"   # help, and nothing else done
-  expect_contains out "Usage: agor admin add-worktree-owner <worktree-id>"
+  expect_contains out "Usage: agor admin add-worktree-owner WORKTREE-ID UNIX-USER WORKTREE-PATH"
   expect_refused 2 admin add-worktree-owner -- "$id" -oX "$w"
   expect_contains err "must match"
   expect_refused 2 admin add-worktree-owner -- "$id" --help "$w"
