@@ -170,8 +170,9 @@ int client_parse_args(const char *group, const struct client_command *c, int arg
 						    f->type == CLIENT_FLAG_LIST ? json_pack("[o]", value) : value);
 		} else if (c->rest && (!strcmp(a, "--") || (c->rest_at_word && a[0] != '-' && !(pos && *pos)))) {
 			json_t *rest = json_array();
-			for (i += !strcmp(a, "--"); i < argc; i++)
-				json_array_append_new(rest, json_string(argv[i]));
+			for (i += !strcmp(a, "--"); i < argc;
+			     i++) /* byte for byte: a command's argv need not be UTF-8 */
+				json_array_append_new(rest, json_string_nocheck(argv[i]));
 			json_object_set_new(params, c->rest, rest);
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error(group, "unknown option", a);
