@@ -29,6 +29,8 @@ useradd --system --create-home --home-dir /home/agor --shell /bin/bash agor
 useradd --create-home --shell /bin/bash alice
 step setup agor setup isolation --mode insulated
 step validate agor setup validate
+# worktree groups (worktree_rbac, the strict mode's default) are what agor admin makes through sudo
+step rbac as_agor agor config set execution.worktree_rbac true
 step enable systemctl enable --now agor-daemon
 wait_for as_agor agor daemon status
 step status as_agor agor daemon status

@@ -82,7 +82,7 @@ test_case "the guest booted systemd on cgroup v2 and ran every step" '
 '
 
 test_case "agor-daemon.service starts the daemon as agor" '
-  ran setup; ran validate; ran enable; ran status
+  ran setup; ran validate; ran rbac; ran enable; ran status
   cat "$R/daemon-cgroup"
 '
 
