@@ -7,7 +7,8 @@
 # nothing and an allowed one ran only allowlisted programs — by the shim log and, with --strace, by every
 # successful execve/execveat of the whole process tree. Prints one summary line; exits 1 on any violation
 # (each printed), 2 when the set-up cannot give a meaningful result (printed as the reason to skip).
-import os, random, re, shutil, subprocess, sys
+import os, random, shutil, subprocess, sys
+from strace_execs import successful_execs  # this directory is on sys.path (the script's own)
 
 ALLOWED = ["ls", "cat", "echo", "true", "printf", "git"]
 FORBIDDEN = ["id", "whoami", "touch", "uname", "date"]
@@ -70,15 +71,6 @@ def setup(work):
 
 def agor(agor_bin, *args, env=None, cwd=None):
     return subprocess.run([agor_bin, *args], env=env, cwd=cwd, capture_output=True, text=True)
-
-
-def successful_execs(trace_path):
-    paths = []
-    for line in open(trace_path, errors="replace"):
-        m = re.search(r'\b(execve|execveat)\((?:\d+, )?"((?:[^"\\]|\\.)*)"', line)
-        if m and re.search(r"\) = 0$", line.strip()):
-            paths.append(m.group(2))
-    return paths
 
 
 def main():

@@ -10,7 +10,8 @@
 #   shell-differential.py AGOR WORKDIR CORPUS [--strace] [--probe]
 # Prints each finding and one summary line; exit 1 on a finding, 2 when the set-up cannot give a meaningful
 # result (printed as the reason to skip).
-import json, os, re, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
+from strace_execs import successful_execs  # this directory is on sys.path (the script's own)
 
 STUBS = ["ls", "cat", "echo", "true", "printf", "git", "id", "whoami", "touch", "uname", "date"]
 SYSTEM = ["sh", "bash", "dash", "nice", "time", "timeout", "env", "nohup", "stdbuf", "xargs", "find"]
@@ -48,15 +49,6 @@ def analysis(agor_bin, shell, text, env, cwd):
     except ValueError:
         sys.exit(f"approvals check gave no JSON for {text!r}: {r.stdout!r} {r.stderr!r}")
     return j.get("allowlistable"), [x["path"] for x in j.get("executables", [])], j.get("codeRunning") or []
-
-
-def successful_execs(trace_path):
-    paths = []
-    for line in open(trace_path, errors="replace"):
-        m = re.search(r'\b(execve|execveat)\((?:\d+, )?"((?:[^"\\]|\\.)*)"', line)
-        if m and re.search(r"\) = 0$", line.strip()):
-            paths.append(m.group(2))
-    return paths
 
 
 def run(shell, text, env, cwd, log, trace):
