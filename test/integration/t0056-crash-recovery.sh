@@ -95,6 +95,19 @@ reap_executors() {
 
 # kill_at OP ROLE SPEC — from snapshot OP, the daemon armed with AGOR_FAULT=SPEC runs OP; the ROLE process it stops
 # is killed -9 (an executor's daemon is then stopped too); the daemon restarts unarmed; then the checks and a retry.
+# retry_and_check OP SPEC — after a restart: OP again unless it had finished, then nothing half made and the
+# state consistent; the daemon stopped.
+retry_and_check() {
+  local op=$1 spec=$2
+  if ! done_already "$op"; then
+    "op_$op" > retry.out 2>&1 || { cat retry.out; fail "$spec: the retry of $op failed"; }
+  fi
+  settle
+  no_half_made "$spec"
+  consistent "$spec after the retry"
+  stop_daemon
+}
+
 kill_at() {
   local op=$1 role=$2 spec=$3 pid
   restore "$op"
@@ -115,13 +128,7 @@ kill_at() {
   reap_executors
   start_daemon
   consistent "$spec"
-  if ! done_already "$op"; then
-    "op_$op" > retry.out 2>&1 || { cat retry.out; fail "$spec: the retry of $op failed"; }
-  fi
-  settle
-  no_half_made "$spec"
-  consistent "$spec after the retry"
-  stop_daemon
+  retry_and_check "$op" "$spec"
   echo "killed $role at $spec: recovered" >> kills.log
 }
 
@@ -172,13 +179,7 @@ fault_at() {
   start_daemon
   consistent "$spec"
   after_failure "$spec (failed)"
-  if ! done_already "$op"; then
-    "op_$op" > retry.out 2>&1 || { cat retry.out; fail "$spec: the retry of $op failed"; }
-  fi
-  settle
-  no_half_made "$spec"
-  consistent "$spec after the retry"
-  stop_daemon
+  retry_and_check "$op" "$spec"
   echo "$spec: $op said $cause, recovered" >> faults.log
 }
 
