@@ -15,6 +15,7 @@
 
 #include "adminconf.h"
 #include "adminops.h"
+#include "admin_serve.h"
 #include "applet.h"
 #include "client.h"
 #include "cgroup.h"
@@ -843,27 +844,45 @@ static int help_asked(int argc, char **argv)
 	return EXIT_OK;
 }
 
-static int admin_main(int argc, char **argv)
+/* Runs one parsed call and reports it (its --json line on stdout when call->json). */
+static int run_call(const struct admin_call *call, bool refused_early, const struct err *early)
 {
-	int help = help_asked(argc, argv);
-	if (help >= 0)
-		return help;
-	struct admin a = { .actions = STRVEC_INIT, .notes = STRVEC_INIT };
-	int status;
-	if (adminops_parse(argc, argv, &a.call, &a.e) < 0) {
-		status = applet_usage_error(&applet_admin, "%s", a.e.message);
-	} else {
-		a.data = json_object();
-		/* --root-config is judged before anything else, whatever the subcommand */
-		bool refused = a.call.root_config && adminconf_override_allowed(&a.e) < 0;
-		status = report(&a, refused ? -1 : runners[a.call.op](&a));
-	}
+	struct admin a = { .call = *call, .actions = STRVEC_INIT, .notes = STRVEC_INIT, .data = json_object() };
+	if (refused_early)
+		a.e = *early;
+	int status = report(&a, refused_early ? -1 : runners[a.call.op](&a));
 	strvec_clear(&a.actions);
 	strvec_clear(&a.notes);
 	adminconf_release(&a.conf);
-	if (a.data)
-		json_decref(a.data);
-	err_clear(&a.e);
+	json_decref(a.data);
+	if (!refused_early)
+		err_clear(&a.e);
+	return status;
+}
+
+int admin_run_call(const struct admin_call *call)
+{
+	return run_call(call, false, NULL);
+}
+
+static int admin_main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "serve"))
+		return admin_serve_main(argc - 1, argv + 1);
+	int help = help_asked(argc, argv);
+	if (help >= 0)
+		return help;
+	struct admin_call call;
+	struct err e = ERR_INIT;
+	int status;
+	if (adminops_parse(argc, argv, &call, &e) < 0) {
+		status = applet_usage_error(&applet_admin, "%s", e.message);
+	} else {
+		/* --root-config is judged before anything else, whatever the subcommand */
+		bool refused = call.root_config && adminconf_override_allowed(&e) < 0;
+		status = run_call(&call, refused, &e);
+	}
+	err_clear(&e);
 	return status;
 }
 
@@ -940,6 +959,9 @@ static const char admin_usage[] =
 	"  cgroup-delegate          <unix-user> [--pid DAEMON_PID]\n"
 	"                           (a cgroup subtree for its sandboxed runs; v2: --pid moves its daemon inside)\n"
 	"  delete-unix-user         <unix-user> [--archive DIR]\n"
+	"  serve --daemon-user USER --run-as USER|%GROUP [--socket PATH]\n"
+	"                           the privileged socket: these operations and executors for the daemon\n"
+	"                           (docs/admin.md#socket; systemd: agor-admin.socket passes the socket)\n"
 	"\n"
 	"Paths must lie inside the roots named in the root-owned /etc/agor/admin.yaml\n"
 	"(worktrees_dir, repos_dir, archive_dir); --root-config names another file, accepted\n"

@@ -68,7 +68,8 @@ static int load_config(const struct payload *p, struct config *cfg, struct err *
 	return 0;
 }
 
-/* Hands the payload to `sudo -n -u USER agor executor --stdin` and relays its result and status. */
+/* Hands the payload to `sudo -n -u USER agor executor --stdin`, or to the privileged socket when the daemon's policy
+ * names one, and relays its result and status. */
 static int run_impersonated(const struct payload *p, const struct config *cfg)
 {
 	struct err e = ERR_INIT;
@@ -78,8 +79,11 @@ static int run_impersonated(const struct payload *p, const struct config *cfg)
 	int status = EXIT_FAILED;
 	if (!self)
 		err_set(&e, E_IMPERSONATION_FAILED, "cannot find this executable's path (/proc/self/exe)");
-	else if (impersonate_run(p->as_user, self, forward, strlen(forward), (int)cfg->execution.timeout_ms, &line,
-				 &status, &e) == 0) {
+	else if ((cfg->execution.privileged_socket
+			  ? impersonate_run_socket(cfg->execution.privileged_socket, p->as_user, forward,
+						   strlen(forward), (int)cfg->execution.timeout_ms, &line, &status, &e)
+			  : impersonate_run(p->as_user, self, forward, strlen(forward), (int)cfg->execution.timeout_ms,
+					    &line, &status, &e)) == 0) {
 		strbuf_addch(&line, '\n');
 		(void)!write(1, line.buf, line.len);
 	}

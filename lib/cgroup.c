@@ -233,9 +233,9 @@ static int check_inside_delegation(const char *parent, struct err *e)
 		e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s,s:s*}", "missing", "cgroup", "cgroup", own),
 		"cgroup v2: this executor runs in the cgroup %s, outside %s, the subtree delegated to it, and v2 "
 		"moves a process only within a subtree its mover lives in (fix: start the daemon inside it: as "
-		"root, once per daemon start, agor admin cgroup-delegate USER --pid DAEMON_PID, or run it in a "
-		"systemd unit with Delegate=yes; or set execution.sandbox.memory_max_mb, pids_max and "
-		"cpu_max_percent to 0)",
+		"root, once per daemon start, agor admin cgroup-delegate USER --pid DAEMON_PID; under systemd, "
+		"start executors through agor-admin.socket (execution.privileged_socket), which places them "
+		"inside it; or set execution.sandbox.memory_max_mb, pids_max and cpu_max_percent to 0)",
 		own ? own : "(unknown)", subtree);
 }
 
@@ -311,19 +311,23 @@ int cgroup_create(struct cgroup *cg, const char *root, const char *parent, const
 	return rc;
 }
 
+int cgroup_join_procs(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fs_write_all(fd, "0", 1);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return rc < 0 ? -1 : 0;
+}
+
 int cgroup_join_self(const struct cgroup *cg)
 {
-	for (int i = 0; i < cg->ndirs; i++) {
-		int fd = open(cg->procs[i], O_WRONLY | O_CLOEXEC);
-		if (fd < 0)
+	for (int i = 0; i < cg->ndirs; i++)
+		if (cgroup_join_procs(cg->procs[i]) < 0)
 			return -1;
-		int rc = fs_write_all(fd, "0", 1);
-		int saved = errno;
-		close(fd);
-		errno = saved;
-		if (rc < 0)
-			return -1;
-	}
 	return 0;
 }
 
@@ -497,5 +501,23 @@ int cgroup_delegate(const char *root, const char *parent, const char *user, uid_
 	if (!json_array_size(made))
 		return err_setd(e, E_ISOLATION_UNAVAILABLE, json_pack("{s:s}", "missing", "cgroup"),
 				"cgroup: no cgroup2 with memory and pids nor a v1 hierarchy under %s", root);
+	return 0;
+}
+
+int cgroup_executor_leaf(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, char **procs,
+			 struct err *e)
+{
+	*procs = NULL;
+	json_t *made = json_array();
+	int rc = cgroup_delegate(root, parent, user, uid, gid, 0, made, e);
+	json_decref(made);
+	const char *all[] = { "memory", "pids", "cpu" };
+	_cleanup_free_ char *v2root = rc == 0 ? find_v2_root(root, all, 2) : NULL;
+	if (!v2root)
+		return rc;
+	_cleanup_free_ char *leaf = xasprintf("%s/%s/%s/%s", v2root, parent, user, CGROUP_EXECUTORS_LEAF);
+	if (make_dir(leaf, e) < 0 || hand_over(leaf, uid, gid, e) < 0)
+		return -1;
+	*procs = xasprintf("%s/cgroup.procs", leaf);
 	return 0;
 }

@@ -68,4 +68,13 @@ void cgroup_destroy(struct cgroup *cg);
 int cgroup_delegate(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, pid_t pid,
 		    json_t *made, struct err *e);
 
+/* Root only (agor admin serve): cgroup_delegate without a pid, and on v2 the leaf USER/CGROUP_EXECUTORS_LEAF handed
+ * to the user too; *procs is then that leaf's cgroup.procs (malloc'd), which the executor's forked child writes
+ * "0" into (cgroup_join_procs) before it drops root, so it starts inside its subtree. v1: *procs NULL, no move. */
+#define CGROUP_EXECUTORS_LEAF "executors"
+int cgroup_executor_leaf(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, char **procs,
+			 struct err *e);
+/* Writes "0" to the cgroup.procs file at path (moves the caller). Async-signal-safe; 0 or -1 with errno. */
+int cgroup_join_procs(const char *path);
+
 #endif

@@ -122,6 +122,8 @@ static const struct config_key keys[] = {
 	  .check = check_user_name, FIELD(execution.executor_unix_user) },
 	{ .key = "execution.executor_command_template", .type = CONFIG_NULLABLE_STRING,
 	  .check = check_template, FIELD(execution.executor_command_template) },
+	{ .key = "execution.privileged_socket", .type = CONFIG_NULLABLE_STRING, .check = check_one_path,
+	  FIELD(execution.privileged_socket) },
 	{ .key = "execution.executor_daemon_url", .type = CONFIG_NULLABLE_STRING,
 	  .check = check_executor_daemon_url, FIELD(execution.executor_daemon_url) },
 	{ .key = "execution.executor_daemon_ca_file", .type = CONFIG_NULLABLE_STRING,
@@ -1398,6 +1400,8 @@ static bool is_policy_key(const char *key)
 {
 	return !strncmp(key, SANDBOX_PREFIX, strlen(SANDBOX_PREFIX)) || !strcmp(key, "execution.fallback_to_unified") ||
 	       !strcmp(key, "execution.timeout_ms") || !strcmp(key, "execution.terminal_shell") ||
+	       /* how the executor reaches another user: the daemon's way, sudo or its privileged socket */
+	       !strcmp(key, "execution.privileged_socket") ||
 	       /* the roots every payload path is confined to, and the git layout checked against */
 	       !strcmp(key, "paths.repos_dir") || !strcmp(key, "paths.worktrees_dir");
 }

@@ -79,7 +79,8 @@
  * ----------------
  * How an executor confines what it runs is the daemon's to decide, never the execution user's:
  * the policy keys are every key under execution.sandbox. (one added to the table later is one
- * too) plus execution.fallback_to_unified, execution.timeout_ms, execution.terminal_shell and the roots payload paths
+ * too) plus execution.fallback_to_unified, execution.timeout_ms, execution.terminal_shell, execution.privileged_socket
+ * and the roots payload paths
  * are confined to, paths.repos_dir and paths.worktrees_dir (config_is_policy_key). The daemon puts its own values in
  * every payload it writes (config_execution_policy), and the executor applies them over the config it loaded as
  * whichever user it runs as (config_apply_policy). A value that user set (file, environment; built-in defaults do not
@@ -169,6 +170,8 @@ struct config {
 		enum config_user_mode unix_user_mode;
 		const char *executor_unix_user;
 		const char *executor_command_template;
+		/* the root `agor admin serve` socket for admin operations and executors as other users; NULL: sudo */
+		const char *privileged_socket;
 		/* Remote executors: where they call back (wss:// or https://; NULL: the Unix socket) and how they
 		 * verify the daemon's certificate (a CA file whose PEM the payload carries, and/or its SHA-256) */
 		const char *executor_daemon_url, *executor_daemon_ca_file, *executor_daemon_fingerprint;

@@ -318,6 +318,7 @@ static int start_worker(struct daemon *d, struct task_run *t, struct err *e)
 	if (t->admin_args.nr) {
 		t->req.mode = SPAWN_ADMIN;
 		t->req.admin_args = (const char *const *)t->admin_args.v;
+		t->req.admin_socket = cfg->execution.privileged_socket;
 		t->req.payload = "";
 		t->req.payload_len = 0;
 	}

@@ -8,37 +8,43 @@
 #include "fdpass.h"
 #include "banned.h"
 
-int fdpass_send(int sock, const void *buf, size_t len, int fd, struct err *e)
+int fdpass_send_fds(int sock, const void *buf, size_t len, const int *fds, size_t nfds, struct err *e)
 {
 	const char *p = buf;
-	int attach = fd >= 0;
+	if (nfds > FDPASS_MAX_FDS)
+		return err_set(e, E_INTERNAL, "fdpass: at most %d descriptors at once", FDPASS_MAX_FDS);
 	while (len > 0) {
 		union {
-			char raw[CMSG_SPACE(sizeof(int))];
+			char raw[CMSG_SPACE(FDPASS_MAX_FDS * sizeof(int))];
 			struct cmsghdr align;
 		} ctl;
 		struct iovec iov = { .iov_base = (void *)p, .iov_len = len };
 		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-		if (attach) {
+		if (nfds) {
 			memset(&ctl, 0, sizeof(ctl));
 			msg.msg_control = ctl.raw;
-			msg.msg_controllen = sizeof(ctl.raw);
+			msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 			struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 			c->cmsg_level = SOL_SOCKET;
 			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(c), &fd, sizeof(int));
+			c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+			memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 		}
 		ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return err_errno(e, n < 0 ? errno : EPIPE, "sending a descriptor over the socket");
-		attach = 0;
+		nfds = 0;
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int fdpass_send(int sock, const void *buf, size_t len, int fd, struct err *e)
+{
+	return fdpass_send_fds(sock, buf, len, &fd, fd >= 0 ? 1 : 0, e);
 }
 
 static void keep_or_close(struct cmsghdr *c, int *fds, size_t max_fds, size_t *nfds)

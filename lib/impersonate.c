@@ -1,10 +1,16 @@
 /* impersonate.c — the sudo re-exec of the executor as another user (impersonate.h).
  * Never passes secrets in argv or environment, never trusts output that is not one result line. */
+#include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "adminsock.h"
 #include "child.h"
 #include "impersonate.h"
 #include "json.h"
@@ -103,5 +109,139 @@ int impersonate_run(const char *user, const char *self, const char *payload, siz
 	}
 	*exit_code = child_exit_code(&c);
 	strbuf_release(&err_tail);
+	return rc;
+}
+
+/* ---- through the privileged socket (docs/admin.md#socket) ---------------------------------------------------- */
+
+struct via_socket {
+	int sock, in, out;   /* the request's connection; our ends of the executor's stdin and stdout */
+	const char *payload; /* what is left to write */
+	size_t left;
+	struct strbuf *line;  /* its stdout */
+	struct strbuf status; /* the server's answer */
+	int status_done;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* One poll round: feeds stdin, reads stdout and the answer; -1 with e on an I/O error. */
+static int pump(struct via_socket *v, int timeout, struct err *e)
+{
+	struct pollfd p[3] = { { .fd = v->in, .events = POLLOUT },
+			       { .fd = v->out, .events = POLLIN },
+			       { .fd = v->status_done ? -1 : v->sock, .events = POLLIN } };
+	if (poll(p, 3, timeout) < 0)
+		return errno == EINTR ? 0 : err_errno(e, errno, "poll");
+	if (p[0].revents) {
+		ssize_t n = send(v->in, v->payload, v->left, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			v->payload += n;
+			v->left -= (size_t)n;
+		}
+		if ((n < 0 && errno != EAGAIN && errno != EINTR) || v->left == 0)
+			close_fd(&v->in); /* all written, or the executor stopped reading: EOF either way */
+	}
+	char buf[65536];
+	if (p[1].revents) {
+		ssize_t n = read(v->out, buf, sizeof(buf));
+		if (n > 0 && v->line->len + (size_t)n <= RESULT_MAX_BYTES)
+			strbuf_add(v->line, buf, (size_t)n);
+		else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			close_fd(&v->out);
+	}
+	if (p[2].revents) {
+		ssize_t n = read(v->sock, buf, sizeof(buf));
+		if (n > 0 && v->status.len < 4096)
+			strbuf_add(&v->status, buf, (size_t)n);
+		else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			v->status_done = 1;
+	}
+	return 0;
+}
+
+/* The answer {"exitStatus":N} or a refusal {"success":false,"error":{…}}. */
+static int read_answer(struct via_socket *v, const char *user, int *exit_code, struct err *e)
+{
+	strbuf_trim_trailing_newline(&v->status);
+	struct err ignored = ERR_INIT;
+	json_t *j = json_parse(v->status.buf, v->status.len, &ignored);
+	err_clear(&ignored);
+	json_t *status = json_object_get(j, "exitStatus"), *error = json_object_get(j, "error");
+	int rc = 0;
+	if (json_is_integer(status))
+		*exit_code = (int)json_integer_value(status);
+	else
+		rc = err_setd(e, E_IMPERSONATION_FAILED, json_pack("{s:s}", "user", user),
+			      "cannot run the executor as %s through the privileged socket: %s", user,
+			      json_is_string(json_object_get(error, "message"))
+				      ? json_string_value(json_object_get(error, "message"))
+				      : "it ended without an answer");
+	if (j)
+		json_decref(j);
+	return rc;
+}
+
+static void via_socket_close(struct via_socket *v)
+{
+	close_fd(&v->sock);
+	close_fd(&v->in);
+	close_fd(&v->out);
+	strbuf_release(&v->status);
+}
+
+int impersonate_run_socket(const char *socket_path, const char *user, const char *payload, size_t len, int timeout_ms,
+			   struct strbuf *line, int *exit_code, struct err *e)
+{
+	int in[2], out[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0)
+		return err_errno(e, errno, "socketpair");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return err_errno(e, errno, "socketpair");
+	}
+	struct via_socket v = {
+		.in = in[1], .out = out[0], .payload = payload, .left = len, .line = line, .status = STRBUF_INIT
+	};
+	v.sock = adminsock_executor(socket_path, user, (const int[]){ in[0], out[1], 2 }, e);
+	close(in[0]);
+	close(out[1]);
+	if (v.sock < 0) {
+		via_socket_close(&v);
+		e->code = E_IMPERSONATION_FAILED;
+		return -1;
+	}
+	if (!len)
+		close_fd(&v.in);
+	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int rc = 0;
+	while (rc == 0 && (v.out >= 0 || !v.status_done)) {
+		int64_t wait = deadline ? deadline - now_ms() : -1;
+		if (deadline && wait <= 0) { /* closing the connection makes the server kill the executor's group */
+			rc = err_set(e, E_TIMEOUT, "the executor as %s timed out after %d ms and was killed", user,
+				     timeout_ms);
+			break;
+		}
+		rc = pump(&v, wait > 60000 || wait < 0 ? 60000 : (int)wait, e);
+	}
+	if (rc == 0)
+		rc = read_answer(&v, user, exit_code, e);
+	via_socket_close(&v);
+	if (rc == 0 && !valid_result_line(line))
+		rc = err_setd(e, E_IMPERSONATION_FAILED, json_pack("{s:s,s:i}", "user", user, "exitStatus", *exit_code),
+			      "the executor as %s ended without a result line (exit status %d)", user, *exit_code);
 	return rc;
 }

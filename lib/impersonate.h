@@ -29,4 +29,10 @@ void impersonate_argv(const char *user, const char *self, struct strvec *argv);
 int impersonate_run(const char *user, const char *self, const char *payload, size_t len, int timeout_ms,
 		    struct strbuf *line, int *exit_code, struct err *e);
 
+/* The same through the root `agor admin serve` at socket_path instead of sudo (docs/admin.md#socket): the executor's
+ * stdin and stdout are socket pairs whose far ends travel with the request, its stderr is ours; the answer gives
+ * its exit status. At timeout_ms the connection is closed, and the server kills the executor's process group. */
+int impersonate_run_socket(const char *socket_path, const char *user, const char *payload, size_t len, int timeout_ms,
+			   struct strbuf *line, int *exit_code, struct err *e);
+
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adminsock.h"
 #include "child.h"
 #include "config.h"
 #include "fault.h"
@@ -165,9 +166,26 @@ static int missing_result(struct child *c, const char *tail, const char *why, st
 			"%s (exit status %d)%s%s", why, child_exit_code(c), *tail ? ": " : "", tail);
 }
 
+/* SPAWN_ADMIN through the privileged socket: the same argv, typed, and admin's --json line back. */
+static int spawn_admin_socket(const struct spawn_request *r, struct spawn_result *out, struct err *e)
+{
+	struct strbuf line = STRBUF_INIT;
+	int rc = adminsock_admin(r->admin_socket, r->admin_args, r->timeout_ms, &line, e);
+	if (rc == 0 && !(out->result = parse_result_line(&line)))
+		rc = err_setd(e, E_EXECUTOR_RESULT_MISSING, json_pack("{s:s}", "answer", line.buf),
+			      "the privileged socket %s gave no admin result line%s%.200s", r->admin_socket,
+			      line.len ? ": " : "", line.buf);
+	out->exit_status = out->result && json_is_true(json_object_get(out->result, "success")) ? 0 : 1;
+	out->stderr_tail = xstrdup("");
+	strbuf_release(&line);
+	return rc;
+}
+
 int spawn_executor(const struct spawn_request *r, struct spawn_result *out, struct err *e)
 {
 	memset(out, 0, sizeof(*out));
+	if (r->mode == SPAWN_ADMIN && r->admin_socket)
+		return spawn_admin_socket(r, out, e);
 	_cleanup_child_ struct child c;
 	child_init(&c);
 	c.inherit_env = 0;

@@ -10,7 +10,9 @@
  *   SPAWN_TEMPLATE  `/bin/sh -c <template rendered>` (e.g. kubectl run -i … -- agor executor --stdin).
  *   SPAWN_ADMIN     `sudo -n -- <agor> admin ARGS… --json` (just `<agor> admin …` when already root): the
  *                   daemon's one way to root (docs/admin.md), with the fixed argv it validated; stdin is
- *                   empty and admin's --json line has the executor's result shape.
+ *                   empty and admin's --json line has the executor's result shape. With admin_socket set,
+ *                   the same argv goes to the root `agor admin serve` there instead (no process started,
+ *                   docs/admin.md#socket).
  * Template placeholders: {payload_json} {command} {task_id} {session_id} {worktree_id} {unix_user}
  * {unix_user_uid} {unix_user_gid} {daemon_url}; each value is single-quoted for the shell, uid/gid come
  * from the passwd database; an unknown placeholder is an error (config load checks it first).
@@ -35,6 +37,7 @@ struct spawn_request {
 	const char *template;	       /* SPAWN_TEMPLATE: execution.executor_command_template */
 	const char *unix_user;	       /* the execution user (SUDO: required; TEMPLATE: {unix_user}) */
 	const char *const *admin_args; /* SPAWN_ADMIN: subcommand and arguments, NULL-terminated */
+	const char *admin_socket;      /* SPAWN_ADMIN: execution.privileged_socket, or NULL for sudo */
 	const char *payload;	       /* JSON text for stdin (may hold a session token: never in argv) */
 	size_t payload_len;
 	/* Template values (NULL → empty string). */
