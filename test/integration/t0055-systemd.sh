@@ -2,8 +2,9 @@
 # t0055-systemd — the units of dist/systemd under a real systemd: a Debian 12 root made by debootstrap (cached in
 # build/test-tmp, see test/vm.sh) boots Debian's cloud kernel under qemu with systemd as PID 1 on cgroup v2;
 # test/helpers/systemd-guest.sh then follows docs/modes.md#systemd as an operator would and the host reads its
-# results back from the guest's disk: the daemon starts, admin works through sudo from inside its unit, executors
-# get delegated run cgroups, the node unit pairs and runs, and the daemon unit's security exposure is measured.
+# results back from the guest's disk: the daemon starts with no privilege, admin and executors work through
+# agor-admin.socket, executors run inside their user's delegated cgroup with limits on cgroup v2, the node unit pairs
+# and runs, and systemd-analyze security rates the daemon unit "OK" (≤ 4.5).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../vm.sh"
 
@@ -34,7 +35,7 @@ build_guest() {
   cp -a "$(vm_debian_root "$GUEST_PACKAGES")" "$g"
   install -m 0755 "$AGOR" "$g/usr/local/bin/agor"
   install -m 0644 "$TEST_TOP/dist/systemd/agor-daemon.service" "$TEST_TOP/dist/systemd/agor-node.service" \
-    "$g/etc/systemd/system/"
+    "$TEST_TOP/dist/systemd/agor-admin.socket" "$TEST_TOP/dist/systemd/agor-admin.service" "$g/etc/systemd/system/"
   install -m 0755 "$TEST_TOP/test/helpers/systemd-guest.sh" "$g/root/systemd-guest.sh"
   guest_unit > "$g/etc/systemd/system/agor-guest.service"
   mkdir -p "$g/etc/systemd/system/default.target.wants"
@@ -81,26 +82,32 @@ test_case "the guest booted systemd on cgroup v2 and ran every step" '
   grep -q "^@@@ done" "$VM/serial" || { tail -50 "$VM/serial"; fail "the guest did not finish"; }
 '
 
-test_case "agor-daemon.service starts the daemon as agor" '
-  ran setup; ran validate; ran rbac; ran enable; ran status
-  cat "$R/daemon-cgroup"
+test_case "agor-daemon.service starts the daemon as agor, with no privilege at all" '
+  ran setup; ran validate; ran rbac; ran socket-config; ran cpu-limit; ran enable; ran status
+  cat "$R/daemon-cgroup" "$R/daemon-privs"
+  grep -q "^NoNewPrivs:[[:space:]]*1$" "$R/daemon-privs" || fail "the daemon may gain privileges"
+  grep -q "^CapBnd:[[:space:]]*0000000000000000$" "$R/daemon-privs" || fail "the daemon keeps capabilities"
 '
 
-test_case "admin through sudo from inside the unit: a user, a clone, a worktree in the group admin made" '
+test_case "admin through agor-admin.socket from the hardened unit: a user, a clone, a worktree in the group admin made" '
   ran user; ran token; ran clone; ran worktree
   grep -q " agor_wt_" "$R/worktree-stat" || { cat "$R/worktree-stat"; fail "the worktree has no group made by agor admin"; }
+  grep -q "agor admin serve: create-worktree-group" "$R/journal" || { grep agor-admin "$R/journal"; fail "the group was not made through the socket"; }
 '
 
-# The daemon runs as agor, its executors as agor_executor: on cgroup v2 an executor may move its runs only within
-# a subtree it lives in, and `agor admin cgroup-delegate --pid` moves only a process of that user (a subtree the
-# executor user owns may freeze, kill or starve whatever lives in it: never the daemon). So today an insulated host
-# on cgroup v2 fails closed on runs with limits; this case pins that, and changes when the gap is closed.
-test_case "cgroup v2, insulated: an executor outside its delegated subtree fails closed, naming the fix" '
-  [ "$(cat "$R/exec.rc")" != 0 ] || { cat "$R/exec.out"; fail "the run succeeded: update this case and the docs"; }
-  cat "$R/exec.out" "$R/exec.err" > said
-  expect_contains said "cgroup"
-  expect_contains said "ISOLATION_UNAVAILABLE"
-  [ ! -e "$R/made" ] || fail "the program ran"
+# The daemon runs as agor, its executors as agor_executor: agor-admin.service starts each executor in
+# /agor/agor_executor/executors, a leaf of the subtree delegated to that user, so the executor may make its run cgroups
+# below it and move its runs there (cgroup v2 moves a process only within a subtree its mover lives in).
+test_case "cgroup v2, insulated: the executor lives in its delegated subtree and its run gets the limits" '
+  ran exec
+  grep -qx agor_executor "$R/exec.out" || { cat "$R/exec.out"; fail "the run was not agor_executor"; }
+  [ -e "$R/made" ] || fail "the program did not run"
+  expect_eq "$(cat "$R/executor-cgroup")" "0::/agor/agor_executor/executors"
+  cat "$R/run-cgroup"
+  grep -qx "memory.max 4294967296 " "$R/run-cgroup" || fail "the run has not the 4096 MiB memory limit"
+  grep -qx "pids.max 1024 " "$R/run-cgroup" || fail "the run has not the 1024 pids limit"
+  grep -qx "cpu.max 50000 100000 " "$R/run-cgroup" || fail "the run has not the 50% cpu limit"
+  grep -Eq "^cgroup.procs [0-9]+" "$R/run-cgroup" || fail "nothing ran in the run cgroup"
   expect_eq "$(cat "$R/executor-cgroup-owner")" agor_executor
 '
 
@@ -110,11 +117,13 @@ test_case "agor-node.service: the documented pairing writes where the unit reads
   grep -Eq "\"connected\": *true" "$R/nodes.out" || { cat "$R/nodes.out"; fail "the node is not connected"; }
 '
 
-test_case "systemd-analyze security rates agor-daemon.service" '
-  ran security
+test_case "systemd-analyze security rates agor-daemon.service OK (at most 4.5)" '
+  ran security; ran admin-security
   score=$(sed -n "s/.*Overall exposure level for agor-daemon.service: \([0-9.]*\).*/\1/p" "$R/security.out")
-  echo "exposure $score"
+  admin=$(sed -n "s/.*Overall exposure level for agor-admin.service: \([0-9.]*\).*/\1/p" "$R/admin-security.out")
+  echo "exposure: agor-daemon.service $score, agor-admin.service $admin"
   [ -n "$score" ] || { cat "$R/security.out"; fail "no score"; }
+  awk -v s="$score" "BEGIN { exit !(s <= 4.5) }" || { cat "$R/security.out"; fail "agor-daemon.service is rated $score, above 4.5"; }
 '
 
 test_done
