@@ -76,7 +76,7 @@ wait $execpid
 echo $? > $R/exec.rc
 say "step exec $(cat $R/exec.rc)"
 ls /sys/fs/cgroup/agor/agor_executor > $R/executor-cgroups 2>&1
-ls /srv/agor/worktrees/*/made.txt > $R/made 2> /dev/null || rm -f $R/made
+ls "$path/made.txt" > $R/made 2> /dev/null || rm -f $R/made
 stat -c %U /sys/fs/cgroup/agor/agor_executor > $R/executor-cgroup-owner 2>&1
 
 # the node unit: pair with the documented command (it writes where the unit reads), approve, run

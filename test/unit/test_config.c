@@ -522,7 +522,7 @@ TEST(config_unknown_keys_name_the_known_ones)
 	CHECK_LOAD_ERROR(
 		"execution:\n  nope: 1\n",
 		"F:2: execution.nope: unknown key (known: unix_user_mode, executor_unix_user, "
-		"executor_command_template, executor_daemon_url, executor_daemon_ca_file, "
+		"executor_command_template, privileged_socket, executor_daemon_url, executor_daemon_ca_file, "
 		"executor_daemon_fingerprint, executor_heartbeat_ms, worktree_rbac, fallback_to_unified, "
 		"executor_pool, "
 		"session_tokens, terminal_shell, git, timeout_ms, permission_timeout_ms, exec_env_allow, sandbox)");
@@ -822,6 +822,7 @@ TEST(config_policy_keys_are_the_sandbox_the_fallback_the_timeout_and_the_roots)
 	CHECK(config_is_policy_key("execution.sandbox.cgroup_parent"));
 	CHECK(config_is_policy_key("execution.fallback_to_unified"));
 	CHECK(config_is_policy_key("execution.timeout_ms"));
+	CHECK(config_is_policy_key("execution.privileged_socket"));
 	CHECK(!config_is_policy_key("execution.sandbox.no_such_key"));
 	CHECK(!config_is_policy_key("execution.unix_user_mode"));
 	CHECK(!config_is_policy_key("execution.permission_timeout_ms"));
@@ -845,7 +846,8 @@ TEST(config_policy_keys_are_the_sandbox_the_fallback_the_timeout_and_the_roots)
 		n++;
 		CHECK(!strncmp(en.key, "execution.sandbox.", 18) || !strcmp(en.key, "execution.fallback_to_unified") ||
 		      !strcmp(en.key, "execution.timeout_ms") || !strcmp(en.key, "paths.repos_dir") ||
-		      !strcmp(en.key, "paths.worktrees_dir") || !strcmp(en.key, "execution.terminal_shell"));
+		      !strcmp(en.key, "paths.worktrees_dir") || !strcmp(en.key, "execution.terminal_shell") ||
+		      !strcmp(en.key, "execution.privileged_socket"));
 		if (en.value)
 			CHECK_STR(json_string_value(v), en.value);
 		else
