@@ -947,7 +947,8 @@ static const struct client_command commands[] = {
 
 static const char admin_usage[] =
 	"Usage: agor admin SUBCOMMAND [--dry-run] [--json] [--root-config PATH] ARGS…\n"
-	"(root only; the daemon reaches it through 'sudo -n agor admin …')\n"
+	"(root only; the daemon reaches it through 'sudo -n agor admin …', or through the socket of\n"
+	"'agor admin serve' when execution.privileged_socket is set)\n"
 	"\n"
 	"  create-worktree-group    <worktree-id> <worktree-path> [--others none|read|write]\n"
 	"  delete-worktree-group    <worktree-id>\n"
