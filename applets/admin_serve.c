@@ -30,7 +30,7 @@
 #include "banned.h"
 
 #define REQUEST_TIMEOUT_S 10   /* a connection must have sent its whole request by then */
-#define CANCEL_GRACE_MS	  2000 /* SIGTERM → SIGKILL when the daemon gives an executor up */
+#define CANCEL_GRACE_MS	  5000 /* SIGTERM → SIGKILL when the daemon gives an executor up (child.c's default) */
 #define MAX_GROUPS	  256
 
 struct serve {

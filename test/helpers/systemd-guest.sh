@@ -64,13 +64,13 @@ path=$(tr -d ' \n' < $R/worktree.out | sed -n 's/.*"path":"\(\/srv\/agor\/worktr
 stat -c "%U %G %a" "$path" > $R/worktree-stat 2>&1
 # an executor with limits (memory, pids by default, cpu set above): on cgroup v2 it must start inside its delegated
 # subtree, which agor-admin.service gives it; while it runs, its run cgroup's limits and the executor's cgroup are read
-as_alice agor exec --url $URL "$wt" -- sh -c 'id -un; cat /proc/self/cgroup; echo made > made.txt; sleep 5' \
+as_alice agor exec --url $URL "$wt" -- sh -c 'id -un; cat /proc/self/cgroup; echo made > made.txt; sleep 30' \
   > $R/exec.out 2> $R/exec.err &
 execpid=$!
 wait_for sh -c 'ls -d /sys/fs/cgroup/agor/agor_executor/run-*'
 run=$(ls -d /sys/fs/cgroup/agor/agor_executor/run-* 2> /dev/null | head -1)
 for f in memory.max pids.max cpu.max cgroup.procs; do echo "$f $(cat "$run/$f" 2> /dev/null | tr '\n' ' ')"; done > $R/run-cgroup
-inner=$(pid_of agor_executor "agor executor --stdin")
+inner=$(pid_of agor_executor "agor executor --stdin")   # slow under TCG (forks per process): the run sleeps 30 s
 cat /proc/"$inner"/cgroup > $R/executor-cgroup 2>&1
 wait $execpid
 echo $? > $R/exec.rc

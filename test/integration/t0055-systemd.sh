@@ -32,7 +32,8 @@ guest_unit() {
 build_guest() {
   local g="$VM/root"
   [ -n "$VM" ] && [ -d "$VM" ] || fail "no VM directory"
-  cp -a "$(vm_debian_root "$GUEST_PACKAGES")" "$g"
+  mkdir "$g"   # the cache's contents, never the cache itself (it may be a symlink to a shared one)
+  cp -a "$(vm_debian_root "$GUEST_PACKAGES")/." "$g/"
   install -m 0755 "$AGOR" "$g/usr/local/bin/agor"
   install -m 0644 "$TEST_TOP/dist/systemd/agor-daemon.service" "$TEST_TOP/dist/systemd/agor-node.service" \
     "$TEST_TOP/dist/systemd/agor-admin.socket" "$TEST_TOP/dist/systemd/agor-admin.service" "$g/etc/systemd/system/"

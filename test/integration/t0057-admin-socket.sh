@@ -15,7 +15,7 @@ sandbox_forget_accounts agor agor_executor agor_users alice bob
 
 BIN=/usr/local/bin/agor
 STATE="$TEST_TMP_ROOT/t0057-state"
-SOCK=/run/agor/admin.sock
+SOCK=/run/agor-admin.sock   # where agor-admin.socket puts it
 CLIENT=/srv/adminsock-client.py
 . "$TEST_TOP/test/host.sh"
 
@@ -133,6 +133,14 @@ malformed_steps() {
   ! pgrep -u agor_executor -f "executor --stdin" > /dev/null || fail "a refused request started an executor"
 }
 test_case "requests: malformed, oversized, truncated, trailing, smuggled env, descriptors missing, extra or late" malformed_steps
+
+terminal_steps() {
+  command -v tmux > /dev/null || skip_case "needs tmux"
+  cp "$TEST_TOP/test/helpers/term-client.py" /srv/term-client.py && chmod 644 /srv/term-client.py
+  as_agor python3 /srv/term-client.py /run/agor/agor.sock "$(cat "$STATE/wt")" "expect:@agor-sandbox:" "type:id -un\n" \
+    "expect:\ragor_executor\r\n" > term.out || { cat term.out "$STATE/daemon.log" "$STATE/serve.log"; fail "no working terminal through the socket"; }
+}
+test_case "a terminal (a long-lived executor) through the socket: a shell as agor_executor" terminal_steps
 
 cancel_steps() {
   exec_tcp alice "$(cat "$STATE/wt")" sleep 4242 > run.out 2> err &
