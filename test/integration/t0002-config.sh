@@ -21,7 +21,7 @@ test_case "no config file: every setting is a default" '
   expect_exit 0 "$AGOR" config show
   expect_empty err
   expect_contains out "# config file: $HOME/.agor/config.yaml (not found"
-  [ "$(grep -vc "^#" out)" -eq 69 ] || fail "expected 69 settings"
+  [ "$(grep -vc "^#" out)" -eq 70 ] || fail "expected 70 settings"
   ! grep -v "^#" out | grep -v "(default)$" || fail "a setting that is not a default"
   expect_setting daemon.port 3030 default
   expect_setting daemon.host 127.0.0.1 default
@@ -194,7 +194,7 @@ doc = json.load(sys.stdin)
 assert doc["configFile"] == sys.argv[1], doc["configFile"]
 assert doc["configFileFound"] is True
 s = {x["key"]: x for x in doc["settings"]}
-assert len(s) == 69, len(s)
+assert len(s) == 70, len(s)
 assert s["execution.exec_env_allow"]["value"] == "LANG:LC_*:TZ:TERM:NO_COLOR:COLUMNS:LINES", s["execution.exec_env_allow"]
 assert s["daemon.port"]["value"] == 4000 and s["daemon.port"]["source"] == "file"
 assert s["daemon.port"]["file"] == sys.argv[1] and s["daemon.port"]["line"] == 1
