@@ -37,13 +37,14 @@ static int read_secret(struct strbuf *value)
 static const char *const service_arg[] = { "service", NULL };
 static const struct client_flag set_flags[] = {
 	{ "--scope", "scope", CLIENT_FLAG_STRING,
-	  "whose tasks may use it: members (default for a new key), admins or owner" },
+	  "whose tasks may use it: members (default for a new key), admins or owner", "SCOPE" },
 	{ "--username", "username", CLIENT_FLAG_STRING,
-	  "the user a git credential logs in as (https: x-access-token; ssh: the URL's, else git)" },
+	  "the user a git credential logs in as (https: x-access-token; ssh: the URL's, else git)", "LOGIN" },
 	{ NULL },
 };
 static const struct client_command commands[] = {
-	{ "set", "api_keys.set", service_arg, set_flags, "SERVICE [--scope S] [--username U]   (the key on stdin)",
+	{ "set", "api_keys.set", service_arg, set_flags,
+	  "SERVICE [--scope SCOPE] [--username LOGIN]   (the key on stdin)",
 	  .example = "echo \"$KEY\" | agor api-key set anthropic --scope members" },
 	{ "list", "api_keys.list", NULL, NULL, "", .example = "agor api-key list --json" },
 	{ "remove", "api_keys.remove", service_arg, NULL, "SERVICE", .example = "agor api-key remove anthropic" },

@@ -34,13 +34,14 @@ static int usage(const char *what)
 
 static const char *const worktree_arg[] = { "?worktree_id", NULL };
 static const struct client_flag exec_flags[] = {
-	{ "--host", "host", CLIENT_FLAG_STRING, "sandbox (this host, sandboxed), gateway or node" },
-	{ "--node", "node", CLIENT_FLAG_STRING, "which node (id, name or query) with --host node" },
-	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full (only ever tightens)" },
-	{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always: when a person is asked" },
-	{ "--session", "session_id", CLIENT_FLAG_STRING, "use the session's exec defaults (`/exec` in a prompt)" },
-	{ "--agent", "agent_id", CLIENT_FLAG_STRING, "whose exec-approvals allowlist applies" },
-	{ "--timeout-ms", "timeout_ms", CLIENT_FLAG_STRING, "stop the run after this many milliseconds" },
+	{ "--host", "host", CLIENT_FLAG_STRING, "sandbox (this host, sandboxed), gateway or node", "WHERE" },
+	{ "--node", "node", CLIENT_FLAG_STRING, "which node (id, name or query) with --host node", "NODE" },
+	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full (only ever tightens)", "LEVEL" },
+	{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always: when a person is asked", "WHEN" },
+	{ "--session", "session_id", CLIENT_FLAG_STRING, "use the session's exec defaults (`/exec` in a prompt)",
+	  "SESSION" },
+	{ "--agent", "agent_id", CLIENT_FLAG_STRING, "whose exec-approvals allowlist applies", "AGENT" },
+	{ "--timeout-ms", "timeout_ms", CLIENT_FLAG_STRING, "stop the run after this many milliseconds", "MS" },
 	{ "--yes", "yes", CLIENT_FLAG_BOOL, "approve this run once if asked" },
 	{ "--always", "always", CLIENT_FLAG_BOOL, "approve it and add it to the allowlist if asked" },
 	{ "--no", "no", CLIENT_FLAG_BOOL, "deny it if asked (wins over --yes and --always)" },

@@ -36,8 +36,9 @@ static int print_sessions(const json_t *rows)
 static const char *const create_args[] = { "worktree_id", NULL }, *const id_arg[] = { "id", NULL },
 			 *const egress_args[] = { "session_id", "entry", NULL };
 static const struct client_flag create_flags[] = {
-	{ "--tool", "tool", CLIENT_FLAG_STRING },
-	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING },
+	{ "--tool", "tool", CLIENT_FLAG_STRING, "the agent CLI: claude-code, codex, gemini or opencode", "TOOL" },
+	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING,
+	  "default (ask the prompter), acceptEdits, bypassPermissions or plan (read-only)", "MODE" },
 	{ NULL },
 };
 

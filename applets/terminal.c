@@ -15,7 +15,7 @@ extern const struct applet applet_terminal;
 static const char *const worktree_arg[] = { "worktree", NULL };
 static const struct client_flag terminal_flags[] = {
 	{ "--detach-key", "detach_key", CLIENT_FLAG_STRING,
-	  "C-LETTER or C-] (the default): detaches, the shell goes on" },
+	  "C-LETTER or C-] (the default): detaches, the shell goes on", "KEY" },
 	{ NULL },
 };
 static const struct client_command commands[] = {

@@ -16,23 +16,28 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 const struct client_flag client_common_flags[] = {
 	{ "--json", "json", CLIENT_FLAG_BOOL, "print the answer as JSON (for scripts)" },
 	{ "--url", "url", CLIENT_FLAG_STRING,
-	  "the daemon: unix:/path, http://host:port or ws://host:port/ws (default: daemon.socket_path)" },
+	  "the daemon: unix:/path, http://host:port or ws://host:port/ws (default: daemon.socket_path)", "URL" },
 	{ "--token", "token", CLIENT_FLAG_STRING,
-	  "over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN" },
-	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml that names the daemon's socket" },
+	  "over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN", "TOKEN" },
+	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml that names the daemon's socket", "PATH" },
 	{ NULL },
 };
 
-static const char *value_name(const struct client_flag *f)
+/* "  --name VALUE   help": the help column starts at one place in every --help. */
+static void print_option_line(FILE *out, const char *left, const char *help)
 {
-	return f->type == CLIENT_FLAG_BOOL ? "" : f->type == CLIENT_FLAG_LIST ? " VALUE (repeatable)" : " VALUE";
+	fprintf(out, "  %-26s %s\n", left, help);
 }
 
 void client_print_flags(FILE *out, const struct client_flag *flags)
 {
 	for (const struct client_flag *f = flags; f && f->name; f++) {
-		_cleanup_free_ char *left = xasprintf("%s%s", f->name, value_name(f));
-		fprintf(out, "  %-24s %s\n", left, f->help ? f->help : "");
+		const char *value = f->value ? f->value : "VALUE";
+		_cleanup_free_ char *left =
+			f->type == CLIENT_FLAG_BOOL ? xasprintf("%s", f->name) : xasprintf("%s %s", f->name, value);
+		_cleanup_free_ char *help =
+			xasprintf("%s%s", f->help ? f->help : "", f->type == CLIENT_FLAG_LIST ? " (repeatable)" : "");
+		print_option_line(out, left, help);
 	}
 }
 
@@ -68,7 +73,8 @@ void client_print_help(FILE *out, const char *group, const struct client_command
 	client_print_flags(out, c->flags);
 	if (!c->local)
 		print_common_options(out);
-	fprintf(out, "  --help                   this text\n\nExample:\n  %s\n", c->example ? c->example : "");
+	print_option_line(out, "--help", "this text");
+	fprintf(out, "\nExample:\n  %s\n", c->example ? c->example : "");
 }
 
 /* 1 when argv (a subcommand's arguments) asks for help before any "--" that starts a command's own argv. */

@@ -26,7 +26,8 @@ struct client_flag {
 	const char *name;  /* "--branch" */
 	const char *param; /* "branch" */
 	enum client_flag_type type;
-	const char *help; /* "the branch to check out" (NULL: the name says it); --help and completion show it */
+	const char *help;  /* "the branch to check out": --help and the man pages show it (t0001: never empty) */
+	const char *value; /* what the value is, as --help shows it: "BRANCH" (a STRING or LIST flag; t0001 checks) */
 };
 
 struct client_command {
@@ -62,7 +63,7 @@ int client_parse_args(const char *who, const struct client_command *c, int argc,
 /* How many words the command's name has: 0 (""), 1 ("clone") or 2 ("allowlist add"). */
 int client_command_words(const struct client_command *c);
 void client_print_help(FILE *out, const char *group, const struct client_command *c);
-/* One "  --name VALUE   help" line per flag. */
+/* One "  --name VALUE   help" line per flag (a LIST flag's help ends "(repeatable)"). */
 void client_print_flags(FILE *out, const struct client_flag *flags);
 
 /* argv[0] is the group name ("repo"). */
