@@ -182,9 +182,11 @@ static int show_result(const struct exec_opts *o, const json_t *reply)
 		json_write_line(1, res ? res : error);
 	if (!res) {
 		const json_t *data = json_object_get(error, "data");
-		if (!o->client.json)
-			fprintf(stderr, "agor exec: %s [%s]\n", json_get_str(error, "message"),
-				json_get_str(data, "code") ? json_get_str(data, "code") : "?");
+		if (!o->client.json) {
+			const char *code = json_get_str(data, "code"), *message = json_get_str(error, "message");
+			fprintf(stderr, "agor exec: %s [%s]\n", message ? message : "?", code ? code : "?");
+			client_print_fix_hint(stderr, code, message);
+		}
 		return json_get_str(data, "code") && !strcmp(json_get_str(data, "code"), "PERMISSION_DENIED")
 			       ? EXIT_DENIED
 			       : EXIT_FAILED;

@@ -20,7 +20,7 @@ static int print_repo(const json_t *r)
 
 static int print_repos(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "default_branch", "url", NULL });
+	client_print_table(rows, (const char *const[]){ "id", "default_branch", "created_at", "url", NULL });
 	return 0;
 }
 

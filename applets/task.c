@@ -9,7 +9,8 @@
 
 static int print_tasks(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "command", "status", "execution_user", NULL });
+	client_print_table(rows,
+			   (const char *const[]){ "id", "command", "status", "created_at", "execution_user", NULL });
 	return 0;
 }
 

@@ -19,7 +19,7 @@ static int print_worktree(const json_t *r)
 
 static int print_worktrees(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "name", "branch", "path", NULL });
+	client_print_table(rows, (const char *const[]){ "id", "name", "branch", "created_at", "path", NULL });
 	return 0;
 }
 
