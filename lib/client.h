@@ -106,8 +106,9 @@ void client_learn_user_names(struct rpc_client *cl);
 void client_learn_worktree_names(struct rpc_client *cl);
 /* The text of v, the value of key, as tables and objects show it (in buf, or v's own string). */
 const char *client_value_text(const char *key, const json_t *v, char *buf, size_t size);
-/* After an error code NOT_FOUND with "no THING with id …" or "unknown THING: …" (a repo, worktree, session, task, user, node or token), the
- * line that says what to type to see them: "`agor repo list` shows them (…)". Nothing for other errors. */
+/* After an error code NOT_FOUND with "no THING with id …" or "unknown THING: …" (a repo, worktree, session,
+ * task, user, node or token), the line that says what to type to see them: "`agor repo list` shows them (…)".
+ * Nothing for other errors. */
 void client_print_fix_hint(FILE *out, const char *code, const char *message);
 
 #endif
