@@ -893,28 +893,28 @@ static int admin_main(int argc, char **argv)
 		{ "--json", "json", CLIENT_FLAG_BOOL, "print one result object {success, data|error}" },               \
 	{                                                                                                              \
 		"--root-config", "root_config", CLIENT_FLAG_STRING,                                                    \
-			"another admin.yaml (only when root runs agor directly, never through sudo)"                   \
+			"another admin.yaml (only when root runs agor directly, never through sudo)", "PATH"           \
 	}
 
 static const struct client_flag global_flags[] = { GLOBAL_FLAGS, { NULL } };
 static const struct client_flag owner_flags[] = {
 	GLOBAL_FLAGS,
-	{ "--link-name", "link_name", CLIENT_FLAG_STRING, "the link's name under ~/agor/worktrees/" },
+	{ "--link-name", "link_name", CLIENT_FLAG_STRING, "the link's name under ~/agor/worktrees/", "NAME" },
 	{ NULL },
 };
 static const struct client_flag pid_flags[] = {
 	GLOBAL_FLAGS,
-	{ "--pid", "pid", CLIENT_FLAG_STRING, "cgroup v2: move this daemon pid inside the subtree" },
+	{ "--pid", "pid", CLIENT_FLAG_STRING, "cgroup v2: move this daemon pid inside the subtree", "PID" },
 	{ NULL },
 };
 static const struct client_flag group_flags[] = {
 	GLOBAL_FLAGS,
-	{ "--others", "others", CLIENT_FLAG_STRING, "none, read or write: what others get" },
+	{ "--others", "others", CLIENT_FLAG_STRING, "none, read or write: what others get", "ACCESS" },
 	{ NULL },
 };
 static const struct client_flag archive_flags[] = {
 	GLOBAL_FLAGS,
-	{ "--archive", "archive", CLIENT_FLAG_STRING, "move the home into this directory (under archive_dir)" },
+	{ "--archive", "archive", CLIENT_FLAG_STRING, "move the home into this directory (under archive_dir)", "DIR" },
 	{ NULL },
 };
 static const struct client_flag repo_flags[] = {

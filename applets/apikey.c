@@ -1,5 +1,7 @@
 /* apikey.c — `agor api-key set SERVICE | list | remove SERVICE`: the provider keys the daemon seals and hands
- * to agents just in time. The value is read from stdin (never argv, where /proc and shell history show it). */
+ * to agents just in time. The value is read from stdin (never argv, where /proc and shell history show it): a pipe or
+ * a file whole, a terminal one line typed without echo. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <termios.h>
@@ -14,17 +16,35 @@
 
 extern const struct applet applet_apikey;
 
+/* One line typed on the terminal fd (Enter ends it, as at any password prompt): at most max bytes. */
+static ssize_t read_typed_line(struct strbuf *sb, int fd, size_t max)
+{
+	char c;
+	ssize_t n;
+	while (sb->len < max && (n = read(fd, &c, 1)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (c == '\n')
+			break;
+		strbuf_addch(sb, c);
+	}
+	return (ssize_t)sb->len;
+}
+
+/* The key: on a terminal one line typed without echo, else all of stdin (a pipe or a file). */
 static int read_secret(struct strbuf *value)
 {
 	struct termios old, quiet;
 	int tty = isatty(0) && tcgetattr(0, &old) == 0;
-	if (tty) {
-		fprintf(stderr, "API key (not echoed): ");
+	if (tty) { /* echo off before the prompt shows: a key typed as soon as it appears is never echoed */
 		quiet = old;
 		quiet.c_lflag &= ~(tcflag_t)ECHO;
 		tcsetattr(0, TCSANOW, &quiet);
+		fprintf(stderr, "API key (not echoed): ");
 	}
-	ssize_t n = strbuf_read_fd(value, 0, 64 * 1024);
+	ssize_t n = tty ? read_typed_line(value, 0, 64 * 1024) : strbuf_read_fd(value, 0, 64 * 1024);
 	if (tty) {
 		tcsetattr(0, TCSANOW, &old);
 		fputc('\n', stderr);
@@ -37,13 +57,14 @@ static int read_secret(struct strbuf *value)
 static const char *const service_arg[] = { "service", NULL };
 static const struct client_flag set_flags[] = {
 	{ "--scope", "scope", CLIENT_FLAG_STRING,
-	  "whose tasks may use it: members (default for a new key), admins or owner" },
+	  "whose tasks may use it: members (default for a new key), admins or owner", "SCOPE" },
 	{ "--username", "username", CLIENT_FLAG_STRING,
-	  "the user a git credential logs in as (https: x-access-token; ssh: the URL's, else git)" },
+	  "the user a git credential logs in as (https: x-access-token; ssh: the URL's, else git)", "LOGIN" },
 	{ NULL },
 };
 static const struct client_command commands[] = {
-	{ "set", "api_keys.set", service_arg, set_flags, "SERVICE [--scope S] [--username U]   (the key on stdin)",
+	{ "set", "api_keys.set", service_arg, set_flags,
+	  "SERVICE [--scope SCOPE] [--username LOGIN]   (the key on stdin)",
 	  .example = "echo \"$KEY\" | agor api-key set anthropic --scope members" },
 	{ "list", "api_keys.list", NULL, NULL, "", .example = "agor api-key list --json" },
 	{ "remove", "api_keys.remove", service_arg, NULL, "SERVICE", .example = "agor api-key remove anthropic" },

@@ -108,22 +108,24 @@ static int parse_seconds(const char *flag, const char *v, int *out)
 
 #define AGENT_FLAG                                                                                                     \
 	{                                                                                                              \
-		"--agent", "agent", CLIENT_FLAG_STRING, "the agent whose policy (default: * to edit, default to ask)"  \
+		"--agent", "agent", CLIENT_FLAG_STRING, "the agent whose policy (default: * to edit, default to ask)", \
+			"AGENT"                                                                                        \
 	}
 #define HASH_FLAG                                                                                                      \
 	{                                                                                                              \
 		"--expect-hash", "expect_hash", CLIENT_FLAG_STRING,                                                    \
-			"refuse (exit 75) unless the file still has this hash"                                         \
+			"refuse (exit 75) unless the file still has this hash", "HASH"                                 \
 	}
 #define JSON_FLAG                                                                                                      \
 	{                                                                                                              \
 		"--json", "json", CLIENT_FLAG_BOOL, "print the answer as JSON"                                         \
 	}
 #define LEVEL_FLAGS                                                                                                    \
-	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full" },                                   \
-		{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always" },                                      \
+	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full", "LEVEL" },                          \
+		{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always", "WHEN" },                              \
 	{                                                                                                              \
-		"--ask-fallback", "ask_fallback", CLIENT_FLAG_STRING, "deny, allowlist or full: when nobody answers"   \
+		"--ask-fallback", "ask_fallback", CLIENT_FLAG_STRING, "deny, allowlist or full: when nobody answers",  \
+			"LEVEL"                                                                                        \
 	}
 
 static const struct client_flag get_flags[] = { JSON_FLAG, { NULL } };
@@ -132,7 +134,7 @@ static const struct client_flag set_flags[] = {
 	HASH_FLAG,
 	LEVEL_FLAGS,
 	JSON_FLAG,
-	{ "--unset", "unset", CLIENT_FLAG_LIST, "security, ask or askFallback: back to the default" },
+	{ "--unset", "unset", CLIENT_FLAG_LIST, "security, ask or askFallback: back to the default", "KEY" },
 	{ NULL },
 };
 static const struct client_flag edit_flags[] = { AGENT_FLAG, HASH_FLAG, JSON_FLAG, { NULL } };
@@ -142,9 +144,9 @@ static const struct client_flag exec_flags[] = {
 	AGENT_FLAG,
 	LEVEL_FLAGS,
 	JSON_FLAG,
-	{ "--timeout", "timeout", CLIENT_FLAG_STRING, "stop the command after SEC seconds" },
-	{ "--ask-timeout", "ask_timeout", CLIENT_FLAG_STRING, "wait SEC seconds for an answer" },
-	{ "--events", "events", CLIENT_FLAG_STRING, "write the JSON events to this descriptor (default stderr)" },
+	{ "--timeout", "timeout", CLIENT_FLAG_STRING, "stop the command after SEC seconds", "SEC" },
+	{ "--ask-timeout", "ask_timeout", CLIENT_FLAG_STRING, "wait SEC seconds for an answer", "SEC" },
+	{ "--events", "events", CLIENT_FLAG_STRING, "write the JSON events to this descriptor (default stderr)", "FD" },
 	{ "--ask-stdin", "ask_stdin", CLIENT_FLAG_BOOL, "ask as an exec.ask event, the answer a line on stdin" },
 	{ NULL },
 };

@@ -47,13 +47,14 @@ extern const struct applet applet_config;
 #define LOAD_FLAGS                                                                                                     \
 	{ "--json", "json", CLIENT_FLAG_BOOL, "one JSON object (show: {settings, configFile, configFileFound})" },     \
 		{ "--config", "config", CLIENT_FLAG_STRING,                                                            \
-		  "this config.yaml (it must exist); default $AGOR_CONFIG_PATH, else $AGOR_HOME/config.yaml" },        \
+		  "this config.yaml (it must exist); default $AGOR_CONFIG_PATH, else $AGOR_HOME/config.yaml",          \
+		  "PATH" },                                                                                            \
 		{ "--home", "paths.agor_home", CLIENT_FLAG_STRING,                                                     \
-		  "paths.agor_home (also moves the default config file)" },                                            \
-		{ "--data-home", "paths.data_home", CLIENT_FLAG_STRING, "paths.data_home" },                           \
-		{ "--host", "daemon.host", CLIENT_FLAG_STRING, "daemon.host" },                                        \
-		{ "--port", "daemon.port", CLIENT_FLAG_STRING, "daemon.port" },                                        \
-		{ "--set", "set", CLIENT_FLAG_LIST, "KEY=VALUE: any setting by its dotted key" },                      \
+		  "paths.agor_home (also moves the default config file)", "DIR" },                                     \
+		{ "--data-home", "paths.data_home", CLIENT_FLAG_STRING, "paths.data_home", "DIR" },                    \
+		{ "--host", "daemon.host", CLIENT_FLAG_STRING, "daemon.host", "ADDRESS" },                             \
+		{ "--port", "daemon.port", CLIENT_FLAG_STRING, "daemon.port", "PORT" },                                \
+		{ "--set", "set", CLIENT_FLAG_LIST, "any setting by its dotted key", "KEY=VALUE" },                    \
 	{                                                                                                              \
 		NULL                                                                                                   \
 	}

@@ -35,17 +35,19 @@ struct daemon_args {
 enum { EXIT_NOT_RUNNING = 3 }; /* `agor daemon status` of a daemon that is not running (as LSB status) */
 
 #define HOME_FLAGS                                                                                                     \
-	{ "--config", "config", CLIENT_FLAG_STRING, "config.yaml to read (default: $AGOR_HOME/config.yaml)" },         \
+	{ "--config", "config", CLIENT_FLAG_STRING, "config.yaml to read (default: $AGOR_HOME/config.yaml)", "PATH" }, \
 	{                                                                                                              \
-		"--home", "paths.agor_home", CLIENT_FLAG_STRING, "AGOR_HOME (default: $AGOR_HOME, else ~/.agor)"       \
+		"--home", "paths.agor_home", CLIENT_FLAG_STRING, "AGOR_HOME (default: $AGOR_HOME, else ~/.agor)",      \
+			"DIR"                                                                                          \
 	}
 static const struct client_flag start_flags[] = {
 	HOME_FLAGS,
 	{ "--foreground", "foreground", CLIENT_FLAG_BOOL,
 	  "stay attached to the terminal, log to stderr (else detach, log to $AGOR_HOME/logs/daemon.log)" },
-	{ "--host", "daemon.host", CLIENT_FLAG_STRING, "the TCP listener's address" },
-	{ "--port", "daemon.port", CLIENT_FLAG_STRING, "the TCP listener's port" },
-	{ "--set", "set", CLIENT_FLAG_LIST, "KEY=VALUE: any setting (`agor config show` lists them)" },
+	{ "--host", "daemon.host", CLIENT_FLAG_STRING, "the TCP listener's address", "ADDRESS" },
+	{ "--port", "daemon.port", CLIENT_FLAG_STRING, "the TCP listener's port", "PORT" },
+	{ "--set", "set", CLIENT_FLAG_LIST, "any setting by its dotted key (`agor config show` lists them)",
+	  "KEY=VALUE" },
 	{ NULL },
 };
 static const struct client_flag status_flags[] = {
@@ -55,7 +57,8 @@ static const struct client_flag status_flags[] = {
 };
 static const struct client_flag stop_flags[] = {
 	HOME_FLAGS,
-	{ "--timeout", "timeout", CLIENT_FLAG_STRING, "seconds to wait for the daemon to end (1 to 3600, default 30)" },
+	{ "--timeout", "timeout", CLIENT_FLAG_STRING, "seconds to wait for the daemon to end (1 to 3600, default 30)",
+	  "SEC" },
 	{ "--json", "json", CLIENT_FLAG_BOOL, "print {running, stopped, pid?} as JSON" },
 	{ NULL },
 };

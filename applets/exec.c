@@ -34,13 +34,14 @@ static int usage(const char *what)
 
 static const char *const worktree_arg[] = { "?worktree_id", NULL };
 static const struct client_flag exec_flags[] = {
-	{ "--host", "host", CLIENT_FLAG_STRING, "sandbox (this host, sandboxed), gateway or node" },
-	{ "--node", "node", CLIENT_FLAG_STRING, "which node (id, name or query) with --host node" },
-	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full (only ever tightens)" },
-	{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always: when a person is asked" },
-	{ "--session", "session_id", CLIENT_FLAG_STRING, "use the session's exec defaults (`/exec` in a prompt)" },
-	{ "--agent", "agent_id", CLIENT_FLAG_STRING, "whose exec-approvals allowlist applies" },
-	{ "--timeout-ms", "timeout_ms", CLIENT_FLAG_STRING, "stop the run after this many milliseconds" },
+	{ "--host", "host", CLIENT_FLAG_STRING, "sandbox (this host, sandboxed), gateway or node", "WHERE" },
+	{ "--node", "node", CLIENT_FLAG_STRING, "which node (id, name or query) with --host node", "NODE" },
+	{ "--security", "security", CLIENT_FLAG_STRING, "deny, allowlist or full (only ever tightens)", "LEVEL" },
+	{ "--ask", "ask", CLIENT_FLAG_STRING, "off, on-miss or always: when a person is asked", "WHEN" },
+	{ "--session", "session_id", CLIENT_FLAG_STRING, "use the session's exec defaults (`/exec` in a prompt)",
+	  "SESSION" },
+	{ "--agent", "agent_id", CLIENT_FLAG_STRING, "whose exec-approvals allowlist applies", "AGENT" },
+	{ "--timeout-ms", "timeout_ms", CLIENT_FLAG_STRING, "stop the run after this many milliseconds", "MS" },
 	{ "--yes", "yes", CLIENT_FLAG_BOOL, "approve this run once if asked" },
 	{ "--always", "always", CLIENT_FLAG_BOOL, "approve it and add it to the allowlist if asked" },
 	{ "--no", "no", CLIENT_FLAG_BOOL, "deny it if asked (wins over --yes and --always)" },
@@ -181,9 +182,11 @@ static int show_result(const struct exec_opts *o, const json_t *reply)
 		json_write_line(1, res ? res : error);
 	if (!res) {
 		const json_t *data = json_object_get(error, "data");
-		if (!o->client.json)
-			fprintf(stderr, "agor exec: %s [%s]\n", json_get_str(error, "message"),
-				json_get_str(data, "code") ? json_get_str(data, "code") : "?");
+		if (!o->client.json) {
+			const char *code = json_get_str(data, "code"), *message = json_get_str(error, "message");
+			fprintf(stderr, "agor exec: %s [%s]\n", message ? message : "?", code ? code : "?");
+			client_print_fix_hint(stderr, code, message);
+		}
 		return json_get_str(data, "code") && !strcmp(json_get_str(data, "code"), "PERMISSION_DENIED")
 			       ? EXIT_DENIED
 			       : EXIT_FAILED;

@@ -131,10 +131,10 @@ struct pair_opts {
 };
 
 static const struct client_flag pair_flags[] = {
-	{ "--gateway", "gateway", CLIENT_FLAG_STRING, "the gateway: ws://HOST:PORT/ws or wss://…" },
-	{ "--name", "name", CLIENT_FLAG_STRING, "this node's display name (default: the host name)" },
+	{ "--gateway", "gateway", CLIENT_FLAG_STRING, "the gateway: ws://HOST:PORT/ws or wss://…", "URL" },
+	{ "--name", "name", CLIENT_FLAG_STRING, "this node's display name (default: the host name)", "NAME" },
 	{ "--tls-fingerprint", "tls_fingerprint", CLIENT_FLAG_STRING,
-	  "pin the gateway's certificate: its SHA-256, 64 hex digits" },
+	  "pin the gateway's certificate: its SHA-256, 64 hex digits", "SHA256" },
 	{ "--force", "force", CLIENT_FLAG_BOOL, "pair again although node.json exists" },
 	{ "--json", "json", CLIENT_FLAG_BOOL, "print {nodeId, status} as JSON" },
 	{ NULL },

@@ -9,7 +9,8 @@
 
 static int print_nodes(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "display_name", "status", "connected", "last_ip", NULL });
+	client_print_table(rows, (const char *const[]){ "id", "display_name", "status", "connected", "last_ip",
+							"last_seen_at", NULL });
 	return 0;
 }
 

@@ -307,6 +307,7 @@ static int prompt_main(int argc, char **argv)
 	if (started < 0) {
 		fprintf(stderr, "agor prompt: %s%s%s%s\n", e.message, e.code ? " [" : "", e.code ? e.code : "",
 			e.code ? "]" : "");
+		client_print_fix_hint(stderr, e.code, e.message);
 		rpc_client_close(s.rpc);
 		err_clear(&e);
 		return EXIT_FAILED;

@@ -20,7 +20,7 @@ static int print_repo(const json_t *r)
 
 static int print_repos(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "default_branch", "url", NULL });
+	client_print_table(rows, (const char *const[]){ "id", "default_branch", "created_at", "url", NULL });
 	return 0;
 }
 
@@ -33,15 +33,15 @@ static int print_removed(const json_t *r)
 
 static const char *const url_arg[] = { "url", NULL }, *const id_arg[] = { "id", NULL };
 static const struct client_flag clone_flags[] = {
-	{ "--branch", "branch", CLIENT_FLAG_STRING, "the branch to check out (default: the remote's HEAD)" },
+	{ "--branch", "branch", CLIENT_FLAG_STRING, "the branch to check out (default: the remote's HEAD)", "BRANCH" },
 	{ "--path", "path", CLIENT_FLAG_STRING,
-	  "where under repos/ to clone it (default: HOST/ORG/REPO.git from the URL)" },
+	  "where under repos/ to clone it (default: HOST/ORG/REPO.git from the URL)", "PATH" },
 	{ NULL },
 };
 
 static const struct client_command commands[] = {
-	{ "clone", "repos.clone", url_arg, clone_flags, "URL [--branch B] [--path P]", print_repo, .progress = 1,
-	  .example = "agor repo clone https://github.com/org/repo --branch main" },
+	{ "clone", "repos.clone", url_arg, clone_flags, "URL [--branch BRANCH] [--path PATH]", print_repo,
+	  .progress = 1, .example = "agor repo clone https://github.com/org/repo --branch main" },
 	{ "list", "repos.list", NULL, NULL, "", print_repos, .example = "agor repo list --json" },
 	{ "get", "repos.get", id_arg, NULL, "ID", print_repo,
 	  .example = "agor repo get 1aa81221cfd6801c17b9ffe254ab4e63" },
@@ -57,7 +57,8 @@ static int repo_main(int argc, char **argv)
 const struct applet applet_repo = {
 	.name = "repo",
 	.summary = "clone and list repositories (through the daemon)",
-	.usage = "Usage: agor repo clone URL [--branch B] [--path P] | list | get ID | remove ID   [--json] [--url "
+	.usage = "Usage: agor repo clone URL [--branch BRANCH] [--path PATH] | list | get ID | remove ID   [--json] "
+		 "[--url "
 		 "URL]\n"
 		 "(clone shows git's progress as one updating line when stderr is a terminal, never with --json)\n",
 	.main = repo_main,

@@ -9,9 +9,10 @@
 
 static int print_session(const json_t *s)
 {
+	char worktree[256];
 	printf("session %s\n  worktree  %s\n  tool      %s\n  mode      %s\n", json_get_str(s, "id") ?: "?",
-	       json_get_str(s, "worktree_id") ?: "?", json_get_str(s, "tool") ?: "?",
-	       json_get_str(s, "permission_mode") ?: "default");
+	       client_value_text("worktree_id", json_object_get(s, "worktree_id"), worktree, sizeof(worktree)),
+	       json_get_str(s, "tool") ?: "?", json_get_str(s, "permission_mode") ?: "default");
 	if (json_get_str(s, "egress_allow"))
 		printf("  egress    %s (besides execution.sandbox.egress_allow)\n", json_get_str(s, "egress_allow"));
 	return 0;
@@ -29,15 +30,17 @@ static int print_egress(const json_t *r)
 
 static int print_sessions(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "worktree_id", "tool", "permission_mode", NULL });
+	client_print_table(rows,
+			   (const char *const[]){ "id", "worktree_id", "tool", "permission_mode", "created_at", NULL });
 	return 0;
 }
 
 static const char *const create_args[] = { "worktree_id", NULL }, *const id_arg[] = { "id", NULL },
 			 *const egress_args[] = { "session_id", "entry", NULL };
 static const struct client_flag create_flags[] = {
-	{ "--tool", "tool", CLIENT_FLAG_STRING },
-	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING },
+	{ "--tool", "tool", CLIENT_FLAG_STRING, "the agent CLI: claude-code, codex, gemini or opencode", "TOOL" },
+	{ "--permission-mode", "permission_mode", CLIENT_FLAG_STRING,
+	  "default (ask the prompter), acceptEdits, bypassPermissions or plan (read-only)", "MODE" },
 	{ NULL },
 };
 

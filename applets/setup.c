@@ -944,12 +944,14 @@ static int cmd_validate(struct setup *s)
  * ---------------------------------------------------------------------------------- */
 
 #define USER_FLAGS                                                                                                     \
-	{ "--mode", "mode", CLIENT_FLAG_STRING, "simple, insulated, strict or sandbox (execution.unix_user_mode)" },   \
-		{ "--daemon-user", "daemon_user", CLIENT_FLAG_STRING, "the daemon's Unix user (default agor)" },       \
+	{ "--mode", "mode", CLIENT_FLAG_STRING, "simple, insulated, strict or sandbox (execution.unix_user_mode)",     \
+	  "MODE" },                                                                                                    \
+		{ "--daemon-user", "daemon_user", CLIENT_FLAG_STRING, "the daemon's Unix user (default agor)",         \
+		  "USER" },                                                                                            \
 		{ "--executor-user", "executor_user", CLIENT_FLAG_STRING,                                              \
-		  "the shared execution user of insulated mode (default agor_executor)" },                             \
+		  "the shared execution user of insulated mode (default agor_executor)", "USER" },                     \
 	{                                                                                                              \
-		"--bin", "bin", CLIENT_FLAG_STRING, "the installed agor (default /usr/local/bin/agor)"                 \
+		"--bin", "bin", CLIENT_FLAG_STRING, "the installed agor (default /usr/local/bin/agor)", "PATH"         \
 	}
 
 static const struct client_flag sudoers_flags[] = { USER_FLAGS, { NULL } };
@@ -961,12 +963,12 @@ static const struct client_flag isolation_flags[] = {
 };
 static const struct client_flag validate_flags[] = {
 	USER_FLAGS,
-	{ "--config", "config", CLIENT_FLAG_STRING, "the daemon's config.yaml (default: the daemon user's)" },
+	{ "--config", "config", CLIENT_FLAG_STRING, "the daemon's config.yaml (default: the daemon user's)", "PATH" },
 	{ "--json", "json", CLIENT_FLAG_BOOL, "print {command, checks: [{ok, check, fix?}], failures} as JSON" },
 	{ NULL },
 };
 static const struct client_flag zellij_flags[] = {
-	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml naming paths.zellij_dir" },
+	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml naming paths.zellij_dir", "PATH" },
 	{ "--print", "print", CLIENT_FLAG_BOOL, "print config.kdl instead of writing it" },
 	{ NULL },
 };

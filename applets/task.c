@@ -9,7 +9,8 @@
 
 static int print_tasks(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "command", "status", "execution_user", NULL });
+	client_print_table(rows,
+			   (const char *const[]){ "id", "command", "status", "created_at", "execution_user", NULL });
 	return 0;
 }
 
@@ -21,12 +22,16 @@ static int print_cancel(const json_t *r)
 }
 
 static const char *const id_arg[] = { "id", NULL };
-static const struct client_flag list_flags[] = { { "--status", "status", CLIENT_FLAG_STRING }, { NULL } };
+static const struct client_flag list_flags[] = {
+	{ "--status", "status", CLIENT_FLAG_STRING,
+	  "only tasks in this status: queued, running, completed, failed or cancelled", "STATUS" },
+	{ NULL }
+};
 
 static const struct client_command commands[] = {
 	{ "get", "tasks.get", id_arg, NULL, "ID", NULL,
 	  .example = "agor task get 87621ef12b5714e83b2d16e2834c21b9 --json" },
-	{ "list", "tasks.list", NULL, list_flags, "[--status S]", print_tasks,
+	{ "list", "tasks.list", NULL, list_flags, "[--status STATUS]", print_tasks,
 	  .example = "agor task list --status running" },
 	{ "cancel", "tasks.cancel", id_arg, NULL, "ID", print_cancel,
 	  .example = "agor task cancel 87621ef12b5714e83b2d16e2834c21b9" },
@@ -40,7 +45,7 @@ static int task_main(int argc, char **argv)
 const struct applet applet_task = {
 	.name = "task",
 	.summary = "show, list and cancel tasks (through the daemon)",
-	.usage = "Usage: agor task get ID | list [--status S] | cancel ID   [--json] [--url URL]\n",
+	.usage = "Usage: agor task get ID | list [--status STATUS] | cancel ID   [--json] [--url URL]\n",
 	.main = task_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
 	.commands = commands,

@@ -15,7 +15,7 @@ extern const struct applet applet_terminal;
 static const char *const worktree_arg[] = { "worktree", NULL };
 static const struct client_flag terminal_flags[] = {
 	{ "--detach-key", "detach_key", CLIENT_FLAG_STRING,
-	  "C-LETTER or C-] (the default): detaches, the shell goes on" },
+	  "C-LETTER or C-] (the default): detaches, the shell goes on", "KEY" },
 	{ NULL },
 };
 static const struct client_command commands[] = {
@@ -47,6 +47,7 @@ static int terminal_main(int argc, char **argv)
 	rc = o.url ? terminal_client_run(&o, &reason, &e) : -1;
 	if (rc < 0) {
 		fprintf(stderr, "agor terminal: %s [%s]\n", e.message, e.code);
+		client_print_fix_hint(stderr, e.code, e.message);
 		int usage = !strcmp(e.code, E_USAGE);
 		err_clear(&e);
 		return usage ? EXIT_USAGE : EXIT_FAILED;

@@ -67,23 +67,26 @@ static const char *const name_arg[] = { "name", NULL }, *const id_arg[] = { "id"
 static const char *const jti_arg[] = { "jti", NULL };
 static const char *const link_args[] = { "id", "unix_username", NULL };
 static const struct client_flag update_flags[] = {
-	{ "--unix-user", "unix_username", CLIENT_FLAG_STRING },
-	{ "--role", "role", CLIENT_FLAG_STRING },
-	{ "--email", "email", CLIENT_FLAG_STRING },
+	{ "--unix-user", "unix_username", CLIENT_FLAG_STRING,
+	  "the Unix user whose uid maps to this agor user (\"\" to unlink, with update)", "LOGIN" },
+	{ "--role", "role", CLIENT_FLAG_STRING, "admin or member (the default for a new user)", "ROLE" },
+	{ "--email", "email", CLIENT_FLAG_STRING, "the address shown with the user (\"\" to clear)", "EMAIL" },
 	{ NULL },
 };
 static const struct client_flag remove_flags[] = {
-	{ "--reassign-to", "reassign_to", CLIENT_FLAG_STRING },
+	{ "--reassign-to", "reassign_to", CLIENT_FLAG_STRING,
+	  "the user (id or name) who takes over their repos, worktrees, sessions and tasks", "USER" },
 	{ NULL },
 };
 static const struct client_flag token_flags[] = {
-	{ "--label", "label", CLIENT_FLAG_STRING },
-	{ "--for", "user_id", CLIENT_FLAG_STRING },
+	{ "--label", "label", CLIENT_FLAG_STRING, "a name for the token, shown by `agor user tokens`", "LABEL" },
+	{ "--for", "user_id", CLIENT_FLAG_STRING, "make the token for this user (id or name; admins only)", "USER" },
 	{ NULL },
 };
 static const struct client_flag create_flags[] = {
-	{ "--unix-user", "unix_username", CLIENT_FLAG_STRING },
-	{ "--role", "role", CLIENT_FLAG_STRING },
+	{ "--unix-user", "unix_username", CLIENT_FLAG_STRING,
+	  "the Unix user whose uid maps to this agor user (\"\" to unlink, with update)", "LOGIN" },
+	{ "--role", "role", CLIENT_FLAG_STRING, "admin or member (the default for a new user)", "ROLE" },
 	{ NULL },
 };
 
@@ -93,14 +96,14 @@ static const struct client_command commands[] = {
 	{ "list", "users.list", NULL, NULL, "", print_users, .example = "agor user list" },
 	{ "get", "users.get", id_arg, NULL, "ID|NAME", print_user, .example = "agor user get alice" },
 	{ "update", "users.update", id_arg, update_flags,
-	  "ID|NAME [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]", print_user,
+	  "ID|NAME [--unix-user LOGIN|\"\"] [--role admin|member] [--email EMAIL|\"\"]", print_user,
 	  .example = "agor user update alice --role admin --email alice@example.org" },
 	{ "link", "users.update", link_args, NULL, "ID|NAME LOGIN   (maps the agor user to Unix user LOGIN)",
 	  print_user, .example = "agor user link alice alice" },
 	{ "remove", "users.remove", id_arg, remove_flags, "ID|NAME [--reassign-to USER]", print_user_removed,
 	  .example = "agor user remove alice --reassign-to bob" },
 	{ "token", "tokens.create", NULL, token_flags,
-	  "[--label L] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token,
+	  "[--label LABEL] [--for USER]   (a token for TCP clients, 30 days; --for: admins)", print_token,
 	  .example = "AGOR_TOKEN=$(agor user token --label laptop)" },
 	{ "tokens", "tokens.list", NULL, NULL, "", print_tokens, .example = "agor user tokens" },
 	{ "revoke-token", "tokens.revoke", jti_arg, NULL, "JTI", print_revoked,
@@ -116,10 +119,10 @@ const struct applet applet_user = {
 	.name = "user",
 	.summary = "create, list, update, link and remove agor users (through the daemon)",
 	.usage = "Usage: agor user create NAME [--unix-user LOGIN] [--role admin|member] | list | get ID\n"
-		 "       agor user update ID [--unix-user LOGIN|\"\"] [--role admin|member] [--email E|\"\"]\n"
+		 "       agor user update ID [--unix-user LOGIN|\"\"] [--role admin|member] [--email EMAIL|\"\"]\n"
 		 "       agor user link ID LOGIN | remove ID [--reassign-to USER]\n"
-		 "       agor user token [--label L] [--for USER] | tokens | revoke-token JTI   [--json] [--url URL] "
-		 "[--token T]\n",
+		 "       agor user token [--label LABEL] [--for USER] | tokens | revoke-token JTI\n"
+		 "       (every subcommand: [--json] [--url URL] [--token T])\n",
 	.main = user_main,
 	.flags = APPLET_SUBCOMMAND_HELP,
 	.commands = commands,

@@ -19,7 +19,7 @@ static int print_worktree(const json_t *r)
 
 static int print_worktrees(const json_t *rows)
 {
-	client_print_table(rows, (const char *const[]){ "id", "name", "branch", "path", NULL });
+	client_print_table(rows, (const char *const[]){ "id", "name", "branch", "created_at", "path", NULL });
 	return 0;
 }
 
@@ -43,24 +43,35 @@ static const char *const add_args[] = { "repo_id", "name", NULL }, *const id_arg
 static const char *const owners_arg[] = { "worktree_id", NULL }, *const owner_args[] = { "worktree_id", "user_id",
 											 NULL };
 static const struct client_flag add_flags[] = {
-	{ "--branch", "branch", CLIENT_FLAG_STRING },
-	{ "--source-branch", "source_branch", CLIENT_FLAG_STRING },
-	{ "--create-branch", "create_branch", CLIENT_FLAG_BOOL },
-	{ "--others-can", "others_can", CLIENT_FLAG_STRING },
-	{ "--others-fs-access", "others_fs_access", CLIENT_FLAG_STRING },
+	{ "--branch", "branch", CLIENT_FLAG_STRING, "the branch to check out (default: a detached HEAD)", "BRANCH" },
+	{ "--source-branch", "source_branch", CLIENT_FLAG_STRING,
+	  "where a new branch or detached HEAD starts (default: the repository's HEAD)", "BRANCH" },
+	{ "--create-branch", "create_branch", CLIENT_FLAG_BOOL, "create --branch first (it must not exist yet)" },
+	{ "--others-can", "others_can", CLIENT_FLAG_STRING, "what other agor users may do: none, view, prompt or all",
+	  "WHAT" },
+	{ "--others-fs-access", "others_fs_access", CLIENT_FLAG_STRING,
+	  "others' Unix access to the files: none, read or write (insulated/strict, worktree_rbac)", "ACCESS" },
 	{ NULL },
 };
 static const struct client_flag access_flags[] = {
-	{ "--others-can", "others_can", CLIENT_FLAG_STRING },
-	{ "--others-fs-access", "others_fs_access", CLIENT_FLAG_STRING },
+	{ "--others-can", "others_can", CLIENT_FLAG_STRING, "what other agor users may do: none, view, prompt or all",
+	  "WHAT" },
+	{ "--others-fs-access", "others_fs_access", CLIENT_FLAG_STRING,
+	  "others' Unix access to the files: none, read or write (insulated/strict, worktree_rbac)", "ACCESS" },
 	{ NULL },
 };
-static const struct client_flag list_flags[] = { { "--repo", "repo_id", CLIENT_FLAG_STRING }, { NULL } };
-static const struct client_flag remove_flags[] = { { "--force", "force", CLIENT_FLAG_BOOL }, { NULL } };
+static const struct client_flag list_flags[] = { { "--repo", "repo_id", CLIENT_FLAG_STRING,
+						   "only worktrees of this repository (id or prefix)", "REPO" },
+						 { NULL } };
+static const struct client_flag remove_flags[] = {
+	{ "--force", "force", CLIENT_FLAG_BOOL, "also remove its sessions and tasks and discard uncommitted changes" },
+	{ NULL }
+};
 
 static const struct client_command commands[] = {
-	{ "add", "worktrees.add", add_args, add_flags, "REPO NAME [--branch B] [--source-branch S] [--create-branch]",
-	  print_worktree, .example = "agor worktree add 1aa81221 feature --branch feat --create-branch" },
+	{ "add", "worktrees.add", add_args, add_flags,
+	  "REPO NAME [--branch BRANCH] [--source-branch BRANCH] [--create-branch]", print_worktree,
+	  .example = "agor worktree add 1aa81221 feature --branch feat --create-branch" },
 	{ "list", "worktrees.list", NULL, list_flags, "[--repo REPO]", print_worktrees,
 	  .example = "agor worktree list --repo 1aa81221cfd6801c17b9ffe254ab4e63" },
 	{ "get", "worktrees.get", id_arg, NULL, "ID", print_worktree, .example = "agor worktree get feature" },
@@ -85,7 +96,7 @@ static int worktree_main(int argc, char **argv)
 const struct applet applet_worktree = {
 	.name = "worktree",
 	.summary = "add, list and remove worktrees (through the daemon)",
-	.usage = "Usage: agor worktree add REPO NAME [--branch B] [--source-branch S] [--create-branch]\n"
+	.usage = "Usage: agor worktree add REPO NAME [--branch BRANCH] [--source-branch BRANCH] [--create-branch]\n"
 		 "                         [--others-can C] [--others-fs-access none|read|write]\n"
 		 "       agor worktree list [--repo REPO] | get ID | remove ID [--force]\n"
 		 "       agor worktree owners ID | add-owner ID USER | remove-owner ID USER   [--json] [--url URL]\n"

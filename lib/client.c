@@ -16,23 +16,28 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 const struct client_flag client_common_flags[] = {
 	{ "--json", "json", CLIENT_FLAG_BOOL, "print the answer as JSON (for scripts)" },
 	{ "--url", "url", CLIENT_FLAG_STRING,
-	  "the daemon: unix:/path, http://host:port or ws://host:port/ws (default: daemon.socket_path)" },
+	  "the daemon: unix:/path, http://host:port or ws://host:port/ws (default: daemon.socket_path)", "URL" },
 	{ "--token", "token", CLIENT_FLAG_STRING,
-	  "over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN" },
-	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml that names the daemon's socket" },
+	  "over TCP, act as the user of this token (`agor user token`); default: $AGOR_TOKEN", "TOKEN" },
+	{ "--config", "config", CLIENT_FLAG_STRING, "the config.yaml that names the daemon's socket", "PATH" },
 	{ NULL },
 };
 
-static const char *value_name(const struct client_flag *f)
+/* "  --name VALUE   help": the help column starts at one place in every --help. */
+static void print_option_line(FILE *out, const char *left, const char *help)
 {
-	return f->type == CLIENT_FLAG_BOOL ? "" : f->type == CLIENT_FLAG_LIST ? " VALUE (repeatable)" : " VALUE";
+	fprintf(out, "  %-26s %s\n", left, help);
 }
 
 void client_print_flags(FILE *out, const struct client_flag *flags)
 {
 	for (const struct client_flag *f = flags; f && f->name; f++) {
-		_cleanup_free_ char *left = xasprintf("%s%s", f->name, value_name(f));
-		fprintf(out, "  %-24s %s\n", left, f->help ? f->help : "");
+		const char *value = f->value ? f->value : "VALUE";
+		_cleanup_free_ char *left =
+			f->type == CLIENT_FLAG_BOOL ? xasprintf("%s", f->name) : xasprintf("%s %s", f->name, value);
+		_cleanup_free_ char *help =
+			xasprintf("%s%s", f->help ? f->help : "", f->type == CLIENT_FLAG_LIST ? " (repeatable)" : "");
+		print_option_line(out, left, help);
 	}
 }
 
@@ -68,7 +73,8 @@ void client_print_help(FILE *out, const char *group, const struct client_command
 	client_print_flags(out, c->flags);
 	if (!c->local)
 		print_common_options(out);
-	fprintf(out, "  --help                   this text\n\nExample:\n  %s\n", c->example ? c->example : "");
+	print_option_line(out, "--help", "this text");
+	fprintf(out, "\nExample:\n  %s\n", c->example ? c->example : "");
 }
 
 /* 1 when argv (a subcommand's arguments) asks for help before any "--" that starts a command's own argv. */
@@ -350,8 +356,10 @@ static int call_daemon(const char *group, const struct client_command *c, const 
 	int rc = expand_id_prefixes(cl, group, params, e);
 	if (rc == 0)
 		rc = rpc_client_call(cl, c->method, params, result, e);
-	if (rc == 0 && !o->json)
+	if (rc == 0 && !o->json) {
 		client_learn_user_names(cl);
+		client_learn_worktree_names(cl);
+	}
 	rpc_client_close(cl);
 	if (shown)
 		fputs("\n", stderr);
@@ -367,22 +375,37 @@ static void print_json(const json_t *j)
 
 /* --- human output: one way to show a value, whatever prints it ----------------------------------- */
 
-/* Agor user ids by name ({id: name}), learnt once per command for human output; NULL when not learnt. */
-static json_t *user_names;
+/* Agor user ids and worktree ids by name ({id: name}), learnt once per command for human output; NULL when not
+ * learnt. */
+static json_t *user_names, *worktree_names;
+
+/* {id: name} of the rows list_method answers the caller (NULL when it may not list them). */
+static json_t *names_of(struct rpc_client *cl, const char *list_method)
+{
+	json_t *rows = NULL, *row, *names;
+	struct err ignored = ERR_INIT;
+	size_t i;
+	if (rpc_client_call(cl, list_method, NULL, &rows, &ignored) < 0) {
+		err_clear(&ignored);
+		return NULL;
+	}
+	names = json_object();
+	json_array_foreach(rows, i, row) if (json_get_str(row, "id") && json_get_str(row, "name"))
+		json_object_set(names, json_get_str(row, "id"), json_object_get(row, "name"));
+	json_decref(rows);
+	return names;
+}
 
 void client_learn_user_names(struct rpc_client *cl)
 {
-	json_t *rows = NULL, *row;
-	struct err ignored = ERR_INIT;
-	size_t i;
-	if (user_names || rpc_client_call(cl, "users.list", NULL, &rows, &ignored) < 0) {
-		err_clear(&ignored);
-		return;
-	}
-	user_names = json_object();
-	json_array_foreach(rows, i, row) if (json_get_str(row, "id") && json_get_str(row, "name"))
-		json_object_set(user_names, json_get_str(row, "id"), json_object_get(row, "name"));
-	json_decref(rows);
+	if (!user_names)
+		user_names = names_of(cl, "users.list");
+}
+
+void client_learn_worktree_names(struct rpc_client *cl)
+{
+	if (!worktree_names)
+		worktree_names = names_of(cl, "worktrees.list");
 }
 
 /* Keys whose values are user ids (shown by name), and times (seconds, or milliseconds, since the epoch). */
@@ -409,7 +432,10 @@ static int is_time_key(const char *key)
 static const char *cell_text(const char *key, const json_t *v, char *buf, size_t size)
 {
 	if (json_is_string(v)) {
-		const char *name = is_user_key(key) ? json_get_str(user_names, json_string_value(v)) : NULL;
+		const json_t *names = is_user_key(key)		    ? user_names
+				      : !strcmp(key, "worktree_id") ? worktree_names
+								    : NULL;
+		const char *name = json_get_str(names, json_string_value(v));
 		return name ? name : json_string_value(v);
 	}
 	if (json_is_integer(v) && is_time_key(key) && json_integer_value(v) > 0) {
@@ -427,12 +453,31 @@ static const char *cell_text(const char *key, const json_t *v, char *buf, size_t
 	return buf;
 }
 
+const char *client_value_text(const char *key, const json_t *v, char *buf, size_t size)
+{
+	return cell_text(key, v, buf, size);
+}
+
+/* A column's title: what its cells show ("worktree" for worktree_id, shown by name; "created" for created_at). */
+static const char *column_title(const char *key)
+{
+	static const char *const titles[][2] = {
+		{ "worktree_id", "worktree" }, { "session_id", "session" },	{ "repo_id", "repo" },
+		{ "created_at", "created" },   { "created_by", "by" },		{ "execution_user", "runs_as" },
+		{ "display_name", "name" },    { "last_seen_at", "last_seen" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(titles); i++)
+		if (!strcmp(key, titles[i][0]))
+			return titles[i][1];
+	return key;
+}
+
 void client_print_table(const json_t *rows, const char *const *keys)
 {
 	size_t width[16] = { 0 }, nkeys = 0;
 	char buf[256];
 	for (; keys[nkeys] && nkeys < 16; nkeys++)
-		width[nkeys] = strlen(keys[nkeys]);
+		width[nkeys] = strlen(column_title(keys[nkeys]));
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row)
@@ -443,7 +488,7 @@ void client_print_table(const json_t *rows, const char *const *keys)
 		}
 	}
 	for (size_t k = 0; k < nkeys; k++)
-		printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0, keys[k], k + 1 < nkeys ? "  " : "\n");
+		printf("%-*s%s", k + 1 < nkeys ? (int)width[k] : 0, column_title(keys[k]), k + 1 < nkeys ? "  " : "\n");
 	json_array_foreach(rows, i, row)
 	{
 		for (size_t k = 0; k < nkeys; k++)
@@ -507,12 +552,28 @@ void client_print_object(const json_t *obj)
 	print_fields(obj, "", fields_width(obj, 0));
 }
 
-static int lists_its_ids(const struct client_command *cmds, size_t n)
+/* What lists the things a NOT_FOUND message ("no worktree with id or name X") is about, and whether they have
+ * names. */
+static const struct {
+	const char *noun, *list;
+	int named;
+} listers[] = {
+	{ "repo", "agor repo list", 0 },       { "worktree", "agor worktree list", 1 },
+	{ "session", "agor session list", 0 }, { "task", "agor task list", 0 },
+	{ "user", "agor user list", 1 },       { "node", "agor nodes list", 1 },
+	{ "token", "agor user tokens", 0 },
+};
+
+void client_print_fix_hint(FILE *out, const char *code, const char *message)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(cmds[i].name, "list"))
-			return 1;
-	return 0;
+	char noun[16];
+	if (!code || !message || strcmp(code, E_NOT_FOUND) ||
+	    (sscanf(message, "no %15[a-z] ", noun) != 1 && sscanf(message, "unknown %15[a-z]: ", noun) != 1))
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(listers); i++)
+		if (!strcmp(noun, listers[i].noun))
+			fprintf(out, "`%s` shows them (%s first %d or more characters)\n", listers[i].list,
+				listers[i].named ? "a name, an id, or an id's" : "an id, or its", ID_PREFIX_MIN);
 }
 
 int client_main(const char *group, const struct client_command *cmds, size_t n, int argc, char **argv)
@@ -544,11 +605,7 @@ int client_main(const char *group, const struct client_command *cmds, size_t n, 
 			fprintf(stderr, "agor %s %s: %s [%s]\n", group, c->name, e.message, e.code);
 		else
 			fprintf(stderr, "agor %s %s: %s\n", group, c->name, e.message);
-		if (e.code && !strcmp(e.code, E_NOT_FOUND) && lists_its_ids(cmds, n))
-			fprintf(stderr,
-				"`agor %s list` shows them (an id, a name, or an id's first %d or more "
-				"characters)\n",
-				group, ID_PREFIX_MIN);
+		client_print_fix_hint(stderr, e.code, e.message);
 		status = EXIT_FAILED;
 	} else if (o.json) {
 		print_json(result);

@@ -26,7 +26,8 @@ struct client_flag {
 	const char *name;  /* "--branch" */
 	const char *param; /* "branch" */
 	enum client_flag_type type;
-	const char *help; /* "the branch to check out" (NULL: the name says it); --help and completion show it */
+	const char *help;  /* "the branch to check out": --help and the man pages show it (t0001: never empty) */
+	const char *value; /* what the value is, as --help shows it: "BRANCH" (a STRING or LIST flag; t0001 checks) */
 };
 
 struct client_command {
@@ -62,7 +63,7 @@ int client_parse_args(const char *who, const struct client_command *c, int argc,
 /* How many words the command's name has: 0 (""), 1 ("clone") or 2 ("allowlist add"). */
 int client_command_words(const struct client_command *c);
 void client_print_help(FILE *out, const char *group, const struct client_command *c);
-/* One "  --name VALUE   help" line per flag. */
+/* One "  --name VALUE   help" line per flag (a LIST flag's help ends "(repeatable)"). */
 void client_print_flags(FILE *out, const struct client_flag *flags);
 
 /* argv[0] is the group name ("repo"). */
@@ -99,7 +100,15 @@ char *client_default_url(const char *config_path, struct err *e);
  * one (a task's result), as "key.inner  value" lines. */
 void client_print_table(const json_t *rows, const char *const *keys);
 void client_print_object(const json_t *obj);
-/* Learns the names of the agor users the caller may list (nothing when it may not). */
+/* Learns the names of the agor users (worktrees) the caller may list (nothing when it may not): user ids, and
+ * worktree_id values, then show as names. */
 void client_learn_user_names(struct rpc_client *cl);
+void client_learn_worktree_names(struct rpc_client *cl);
+/* The text of v, the value of key, as tables and objects show it (in buf, or v's own string). */
+const char *client_value_text(const char *key, const json_t *v, char *buf, size_t size);
+/* After an error code NOT_FOUND with "no THING with id …" or "unknown THING: …" (a repo, worktree, session,
+ * task, user, node or token), the line that says what to type to see them: "`agor repo list` shows them (…)".
+ * Nothing for other errors. */
+void client_print_fix_hint(FILE *out, const char *code, const char *message);
 
 #endif

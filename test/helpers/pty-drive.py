@@ -2,7 +2,8 @@
 # pty-drive.py — runs a command on a fresh pseudo-terminal and drives it like a person at a keyboard, for t0070.
 # Usage: pty-drive.py COLSxROWS STEP… -- COMMAND…   steps: type:TEXT (\n → Enter, \x1d → C-]) expect:REGEX
 #        winsize:COLSxROWS (resizes the pty: the command gets SIGWINCH)  wait-exit (prints "exit N")
-# Exits 1 with what was seen when an expectation fails.
+# Exits 1 with what was seen when an expectation fails. With $PTY_TRANSCRIPT, every byte the command wrote to the
+# terminal is also kept in that file (what a person saw, from start to end; t0086).
 import fcntl, os, pty, re, select, struct, sys, termios, time
 
 i = sys.argv.index("--")
@@ -20,6 +21,7 @@ if pid == 0:
     os.execvp(cmd[0], cmd)
 set_size(master, size)
 seen = b""
+transcript = open(os.environ["PTY_TRANSCRIPT"], "wb", buffering=0) if os.environ.get("PTY_TRANSCRIPT") else None
 
 
 def pump(seconds):
@@ -27,9 +29,12 @@ def pump(seconds):
     r, _, _ = select.select([master], [], [], seconds)
     if r:
         try:
-            seen += os.read(master, 65536)
+            data = os.read(master, 65536)
         except OSError:
             return False
+        seen += data
+        if transcript:
+            transcript.write(data)
     return True
 
 

@@ -87,7 +87,19 @@ test_case "every command of every table answers --help (exit 0) with usage, opti
 " "$NO_JSON" | grep -q "^$cmd|"; then
       fail "agor $cmd has no --json (nor a reason in NO_JSON)"
     fi
+    # every option line: "  --name [WHAT]  help", the help never empty, a value named for what it is
+    sed -n "/^Options/,/^\$/p" out | grep -- "^  -" > options || fail "agor $cmd --help lists no option"
+    ! grep -Ev -- "^  -[-a-z]+( [A-Z][A-Z0-9=_]*)?  +[^ ]" options || { cat out; fail "agor $cmd --help: an option without a help line (or past the help column)"; }
+    ! grep -E -- "^  -[-a-z]+ VALUE " options || { cat out; fail "agor $cmd --help: an option whose value is only VALUE"; }
   done < commands
+'
+
+test_case "the walk above fails on an option without help: task list --status says what a status is" '
+  expect_exit 0 "$AGOR" task list --help
+  grep -E -- "^  --status STATUS +only tasks in this status: queued, running, completed, failed or cancelled$" out || { cat out; fail "--status has no help line"; }
+  printf "  --status STATUS            \n  --x VALUE   help\n" > options
+  grep -Ev -- "^  -[-a-z]+( [A-Z][A-Z0-9=_]*)?  +[^ ]" options | grep -q -- "--status" || fail "the empty-help check would pass an empty line"
+  grep -E -- "^  -[-a-z]+ VALUE " options | grep -q -- "--x" || fail "the VALUE check would pass a bare VALUE"
 '
 
 test_case "every client subcommand answers --help (exit 0, stdout) with its usage, options and an example" '
