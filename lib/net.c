@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 
 #include "addrcount.h"
 #include "fdpass.h"
@@ -36,6 +37,7 @@
 #define ACCEPT_RETRY_MS		     100		     /* after EMFILE and friends */
 #define KEEP_BUFFER		     (256u << 10)	     /* idle input/output buffers larger than this are freed */
 #define REMOTE_LEN		     (INET6_ADDRSTRLEN + 10) /* "[v6]:port" */
+#define SEND_DELAY_US		     200 /* the longest queued sends wait behind another connection's input */
 
 enum conn_state { ST_HANDSHAKE, ST_OPEN, ST_FLUSHING, ST_LINGER, ST_DEAD };
 enum io_result { IO_AGAIN = -2, IO_WANT_WRITE = -3, IO_WANT_READ = -4, IO_ERROR = -1 };
@@ -112,6 +114,7 @@ struct net_server {
 	struct addr_counts *per_addr; /* open TCP connections per client address */
 	struct net_conn *work;
 	int work_scheduled;
+	uint64_t sends_queued_at; /* µs, monotonic: when the oldest unsent flush-only work was queued (0: none) */
 	int free_requested;
 	int freeing; /* net_server_free is reaping synchronously: no new deferred calls */
 	uint64_t next_id;
@@ -211,11 +214,19 @@ static void resume(struct net_conn *c)
 		update_interest(c);
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static void run_work(struct loop *l, void *arg)
 {
 	(void)l;
 	struct net_server *srv = arg;
 	srv->work_scheduled = 0;
+	srv->sends_queued_at = 0;
 	while (srv->work) {
 		struct net_conn *c = srv->work;
 		srv->work = c->work_next;
@@ -237,6 +248,8 @@ static void run_work(struct loop *l, void *arg)
 static void schedule_work(struct net_conn *c, int flush_only)
 {
 	struct net_server *srv = c->srv;
+	if (flush_only && !srv->sends_queued_at)
+		srv->sends_queued_at = now_us();
 	if (!c->work_queued) {
 		c->work_queued = 1;
 		c->work_flush_only = flush_only;
@@ -950,6 +963,20 @@ static void process_http(struct net_conn *c)
 		handle_request(c);
 }
 
+/* Sends the output queued for other connections (events) when it has waited SEND_DELAY_US behind c's input:
+ * a long burst of input (an executor's report_message lines) does not hold its events back until all of it is
+ * processed. The connections stay on the work list: what they queue next goes at the end of the iteration. */
+static void send_delayed_output(struct net_conn *c)
+{
+	struct net_server *srv = c->srv;
+	if (!srv->sends_queued_at || now_us() - srv->sends_queued_at < SEND_DELAY_US)
+		return;
+	srv->sends_queued_at = 0;
+	for (struct net_conn *o = srv->work; o; o = o->work_next)
+		if (o != c && o->work_flush_only && !o->processing)
+			flush_output(o);
+}
+
 static void process_input(struct net_conn *c)
 {
 	c->processing = 1;
@@ -965,6 +992,7 @@ static void process_input(struct net_conn *c)
 		if (c->in_off == before && c->kind == kind && c->state == ST_OPEN && !c->awaiting_reply &&
 		    (!c->http || !c->http->message_done))
 			break; /* nothing consumed, nothing reported: wait for more bytes */
+		send_delayed_output(c);
 	}
 	c->processing = 0;
 	if (c->state == ST_DEAD)

@@ -57,7 +57,9 @@
  * Output. net_send() queues one message: a line + '\n' on Unix (a message containing '\n' is refused), a text
  *   frame on WS, the response to the pending POST /rpc on HTTP (refused when none is pending). net_send_binary()
  *   queues a binary frame (WS only). Writes go out at the end of this connection's own on_message when the
- *   send happens inside it, else at the end of the loop iteration (one write for a burst of events). When the bytes
+ *   send happens inside it, else at the end of the loop iteration (one write for a burst of events) or, when
+ *   another connection's input keeps the iteration busy, once they have waited 200 µs (events do not wait for a
+ *   long burst of input to be processed whole). When the bytes
  * still queued would exceed out_high_water (default 4 MiB) the peer is a slow reader: the connection is closed at once,
  * logged and counted (slow_drops) and the call returns -1. Every send returns 0 when queued, -1 when refused or
  * dropped.

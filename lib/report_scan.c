@@ -1,5 +1,9 @@
 /* report_scan.c — the exact fast reader of report_message notification lines (report_scan.h).
  * Never accepts what jansson would read differently or refuse: when in doubt it answers 0. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report_scan.h"
@@ -7,7 +11,7 @@
 
 #define MAX_DEPTH  32 /* deeper data goes to jansson */
 #define MAX_KEYS   32 /* an object with more keys goes to jansson (the duplicate check here is quadratic) */
-#define MAX_DIGITS 18 /* always fits a long long */
+#define MAX_DIGITS 18 /* always fits a long long; 19 are compared with its range */
 
 struct scan {
 	const unsigned char *p, *end;
@@ -184,23 +188,99 @@ static int copy_string(struct scan *s)
 	}
 }
 
-/* An integer that jansson keeps as written: no leading zeros, no "-0", at most MAX_DIGITS digits, no
- * fraction or exponent (reals are printed by jansson's own rules: left to it). */
+static size_t skip_digits(struct scan *s)
+{
+	const unsigned char *from = s->p;
+	while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+		s->p++;
+	return (size_t)(s->p - from);
+}
+
+static int at_one_of(const struct scan *s, const char *set)
+{
+	return s->p < s->end && *s->p && strchr(set, *s->p);
+}
+
+/* An integer as json_strtoint (strtoll) reads it and jansson prints it back: as written, "-0" as "0"; out of
+ * the long long range refused (jansson's "too big integer"). digits: the n digits after the optional '-'. */
+static int copy_integer(struct scan *s, const unsigned char *start, const unsigned char *digits, size_t n)
+{
+	int negative = digits != start;
+	if (n > MAX_DIGITS) {
+		static const char max[] = "9223372036854775807", min[] = "9223372036854775808";
+		if (n > sizeof(max) - 1 || memcmp(digits, negative ? min : max, n) > 0)
+			return 0;
+	}
+	if (n == 1 && digits[0] == '0')
+		start = digits;
+	strbuf_add(s->out, start, (size_t)(s->p - start));
+	return 1;
+}
+
+/* A real as jansson reads it (strtod; an overflow to ±HUGE_VAL refused, an underflow read as what strtod
+ * gives) and prints it (jsonp_dtostr: "%.17g", ".0" added when there is neither a '.' nor an 'e', no '+'
+ * and no leading zeros in the exponent). */
+static int copy_real(struct scan *s, const unsigned char *start, size_t len)
+{
+	size_t at = s->out->len;
+	strbuf_add(s->out, start, len); /* NUL-terminated for strtod */
+	char *end;
+	errno = 0;
+	double v = strtod(s->out->buf + at, &end);
+	int overflow = (v == HUGE_VAL || v == -HUGE_VAL) && errno == ERANGE;
+	int whole = end == s->out->buf + at + len;
+	strbuf_setlen(s->out, at);
+	if (overflow || !whole)
+		return 0;
+	char text[64];
+	int n = snprintf(text, sizeof(text), "%.17g", v);
+	if (n <= 0 || (size_t)n >= sizeof(text) - 2)
+		return 0;
+	if (!strchr(text, '.') && !strchr(text, 'e'))
+		memcpy(text + n, ".0", 3);
+	char *e = strchr(text, 'e');
+	if (e) { /* "e+07" → "e7", "e-07" → "e-7" */
+		char *from = e + 1, *to = e + 1;
+		if (*from == '+')
+			from++;
+		else if (*from == '-')
+			*to++ = *from++;
+		while (*from == '0' && from[1])
+			from++;
+		memmove(to, from, strlen(from) + 1);
+	}
+	strbuf_addstr(s->out, text);
+	return 1;
+}
+
+/* A JSON number (-?int frac? exp?) read and written back as jansson does: an integer (no fraction, no exponent)
+ * by copy_integer, a real by copy_real. Refused as jansson refuses them: a leading zero ("01"), a lone '-', "1.",
+ * "1e", "+1", ".5". */
 static int copy_number(struct scan *s)
 {
 	const unsigned char *start = s->p;
 	if (s->p < s->end && *s->p == '-')
 		s->p++;
 	const unsigned char *digits = s->p;
-	while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+	size_t n = skip_digits(s);
+	if (n == 0 || (digits[0] == '0' && n > 1))
+		return 0;
+	int real = 0;
+	if (at_one_of(s, ".")) {
 		s->p++;
-	size_t n = (size_t)(s->p - digits);
-	if (n == 0 || n > MAX_DIGITS || (digits[0] == '0' && (n > 1 || digits != start)))
-		return 0;
-	if (s->p < s->end && (*s->p == '.' || *s->p == 'e' || *s->p == 'E'))
-		return 0;
-	strbuf_add(s->out, start, (size_t)(s->p - start));
-	return 1;
+		if (!skip_digits(s))
+			return 0;
+		real = 1;
+	}
+	if (at_one_of(s, "eE")) {
+		s->p++;
+		if (at_one_of(s, "+-"))
+			s->p++;
+		if (!skip_digits(s))
+			return 0;
+		real = 1;
+	}
+	return real ? copy_real(s, start, (size_t)(s->p - start)) : copy_integer(s, start, digits, n);
 }
 
 static int copy_word(struct scan *s, const char *word)

@@ -3,9 +3,11 @@
  *
  * report_scan() accepts a line only when jansson (json_loadb with JSON_REJECT_DUPLICATES) would read it as
  * exactly that call, and then yields the three strings and data serialised as json_to_compact() would
- * (byte for byte). Anything it does not fully understand — an id, another key, a duplicate key, \u0000, a
- * real number, an integer of more than 18 digits, deep nesting, many keys in one object, escapes in the
- * three strings, bad UTF-8, trailing bytes — makes it answer 0, and the caller parses the line in full.
+ * (byte for byte): numbers too, read and printed by the same rules (an integer as written, "-0" as "0"; a real
+ * through strtod and "%.17g"; what jansson refuses — a leading zero, "1.", an integer beyond long long, a real
+ * beyond ±DBL_MAX — refused). Anything it does not fully understand — an id, another key, a duplicate key,
+ * \u0000, deep nesting, many keys in one object, escapes in the three strings, bad UTF-8, trailing bytes —
+ * makes it answer 0, and the caller parses the line in full.
  * It never fails otherwise and never reads past line + len. */
 #ifndef AGOR_REPORT_SCAN_H
 #define AGOR_REPORT_SCAN_H

@@ -308,6 +308,8 @@ struct server {
 	int flood_left, flood_per_tick;
 	size_t flood_size;
 	long flood_seq;
+	uint64_t out_seen[16]; /* slow_event: the server's bytes_out as each call began */
+	int nslow;
 };
 static struct server S;
 
@@ -374,6 +376,18 @@ static void handle_rpc(struct net_conn *c, json_t *req)
 	} else if (!strcmp(method, "stop_accepting")) {
 		net_server_stop_accepting(S.srv);
 		reply(c, id, "result", json_true());
+	} else if (!strcmp(method,
+			   "slow_event")) { /* a notification: an event to every subscriber, then 1 ms of work */
+		struct net_stats st;
+		net_server_stats(S.srv, &st);
+		if (S.nslow < 16)
+			S.out_seen[S.nslow++] = st.bytes_out;
+		for (int i = 0; i < S.nsubs; i++)
+			if (S.subs[i])
+				net_send(S.subs[i], "{\"jsonrpc\":\"2.0\",\"method\":\"event\"}", 32);
+		uint64_t until = loop_now_ms() + 2; /* busy, as a handler writing a row is: 1 to 2 ms */
+		while (loop_now_ms() < until)
+			;
 	} else if (!strcmp(method, "subscribe")) {
 		if (S.nsubs < 8)
 			S.subs[S.nsubs++] = c;
@@ -953,6 +967,26 @@ TEST(net_slow_reader_is_dropped_while_a_fast_one_keeps_receiving)
 }
 
 /* === raw sockets: what real clients may send =============================================== */
+
+static int unix_connect(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		unit_fail(__FILE__, __LINE__, "socket path too long: %s", path);
+		close(fd);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		unit_fail(__FILE__, __LINE__, "connect %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void raw_send(int fd, const void *data, size_t len);
 
 static int tcp_connect(int port)
 {
@@ -1600,4 +1634,39 @@ TEST(net_origin_decides_upgrades_and_posts_from_browsers)
 	http_exchange(req, "HTTP/1.1 101 Switching Protocols", 0);
 	server_stop();
 	CHECK_INT(S.stats.origin_refusals, 3);
+}
+
+/* An event does not wait for the whole burst of another connection's input to be processed: 8 notifications in one
+ * write, each queueing an event and then working for over a millisecond, all in one loop iteration; the events of
+ * the first calls have left (bytes_out grew) before the last call begins. */
+TEST(net_events_leave_while_a_long_burst_of_input_is_processed)
+{
+	if (server_start() < 0)
+		return;
+	struct rpc_client *sub = client(url_of("ws://127.0.0.1:%d/ws"), NULL);
+	int fd = unix_connect(S.sock);
+	if (!sub || fd < 0)
+		return;
+	struct err e = ERR_INIT;
+	json_t *r = NULL;
+	CHECK_INT(rpc_client_call(sub, "subscribe", NULL, &r, &e), 0);
+	json_decref(r);
+	struct strbuf burst = STRBUF_INIT;
+	for (int i = 0; i < 8; i++)
+		strbuf_addstr(&burst, "{\"jsonrpc\":\"2.0\",\"method\":\"slow_event\"}\n");
+	raw_send(fd, burst.buf, burst.len);
+	struct strbuf got = STRBUF_INIT;
+	for (int i = 0; i < 8; i++)
+		if (rpc_client_recv(sub, &got, 10000, &e) < 0) {
+			unit_fail(__FILE__, __LINE__, "event %d: %s", i, e.message);
+			break;
+		}
+	server_stop();
+	CHECK_INT(S.nslow, 8);
+	CHECK(S.out_seen[7] > S.out_seen[0]); /* without the 200 µs bound: all equal, sent after the 8th */
+	strbuf_release(&got);
+	strbuf_release(&burst);
+	err_clear(&e);
+	close(fd);
+	rpc_client_close(sub);
 }

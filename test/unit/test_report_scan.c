@@ -82,6 +82,24 @@ TEST(report_scan_accepts_usual_lines_as_jansson_reads_them)
 		"-1",
 		"123456789012345678",
 		"-123456789012345678",
+		"1234567890123456789",
+		"9223372036854775807",
+		"-9223372036854775808",
+		"-0",
+		"1.5",
+		"1e3",
+		"1E3",
+		"0.0",
+		"-0.0",
+		"1e-400",
+		"-1.0e-400",
+		"4.9e-324",
+		"1.7976931348623157e308",
+		"1764052345.123456",
+		"[0.1,0.2,0.30000000000000004,1e-7,123e+07,5E-0001,1e22,1e21,1e16,1e17]",
+		"123456789012345678901234567890123456789012345678901234567890.5e-10",
+		"0.000000000000000000000000000000000000000000000000000000000000000000000000001",
+		"1e00000000000000000000000000000000000000000000000000000000000000000000000000001",
 		"{\"a\":{\"b\":{\"c\":[[[]]]}}}",
 		"\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t\"",
 		"\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\\u001f\\u0001\\u007f\"",
@@ -95,6 +113,46 @@ TEST(report_scan_accepts_usual_lines_as_jansson_reads_them)
 		ACCEPTS(l);
 		free(l);
 	}
+}
+
+/* data's compact form as report_scan writes it (NULL: refused). */
+static char *compact_data(const char *data)
+{
+	char *l = line_with(data);
+	struct report_line r = REPORT_LINE_INIT;
+	char *out = report_scan(l, strlen(l), &r) ? strdup(report_line_field(&r, r.data)) : NULL;
+	report_line_release(&r);
+	free(l);
+	return out;
+}
+
+#define COMPACT(data, want)                                                                                            \
+	do {                                                                                                           \
+		char *got_ = compact_data(data);                                                                       \
+		CHECK(got_ != NULL);                                                                                   \
+		if (got_)                                                                                              \
+			CHECK_STR(got_, want);                                                                         \
+		free(got_);                                                                                            \
+	} while (0)
+
+TEST(report_scan_writes_numbers_as_jansson_does)
+{
+	COMPACT("-0", "0");
+	COMPACT("[1.5,-2.25]", "[1.5,-2.25]");
+	COMPACT("1e3", "1000.0");
+	COMPACT("-0.0", "-0.0");
+	COMPACT("1e-400", "0.0");
+	COMPACT("-1.0e-400", "-0.0");
+	COMPACT("0.1", "0.10000000000000001");
+	COMPACT("1e-7", "9.9999999999999995e-8");
+	COMPACT("1e22", "1e22");
+	COMPACT("123e+07", "1230000000.0");
+	COMPACT("1.7976931348623157e308", "1.7976931348623157e308");
+	COMPACT("12345678901234567890123456789.5", "1.2345678901234568e28");
+	COMPACT("9223372036854775807", "9223372036854775807");
+	CHECK(compact_data("1e400") == NULL);
+	CHECK(compact_data("01") == NULL);
+	CHECK(compact_data("9223372036854775808") == NULL);
 }
 
 TEST(report_scan_leaves_the_unusual_to_jansson)
@@ -133,14 +191,26 @@ TEST(report_scan_leaves_the_unusual_to_jansson)
 		"",
 		"+1",
 		"\"\\'\"",
-		/* jansson reads these; left to it here */
-		"-0",
-		"1.5",
-		"1e3",
-		"1E3",
-		"0.0",
-		"1234567890123456789",
+		"1.",
+		"1.e3",
+		".5",
+		"1e",
+		"1e+",
+		"1E-",
+		"-.5",
+		"0x10",
+		"1e400",
+		"-1E400",
+		"1.7976931348623159e308",
+		"9223372036854775808",
+		"-9223372036854775809",
 		"99999999999999999999",
+		"00.5",
+		"-00",
+		"1.5.5",
+		"Infinity",
+		"NaN",
+		/* jansson reads these; left to it here */
 		"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(data); i++) {
@@ -186,12 +256,14 @@ TEST(report_scan_compact_matches_jansson_on_mutated_lines)
 	static const char *pieces[] = { "\\",	"\"",	"u", "d83d", "de00", "D800",	"00",	   "{",	   "}",
 					"[",	"]",	",", ":",    " ",    "\xc3",	"\xa9",	   "\xed", "\xa0",
 					"\xf0", "\x9f", "0", "1",    "-",    ".",	"e",	   "true", "null",
-					"\\u",	"\\n",	"a", "\x7f", "\x01", "\"a\":1", "\"a\":2", "\\/",  "/" };
+					"\\u",	"\\n",	"a", "\x7f", "\x01", "\"a\":1", "\"a\":2", "\\/",  "/",
+					"E",	"+",	"9", "400",  "e-",   "0.0" };
 	const char *seeds[] = {
 		"{\"i\":1,\"text\":\"hello from the bench\"}",
 		"[\"caf\xc3\xa9\",{\"k\":\"\\ud83d\\ude00\"},-7,true,null]",
 		"{\"a\":{\"a\":[1,{\"b\":\"\\n\\t\\\"\"}]},\"b\":\"x\\/y\"}",
 		"\"\\u00e9\\u0001 \xe2\x82\xac\"",
+		"{\"t\":1764052345.123456,\"n\":[-0,1e3,-2.5E-3,0.1]}",
 	};
 	unsigned seed = 12345;
 	int accepted = 0, tried = 0;
