@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "confine.h"
+#include "crypto.h"
 #include "fsutil.h"
 #include "gitlayout.h"
 #include "gitops.h"
@@ -655,10 +656,96 @@ static int index_place(const struct git_layout *l, int afd, struct gitops_index_
 	return fd;
 }
 
+/* ---- the index agor checked last ----
+ * DATA_HOME/index-checked/<SHA-256 of the admin entry's path> (0600, in a 0700 directory): the SHA-256 of the index
+ * agor last put back there after checking it, that index's gitlink paths (each ended by a NUL), and a SHA-256 of
+ * everything before it. The data home is in no sandbox's view. A record only ever names bytes agor checked and
+ * wrote, so a missing, stale, torn or swapped record costs a full check, never a skipped one. */
+#define CHECKED_DIR "index-checked"
+#define CHECKED_MAX (1 << 20)
+
+static int checked_dir(const struct config *cfg, int create)
+{
+	_cleanup_close_ int home = open(cfg->paths.data_home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (home < 0 || (create && mkdirat(home, CHECKED_DIR, 0700) < 0 && errno != EEXIST))
+		return -1;
+	return confine_openat(home, CHECKED_DIR, O_PATH | O_DIRECTORY);
+}
+
+static char *checked_name(const struct git_layout *l)
+{
+	char hex[CRYPTO_SHA256_HEX_LEN + 1];
+	crypto_sha256_hex(l->admin, strlen(l->admin), hex);
+	return xstrdup(hex);
+}
+
+/* The SHA-256 of the regular file index in afd (at most INDEX_MAX bytes); 0, or -1. */
+static int sum_index(int afd, uint8_t out[CRYPTO_SHA256_LEN])
+{
+	_cleanup_close_ int fd = openat(afd, "index", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > INDEX_MAX)
+		return -1;
+	struct crypto_sha256 h;
+	crypto_sha256_init(&h);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			crypto_sha256_update(&h, buf, (size_t)n);
+	crypto_sha256_final(&h, out);
+	return n < 0 ? -1 : 0;
+}
+
+/* 1 when the index in afd is byte for byte the one agor last checked and put back there; links then holds its
+ * gitlinks. */
+static int index_is_checked(const struct repair *r, const struct git_layout *l, int afd, struct strvec *links)
+{
+	_cleanup_close_ int dir = checked_dir(r->cfg, 0);
+	_cleanup_free_ char *name = checked_name(l);
+	_cleanup_strbuf_ struct strbuf rec = STRBUF_INIT;
+	uint8_t now[CRYPTO_SHA256_LEN], whole[CRYPTO_SHA256_LEN];
+	if (dir < 0 || read_small(dir, name, CHECKED_MAX, &rec) < 0 || rec.len < 2 * CRYPTO_SHA256_LEN)
+		return 0;
+	size_t body = rec.len - CRYPTO_SHA256_LEN;
+	crypto_sha256(rec.buf, body, whole);
+	if (!crypto_equal(whole, rec.buf + body, CRYPTO_SHA256_LEN) ||
+	    (body > CRYPTO_SHA256_LEN && rec.buf[body - 1] != '\0') || sum_index(afd, now) < 0 ||
+	    !crypto_equal(now, rec.buf, CRYPTO_SHA256_LEN))
+		return 0;
+	for (size_t at = CRYPTO_SHA256_LEN; at < body; at += strlen(rec.buf + at) + 1)
+		strvec_push(links, rec.buf + at);
+	return 1;
+}
+
+/* Records sum (of the index just put back) and its gitlinks; a record that cannot be written is only a lost skip. */
+static void remember_checked_index(const struct repair *r, const struct git_layout *l,
+				   const uint8_t sum[CRYPTO_SHA256_LEN], const struct strvec *links)
+{
+	_cleanup_close_ int dir = checked_dir(r->cfg, 1);
+	if (dir < 0)
+		return;
+	_cleanup_free_ char *name = checked_name(l);
+	_cleanup_free_ char *tmp = xasprintf("%s.%ld.tmp", name, (long)getpid());
+	_cleanup_strbuf_ struct strbuf rec = STRBUF_INIT;
+	strbuf_add(&rec, sum, CRYPTO_SHA256_LEN);
+	for (size_t i = 0; i < links->nr; i++)
+		strbuf_add(&rec, links->v[i], strlen(links->v[i]) + 1);
+	uint8_t whole[CRYPTO_SHA256_LEN];
+	crypto_sha256(rec.buf, rec.len, whole);
+	strbuf_add(&rec, whole, sizeof(whole));
+	int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int ok = fd >= 0 && fs_write_all(fd, rec.buf, rec.len) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (!ok || renameat(dir, tmp, dir, name) < 0)
+		unlinkat(dir, tmp, 0);
+}
+
 /* Moves the index away and rebuilds it from HEAD (reported as found); the scan then holds the rebuilt one's gitlinks.
- */
-static void replace_index(struct repair *r, const struct git_layout *l, int afd, const char *found,
-			  struct index_scan *scan)
+ * 0 when the rebuilt index passed the scan and was put back (its SHA-256 in written), else -1. */
+static int replace_index(struct repair *r, const struct git_layout *l, int afd, const char *found,
+			 struct index_scan *scan, uint8_t written[CRYPTO_SHA256_LEN])
 {
 	_cleanup_free_ char *path = xasprintf("%s/index", l->admin);
 	const char *action;
@@ -666,14 +753,17 @@ static void replace_index(struct repair *r, const struct git_layout *l, int afd,
 	struct err e = ERR_INIT;
 	struct gitops_index_place at;
 	_cleanup_close_ int stage_fd = index_place(l, afd, &at);
+	at.written_sha256 = written;
 	int rebuilt = stage_fd >= 0 && gitops_index_from_head(&at, &e) == 0;
 	_cleanup_free_ char *what = xasprintf("%s, %s", action, rebuilt ? "rebuilt from HEAD" : "not rebuilt");
 	note(r, path, found, what, to);
 	err_clear(&e);
 	strvec_clear(&scan->links);
-	if (rebuilt && gitops_index_rewrite(&at, scan_index_entry, scan, &e) != 0)
+	int rc = rebuilt ? gitops_index_rewrite(&at, scan_index_entry, scan, &e) : -1;
+	if (rc != 0)
 		strvec_clear(&scan->links); /* HEAD's own tree names a path outside: nothing of it is entered */
 	err_clear(&e);
+	return rc == 0 ? 0 : -1;
 }
 
 /* The admin entry's index, written by the run. libgit2 reads it; when every entry is safe it is written back as
@@ -686,17 +776,26 @@ static void repair_index(struct repair *r, const struct git_layout *l, int afd)
 	if (fstatat(afd, "index", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 		return; /* missing, or already moved away as a special file */
 	struct index_scan scan = { .links = STRVEC_INIT };
+	if (index_is_checked(r, l, afd, &scan.links)) { /* the very bytes checked and written back before: as safe */
+		quarantine_nested_repositories(r, l, &scan.links);
+		strvec_clear(&scan.links);
+		return;
+	}
 	struct err e = ERR_INIT;
 	struct gitops_index_place at;
+	uint8_t written[CRYPTO_SHA256_LEN];
 	_cleanup_close_ int stage_fd = index_place(l, afd, &at);
+	at.written_sha256 = written;
 	int rc = st.st_size > INDEX_MAX || stage_fd < 0 ? -1 : gitops_index_rewrite(&at, scan_index_entry, &scan, &e);
 	if (rc != 0) {
 		_cleanup_free_ char *found = st.st_size > INDEX_MAX
 						     ? xasprintf("an index of %lld bytes", (long long)st.st_size)
 					     : rc < 0 ? xasprintf("an index libgit2 refuses (%s)", e.message)
 						      : xasprintf("an index entry outside the worktree (%s)", scan.bad);
-		replace_index(r, l, afd, found, &scan);
+		rc = replace_index(r, l, afd, found, &scan, written);
 	}
+	if (rc == 0)
+		remember_checked_index(r, l, written, &scan.links);
 	quarantine_nested_repositories(r, l, &scan.links);
 	err_clear(&e);
 	free((char *)scan.bad);

@@ -674,8 +674,8 @@ int gitops_clone(const struct gitops_clone *o, json_t **result, struct err *e)
 
 /* --- the index ------------------------------------------------------------------------------ */
 
-/* Copies everything from src to dst (both open); -1 with errno. */
-static int copy_fd(int src, int dst)
+/* Copies everything from src to dst (both open), adding it to sum when sum is not NULL; -1 with errno. */
+static int copy_fd_summed(int src, int dst, struct crypto_sha256 *sum)
 {
 	char buf[65536];
 	for (;;) {
@@ -686,7 +686,14 @@ static int copy_fd(int src, int dst)
 			return (int)n;
 		if (fs_write_all(dst, buf, (size_t)n) < 0)
 			return -1;
+		if (sum)
+			crypto_sha256_update(sum, buf, (size_t)n);
 	}
+}
+
+static int copy_fd(int src, int dst)
+{
+	return copy_fd_summed(src, dst, NULL);
 }
 
 /* A private directory for one index job, S/index its copy; the stage's name and path are returned for cleanup. */
@@ -728,7 +735,8 @@ static int stage_copy_in(const struct gitops_index_place *at, struct index_stage
 	return 0;
 }
 
-/* The staged index put back as A/index: A/index.lock made exclusively, filled, renamed over it. */
+/* The staged index put back as A/index: A/index.lock made exclusively, filled, renamed over it; the SHA-256 of the
+ * bytes put back into at->written_sha256 when it is set (summed as they are copied, never read back from A). */
 static int stage_copy_out(const struct gitops_index_place *at, struct index_stage *s, struct err *e)
 {
 	_cleanup_close_ int in = openat(s->fd, "index", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -737,11 +745,18 @@ static int stage_copy_out(const struct gitops_index_place *at, struct index_stag
 	int out = openat(at->admin_fd, "index.lock", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (out < 0)
 		return err_errno(e, errno, "creating %s/index.lock (is a git command running there?)", at->admin);
-	int rc = copy_fd(in, out) == 0 && fsync(out) == 0 ? 0 : -1;
+	struct crypto_sha256 sum;
+	crypto_sha256_init(&sum);
+	int rc = copy_fd_summed(in, out, &sum) == 0 && fsync(out) == 0 ? 0 : -1;
 	int saved = errno;
 	close(out);
-	if (rc == 0 && renameat(at->admin_fd, "index.lock", at->admin_fd, "index") == 0)
+	if (rc == 0 && renameat(at->admin_fd, "index.lock", at->admin_fd, "index") == 0) {
+		uint8_t digest[CRYPTO_SHA256_LEN];
+		crypto_sha256_final(&sum, digest);
+		if (at->written_sha256)
+			memcpy(at->written_sha256, digest, sizeof(digest));
 		return 0;
+	}
 	saved = rc == 0 ? errno : saved;
 	unlinkat(at->admin_fd, "index.lock", 0);
 	return err_errno(e, saved, "writing %s/index", at->admin);

@@ -18,6 +18,7 @@
 #define AGOR_GITOPS_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -91,6 +92,7 @@ struct gitops_index_place {
 	const char *admin;    /* A's path, for messages */
 	int stage_fd;	      /* stage_dir, held */
 	const char *stage_dir;
+	uint8_t *written_sha256; /* NULL, or where the SHA-256 (32 bytes) of the index put back is written */
 };
 /* The index, read by libgit2: fn(path, mode, arg) for each entry in order (non-zero stops: the index is then left
  * as it is and 1 returned); when every entry passed, the index is written back from what libgit2 read (0) — so no

@@ -558,6 +558,40 @@ test_case "containment: an index entry only threaded git would read is gone afte
   [ ! -e "$R/hooks/post-checkout" ] || fail "threaded git wrote a hook from a hidden index entry"
 '
 
+test_case "containment: an index left as agor checked it is not written again; one changed in any way (times put back) is checked again; a nested repository at a remembered gitlink is still removed; the record is out of reach" "$SETUP"'
+  I="$R/worktrees/w1/index"
+  sandbox "true"; ran  # the first check writes the index back and remembers it
+  ino=$(stat -c %i "$I")
+  sandbox "true"; ran
+  [ "$(stat -c %i "$I")" = "$ino" ] || fail "an index left as checked was written again"
+  refused "ls \"$AGOR_HOME/index-checked\" || ls \"$AGOR_HOME\"/index-checked*"
+  cp "$TEST_TOP/test/helpers/craft-hidden-index.py" "$W/.craft.py"
+  sandbox "G=\$(git rev-parse --git-dir); cp -p \$G/index /tmp/was; B=\$(printf \"#!/bin/sh\\ntouch $T/pwned\\n\" | git hash-object -w --stdin); python3 .craft.py \$G/index \$B ../../repos/r.git/hooks/post-checkout && touch -r /tmp/was \$G/index && rm .craft.py && git -c index.threads=3 ls-files"
+  ran
+  expect_contains stdout "../../repos/r.git/hooks/post-checkout"
+  (cd "$W" && git -c index.threads=3 ls-files > "$T/listed")
+  expect_not_contains "$T/listed" post-checkout
+  cat > "$W/link.sh" <<SH
+set -e
+git read-tree HEAD  # the crafted entries out
+git init -q sub && git -C sub commit -q --allow-empty -m s
+git update-index --add --cacheinfo 160000,\$(git -C sub rev-parse HEAD),sub
+rm link.sh; echo linked
+SH
+  sandbox "sh link.sh"
+  ran
+  expect_contains stdout linked
+  ino=$(stat -c %i "$I")
+  sandbox "git init -q sub && git -C sub config core.fsmonitor \"touch $T/pwned-nested; false\" && echo nested"
+  ran
+  expect_contains stdout nested
+  [ "$(stat -c %i "$I")" = "$ino" ] || fail "the index was written again: the remembered gitlinks were not what removed the nested repository"
+  json_get out data.gitMetadata.repaired > repaired
+  expect_contains repaired "$W/sub/.git"
+  (cd "$W" && timeout 20 git status --short > /dev/null)
+  [ ! -e "$T/pwned-nested" ] || fail "host git status ran the nested repository'"'"'s fsmonitor"
+'
+
 test_case "containment: no fifo in the worktree; a forced remove reads nothing there; the repair never reads a fifo ref; a sparse HEAD is put back" "$SETUP"'
   refused "mkfifo .gitignore"
   sandbox "truncate -s 2G \$(git rev-parse --git-dir)/HEAD && echo sparse"
