@@ -106,7 +106,7 @@ static void resolve(struct permission_request *r, int approved, const char *scop
 		r->decided(d, approved, scope, decider, reason, r->decided_arg);
 	else if (r->peer) {
 		char *text = rpc_result_text(r->rpc_id, json_pack("{s:b,s:s}", "approved", approved, "reason", reason));
-		daemon_peer_send(r->peer, text);
+		daemon_peer_reply(r->peer, text);
 		free(text);
 	}
 	daemon_broadcast_to(d, r->owner, "permission.resolved",

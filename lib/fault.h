@@ -5,7 +5,8 @@
  *
  * Armed by AGOR_FAULT=ROLE:WHAT:N:ACTION, read once by fault_init(ROLE) (ROLE: daemon or executor):
  *   WHAT    write | fsync | rename | sqlite (an xWrite or xSync of the SQLite WAL, i.e. a commit) | step (any
- *           named step) | any | a step's name such as task.running (only the passes of that step count)
+ *           named step) | any | a step's name such as task.running (only the passes of that step count) |
+ *           KIND@STEP such as sqlite@task.ended (only the points of KIND after the first pass of STEP count)
  *   N       the Nth matching point of this process (1 = the first)
  *   ACTION  ENOSPC | EIO (the point fails with that errno, SQLite's with SQLITE_FULL | SQLITE_IOERR) |
  *           stop (the process stops itself with SIGSTOP at that point, after saying so in the trace)
