@@ -18,12 +18,20 @@ void daemon_peer_send(struct daemon_peer *peer, const char *text)
 	net_send(peer->conn, text, strlen(text));
 }
 
-/* One answer of a reply (text parsed) that said ok, turned into the lost batch's error e; others are kept. */
+/* One answer of a reply (text parsed) that said ok, turned into the lost batch's error e, which then names what it
+ * would have said (a clone's path, say: the retry takes what is there) and carries it in details.unstored; answers
+ * that were errors already are kept. */
 static json_t *answer_as_error(json_t *answer, const struct err *e)
 {
-	if (!json_is_object(answer) || !json_object_get(answer, "result"))
+	json_t *result = json_is_object(answer) ? json_object_get(answer, "result") : NULL;
+	if (!result)
 		return json_incref(answer);
-	char *text = rpc_error_text(json_object_get(answer, "id"), e);
+	_cleanup_free_ char *said = json_to_compact(result);
+	struct err lost = ERR_INIT;
+	err_setd(&lost, e->code, json_pack("{s:O}", "unstored", result), "%s; it would have answered %.400s%s",
+		 e->message, said, strlen(said) > 400 ? "…" : "");
+	char *text = rpc_error_text(json_object_get(answer, "id"), &lost);
+	err_clear(&lost);
 	json_t *instead = json_loads(text, 0, NULL);
 	free(text);
 	return instead;
@@ -237,7 +245,7 @@ void daemon_release_held_events(struct daemon *d, int send)
 			 d->nheld_events);
 	for (size_t i = 0; i < d->nheld_events; i++) {
 		struct held_event *h = &d->held_events[i];
-		if (send)
+		if (send && d->server) /* without it the daemon stops: its connections are gone */
 			send_held_event(d, h);
 		free(h->text);
 		free(h->users);
