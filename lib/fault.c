@@ -158,6 +158,12 @@ void fault_step(const char *name)
 	(void)fault_check(FAULT_STEP, name);
 }
 
+void fault_sudo_preserve(struct strvec *argv)
+{
+	if (getenv("AGOR_FAULT") || getenv("AGOR_FAULT_TRACE"))
+		strvec_push(argv, "--preserve-env=AGOR_FAULT,AGOR_FAULT_TRACE");
+}
+
 void fault_pass_on(struct strvec *env)
 {
 	static const char *const names[] = { "AGOR_FAULT", "AGOR_FAULT_TRACE" };

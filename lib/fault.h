@@ -30,6 +30,8 @@ int fault_check(enum fault_kind k, const char *name);
 void fault_step(const char *name);
 /* Adds AGOR_FAULT and AGOR_FAULT_TRACE, when set, to a child's environment. */
 void fault_pass_on(struct strvec *env);
+/* Adds sudo's --preserve-env for them, when set, to a sudo argv (an executor run as another user keeps them). */
+void fault_sudo_preserve(struct strvec *argv);
 /* Makes SQLite's default VFS one whose WAL xWrite and xSync pass fault_check(FAULT_SQLITE) first. */
 void fault_sqlite_install(void);
 #else
@@ -49,6 +51,10 @@ static inline void fault_step(const char *name)
 static inline void fault_pass_on(struct strvec *env)
 {
 	(void)env;
+}
+static inline void fault_sudo_preserve(struct strvec *argv)
+{
+	(void)argv;
 }
 static inline void fault_sqlite_install(void) {}
 #endif

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "child.h"
+#include "fault.h"
 #include "impersonate.h"
 #include "json.h"
 #include "strvec.h"
@@ -43,6 +44,7 @@ void impersonate_argv(const char *user, const char *self, struct strvec *argv)
 {
 	const char *sudo = impersonate_sudo_path();
 	strvec_push(argv, sudo ? sudo : "/usr/bin/sudo");
+	fault_sudo_preserve(argv); /* test builds only (fault.h) */
 	strvec_pushv(argv, (const char *const[]){ "-n", "-u", user, "--", self, "executor", "--stdin", NULL });
 }
 
