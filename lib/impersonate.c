@@ -71,6 +71,7 @@ static void set_environment(struct child *c)
 	const char *level = getenv("AGOR_LOG_LEVEL");
 	if (level && *level)
 		strvec_setenv(&c->env, "AGOR_LOG_LEVEL", level);
+	fault_pass_on(&c->env); /* test builds only (fault.h): with sudo's --preserve-env (impersonate_argv) */
 }
 
 int impersonate_run(const char *user, const char *self, const char *payload, size_t len, int timeout_ms,
