@@ -886,6 +886,7 @@ int prompt_run(const struct prompt_request *req, json_t **data, struct err *e)
 	struct prompt_run r = {
 		.req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT, .report_error = ERR_INIT
 	};
+	fault_step("prompt.started"); /* test builds: a crash point (docs/recovery.md) */
 	r.adapter = agent_find(req->tool);
 	int rc = r.adapter ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.tool: unknown agent tool %s", req->tool);
 	if (rc == 0)
@@ -893,5 +894,6 @@ int prompt_run(const struct prompt_request *req, json_t **data, struct err *e)
 	if (rc == 0)
 		rc = run_agent(&r, data, e);
 	run_release(&r);
+	fault_step("prompt.done");
 	return rc;
 }

@@ -44,27 +44,33 @@ CRASHES='
   }
   prompt() { a prompt "$session" "$1" --yes; }
 
-  # the prompt once, traced: its steps
-  start_scene_daemon
+  # start_idle — the daemon, once the tasks of its start (a tmux.close) are done: the prompt comes after them.
+  start_idle() { start_scene_daemon; settled "the start"; }
+  # the prompt once, traced: its steps. The daemon counts a step'"'"'s passes from its start, so the prompt'"'"'s first pass
+  # of each is the one after those of the start (before the mark); an executor counts its own, and only the
+  # prompt'"'"'s executor passes the prompt.* steps.
   : > trace
+  start_idle
+  echo mark >> trace
   prompt "please RUN: echo traced > traced.txt" > out 2> err || { cat out err daemon.log; fail "the traced prompt failed"; }
   stop_daemon
   cp trace trace.prompt
-  daemon_steps=$(awk "\$1 == \"daemon\" && \$3 == \"step\" && !seen[\$5]++ { print \"daemon:\" \$5 \":1:stop\" }" trace.prompt)
-  executor_steps=$(awk "\$1 == \"executor\" && \$3 == \"step\" && !seen[\$5]++ { print \"executor:\" \$5 \":1:stop\" }" trace.prompt)
+  daemon_steps=$(awk "/^mark/ { m = 1; next } \$1 == \"daemon\" && \$3 == \"step\" { if (!m) { b[\$5]++; next } if (!seen[\$5]++) print \"daemon:\" \$5 \":\" b[\$5] + 1 \":stop\" }" trace.prompt)
+  executor_steps=$(awk "\$1 == \"executor\" && \$5 ~ /^prompt\\./ && !seen[\$5]++ { print \"executor:\" \$5 \":1:stop\" }" trace.prompt)
   for step in task.recorded task.running message.stored permission.asked task.ended batch.commit; do
     echo "$daemon_steps" | grep -q ":$step:" || { cat trace.prompt; fail "the daemon never passed $step"; }
   done
-  for step in executor.start prompt.agent-started prompt.first-message prompt.permission-asked prompt.concluded; do
+  for step in prompt.started prompt.agent-started prompt.first-message prompt.permission-asked prompt.concluded prompt.done; do
     echo "$executor_steps" | grep -q ":$step:" || { cat trace.prompt; fail "the executor never passed $step"; }
   done
+  echo "$daemon_steps $executor_steps"
 
   n=0
   for spec in $daemon_steps $executor_steps; do
     n=$((n + 1))
     role=${spec%%:*}
     : > trace
-    AGOR_FAULT=$spec start_scene_daemon
+    AGOR_FAULT=$spec start_idle
     before=$(sql "SELECT count(*) FROM tasks WHERE command = '"'"'prompt'"'"'")
     prompt "please RUN: echo $n > killed-$n.txt" > kill.out 2> kill.err &
     prompt_pid=$!
@@ -81,7 +87,7 @@ CRASHES='
       settled "$spec (the daemon lived)" # the daemon ends the task itself
       stop_daemon
     fi
-    start_scene_daemon
+    start_idle
     consistent "$spec"
     killed=$(sql "SELECT id FROM tasks WHERE command = '"'"'prompt'"'"' ORDER BY rowid DESC LIMIT 1")
     [ "$(sql "SELECT count(*) FROM tasks WHERE command = '"'"'prompt'"'"'")" -gt "$before" ] || fail "$spec: the killed prompt has no task"
