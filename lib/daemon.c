@@ -9,6 +9,7 @@
 
 #include "audit.h"
 #include "daemon.h"
+#include "fault.h"
 #include "log.h"
 #include "loop.h"
 #include "banned.h"
@@ -46,20 +47,57 @@ void daemon_audit(struct daemon *d, const char *actor, const char *action, const
 		json_decref(details);
 }
 
-void daemon_commit_write_batch(struct daemon *d)
+/* What a caller whose write was in a lost batch is told: the cause by its errno, and what to do. */
+static void explain_lost_batch(struct daemon *d, const char *sqlite_message, struct err *e)
 {
-	struct err e = ERR_INIT;
+	int cause = db_failure_errno(d->db);
+	if (cause == ENOSPC)
+		err_set(e, E_SYSTEM,
+			"not stored: the database's disk is full (ENOSPC: %s); free space on the data home's disk, "
+			"then retry",
+			sqlite_message);
+	else if (cause == EIO)
+		err_set(e, E_SYSTEM,
+			"not stored: the database's disk failed a write (EIO: %s); check the disk (dmesg), then retry",
+			sqlite_message);
+	else
+		err_set(e, E_SYSTEM, "not stored: the database could not commit (%s); retry", sqlite_message);
+}
+
+int daemon_commit_write_batch_or_why(struct daemon *d, struct err *e)
+{
+	struct err why = ERR_INIT;
 	if (!d->write_batch_open)
-		return;
+		return 0;
 	if (d->before_commit) /* the counted token uses ride in the batch */
 		d->before_commit(d);
 	d->write_batch_open = 0;
-	if (db_commit(d->db, &e) < 0) {
-		log_error("could not commit a batch of writes: %s", e.message);
-		err_clear(&e);
-		db_exec(d->db, "ROLLBACK", &e);
-		err_clear(&e);
+	int rc = 0;
+	fault_step("batch.commit");
+	if (db_commit(d->db, &why) < 0) {
+		log_error("could not commit a batch of writes: %s", why.message);
+		explain_lost_batch(d, why.message, e);
+		err_clear(&why);
+		db_rollback(d->db);
+		rc = -1;
 	}
+	if (d->after_commit) /* its events go (or are dropped), its lost task endings are rewritten */
+		d->after_commit(d, rc < 0 ? e : NULL);
+	strvec_clear(&d->batch_endings);
+	return rc;
+}
+
+void daemon_commit_write_batch(struct daemon *d)
+{
+	struct err e = ERR_INIT;
+	daemon_commit_write_batch_or_why(d, &e);
+	err_clear(&e);
+}
+
+void daemon_note_task_ending(struct daemon *d, const char *task_id)
+{
+	if (d->write_batch_open)
+		strvec_push(&d->batch_endings, task_id);
 }
 
 static void commit_write_batch(struct loop *l, void *arg)

@@ -29,6 +29,7 @@
 #include "err.h"
 #include "loop.h"
 #include "paths.h"
+#include "strvec.h"
 
 struct net_server;
 struct net_conn;
@@ -66,7 +67,12 @@ struct daemon {
 	pthread_mutex_t done_lock;
 	struct task_run *done; /* finished by workers, waiting for the loop thread */
 
-	int write_batch_open;		 /* a transaction spanning this loop iteration's writes (daemon_write_batch) */
+	int write_batch_open;		/* a transaction spanning this loop iteration's writes (daemon_write_batch) */
+	struct held_event *held_events; /* events of the open batch, sent once it commits (daemon_peer.c) */
+	size_t nheld_events, held_events_alloc;
+	struct strvec batch_endings; /* tasks whose final status rides in the open batch (daemon_note_task_ending) */
+	struct strvec lost_endings;  /* tasks whose final status a failed commit lost, not yet rewritten as failed */
+	struct loop_timer *lost_endings_retry;
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
 	uint64_t auth_generation;	 /* bumped by every write to tokens or tasks: a remembered check is void */
 	int saving_token_uses;		 /* writing the counted uses back: not a change of any token's state */
@@ -75,6 +81,9 @@ struct daemon {
 	/* hooks: set by daemon_main, called by lower layers */
 	void (*on_task_cancel)(struct daemon *d, const char *task_id); /* a running task is being cancelled */
 	void (*before_commit)(struct daemon *d);		       /* a batch of writes is about to commit */
+	/* the batch committed (failure NULL) or was rolled back (failure says why): its held events go or are dropped,
+	 * its lost task endings are rewritten (docs/recovery.md) */
+	void (*after_commit)(struct daemon *d, const struct err *failure);
 
 	struct node_state *nodes;   /* paired nodes connected now and their runs (daemon_nodes.c) */
 	struct terminal *terminals; /* open terminals (daemon_terminal.c) */
@@ -110,5 +119,11 @@ void daemon_write_batch(struct daemon *d);
 /* Commits the open batch now (a no-op without one): before any reply leaves, so that an answer to a call
  * is never seen before the writes of the lines that came ahead of it are durable. */
 void daemon_commit_write_batch(struct daemon *d);
+/* The same, saying how it went: 0 when no batch was open or it committed; -1 when its commit failed, e then names
+ * the cause for a caller (the disk full or failing, and what to do), and the batch's writes are rolled back. */
+int daemon_commit_write_batch_or_why(struct daemon *d, struct err *e);
+/* Notes that task_id's final status was just written: when it rides in an open batch whose commit then fails, the
+ * task is rewritten as failed (its outcome was not stored) rather than left running (docs/recovery.md). */
+void daemon_note_task_ending(struct daemon *d, const char *task_id);
 
 #endif

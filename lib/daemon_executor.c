@@ -13,6 +13,7 @@
 #include "daemon_permissions.h"
 #include "daemon_taskauth.h"
 #include "daemon_tasks.h"
+#include "fault.h"
 #include "json.h"
 #include "knownhosts.h"
 #include "log.h"
@@ -397,6 +398,8 @@ static int store_message(struct daemon *d, const char *jwt, const char *task, co
 			    "ssssi", a.claims.tid, a.claims.sid, type, data_text, daemon_now()) < 0
 			     ? -1
 			     : 0;
+		if (rv == 0)
+			fault_step("message.stored"); /* test builds: a crash point (docs/recovery.md) */
 		if (rv == 0)
 			daemon_task_message(d, a.claims.tid, json_get_str(a.task, "created_by"), a.claims.sid, type,
 					    data_text);

@@ -149,6 +149,15 @@ static void load_data_home_id(struct daemon *d)
 	strbuf_release(&id);
 }
 
+/* After each batch of writes: its held events go once it committed; when it did not, they are dropped and the task
+ * endings it carried are rewritten as failed (docs/recovery.md). */
+static void after_commit(struct daemon *d, const struct err *failure)
+{
+	daemon_release_held_events(d, !failure);
+	if (failure)
+		daemon_tasks_batch_lost(d, failure);
+}
+
 int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 {
 	memset(d, 0, sizeof(*d));
@@ -159,6 +168,9 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	fault_init("daemon"); /* test builds only (fault.h) */
 	d->on_task_cancel = daemon_permissions_cancel_task;
 	d->before_commit = daemon_save_token_uses;
+	d->after_commit = after_commit;
+	strvec_init(&d->batch_endings);
+	strvec_init(&d->lost_endings);
 	if (daemon_dispatch_check(e) < 0)
 		return -1;
 	d->uid = geteuid();
@@ -192,6 +204,9 @@ void daemon_release(struct daemon *d)
 		daemon_flush_refusals(d);     /* the counted rows of the last window */
 	}
 	daemon_limits_release(d);
+	daemon_release_held_events(d, 0);
+	free(d->held_events);
+	daemon_tasks_release_lost_endings(d);
 	explicit_bzero(d->jwt_secret, sizeof(d->jwt_secret));
 	explicit_bzero(d->master_key, sizeof(d->master_key));
 	daemon_nodes_release(d);

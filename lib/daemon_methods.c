@@ -55,7 +55,7 @@ static void send_reply(struct pending_reply *pr, const char *task_id, json_t *re
 	}
 	if (result)
 		json_decref(result);
-	daemon_peer_send(pr->peer, text);
+	daemon_peer_reply(pr->peer, text);
 	free(text);
 }
 

@@ -10,6 +10,7 @@
 #include "daemon_limits.h"
 #include "daemon_nodes.h"
 #include "daemon_peer.h"
+#include "daemon_tasks.h"
 #include "json.h"
 #include "log.h"
 #include "net.h"
@@ -441,7 +442,8 @@ static void finish_run(struct daemon *d, struct node_run *run, json_t *data, con
 	struct err e = ERR_INIT;
 	if (db_run(d->db, &e, "UPDATE tasks SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?",
 		   "sssis", status, result_text, error_text, daemon_now(), run->run_id) < 0)
-		log_error("node run %s: %s", run->run_id, e.message);
+		daemon_tasks_ending_lost(d, run->run_id, &e);
+	daemon_note_task_ending(d, run->run_id);
 	err_clear(&e);
 	daemon_audit(d, run->created_by, "exec.run", run->run_id, status,
 		     json_pack("{s:s,s:s,s:O?}", "host", "node", "node", run->node_id, "error", err_json));

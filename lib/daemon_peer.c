@@ -5,6 +5,7 @@
 
 #include "daemon_peer.h"
 #include "json.h"
+#include "log.h"
 #include "net.h"
 #include "rpc.h"
 #include "banned.h"
@@ -15,6 +16,62 @@ void daemon_peer_send(struct daemon_peer *peer, const char *text)
 {
 	daemon_commit_write_batch(peer->d);
 	net_send(peer->conn, text, strlen(text));
+}
+
+/* One answer of a reply (text parsed) that said ok, turned into the lost batch's error e, which then names what it
+ * would have said (a clone's path, say: the retry takes what is there) and carries it in details.unstored; answers
+ * that were errors already are kept. */
+static json_t *answer_as_error(json_t *answer, const struct err *e)
+{
+	json_t *result = json_is_object(answer) ? json_object_get(answer, "result") : NULL;
+	if (!result)
+		return json_incref(answer);
+	_cleanup_free_ char *said = json_to_compact(result);
+	struct err lost = ERR_INIT;
+	err_setd(&lost, e->code, json_pack("{s:O}", "unstored", result), "%s; it would have answered %.400s%s",
+		 e->message, said, strlen(said) > 400 ? "…" : "");
+	char *text = rpc_error_text(json_object_get(answer, "id"), &lost);
+	err_clear(&lost);
+	json_t *instead = json_loads(text, 0, NULL);
+	free(text);
+	return instead;
+}
+
+/* A reply (one answer or a batch's array of them) whose writes were in a batch that did not commit: every answer
+ * that said ok says e instead, since what it reported is not stored. NULL when text is not JSON (sent as is). */
+static char *reply_as_error(const char *text, const struct err *e)
+{
+	_cleanup_json_ json_t *reply = json_loads(text, 0, NULL);
+	if (!reply)
+		return NULL;
+	json_t *instead;
+	if (json_is_array(reply)) {
+		instead = json_array();
+		size_t i;
+		json_t *one;
+		json_array_foreach(reply, i, one) json_array_append_new(instead, answer_as_error(one, e));
+	} else {
+		instead = answer_as_error(reply, e);
+	}
+	char *out = json_to_compact(instead);
+	json_decref(instead);
+	return out;
+}
+
+void daemon_send_reply(struct daemon *d, struct net_conn *c, const char *text)
+{
+	struct err e = ERR_INIT;
+	_cleanup_free_ char *instead = NULL;
+	if (daemon_commit_write_batch_or_why(d, &e) < 0)
+		instead = reply_as_error(text, &e);
+	err_clear(&e);
+	const char *out = instead ? instead : text;
+	net_send(c, out, strlen(out));
+}
+
+void daemon_peer_reply(struct daemon_peer *peer, const char *text)
+{
+	daemon_send_reply(peer->d, peer->conn, text);
 }
 
 void daemon_peer_remember(struct daemon_peer *p, void *pending)
@@ -122,12 +179,91 @@ void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const
 	broadcast(d, users ? users : nobody, type, data);
 }
 
-static void send_event_text(struct daemon *d, const char *const *users, const char *text, size_t len)
+/* An event sent while a batch of writes is open: it tells of those writes, so it waits for their commit. */
+struct held_event {
+	char *text;
+	size_t len;
+	char *users; /* NULL: everyone; else the user ids who (with admins) may see it, each ended by a NUL, then a NUL
+		      */
+};
+
+/* users (NULL-terminated) in one block: "a\0b\0\0". */
+static char *users_block(const char *const *users)
+{
+	size_t size = 1;
+	for (const char *const *u = users; *u; u++)
+		size += strlen(*u) + 1;
+	char *block = xmalloc(size), *p = block;
+	for (const char *const *u = users; *u; u++)
+		p = stpcpy(p, *u) + 1;
+	*p = '\0';
+	return block;
+}
+
+/* text (taken) waits in d->held_events. */
+static void hold_event(struct daemon *d, const char *const *users, char *text, size_t len)
+{
+	if (d->nheld_events == d->held_events_alloc) {
+		d->held_events_alloc = d->held_events_alloc ? d->held_events_alloc * 2 : 16;
+		d->held_events = xrealloc(d->held_events, d->held_events_alloc * sizeof(*d->held_events));
+	}
+	d->held_events[d->nheld_events++] =
+		(struct held_event){ .text = text, .len = len, .users = users ? users_block(users) : NULL };
+}
+
+static void send_event_now(struct daemon *d, const char *const *users, const char *text, size_t len)
 {
 	for (size_t i = 0; i < d->nsubscribers; i++)
 		if (may_see(d->subscribers[i], users))
 			net_send(d->subscribers[i], text,
 				 len); /* a slow subscriber is dropped by net, not waited for */
+}
+
+static void send_held_event(struct daemon *d, const struct held_event *h)
+{
+	if (!h->users) {
+		send_event_now(d, NULL, h->text, h->len);
+		return;
+	}
+	size_t n = 0;
+	for (const char *u = h->users; *u; u += strlen(u) + 1)
+		n++;
+	const char **users = xmalloc((n + 1) * sizeof(*users));
+	n = 0;
+	for (const char *u = h->users; *u; u += strlen(u) + 1)
+		users[n++] = u;
+	users[n] = NULL;
+	send_event_now(d, users, h->text, h->len);
+	free(users);
+}
+
+void daemon_release_held_events(struct daemon *d, int send)
+{
+	if (!send && d->nheld_events)
+		log_warn("%zu event(s) of a batch of writes that did not commit are dropped: they told of writes "
+			 "that are not stored",
+			 d->nheld_events);
+	for (size_t i = 0; i < d->nheld_events; i++) {
+		struct held_event *h = &d->held_events[i];
+		if (send && d->server) /* without it the daemon stops: its connections are gone */
+			send_held_event(d, h);
+		free(h->text);
+		free(h->users);
+	}
+	d->nheld_events = 0;
+}
+
+/* Sends text (taken) to the subscribers who may see it, or holds it while a batch of writes is open (at most one
+ * loop round: the batch commits at its end). */
+static void send_event_text(struct daemon *d, const char *const *users, char *text)
+{
+	size_t len = strlen(text);
+	if (d->write_batch_open) {
+		hold_event(d, users, text, len);
+		return;
+	}
+	send_event_now(d, users, text, len);
+	free(text);
 }
 
 void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *also_to, const char *task_id,
@@ -139,9 +275,7 @@ void daemon_broadcast_message(struct daemon *d, const char *user_id, const char 
 		return;
 	json_t *fields =
 		json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
-	char *text = rpc_event_text_raw("message", fields, "data", data_text);
-	send_event_text(d, users, text, strlen(text));
-	free(text);
+	send_event_text(d, users, rpc_event_text_raw("message", fields, "data", data_text));
 }
 
 static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)
@@ -151,9 +285,7 @@ static void broadcast(struct daemon *d, const char *const *users, const char *ty
 		json_decref(data);
 		return;
 	}
-	char *text = rpc_event_text(type, data);
-	send_event_text(d, users, text, strlen(text));
-	free(text);
+	send_event_text(d, users, rpc_event_text(type, data));
 }
 
 /* --- replies that come later ------------------------------------------------------------------ */
@@ -206,7 +338,7 @@ void daemon_reply_finish(struct pending_reply *pr, json_t *result, const struct 
 	if (pr->peer && pr->id) {
 		char *text = error ? rpc_error_text(pr->id, error) : rpc_result_text(pr->id, result);
 		result = NULL;
-		daemon_peer_send(pr->peer, text);
+		daemon_peer_reply(pr->peer, text);
 		free(text);
 	}
 	if (result)

@@ -35,6 +35,11 @@ struct daemon_peer {
 /* The connection glue: a message to the peer (any open write batch is committed first); things that wait on
  * the connection; its subscription to events. */
 void daemon_peer_send(struct daemon_peer *peer, const char *text);
+/* An answer to a call (text: one JSON-RPC reply, or a batch's array), sent once the open write batch is committed:
+ * when that commit failed, every answer in it that said ok says why instead (the disk full or failing, what to do),
+ * so no caller is told ok for a write that is not stored (docs/recovery.md). */
+void daemon_send_reply(struct daemon *d, struct net_conn *c, const char *text);
+void daemon_peer_reply(struct daemon_peer *peer, const char *text);
 void daemon_peer_remember(struct daemon_peer *peer, void *pending);
 void daemon_peer_forget(struct daemon_peer *peer, void *pending);
 void daemon_peer_subscribe(struct daemon_peer *peer);
@@ -90,6 +95,9 @@ void daemon_broadcast_message(struct daemon *d, const char *user_id, const char 
 			      const char *session_id, const char *message_type, const char *data_text);
 /* The same, for admins and the agor users of the NULL-terminated list users (NULL: admins only). */
 void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const char *type, json_t *data);
+/* Events pushed while a write batch is open wait for its commit (at most one loop round): this sends them (send) or
+ * drops them (the batch did not commit: they told of writes that are not stored). */
+void daemon_release_held_events(struct daemon *d, int send);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 

@@ -6,6 +6,7 @@
 #include "daemon_access.h"
 #include "daemon_peer.h"
 #include "daemon_permissions.h"
+#include "fault.h"
 #include "json.h"
 #include "log.h"
 #include "rpc.h"
@@ -106,7 +107,7 @@ static void resolve(struct permission_request *r, int approved, const char *scop
 		r->decided(d, approved, scope, decider, reason, r->decided_arg);
 	else if (r->peer) {
 		char *text = rpc_result_text(r->rpc_id, json_pack("{s:b,s:s}", "approved", approved, "reason", reason));
-		daemon_peer_send(r->peer, text);
+		daemon_peer_reply(r->peer, text);
 		free(text);
 	}
 	daemon_broadcast_to(d, r->owner, "permission.resolved",
@@ -149,6 +150,7 @@ static void announce(struct permission_request *r, const char *kind, const json_
 			    json_pack("{s:s,s:s,s:s?,s:s,s:s,s:O?,s:I}", "request_id", r->id, "task_id", r->task_id,
 				      "session_id", r->session_id, "kind", kind, "tool_name", r->tool, "tool_input",
 				      input, "timeout_ms", (json_int_t)timeout));
+	fault_step("permission.asked"); /* test builds: a crash point (docs/recovery.md) */
 }
 
 static void ask(struct rpc_ctx *rc, const json_t *task, const char *session_id, const char *mode, const char *tool,

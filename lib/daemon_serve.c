@@ -92,8 +92,7 @@ static void on_message(struct net_conn *c, const char *data, size_t len, void *a
 	d->caller[0] = '\0';
 	note_authenticated(c, p);
 	if (reply) {
-		daemon_commit_write_batch(d);
-		net_send(c, reply, strlen(reply));
+		daemon_send_reply(d, c, reply);
 		free(reply);
 	} else if (net_conn_kind(c) == NET_CONN_HTTP && !p->npending) {
 		net_send(c, "", 0); /* a POST carrying only notifications still gets its answer: 204 */

@@ -99,6 +99,98 @@ int daemon_recover_tasks(struct daemon *d, struct err *e)
 	return n < 0 ? -1 : n;
 }
 
+/* --- endings a failed commit lost ----------------------------------------------------------- */
+
+/* Rewrites one task whose final status was in a batch that did not commit as failed, naming why (its outcome, and
+ * maybe its last messages, are not stored), in a transaction of its own; its tokens are revoked, it is audited and
+ * its audience told. entry: "TASK_ID WHY". -1 when that write fails too (the disk is still full). */
+static int rewrite_lost_ending(struct daemon *d, const char *entry)
+{
+	_cleanup_free_ char *task_id = xstrndup(entry, strcspn(entry, " "));
+	const char *why = entry + strlen(task_id) + (entry[strlen(task_id)] ? 1 : 0);
+	struct err e = ERR_INIT;
+	_cleanup_json_ json_t *error = json_pack("{s:s,s:s}", "code", E_SYSTEM, "message", why);
+	_cleanup_free_ char *error_text = json_to_compact(error);
+	_cleanup_json_ json_t *row = NULL;
+	long long now = daemon_now();
+	int rc = db_begin(d->db, &e);
+	if (rc == 0)
+		row = db_query_one(d->db, &e,
+				   "SELECT command, created_by FROM tasks WHERE id = ? AND status IN "
+				   "('queued','running')",
+				   "s", task_id);
+	if (rc < 0 || !row ||
+	    db_run(d->db, &e,
+		   "UPDATE tasks SET status = 'failed', error = ?, finished_at = ? WHERE id = ? AND status IN "
+		   "('queued','running')",
+		   "sis", error_text, now, task_id) < 0 ||
+	    db_run(d->db, &e, "UPDATE tokens SET revoked_at = ? WHERE task_id = ? AND revoked_at IS NULL", "is", now,
+		   task_id) < 0 ||
+	    db_commit(d->db, &e) < 0) {
+		log_error("task %s: its lost ending cannot be written yet (retried every second): %s", task_id,
+			  e.message);
+		err_clear(&e);
+		db_rollback(d->db);
+		return -1;
+	}
+	if (json_is_null(row)) /* its row was in the lost batch too, or it was already settled */
+		return 0;
+	log_warn("task %s ended but its outcome was not stored: now failed (%s)", task_id, why);
+	daemon_audit(d, "daemon", "task.outcome_lost", task_id, "failed", json_pack("{s:s}", "reason", why));
+	daemon_broadcast_to(d, json_get_str(row, "created_by"), "task.updated",
+			    json_pack("{s:s,s:s,s:s,s:O}", "id", task_id, "status", "failed", "command",
+				      json_get_str(row, "command"), "error", error));
+	return 0;
+}
+
+static void retry_lost_endings(struct loop *l, void *arg);
+
+/* Writes the lost endings that can be now; the rest are retried in a second (never while a batch is open: they would
+ * ride in it). */
+static void settle_lost_endings(struct daemon *d)
+{
+	struct strvec left = STRVEC_INIT;
+	for (size_t i = 0; i < d->lost_endings.nr; i++)
+		if (d->write_batch_open || rewrite_lost_ending(d, d->lost_endings.v[i]) < 0)
+			strvec_push(&left, d->lost_endings.v[i]);
+	strvec_clear(&d->lost_endings);
+	d->lost_endings = left;
+	if (d->lost_endings.nr && !d->lost_endings_retry)
+		d->lost_endings_retry = loop_timer_add(d->loop, 1000, retry_lost_endings, d);
+}
+
+static void retry_lost_endings(struct loop *l, void *arg)
+{
+	(void)l;
+	struct daemon *d = arg;
+	d->lost_endings_retry = NULL; /* the loop frees a timer once it fired */
+	settle_lost_endings(d);
+}
+
+void daemon_tasks_ending_lost(struct daemon *d, const char *task_id, const struct err *failure)
+{
+	log_error("task %s: its final status was not written: %s", task_id, failure->message);
+	strvec_pushf(&d->lost_endings, "%s its outcome was not stored: %s", task_id, failure->message);
+	settle_lost_endings(d);
+}
+
+void daemon_tasks_batch_lost(struct daemon *d, const struct err *failure)
+{
+	for (size_t i = 0; i < d->batch_endings.nr; i++)
+		strvec_pushf(&d->lost_endings, "%s its outcome was not stored: %s", d->batch_endings.v[i],
+			     failure->message);
+	settle_lost_endings(d);
+}
+
+void daemon_tasks_release_lost_endings(struct daemon *d)
+{
+	if (d->lost_endings_retry)
+		loop_timer_cancel(d->loop, d->lost_endings_retry);
+	d->lost_endings_retry = NULL;
+	strvec_clear(&d->lost_endings);
+	strvec_clear(&d->batch_endings);
+}
+
 /* --- tasks ------------------------------------------------------------------------------- */
 
 static void task_run_free(struct task_run *t)
@@ -528,6 +620,7 @@ static void learn_data_home_id(struct daemon *d, const json_t *data)
 static void finish_run(struct daemon *d, struct task_run *t)
 {
 	pthread_join(t->thread, NULL);
+	daemon_write_batch(d); /* the ending is whole or not at all: status, tokens, audit, on_done's rows */
 	fault_step("task.ended");
 	struct err scratch = ERR_INIT, e = ERR_INIT;
 	const struct err *failure = run_error(t, &scratch);
@@ -540,7 +633,9 @@ static void finish_run(struct daemon *d, struct task_run *t)
 	_cleanup_free_ char *error_text = err_json ? json_to_compact(err_json) : NULL;
 	if (db_run(d->db, &e, "UPDATE tasks SET status = ?, result = ?, error = ?, finished_at = ? WHERE id = ?",
 		   "sssis", status, result_text, error_text, daemon_now(), t->task_id) < 0)
-		log_error("task %s: %s", t->task_id, e.message);
+		daemon_tasks_ending_lost(d, t->task_id, &e);
+	daemon_note_task_ending(d, t->task_id);
+	err_clear(&e);
 	db_run(d->db, &e, "UPDATE tokens SET revoked_at = ? WHERE task_id = ? AND revoked_at IS NULL", "is",
 	       daemon_now(), t->task_id);
 	daemon_audit(d, t->unix_user, t->command, t->task_id, status,

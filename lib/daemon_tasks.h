@@ -66,5 +66,12 @@ void daemon_cancel_all(struct daemon *d);
 void daemon_collect_finished(struct daemon *d);
 /* Tasks left `running`/`queued` by a previous process become failed: interrupted. Returns how many. */
 int daemon_recover_tasks(struct daemon *d, struct err *e);
+/* A batch of writes did not commit (failure says why): each task whose final status rode in it is rewritten failed,
+ * naming why, rather than left running; what cannot be written yet is retried every second (docs/recovery.md). */
+void daemon_tasks_batch_lost(struct daemon *d, const struct err *failure);
+/* The same for one task whose final status could not be written (failure says why). */
+void daemon_tasks_ending_lost(struct daemon *d, const char *task_id, const struct err *failure);
+/* Drops the endings still waiting to be written (the daemon stops: its next start fails them as interrupted). */
+void daemon_tasks_release_lost_endings(struct daemon *d);
 
 #endif

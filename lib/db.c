@@ -133,6 +133,12 @@ void db_rollback(struct db *db)
 	sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
 }
 
+int db_failure_errno(struct db *db)
+{
+	int code = sqlite3_errcode(db->sql) & 0xff;
+	return code == SQLITE_FULL ? ENOSPC : code == SQLITE_IOERR ? EIO : 0;
+}
+
 static int user_version(struct db *db, int *version, struct err *e)
 {
 	sqlite3_stmt *st = db_prepare(db, "PRAGMA user_version", e, "");

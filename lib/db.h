@@ -53,6 +53,8 @@ int db_commit(struct db *db, struct err *e);
  * errors are ignored: the step's error is the one to report. */
 void db_savepoint_undo(struct db *db, const char *name);
 void db_rollback(struct db *db);
+/* The errno behind the last failed call: ENOSPC (the disk is full), EIO (an I/O error), or 0 (anything else). */
+int db_failure_errno(struct db *db);
 
 /* Prepares sql and binds args described by types: 's' text (NULL → NULL), 'i' int64, 'b' blob (two args:
  * pointer, size_t length). Returns the statement or NULL with e set. */

@@ -29,6 +29,9 @@ static struct {
 	enum fault_kind kind;  /* else the kind that counts */
 	char step[48];	       /* WHAT is a step's name: only that step counts */
 	unsigned long named;   /* passes of that step */
+	char after[48];	       /* WHAT is KIND@STEP: only the points of KIND after STEP's first pass count */
+	int after_passed;      /* STEP has passed */
+	unsigned long counted; /* points of KIND counted since */
 	unsigned long n;       /* the point that fails or stops */
 	int action;	       /* an errno, or 0: stop */
 	unsigned long seen[5]; /* points passed, per kind */
@@ -54,6 +57,17 @@ static void parse_spec(const char *spec)
 	if (sscanf(spec, "%15[^:]:%47[^:]:%lu:%15s", role, what, &n, action) != 4 || !n) {
 		fprintf(stderr, "agor: AGOR_FAULT=%s: expected ROLE:WHAT:N:ACTION (ignored)\n", spec);
 		return;
+	}
+	char *at = strchr(what, '@'); /* KIND@STEP */
+	if (at && (!strchr(at + 1, '.') || parse_kind(what, (size_t)(at - what)) < 0)) {
+		fprintf(stderr, "agor: AGOR_FAULT=%s: KIND@STEP is write|fsync|rename|sqlite|step@a.step (ignored)\n",
+			spec);
+		return;
+	}
+	if (at) {
+		*at = '\0';
+		if (!strcmp(role, F.role))
+			snprintf(F.after, sizeof(F.after), "%s", at + 1);
 	}
 	int k = parse_kind(what, strlen(what));
 	int act = !strcmp(action, "ENOSPC") ? ENOSPC : !strcmp(action, "EIO") ? EIO : !strcmp(action, "stop") ? 0 : -1;
@@ -110,6 +124,13 @@ static int hits(enum fault_kind k, const char *name)
 	++F.seen_any;
 	if (!F.armed)
 		return 0;
+	if (F.after[0]) {
+		if (k == FAULT_STEP && name && !F.after_passed && !strcmp(name, F.after)) {
+			F.after_passed = 1;
+			return 0;
+		}
+		return F.after_passed && k == F.kind && ++F.counted == F.n;
+	}
 	if (F.step[0])
 		return k == FAULT_STEP && name && !strcmp(name, F.step) && ++F.named == F.n;
 	return F.any ? F.seen_any == F.n : (k == F.kind && index == F.n);
@@ -135,6 +156,12 @@ int fault_check(enum fault_kind k, const char *name)
 void fault_step(const char *name)
 {
 	(void)fault_check(FAULT_STEP, name);
+}
+
+void fault_sudo_preserve(struct strvec *argv)
+{
+	if (getenv("AGOR_FAULT") || getenv("AGOR_FAULT_TRACE"))
+		strvec_push(argv, "--preserve-env=AGOR_FAULT,AGOR_FAULT_TRACE");
 }
 
 void fault_pass_on(struct strvec *env)

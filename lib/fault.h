@@ -5,7 +5,8 @@
  *
  * Armed by AGOR_FAULT=ROLE:WHAT:N:ACTION, read once by fault_init(ROLE) (ROLE: daemon or executor):
  *   WHAT    write | fsync | rename | sqlite (an xWrite or xSync of the SQLite WAL, i.e. a commit) | step (any
- *           named step) | any | a step's name such as task.running (only the passes of that step count)
+ *           named step) | any | a step's name such as task.running (only the passes of that step count) |
+ *           KIND@STEP such as sqlite@task.ended (only the points of KIND after the first pass of STEP count)
  *   N       the Nth matching point of this process (1 = the first)
  *   ACTION  ENOSPC | EIO (the point fails with that errno, SQLite's with SQLITE_FULL | SQLITE_IOERR) |
  *           stop (the process stops itself with SIGSTOP at that point, after saying so in the trace)
@@ -29,6 +30,8 @@ int fault_check(enum fault_kind k, const char *name);
 void fault_step(const char *name);
 /* Adds AGOR_FAULT and AGOR_FAULT_TRACE, when set, to a child's environment. */
 void fault_pass_on(struct strvec *env);
+/* Adds sudo's --preserve-env for them, when set, to a sudo argv (an executor run as another user keeps them). */
+void fault_sudo_preserve(struct strvec *argv);
 /* Makes SQLite's default VFS one whose WAL xWrite and xSync pass fault_check(FAULT_SQLITE) first. */
 void fault_sqlite_install(void);
 #else
@@ -48,6 +51,10 @@ static inline void fault_step(const char *name)
 static inline void fault_pass_on(struct strvec *env)
 {
 	(void)env;
+}
+static inline void fault_sudo_preserve(struct strvec *argv)
+{
+	(void)argv;
 }
 static inline void fault_sqlite_install(void) {}
 #endif

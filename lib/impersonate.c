@@ -12,6 +12,7 @@
 
 #include "adminsock.h"
 #include "child.h"
+#include "fault.h"
 #include "impersonate.h"
 #include "json.h"
 #include "strvec.h"
@@ -49,6 +50,7 @@ void impersonate_argv(const char *user, const char *self, struct strvec *argv)
 {
 	const char *sudo = impersonate_sudo_path();
 	strvec_push(argv, sudo ? sudo : "/usr/bin/sudo");
+	fault_sudo_preserve(argv); /* test builds only (fault.h) */
 	strvec_pushv(argv, (const char *const[]){ "-n", "-u", user, "--", self, "executor", "--stdin", NULL });
 }
 
@@ -75,6 +77,7 @@ static void set_environment(struct child *c)
 	const char *level = getenv("AGOR_LOG_LEVEL");
 	if (level && *level)
 		strvec_setenv(&c->env, "AGOR_LOG_LEVEL", level);
+	fault_pass_on(&c->env); /* test builds only (fault.h): with sudo's --preserve-env (impersonate_argv) */
 }
 
 int impersonate_run(const char *user, const char *self, const char *payload, size_t len, int timeout_ms,

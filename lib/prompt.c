@@ -21,6 +21,7 @@
 #include "confine.h"
 #include "egress.h"
 #include "execrun.h"
+#include "fault.h"
 #include "fsutil.h"
 #include "impersonate.h"
 #include "json.h"
@@ -146,6 +147,9 @@ static void report_message(const char *type, json_t *data, void *arg)
 				type, "data", data ? data : json_null());
 	_cleanup_free_ char *text = json_to_compact(msg);
 	json_decref(msg);
+	static int reported;
+	if (!reported++)
+		fault_step("prompt.first-message"); /* test builds: a crash point (docs/recovery.md) */
 	struct err e = ERR_INIT;
 	if (!err_is_set(&r->report_error) && rpc_client_send(r->rpc, text, strlen(text), &e) < 0) {
 		r->report_error = e; /* the daemon is gone: the agent is stopped below */
@@ -231,6 +235,7 @@ static json_t *ask_daemon(const char *tool_name, json_t *input, json_t *tool_use
 				   tool_name ? tool_name : "", "tool_input", input, "tool_use_id", tool_use_id);
 	json_t *result = NULL;
 	struct err e = ERR_INIT;
+	fault_step("prompt.permission-asked");
 	if (daemon_call(r, "request_permission", params, &result, &e) < 0) {
 		result = json_pack("{s:b,s:s}", "approved", 0, "reason", e.message);
 		err_clear(&e);
@@ -720,6 +725,7 @@ static int conclude(struct prompt_run *r, const struct child *c, json_t **data, 
 {
 	_cleanup_free_ char *reason = stop_requested ? xstrdup("cancelled") : failure_reason(r, c);
 	const char *status = stop_requested ? "cancelled" : reason ? "failed" : "completed";
+	fault_step("prompt.concluded");
 	if (!err_is_set(&r->report_error))
 		report_completion(r, status, reason);
 	json_t *result = json_pack("{s:s,s:i,s:I,s:s?,s:O?,s:I,s:O?}", "status", status, "exitCode", child_exit_code(c),
@@ -783,6 +789,7 @@ static int run_sandboxed(struct prompt_run *r, struct agent_invocation *inv, str
 	explicit_bzero(r->api_key, strlen(r->api_key));
 	if (rc < 0)
 		return -1;
+	fault_step("prompt.agent-started");
 	struct agent_channel channel = { .inv = inv, .ask = ask_daemon, .ask_arg = r, .to_cli = STRBUF_INIT };
 	r->agent.channel = r->adapter->converses ? &channel : NULL;
 	if (agent_uses_acp(r->adapter, inv->permission_mode)) {
@@ -879,6 +886,7 @@ int prompt_run(const struct prompt_request *req, json_t **data, struct err *e)
 	struct prompt_run r = {
 		.req = req, .listen_fd = -1, .line = STRBUF_INIT, .err_tail = STRBUF_INIT, .report_error = ERR_INIT
 	};
+	fault_step("prompt.started"); /* test builds: a crash point (docs/recovery.md) */
 	r.adapter = agent_find(req->tool);
 	int rc = r.adapter ? 0 : err_set(e, E_INVALID_PAYLOAD, "params.tool: unknown agent tool %s", req->tool);
 	if (rc == 0)
@@ -886,5 +894,6 @@ int prompt_run(const struct prompt_request *req, json_t **data, struct err *e)
 	if (rc == 0)
 		rc = run_agent(&r, data, e);
 	run_release(&r);
+	fault_step("prompt.done");
 	return rc;
 }

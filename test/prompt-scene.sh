@@ -1,6 +1,6 @@
-# test/prompt-scene.sh — the prompt tests' scene (t0080-prompt, t0086-journey), sourced after test/lib.sh and
-# test/agent-cli.sh: the scripted Anthropic and OpenAI endpoints, a config that points the real Claude Code and Codex
-# at them, and the helpers that make a session, follow a task and find the agent's processes.
+# test/prompt-scene.sh — the prompt tests' scene (t0080-prompt, t0058-prompt-crash, t0086-journey), sourced
+# after test/lib.sh and test/agent-cli.sh: the scripted Anthropic and OpenAI endpoints, a config that points the real
+# Claude Code and Codex at them, and the helpers that make a session, follow a task and find the agent's processes.
 # The daemon runs as root in insulated mode: every executor (and so the agent) runs as agor_executor.
 PROMPT_SCENE='
   [ -n "${TRACE:-}" ] && set -x

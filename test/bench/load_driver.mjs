@@ -1,13 +1,15 @@
 // load_driver.mjs — test/bench/load's driver: WebSocket subscribers of every kind, tasks streaming
 // report_message over Unix connections, churn; prints the figures. Never fails on time.
-// usage: node load_driver.mjs SOCKET WS_URL USER_TOKEN DAEMON_PID PAYLOAD_DIR DURATION_S CLIENTS TASKS RATE
+// usage: node load_driver.mjs SOCKET WS_URL USER_TOKEN DAEMON_PID PAYLOAD_DIR DURATION_S CLIENTS TASKS RATE TERMINALS
+//        WORKTREE_IDS (the terminals' worktrees, comma-separated, one each; TERMINALS 0: none)
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import fs from "node:fs";
 import net from "node:net";
 const WebSocket = createRequire(process.env.WS_DIR + "/")("ws");
-const [sockPath, wsUrl, userToken, daemonPid, payloadDir, durationS, clientsS, tasksS, rateS] = process.argv.slice(2);
-const duration = +durationS * 1000, nClients = +clientsS, nTasks = +tasksS, rate = +rateS;
+const [sockPath, wsUrl, userToken, daemonPid, payloadDir, durationS, clientsS, tasksS, rateS, terminalsS, worktreeIds] =
+  process.argv.slice(2);
+const duration = +durationS * 1000, nClients = +clientsS, nTasks = +tasksS, rate = +rateS, nTerminals = +(terminalsS ?? 0);
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -99,6 +101,58 @@ async function churnTask() {
   for (let i = 0; i < 100 && !(await startTask(t)); i++) await sleep(50);
 }
 
+// --- terminals: a shell each in the worktree, typed into over its WebSocket and read back ------------------------
+// Every 200 ms a terminal types ": Q<uid>x<seq>Z\r"; the echo of that token in its output is timed. A token never
+// seen is lost (its bytes are counted); a terminal is closed (detached: its shell lives on in its worktree's tmux
+// window) once its tokens came back, and opened again.
+const termUrl = wsUrl.replace(/\/ws$/, "/terminal");
+let termUid = 0, termOpened = 0, termClosed = 0, termTyped = 0, termTypedBytes = 0, termEchoed = 0;
+let termLost = 0, termLostBytes = 0, termErrors = 0;
+const termLat = [];
+async function openTerminal(worktreeId) {
+  const r = await admin.call("terminal.open", { worktree_id: worktreeId });
+  if (!r.result) throw new Error("terminal.open: " + JSON.stringify(r.error));
+  const t = { uid: ++termUid, seq: 0, pending: new Map(), out: "", ws: new WebSocket(termUrl), worktreeId,
+              id: r.result.terminal_id };
+  await new Promise((res, rej) => { t.ws.once("open", res); t.ws.once("error", rej); });
+  t.ws.on("error", () => {});
+  const attached = new Promise((res) => t.ws.on("message", (m, binary) => {
+    if (!binary) { const j = JSON.parse(m.toString()); if (j.id === 1) res(j); return; }
+    t.out += m.toString("latin1");
+    for (const [token, at] of t.pending)
+      if (t.out.includes(token)) { termLat.push(now() - at); termEchoed++; t.pending.delete(token); }
+    if (t.out.length > 8192) t.out = t.out.slice(-512);
+  }));
+  t.ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "terminal.attach",
+                             params: { terminal_id: r.result.terminal_id, token: r.result.token } }));
+  const a = await attached;
+  if (a.error) throw new Error("terminal.attach: " + JSON.stringify(a.error));
+  termOpened++;
+  await sleep(500); // the shell's first prompt
+  return t;
+}
+function type(t) {
+  if (t.closing) return;
+  const token = `Q${t.uid}x${++t.seq}Z`, line = `: ${token}\r`;
+  t.pending.set(token, now());
+  t.ws.send(Buffer.from(line));
+  termTyped++; termTypedBytes += line.length;
+}
+// Waits (at most 5 s) for t's tokens, counts those that never came back, and detaches.
+async function closeTerminal(t) {
+  t.closing = true;
+  for (let i = 0; i < 100 && t.pending.size; i++) await sleep(50);
+  for (const token of t.pending.keys()) { termLost++; termLostBytes += token.length + 3; }
+  t.pending.clear();
+  t.ws.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "terminal.close", params: { terminal_id: t.id } }));
+  await sleep(50);
+  t.ws.close();
+  termClosed++;
+}
+const terminalWorktrees = nTerminals ? worktreeIds.split(",") : [];
+let terminals = [];
+for (const w of terminalWorktrees) terminals.push(await openTerminal(w));
+
 // --- WebSocket clients ----------------------------------------------------------------------------------------
 let connects = 0, closes = 0, dropped = 0, open = 0;
 const lat = [];
@@ -177,6 +231,19 @@ const taskChurnTimer = setInterval(async () => {
   try { await churnTask(); } catch (e) { console.error("task churn:", e.message); }
   taskChurning = false;
 }, 5000);
+const typeTimer = setInterval(() => { for (const t of terminals) type(t); }, 200);
+let termChurning = false;
+const termChurnTimer = setInterval(async () => { // one terminal closed, another opened
+  if (termChurning || !terminals.length) return;
+  termChurning = true;
+  try {
+    const i = Math.floor(Math.random() * terminals.length), old = terminals[i];
+    terminals = terminals.filter((t) => t !== old);
+    await closeTerminal(old);
+    terminals.push(await openTerminal(old.worktreeId));
+  } catch (e) { termErrors++; console.error("terminal churn:", e.message); }
+  termChurning = false;
+}, 5000);
 const samples = [];
 const sampleTimer = setInterval(() => samples.push([Math.round((now() - start) / 1000), rssKiB(), fds(), open]), 60000);
 await sleep(duration);
@@ -184,7 +251,9 @@ await sleep(duration);
 // --- stop, let everything arrive, count ----------------------------------------------------------------------
 for (const t of tasks) { clearTimeout(timers[t.index]); clearInterval(t.timer); }
 clearInterval(churnTimer); clearInterval(taskChurnTimer); clearInterval(slowTimer); clearInterval(sampleTimer);
-while (taskChurning) await sleep(50);
+clearInterval(typeTimer); clearInterval(termChurnTimer);
+while (taskChurning || termChurning) await sleep(50);
+await Promise.all(terminals.map(closeTerminal));
 const elapsed = (now() - start) / 1000;
 for (const t of tasks) if (t.conn) await t.conn.call("ping", {});
 let last = -1;
@@ -205,6 +274,12 @@ console.log(`  messages: ${sent} sent in ${elapsed.toFixed(0)} s = ${(sent / ela
 console.log(`  event latency report_message → WebSocket (${lat.length} events at ${nTimed} clients): p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
 console.log(`  lost by steady readers: ${lost} messages at ${lostClients} of ${nSteady + nTimed} clients (goal 0)`);
 console.log(`  closes the driver saw and did not make: ${dropped} (a paused socket sees none: the daemon's count follows)`);
+termLat.sort((a, b) => a - b);
+const tq = (p) => (termLat.length ? termLat[Math.min(termLat.length - 1, Math.floor(termLat.length * p))].toFixed(2) : "-");
+if (nTerminals)
+  console.log(`  terminals: ${nTerminals} typing every 200 ms, ${termOpened} opened and ${termClosed} closed in all (${termErrors} churn errors); ` +
+              `${termTyped} lines (${termTypedBytes} bytes) typed, ${termEchoed} echoed: echo latency p50 ${tq(0.5)} ms, p99 ${tq(0.99)} ms, max ${tq(1)} ms; ` +
+              `lost ${termLost} lines (${termLostBytes} bytes) (goal 0)`);
 console.log(`  daemon RSS: ${rss0} KiB at the start, ${rss1} KiB at the end; descriptors: ${fd0} at the start, ${fd1} at the end`);
 for (const [s, r, f, o] of samples) console.log(`    at ${s} s: RSS ${r} KiB, ${f} descriptors, ${o} clients open`);
 process.exit(0);
