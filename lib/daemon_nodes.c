@@ -295,6 +295,8 @@ int method_node_hello(struct rpc_ctx *rc, json_t *params, json_t **result, struc
 		return err_set(e, E_INVALID_PAYLOAD, "node.hello: params.nodeId and params.token are required");
 	if (P(rc)->user_id)
 		return err_set(e, E_INVALID_PAYLOAD, "node.hello: this connection already acts as an agor user");
+	if (P(rc)->node_id && strcmp(P(rc)->node_id, id)) /* its link and runs would outlive the connection */
+		return err_set(e, E_INVALID_PAYLOAD, "node.hello: this connection is already node %s", P(rc)->node_id);
 	json_t *row = node_with_token(D(rc), id, token, e);
 	const char *status = row ? json_get_str(row, "status") : NULL;
 	if (status && !strcmp(status, "revoked")) {

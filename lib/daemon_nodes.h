@@ -11,7 +11,8 @@
  * approves or revokes with nodes.approve|nodes.revoke {id} (id: a node query, see node_select.h).
  * node.hello {nodeId, token} answers {status:"pending"} while pending; once approved the connection
  * becomes that node (a newer connection of the same node replaces the older one); a revoked, unknown or
- * wrong token is AUTH_FAILED. Revoking closes the node's live connection at once; the status lives in
+ * wrong token is AUTH_FAILED; a connection is one node: node.hello naming another node on a connection that
+ * already is one is INVALID_PAYLOAD. Revoking closes the node's live connection at once; the status lives in
  * the database, so it survives a restart.
  *
  * Runs: daemon_node_exec selects an approved, connected node, stores a task row (command exec.run,

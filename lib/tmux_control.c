@@ -317,6 +317,7 @@ static int valid_pane(const char *pane)
 }
 
 #define KEYS_PER_COMMAND 512
+#define HEX_DIGITS	 "0123456789abcdef"
 
 int tmux_encode_send_keys(struct strbuf *out, const char *pane, const uint8_t *bytes, size_t n)
 {
@@ -325,7 +326,8 @@ int tmux_encode_send_keys(struct strbuf *out, const char *pane, const uint8_t *b
 	for (size_t i = 0; i < n; i++) {
 		if (i % KEYS_PER_COMMAND == 0)
 			strbuf_addf(out, "%ssend-keys -t %s -H", i ? "\n" : "", pane);
-		strbuf_addf(out, " %02x", bytes[i]);
+		char hex[3] = { ' ', HEX_DIGITS[bytes[i] >> 4], HEX_DIGITS[bytes[i] & 15] }; /* " %02x" */
+		strbuf_add(out, hex, sizeof(hex));
 	}
 	if (n)
 		strbuf_addch(out, '\n');

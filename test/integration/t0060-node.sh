@@ -309,6 +309,20 @@ test_case "authorization: only admins manage nodes; a node connection is no user
   sed -n 5p asnode > r5; expect_json r5 error.data.code AUTH_FAILED
   ws "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"node.pair\",\"params\":{\"displayName\":\"x\",\"tokenSha256\":\"short\"}}" > badpair
   expect_contains badpair "params.tokenSha256: required, 64 lowercase hex digits"
+  # one connection is one node (node_daemon_fuzz: a second node.hello left the first node linked to the
+  # connection after it closed, its runs never failed and the next run on it used the freed connection)
+  host 2; pair 2 other; "$AGOR" nodes approve other > /dev/null
+  hello2="{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"node.hello\",\"params\":{\"nodeId\":\"$(cat id2)\",\"token\":\"$(json_get "$T/n2/node.json" token)\"}}"
+  ws "$hello" "$hello2" > twonodes
+  sed -n 1p twonodes > t1; expect_json t1 result.status approved
+  sed -n 2p twonodes > t2; expect_json t2 error.data.code INVALID_PAYLOAD; expect_contains t2 "already node $id"
+  for _ in $(seq 1 100); do
+    rpc nodes.list > nl
+    python3 -c "import json,sys; r=json.load(open(\"nl\"))[\"result\"]; sys.exit(0 if not any(n[\"connected\"] for n in r) else 1)" && break
+    sleep 0.05
+  done
+  python3 -c "import json,sys; r=json.load(open(\"nl\"))[\"result\"]; sys.exit(0 if not any(n[\"connected\"] for n in r) else 1)" ||
+    { cat nl; fail "a node stayed connected after its connection closed"; }
   stop_daemon
 '
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # t0090-fuzz — a short pass of every libFuzzer target (test/fuzz/*.c, ASan + UBSan) over its seeds and a corpus
 # that grows across runs: each parser of untrusted input, and report_scan against jansson. FUZZ_SECONDS per
-# target (default 12: 19 targets keep CI's fuzzing under 4 minutes). The targets are clang builds of their own, so
+# target (default 12: 20 targets keep CI's fuzzing near 4 minutes). The targets are clang builds of their own, so
 # they run once, in the asan flavor.
 . "$(dirname "$0")/../lib.sh"
 export FUZZ_SECONDS=${FUZZ_SECONDS:-12}

@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "adminconf.h"
 #include "config.h"
 #include "execrun.h"
 #include "json.h"
@@ -13,6 +15,7 @@
 #include "strbuf.h"
 #include "strvec.h"
 #include "unit.h"
+#include "yaml_depth.h"
 #include "banned.h"
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -1201,4 +1204,48 @@ TEST(config_network_proxy_sits_between_none_and_host)
 	CHECK_CONTAINS(e.message, "\"host:x\" is not one");
 	err_clear(&e);
 	config_free(cfg);
+}
+
+/* text, then n "[" and n "]": flow sequences nested n deep. */
+static char *nested(const char *text, size_t n)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, text);
+	for (size_t i = 0; i < 2 * n; i++)
+		strbuf_addch(&sb, i < n ? '[' : ']');
+	return strbuf_detach(&sb, NULL);
+}
+
+TEST(yaml_too_deep_counts_collections_as_libyaml_reads_them)
+{
+	static const char block[] = "a:\n  b:\n    - c:\n        d: 1\n";
+	CHECK_INT(yaml_too_deep(block, strlen(block), 5), 0); /* {a: {b: [{c: {d: 1}}]}} */
+	CHECK_INT(yaml_too_deep(block, strlen(block), 4), 1);
+	static const char quoted[] = "a: '[[[[[[' # [[[[[[\nb: \"{{{{{{\"\n";
+	CHECK_INT(yaml_too_deep(quoted, strlen(quoted), 1), 0); /* brackets in scalars and comments are text */
+	static const char broken[] = "a: [1, 2\n";
+	CHECK_INT(yaml_too_deep(broken, strlen(broken), 64), 0); /* the load reports the syntax error */
+}
+
+/* config_fuzz: 30,000 nested "[" took seconds of CPU in libyaml's scanner (its cost is the square of the
+ * nesting); such a file is refused before it is loaded, in time that does not grow with the nesting. */
+TEST(config_refuses_collections_nested_past_64_levels_in_linear_time)
+{
+	_cleanup_free_ char *at_limit = nested("daemon:\n  port: ", 62); /* 2 mappings + 62 sequences */
+	CHECK_LOAD_ERROR_PREFIX(at_limit, "F:2: daemon.port:");
+	_cleanup_free_ char *past = nested("daemon:\n  port: ", 63);
+	CHECK_LOAD_ERROR(past, "F: invalid YAML: nested more than 64 levels deep");
+	_cleanup_free_ char *huge = nested("daemon:\n  port: ", 400000);
+	clock_t start = clock();
+	CHECK_LOAD_ERROR(huge, "F: invalid YAML: nested more than 64 levels deep");
+	double cpu = (double)(clock() - start) / CLOCKS_PER_SEC;
+	if (cpu > 2)
+		unit_fail(__FILE__, __LINE__, "%.1f s of CPU to refuse 400,000 levels", cpu);
+	struct adminconf c = { 0 };
+	struct err e = ERR_INIT;
+	_cleanup_free_ char *admin = nested("worktrees_dir: ", 100000);
+	CHECK_INT(adminconf_parse(admin, strlen(admin), "admin.yaml", &c, &e), -1);
+	CHECK_STR(e.message, "admin.yaml: invalid YAML: nested more than 64 levels deep");
+	err_clear(&e);
+	adminconf_release(&c);
 }
