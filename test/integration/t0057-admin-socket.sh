@@ -116,6 +116,29 @@ user_rule_steps() {
 }
 test_case "executors: never root, never an unlisted user or the daemon user" user_rule_steps
 
+group_rule_steps() {   # strict mode's rule: %agor_users, never root nor the daemon user even as members
+  "$BIN" admin serve --socket /run/agor-admin2.sock --daemon-user agor --run-as %agor_users 2> serve2.log &
+  for i in $(seq 1 100); do [ -S /run/agor-admin2.sock ] && break; sleep 0.05; done
+  id -nG agor_executor | grep -qw agor_users || fail "agor_executor is not in agor_users here"
+  client_as agor /run/agor-admin2.sock '{"op":"executor","user":"agor_executor"}' --nfds 3 > answer
+  expect_contains answer '"exitStatus":'   # started (an empty payload: the executor refuses it, but it ran)
+  client_as agor /run/agor-admin2.sock '{"op":"executor","user":"alice"}' --nfds 3 > answer
+  expect_contains answer "not an execution user here (--run-as %agor_users)"
+  usermod -aG agor_users agor
+  client_as agor /run/agor-admin2.sock '{"op":"executor","user":"agor"}' --nfds 3 > answer
+  expect_contains answer "is the daemon user"
+  gpasswd -d agor agor_users > /dev/null
+  kill %1
+  SUDO_UID=999 "$BIN" admin serve --socket /run/agor-admin3.sock --daemon-user agor --run-as agor_executor 2> err && fail "serve ran through sudo"
+  expect_contains err "refused through sudo"
+  expect_exit 2 "$BIN" admin serve --socket /run/agor-admin3.sock --daemon-user agor --run-as root
+  expect_contains err "other than root"
+  expect_exit 2 "$BIN" admin serve --socket /run/agor-admin3.sock --daemon-user root --run-as agor_executor
+  expect_contains err "uid 0"
+  [ ! -e /run/agor-admin3.sock ] || fail "a refused server made its socket"
+}
+test_case "--run-as %GROUP (strict): members only, never the daemon user; serve refuses sudo, root as either user" group_rule_steps
+
 malformed_steps() {
   refused "not JSON" 'not json'
   refused "object with a string 'op'" '["admin"]'
