@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# adminsock-client.py — a hostile (or plain) client of agor's privileged socket for t0057: sends one request shaped
+# adminsock-client.py — a hostile (or plain) client of agor's privileged socket for t0009: sends one request shaped
 # as the options say (descriptors, no newline, trailing bytes, late descriptors, oversized) and prints the answer.
 # Usage: adminsock-client.py SOCKET REQUEST [--nfds N] [--late-fds N] [--no-newline] [--trailing TEXT]
 #        [--oversize N] [--stdin TEXT]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0057-admin-socket — the privileged socket (docs/admin.md#socket) on an insulated host with no sudo rule at all: the
+# t0009-admin-socket — the privileged socket (docs/admin.md#socket) on an insulated host with no sudo rule at all: the
 # real `agor admin serve` as root, the real daemon as agor with execution.privileged_socket; clone, worktree and exec
 # as agor_executor work through it; and every way to abuse it is refused: another uid, root or an unlisted user,
 # malformed, oversized, truncated or trailing requests, descriptors missing, extra or late, operations the table
@@ -14,7 +14,7 @@ sandbox_setup
 sandbox_forget_accounts agor agor_executor agor_users alice bob
 
 BIN=/usr/local/bin/agor
-STATE="$TEST_TMP_ROOT/t0057-state"
+STATE="$TEST_TMP_ROOT/t0009-state"
 SOCK=/run/agor-admin.sock   # where agor-admin.socket puts it
 CLIENT=/srv/adminsock-client.py
 . "$TEST_TOP/test/host.sh"
