@@ -107,7 +107,7 @@ async function churnTask() {
 // window) once its tokens came back, and opened again.
 const termUrl = wsUrl.replace(/\/ws$/, "/terminal");
 let termUid = 0, termOpened = 0, termClosed = 0, termTyped = 0, termTypedBytes = 0, termEchoed = 0;
-let termLost = 0, termLostBytes = 0, termErrors = 0;
+let termLost = 0, termLostBytes = 0, termErrors = 0, termLostSample = null;
 const termLat = [];
 async function openTerminal(worktreeId) {
   const r = await admin.call("terminal.open", { worktree_id: worktreeId });
@@ -143,6 +143,8 @@ async function closeTerminal(t) {
   t.closing = true;
   for (let i = 0; i < 100 && t.pending.size; i++) await sleep(50);
   for (const token of t.pending.keys()) { termLost++; termLostBytes += token.length + 3; }
+  if (t.pending.size && !termLostSample) // what a terminal that lost lines showed last, to see why
+    termLostSample = { waiting: [...t.pending.keys()].slice(0, 3), output: t.out.slice(-300) };
   t.pending.clear();
   t.ws.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "terminal.close", params: { terminal_id: t.id } }));
   await sleep(50);
@@ -280,6 +282,7 @@ if (nTerminals)
   console.log(`  terminals: ${nTerminals} typing every 200 ms, ${termOpened} opened and ${termClosed} closed in all (${termErrors} churn errors); ` +
               `${termTyped} lines (${termTypedBytes} bytes) typed, ${termEchoed} echoed: echo latency p50 ${tq(0.5)} ms, p99 ${tq(0.99)} ms, max ${tq(1)} ms; ` +
               `lost ${termLost} lines (${termLostBytes} bytes) (goal 0)`);
+if (termLostSample) console.log(`  a terminal that lost lines last showed ${JSON.stringify(termLostSample)}`);
 console.log(`  daemon RSS: ${rss0} KiB at the start, ${rss1} KiB at the end; descriptors: ${fd0} at the start, ${fd1} at the end`);
 for (const [s, r, f, o] of samples) console.log(`    at ${s} s: RSS ${r} KiB, ${f} descriptors, ${o} clients open`);
 process.exit(0);
