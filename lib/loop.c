@@ -59,9 +59,14 @@ struct loop {
 
 uint64_t loop_now_ms(void)
 {
+	return loop_now_us() / 1000u;
+}
+
+uint64_t loop_now_us(void)
+{
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 struct loop *loop_new(struct err *e)

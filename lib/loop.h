@@ -50,5 +50,6 @@ void loop_wake(struct loop *l);
 int loop_run(struct loop *l, struct err *e);
 void loop_stop(struct loop *l);
 uint64_t loop_now_ms(void);
+uint64_t loop_now_us(void); /* CLOCK_MONOTONIC microseconds */
 
 #endif

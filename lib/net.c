@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 
 #include "addrcount.h"
 #include "fdpass.h"
@@ -214,13 +213,6 @@ static void resume(struct net_conn *c)
 		update_interest(c);
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void run_work(struct loop *l, void *arg)
 {
 	(void)l;
@@ -249,7 +241,7 @@ static void schedule_work(struct net_conn *c, int flush_only)
 {
 	struct net_server *srv = c->srv;
 	if (flush_only && !srv->sends_queued_at)
-		srv->sends_queued_at = now_us();
+		srv->sends_queued_at = loop_now_us();
 	if (!c->work_queued) {
 		c->work_queued = 1;
 		c->work_flush_only = flush_only;
@@ -969,7 +961,7 @@ static void process_http(struct net_conn *c)
 static void send_delayed_output(struct net_conn *c)
 {
 	struct net_server *srv = c->srv;
-	if (!srv->sends_queued_at || now_us() - srv->sends_queued_at < SEND_DELAY_US)
+	if (!srv->sends_queued_at || loop_now_us() - srv->sends_queued_at < SEND_DELAY_US)
 		return;
 	srv->sends_queued_at = 0;
 	for (struct net_conn *o = srv->work; o; o = o->work_next)
