@@ -369,10 +369,22 @@ static void start_run(int k)
 	runs[nruns++] = (struct run){ .id = id, .node = nodes[k].id };
 }
 
+/* Both connections open before any peer uses one: a turn of the loop may free one that was closing. */
+static void open_connections(void)
+{
+	for (int again = 1; again;) {
+		again = 0;
+		for (int i = 0; i < PEERS; i++)
+			if (!conns[i]) {
+				connect_peer(i);
+				again = 1;
+			}
+	}
+}
+
+/* A peer on connection i (open: the loop does not turn within an input). */
 static struct daemon_peer *new_peer(int i)
 {
-	if (!conns[i])
-		connect_peer(i);
 	struct daemon_peer *p = xcalloc(1, sizeof(*p));
 	p->d = &d;
 	p->conn = conns[i];
@@ -440,6 +452,7 @@ static void reset(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *text = (const char *)data;
+	open_connections();
 	for (int i = 0; i < PEERS; i++)
 		peers[i] = new_peer(i);
 	for (size_t off = 0; off < size;) {
