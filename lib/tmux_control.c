@@ -271,11 +271,9 @@ static size_t consume(struct tmux_parser *p, const char *buf, size_t len)
 			classify_head(p);
 			return room;
 		}
-		strbuf_add(&p->line, buf, body);
+		strbuf_add(&p->line, buf, body); /* a full head waits for its next byte: a '\n' there keeps it a line */
 		if (nl)
 			complete_line(p);
-		else if (p->line.len == TMUX_HEAD_MAX)
-			classify_head(p);
 		return used;
 	}
 	case TMUX_LINE_OUTPUT:

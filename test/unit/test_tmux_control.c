@@ -134,6 +134,32 @@ TEST(tmux_parser_drops_a_line_end_cr_wherever_the_input_is_cut)
 	}
 }
 
+/* A block's end line exactly as long as the head (a %error padded to TMUX_HEAD_MAX bytes, with or without '\r'):
+ * whole, it ends the block; cut where the head fills, it must too — the head is classified only once the line is
+ * known to go on past it (the fuzzer's find). */
+TEST(tmux_parser_ends_a_block_with_a_head_sized_end_line_wherever_cut)
+{
+	for (size_t cr = 0; cr < 2; cr++) {
+		struct strbuf text = STRBUF_INIT;
+		strbuf_addstr(&text, "%begin 1 2 0\ndata\n");
+		size_t start = text.len;
+		strbuf_addstr(&text, "%error 1 2 0");
+		while (text.len - start < TMUX_HEAD_MAX - cr)
+			strbuf_addch(&text, ' ');
+		strbuf_addstr(&text, cr ? "\r\nafter\n" : "\nafter\n");
+		char *whole = parse_in_pieces(text.buf, text.len, text.len);
+		CHECK(strstr(whole, "end") != NULL);
+		for (size_t piece = 1; piece <= text.len; piece += piece < 20 ? 1 : 13) {
+			char *got = parse_in_pieces(text.buf, text.len, piece);
+			if (strcmp(got, whole))
+				unit_fail(__FILE__, __LINE__, "pieces of %zu:\n%s\nwhole:\n%s", piece, got, whole);
+			free(got);
+		}
+		free(whole);
+		strbuf_release(&text);
+	}
+}
+
 TEST(tmux_parser_streams_a_huge_output_line_in_bounded_memory)
 {
 	size_t n = 3u << 20;
