@@ -23,6 +23,7 @@
 #include "applet.h"
 #include "cgroup.h"
 #include "child.h"
+#include "client.h"
 #include "impersonate.h"
 #include "json.h"
 #include "unixperm.h"
@@ -317,24 +318,31 @@ static void serve_forever(const struct serve *sv, int lfd)
 	}
 }
 
-static int take(int argc, char **argv, int *i, const char *opt, const char **out)
-{
-	size_t n = strlen(opt);
-	if (!strncmp(argv[*i], opt, n) && argv[*i][n] == '=')
-		return *out = argv[*i] + n + 1, 1;
-	if (strcmp(argv[*i], opt) || *i + 1 >= argc)
-		return 0;
-	*out = argv[++*i];
-	return 1;
-}
+static const struct client_flag serve_flags[] = {
+	{ "--daemon-user", "daemon_user", CLIENT_FLAG_STRING, "the only user who may connect (the daemon's)", "USER" },
+	{ "--run-as", "run_as", CLIENT_FLAG_STRING, "the execution user, or %GROUP's members, executors may run as",
+	  "USER|%GROUP" },
+	{ "--socket", "socket", CLIENT_FLAG_STRING, "make this socket instead of taking systemd's", "PATH" },
+	{ NULL },
+};
+static const struct client_command serve_command = {
+	"serve",
+	NULL,
+	NULL,
+	serve_flags,
+	"--daemon-user USER --run-as USER|%GROUP [--socket PATH]",
+	.local = 1,
+	.example = "agor admin serve --daemon-user agor --run-as agor_executor "
+		   "--socket /run/agor-admin.sock"
+};
 
-static int parse_args(int argc, char **argv, struct serve *sv)
+static int parse_args(int argc, char **argv, struct serve *sv, json_t *params)
 {
-	for (int i = 1; i < argc; i++)
-		if (!take(argc, argv, &i, "--daemon-user", &sv->daemon_user) &&
-		    !take(argc, argv, &i, "--run-as", &sv->run_as) &&
-		    !take(argc, argv, &i, "--socket", &sv->socket_path))
-			return say("unknown or incomplete argument '%s'\n%s", argv[i], serve_usage), -1;
+	if (client_parse_args("admin serve", &serve_command, argc - 1, argv + 1, NULL, params))
+		return -1;
+	sv->daemon_user = json_string_value(json_object_get(params, "daemon_user"));
+	sv->run_as = json_string_value(json_object_get(params, "run_as"));
+	sv->socket_path = json_string_value(json_object_get(params, "socket"));
 	if (!sv->daemon_user || !sv->run_as)
 		return say("--daemon-user and --run-as are required\n%s", serve_usage), -1;
 	const char *who = sv->run_as[0] == '%' ? sv->run_as + 1 : sv->run_as;
@@ -354,16 +362,25 @@ static int parse_args(int argc, char **argv, struct serve *sv)
 	return 0;
 }
 
+static void print_help(void)
+{
+	fputs(serve_usage, stdout);
+	fputs("\nOptions:\n", stdout);
+	client_print_flags(stdout, serve_flags);
+	printf("\nExample:\n  %s\n", serve_command.example);
+}
+
 int admin_serve_main(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return fputs(serve_usage, stdout), EXIT_OK;
+			return print_help(), EXIT_OK;
 	if (getenv("SUDO_UID") || getenv("SUDO_USER") || getenv("SUDO_COMMAND") || getenv("SUDO_GID"))
 		return say("refused through sudo: it runs from a root service (agor-admin.service), started by root"),
 		       EXIT_FAILED;
 	struct serve sv = { 0 };
-	if (parse_args(argc, argv, &sv) < 0)
+	_cleanup_json_ json_t *params = json_object(); /* sv's strings point into it */
+	if (parse_args(argc, argv, &sv, params) < 0)
 		return EXIT_USAGE;
 	if (!(sv.self = impersonate_self_path()))
 		return say("cannot find this executable's path (/proc/self/exe)"), EXIT_FAILED;

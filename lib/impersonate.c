@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "adminsock.h"
@@ -15,6 +14,7 @@
 #include "fault.h"
 #include "impersonate.h"
 #include "json.h"
+#include "loop.h"
 #include "strvec.h"
 #include "banned.h"
 
@@ -126,13 +126,6 @@ struct via_socket {
 	int status_done;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -229,10 +222,10 @@ int impersonate_run_socket(const char *socket_path, const char *user, const char
 	}
 	if (!len)
 		close_fd(&v.in);
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? (int64_t)loop_now_ms() + timeout_ms : 0;
 	int rc = 0;
 	while (rc == 0 && (v.out >= 0 || !v.status_done)) {
-		int64_t wait = deadline ? deadline - now_ms() : -1;
+		int64_t wait = deadline ? deadline - (int64_t)loop_now_ms() : -1;
 		if (deadline && wait <= 0) { /* closing the connection makes the server kill the executor's group */
 			rc = err_set(e, E_TIMEOUT, "the executor as %s timed out after %d ms and was killed", user,
 				     timeout_ms);
