@@ -54,17 +54,10 @@ static int read_request_line(int sock, struct strbuf *line, struct adminsock_req
 /* Exactly the keys named in allowed (NULL-terminated), op among them. */
 static int check_keys(json_t *j, const char *const *allowed, struct err *e)
 {
-	const char *key;
-	json_t *v;
-	json_object_foreach(j, key, v)
-	{
-		size_t i = 0;
-		while (allowed[i] && strcmp(allowed[i], key))
-			i++;
-		if (!allowed[i])
-			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", key),
-					"unknown field '%s' in the request", key);
-	}
+	const char *key = json_unknown_key(j, allowed);
+	if (key)
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", key),
+				"unknown field '%s' in the request", key);
 	for (size_t i = 0; allowed[i]; i++)
 		if (!json_object_get(j, allowed[i]))
 			return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "field", allowed[i]),

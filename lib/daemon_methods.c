@@ -1504,20 +1504,12 @@ static int known_exec_params(json_t *params, struct err *e)
 	static const char *const known[] = { "host",	 "worktree_id", "argv", "timeout_ms", "wait",
 					     "node",	 "security",	"ask",	"env",	      "cwd",
 					     "agent_id", "session_id",	NULL };
-	const char *key;
-	json_t *value;
-	json_object_foreach(params, key, value)
-	{
-		size_t i = 0;
-		while (known[i] && strcmp(known[i], key))
-			i++;
-		if (!known[i])
-			return err_setd(
-				e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
+	const char *key = json_unknown_key(params, known);
+	if (key)
+		return err_setd(e, E_INVALID_PAYLOAD, json_pack("{s:s}", "path", key),
 				"params.%s: unknown (approvals are granted by a person on the gateway, never by a "
 				"caller's params)",
 				key);
-	}
 	return 0;
 }
 

@@ -65,6 +65,21 @@ const char *json_get_str(const json_t *obj, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+const char *json_unknown_key(json_t *obj, const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v)
+	{
+		size_t i = 0;
+		while (allowed[i] && strcmp(allowed[i], key))
+			i++;
+		if (!allowed[i])
+			return key;
+	}
+	return NULL;
+}
+
 json_t *json_string_lossy(const char *s, size_t len)
 {
 	if (!s)

@@ -30,5 +30,7 @@ json_t *json_parse(const char *text, size_t len, struct err *e);
 json_t *json_string_lossy(const char *s, size_t len);
 /* Typed lookup that returns NULL when key is missing or of another type. */
 const char *json_get_str(const json_t *obj, const char *key);
+/* The first key of obj that the NULL-terminated list allowed does not name, or NULL when there is none. */
+const char *json_unknown_key(json_t *obj, const char *const *allowed);
 
 #endif
