@@ -93,6 +93,17 @@ static char *parse_in_pieces(const char *text, size_t len, size_t piece)
 	return strbuf_detach(&r.text, NULL);
 }
 
+/* The events of text cut into pieces of every size below 20, then every step-th size up to max, are whole's. */
+static void check_every_cut(const struct strbuf *text, const char *whole, size_t max, size_t step)
+{
+	for (size_t piece = 1; piece <= max; piece += piece < 20 ? 1 : step) {
+		char *got = parse_in_pieces(text->buf, text->len, piece);
+		if (strcmp(got, whole))
+			unit_fail(__FILE__, __LINE__, "pieces of %zu:\n%s\nwhole:\n%s", piece, got, whole);
+		free(got);
+	}
+}
+
 TEST(tmux_parser_gives_the_same_events_for_every_split)
 {
 	size_t len = strlen(transcript);
@@ -123,12 +134,7 @@ TEST(tmux_parser_drops_a_line_end_cr_wherever_the_input_is_cut)
 		CHECK(!strstr(whole, "\\x0d]")); /* no line keeps its final '\r' */
 		CHECK(strstr(whole, "bb]\n") != NULL &&
 		      strstr(whole, "oo]\n") != NULL); /* both lines ended, '\r' dropped */
-		for (size_t piece = 1; piece < 300; piece += piece < 20 ? 1 : 37) {
-			char *got = parse_in_pieces(text.buf, text.len, piece);
-			if (strcmp(got, whole))
-				unit_fail(__FILE__, __LINE__, "pieces of %zu:\n%s\nwhole:\n%s", piece, got, whole);
-			free(got);
-		}
+		check_every_cut(&text, whole, 300, 37);
 		free(whole);
 		strbuf_release(&text);
 	}
@@ -149,12 +155,7 @@ TEST(tmux_parser_ends_a_block_with_a_head_sized_end_line_wherever_cut)
 		strbuf_addstr(&text, cr ? "\r\nafter\n" : "\nafter\n");
 		char *whole = parse_in_pieces(text.buf, text.len, text.len);
 		CHECK(strstr(whole, "end") != NULL);
-		for (size_t piece = 1; piece <= text.len; piece += piece < 20 ? 1 : 13) {
-			char *got = parse_in_pieces(text.buf, text.len, piece);
-			if (strcmp(got, whole))
-				unit_fail(__FILE__, __LINE__, "pieces of %zu:\n%s\nwhole:\n%s", piece, got, whole);
-			free(got);
-		}
+		check_every_cut(&text, whole, text.len, 13);
 		free(whole);
 		strbuf_release(&text);
 	}
