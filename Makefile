@@ -197,7 +197,7 @@ TEST_HELPERS := build/musl/net-echo build/asan/net-echo build/deny-syscall build
 FUZZ_CC := clang
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS := -std=gnu11 $(WARNINGS) -Wno-format-nonliteral -Wno-string-concatenation -g -O1 -D_GNU_SOURCE -I. -Ilib -isystem $(DEPS_GLIBC)/include \
-	$(FUZZ_SAN)
+	$(FUZZ_SAN) -MMD -MP # headers are dependencies: a changed struct rebuilds every object that uses it
 FUZZ_LIB_OBJS := $(patsubst lib/%.c,build/fuzz/lib/%.o,$(wildcard lib/*.c))
 FUZZ_NAMES := $(basename $(notdir $(wildcard test/fuzz/*_fuzz.c)))   # every target: none can be left out
 FUZZ_TARGETS := $(addprefix build/fuzz/,$(FUZZ_NAMES))
@@ -255,4 +255,5 @@ distclean:
 	rm -rf build agor
 
 -include $(MUSL_OBJS:.o=.d) $(ASAN_OBJS:.o=.d) $(MUSL_UNIT_OBJS:.o=.d) $(ASAN_UNIT_OBJS:.o=.d) \
-	$(wildcard build/musl/test/helpers/*.d build/asan/test/helpers/*.d) $(wildcard build/timing/lib/*.d build/timing/test/bench/*.d build/musl/test/bench/*.d)
+	$(wildcard build/musl/test/helpers/*.d build/asan/test/helpers/*.d) $(wildcard build/timing/lib/*.d build/timing/test/bench/*.d build/musl/test/bench/*.d) \
+	$(wildcard build/fuzz/lib/*.d build/fuzz/*.d)
