@@ -59,10 +59,10 @@
  *   queues a binary frame (WS only). Writes go out at the end of this connection's own on_message when the
  *   send happens inside it, else at the end of the loop iteration (one write for a burst of events) or, when
  *   another connection's input keeps the iteration busy, once they have waited 200 µs (events do not wait for a
- *   long burst of input to be processed whole). When the bytes
- * still queued would exceed out_high_water (default 4 MiB) the peer is a slow reader: the connection is closed at once,
- * logged and counted (slow_drops) and the call returns -1. Every send returns 0 when queued, -1 when refused or
- * dropped.
+ *   long burst of input to be processed whole; the daemon itself holds an event until the write it tells of is
+ *   committed: daemon_peer.h). When the bytes still queued would exceed out_high_water (default 4 MiB) the peer is a
+ * slow reader: the connection is closed at once, logged and counted (slow_drops) and the call returns -1. Every send
+ * returns 0 when queued, -1 when refused or dropped.
  *
  * Lifetime. on_open(conn) runs when a connection is accepted (before any TLS handshake; a TCP connection is
  *   NET_CONN_HTTP until it upgrades to NET_CONN_WS). on_close(conn) runs exactly once for every opened
