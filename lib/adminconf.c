@@ -232,9 +232,8 @@ int adminconf_parse(const char *text, size_t len, const char *origin, struct adm
 	struct parse_state ps = { origin, { NULL, NULL, NULL, NULL }, e };
 	yaml_parser_t parser;
 	yaml_document_t doc;
-	if (yaml_too_deep(text, len, YAML_DEPTH_MAX))
-		return err_set(e, E_CONFIG, "%s: invalid YAML: nested more than %d levels deep", origin,
-			       YAML_DEPTH_MAX);
+	if (yaml_check_depth(origin, text, len, e) < 0)
+		return -1;
 	if (!yaml_parser_initialize(&parser))
 		return err_set(e, E_INTERNAL, "yaml_parser_initialize failed");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);

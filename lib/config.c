@@ -1123,8 +1123,8 @@ static int apply_config_text(struct config_state *st, const char *path, const st
 {
 	yaml_parser_t parser;
 	yaml_document_t doc, extra;
-	if (yaml_too_deep(text->buf, text->len, YAML_DEPTH_MAX))
-		return err_set(e, E_CONFIG, "%s: invalid YAML: nested more than %d levels deep", path, YAML_DEPTH_MAX);
+	if (yaml_check_depth(path, text->buf, text->len, e) < 0)
+		return -1;
 	if (!yaml_parser_initialize(&parser))
 		return err_set(e, E_INTERNAL, "libyaml: cannot initialize the parser");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text->buf, text->len);

@@ -139,9 +139,8 @@ static int on_path_value(struct target *t, struct frame *f, const yaml_event_t *
 static int find_target(const char *name, const char *text, size_t len, const char *key, struct target *t, struct err *e)
 {
 	yaml_parser_t parser;
-	if (yaml_too_deep(text, len, YAML_DEPTH_MAX))
-		return err_set(e, E_CONFIG, "%s: invalid YAML (nested more than %d levels deep); fix it first", name,
-			       YAML_DEPTH_MAX);
+	if (yaml_check_depth(name, text, len, e) < 0)
+		return -1;
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
 	struct frame stack[64];

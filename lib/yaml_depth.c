@@ -32,3 +32,10 @@ int yaml_too_deep(const char *text, size_t len, int max)
 	yaml_parser_delete(&parser);
 	return depth > max;
 }
+
+int yaml_check_depth(const char *origin, const char *text, size_t len, struct err *e)
+{
+	if (!yaml_too_deep(text, len, YAML_DEPTH_MAX))
+		return 0;
+	return err_set(e, E_CONFIG, "%s: invalid YAML: nested more than %d levels deep", origin, YAML_DEPTH_MAX);
+}

@@ -7,17 +7,22 @@
 
 #include <stddef.h>
 
+#include "err.h"
+
 /*
  * Contract
  * --------
  * yaml_too_deep(text, len, max): 1 when text nests sequences or mappings (flow or block) more than max levels
  * deep, else 0. It reads libyaml's own events and stops at the first level past max, so it never pays for the
  * nesting it refuses (the scanner looks at most 1024 bytes ahead of the event it emits). A syntax error gives 0:
- * the load that follows reports it. Callers refuse a text deeper than YAML_DEPTH_MAX before loading it.
+ * the load that follows reports it. Callers refuse a text deeper than YAML_DEPTH_MAX before loading it:
+ * yaml_check_depth(origin, text, len, e) is 0, or -1 with E_CONFIG "ORIGIN: invalid YAML: nested more than 64
+ * levels deep".
  */
 
 #define YAML_DEPTH_MAX 64
 
 int yaml_too_deep(const char *text, size_t len, int max);
+int yaml_check_depth(const char *origin, const char *text, size_t len, struct err *e);
 
 #endif
