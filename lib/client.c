@@ -341,6 +341,8 @@ static int expand_id_prefixes(struct rpc_client *cl, const char *group, json_t *
 	return 0;
 }
 
+static void learn_names_shown_in(struct rpc_client *cl, const json_t *result);
+
 /* One call. A command with progress, for a person (no --json, stderr a terminal), asks the daemon for
  * task.progress events and draws them as one updating line, ended with a newline before the answer. */
 static int call_daemon(const char *group, const struct client_command *c, const struct client_opts *o, json_t *params,
@@ -356,10 +358,8 @@ static int call_daemon(const char *group, const struct client_command *c, const 
 	int rc = expand_id_prefixes(cl, group, params, e);
 	if (rc == 0)
 		rc = rpc_client_call(cl, c->method, params, result, e);
-	if (rc == 0 && !o->json) {
-		client_learn_user_names(cl);
-		client_learn_worktree_names(cl);
-	}
+	if (rc == 0 && !o->json)
+		learn_names_shown_in(cl, *result);
 	rpc_client_close(cl);
 	if (shown)
 		fputs("\n", stderr);
@@ -425,6 +425,47 @@ static int is_time_key(const char *key)
 {
 	size_t n = strlen(key);
 	return !strcmp(key, "at") || (n > 3 && (!strcmp(key + n - 3, "_at") || !strcmp(key + n - 2, "At")));
+}
+
+/* Whether some object inside v has a string under a key that is_key accepts (what human output shows by name),
+ * looking into strings that hold an object too (a task's result), as client_print_object does. */
+static int mentions_key(const json_t *v, int (*is_key)(const char *))
+{
+	const char *key;
+	const json_t *inner;
+	size_t i;
+	if (json_is_string(v) && json_string_value(v)[0] == '{') {
+		json_t *held = json_loads(json_string_value(v), 0, NULL);
+		int found = held && mentions_key(held, is_key);
+		json_decref(held);
+		return found;
+	}
+	json_array_foreach(v, i, inner)
+	{
+		if (mentions_key(inner, is_key))
+			return 1;
+	}
+	json_object_foreach((json_t *)v, key, inner)
+	{
+		if ((json_is_string(inner) && is_key(key)) || mentions_key(inner, is_key))
+			return 1;
+	}
+	return 0;
+}
+
+static int is_worktree_key(const char *key)
+{
+	return !strcmp(key, "worktree_id");
+}
+
+/* Lists users or worktrees only when the answer holds an id that human output shows by name: one call less
+ * per command otherwise. */
+static void learn_names_shown_in(struct rpc_client *cl, const json_t *result)
+{
+	if (mentions_key(result, is_user_key))
+		client_learn_user_names(cl);
+	if (mentions_key(result, is_worktree_key))
+		client_learn_worktree_names(cl);
 }
 
 /* The text of v, the value of key, in buf (or v's own string): times as local "YYYY-MM-DD HH:MM:SS", user
