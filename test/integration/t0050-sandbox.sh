@@ -50,6 +50,23 @@ test_case "a program runs in the worktree: writes there, sees its own PID namesp
   [ "$(sed -n 2p stdout)" -lt 10 ] || fail "the shell is not in a fresh PID namespace (pid $(sed -n 2p stdout))"
 '
 
+# v1: the child joins by writing "0" to the tasks file of each group (one thread: the whole process), v2 to
+# cgroup.procs; the program and what it starts must be inside the run group of every limited controller.
+test_case "the program and its children run inside the run's cgroup of every controller" "$SETUP"'
+  sandbox "sleep 5 & cat /proc/\$!/cgroup; cat /proc/self/cgroup"
+  ran
+  run=$(json_get out data.sandbox.cgroup.paths.0 | sed "s,.*/agor/,,")
+  case "$run" in run-*) ;; *) cat out; fail "no run cgroup in the receipt" ;; esac
+  if [ "$(json_get out data.sandbox.cgroup.version)" = 1 ]; then
+    for c in memory pids; do
+      [ "$(grep -cE "^[0-9]+:([^:]*,)?$c(,[^:]*)?:/agor/$run\$" stdout)" = 2 ] || { cat stdout; fail "not in the $c group $run"; }
+    done
+  else
+    [ "$(grep -cx "0::/agor/$run" stdout)" = 2 ] || { cat stdout; fail "not in the group $run"; }
+  fi
+  expect_json out data.events.cgroupRemoved true
+'
+
 test_case "the receipt names every control in force; --dry-run shows it without creating anything" "$SETUP"'
   sandbox "true"
   ran
