@@ -213,6 +213,30 @@ PY
   kill -0 $victim || fail "the process outside was killed"
 '
 
+# The post-run checks (git metadata, cgroup events) must see a finished run: nothing the run started may still
+# write. Writers that leave the program behind (a new session, a double fork), ignore SIGHUP/SIGTERM and wait
+# for the run to end before writing into the worktree and the repository refs must be dead by then.
+test_case "attack: a daemon that detaches and outwaits the run never writes after it" "$SETUP"'
+  printf "%s\n" "trap \"\" HUP TERM INT" "echo \$\$ >> \"\$1/started\"" "sleep 0.5" \
+    "while :; do echo late >> \"\$1/late.txt\"; echo 0000000000000000000000000000000000000000 > \"\$2/refs/heads/late\"; sleep 0.05; done" \
+    > late.sh
+  mkdir -p ctl/refs/heads # control: outside any sandbox the same writer does write
+  sh late.sh "$PWD/ctl" "$PWD/ctl" < /dev/null > /dev/null 2>&1 &
+  ctl=$!
+  cp late.sh "$W/late.sh"
+  sandbox "setsid sh late.sh \"$W\" \"$R\" < /dev/null > /dev/null 2>&1 & (setsid sh late.sh \"$W\" \"$R\" < /dev/null > /dev/null 2>&1 &)
+    until [ \"\$(cat started 2> /dev/null | wc -l)\" -ge 2 ]; do sleep 0.05; done; exit 0"
+  ran
+  expect_json out data.exitCode 0
+  [ "$(wc -l < "$W/started")" = 2 ] || fail "the writers in the run did not both start"
+  sleep 1.5
+  kill -9 $ctl
+  [ -s ctl/late.txt ] && [ -s ctl/refs/heads/late ] || fail "the control writer wrote nothing: this test cannot tell"
+  [ ! -e "$W/late.txt" ] || fail "a process of the run wrote into the worktree after the run"
+  [ ! -e "$R/refs/heads/late" ] || fail "a process of the run wrote a ref after the run"
+  ! ps -eo args | grep -v grep | grep -q "late.sh $W" || { ps -eo pid,args | grep late.sh; fail "a process of the run survived it"; }
+'
+
 test_case "abuse: a fork bomb hits pids.max, the run fails and the host stays responsive" "$SETUP"'
   config "    pids_max: 64"
   sandbox "bomb() { bomb | bomb & }; bomb; sleep 3; exit 0"
