@@ -14,8 +14,12 @@
  * cpu.cfs_quota_us/cpu.cfs_period_us) and returns 0, or -1 with E_ISOLATION_UNAVAILABLE naming
  * what is missing (no hierarchy, controller absent, no permission).
  *
- * cgroup_join_self(cg) runs in the forked child: it writes "0" to every cgroup.procs of the
- * group (moves the caller). Async-signal-safe; 0 or -1 with errno.
+ * cgroup_join_self(cg) runs in the forked child, which must still be single-threaded: it writes "0"
+ * to every group's join file (moves the caller): v2 cgroup.procs; v1 tasks, which moves the calling
+ * thread, i.e. the whole process, without waiting for the kernel's global threadgroup lock.
+ * Async-signal-safe; 0 or -1 with errno. On v2, a child cloned with CLONE_INTO_CGROUP into cg->dir_fd is
+ * born inside and needs no move: a move takes the kernel's global threadgroup lock, whose first taker
+ * waits out an RCU grace period (8-14 ms), where being born inside takes only its read side.
  *
  * cgroup_events(cg) → {"oomKills": N, "pidsLimitHits": N, "memoryPeakBytes": N?} read from the
  * kernel's event counters; cgroup_destroy(cg) kills whatever is left (cgroup.kill on v2, a
@@ -41,9 +45,11 @@ struct cgroup_limits {
 struct cgroup {
 	int version; /* 1 or 2; 0 before create */
 	char *dirs[CGROUP_MAX_DIRS];
-	char *procs[CGROUP_MAX_DIRS];		  /* DIR/cgroup.procs, precomputed for the child */
+	char *procs[CGROUP_MAX_DIRS];		  /* DIR/cgroup.procs, what is left to kill */
+	char *joins[CGROUP_MAX_DIRS];		  /* the file the child writes "0" to: v1 DIR/tasks, v2 procs */
 	const char *controllers[CGROUP_MAX_DIRS]; /* v1: the controller of dirs[i]; v2: NULL */
 	int ndirs;
+	int dir_fd; /* v2: the group's directory (O_PATH), for clone3's CLONE_INTO_CGROUP; v1: -1 */
 	struct cgroup_limits limits;
 };
 

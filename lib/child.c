@@ -565,6 +565,33 @@ static int child_entry(void *arg)
 }
 #endif
 
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+/* clone3(2)'s argument, to the cgroup field (CLONE_ARGS_SIZE_VER2) */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size,
+		cgroup;
+};
+
+/* A fork-like raw clone into the namespaces of clone_flags, and into the cgroup of clone_cgroup_fd when there
+ * is one and the kernel can (else the child is told so through *born_in_cgroup, before it exists). */
+static pid_t clone_namespaces(const struct child *c)
+{
+	if (c->clone_cgroup_fd >= 0) {
+		struct clone3_args args = { .flags = c->clone_flags | CLONE_INTO_CGROUP,
+					    .exit_signal = SIGCHLD,
+					    .cgroup = (uint64_t)c->clone_cgroup_fd };
+		*c->born_in_cgroup = 1;
+		pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+		if (pid >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL))
+			return pid;
+		*c->born_in_cgroup = 0;
+	}
+	return (pid_t)syscall(SYS_clone, c->clone_flags | SIGCHLD, 0, 0, 0, 0);
+}
+
 /* Starts the child; returns its pid (or -1 with errno). With clone_flags it is cloned straight into
  * the namespaces they name. Otherwise, without a before_exec hook, it shares the
  * parent's memory until it execs (CLONE_VM|CLONE_VFORK, on a stack in this frame): a fork of the
@@ -576,7 +603,7 @@ static int child_entry(void *arg)
 static pid_t start_process(const struct child *c, const struct exec_plan *p)
 {
 	if (c->clone_flags) { /* straight into new namespaces: a fork that cannot share memory */
-		pid_t pid = (pid_t)syscall(SYS_clone, c->clone_flags | SIGCHLD, 0, 0, 0, 0);
+		pid_t pid = clone_namespaces(c);
 		if (pid == 0)
 			child_main(c, p);
 		return pid;
@@ -606,6 +633,7 @@ void child_init(struct child *c)
 	c->kill_grace_ms = CHILD_DEFAULT_KILL_GRACE_MS;
 	c->pidfd = c->in = c->out = c->err = -1;
 	c->cwd_fd = -1;
+	c->clone_cgroup_fd = -1;
 }
 
 static void close_parent_ends(struct child *c)

@@ -189,6 +189,7 @@ struct failure_record {
 struct sandbox {
 	struct sandbox_config cfg;
 	int use_landlock, use_seccomp, use_cgroup;
+	int born_in_cgroup; /* the child was cloned into the v2 group (child.c): it need not move itself */
 	struct landlock_plan landlock;
 	struct seccomp_filter seccomp;
 	struct cgroup cgroup;
@@ -1482,7 +1483,7 @@ static int sandbox_before_exec(void *arg)
 	int rc;
 	STAMP(sb, 4);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the run ends with the executor that started it */
-	if (sb->use_cgroup && cgroup_join_self(&sb->cgroup) < 0)
+	if (sb->use_cgroup && !sb->born_in_cgroup && cgroup_join_self(&sb->cgroup) < 0)
 		return fail(sb, ST_CGROUP, -1);
 	STAMP(sb, 5);
 	if ((rc = map_ids(sb)) != 0)
@@ -1514,6 +1515,10 @@ void sandbox_apply(struct sandbox *sb, struct child *c)
 	c->before_exec = sandbox_before_exec;
 	c->before_exec_arg = sb;
 	c->clone_flags = namespace_flags(sb);
+	if (sb->use_cgroup && sb->cgroup.dir_fd >= 0) {
+		c->clone_cgroup_fd = sb->cgroup.dir_fd;
+		c->born_in_cgroup = &sb->born_in_cgroup;
+	}
 	c->become_init = init_waits;
 }
 

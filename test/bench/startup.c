@@ -23,8 +23,10 @@ static int compare_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* usage: [STARTUP_STDIN=FILE] startup N CMD ARGS… → prints "median_wall_us p90_wall_us mean_cpu_us"
- * STARTUP_STDIN: each round's standard input is FILE (an executor payload), else it is /dev/null. */
+/* usage: [STARTUP_STDIN=FILE] [STARTUP_GAP_US=N] startup N CMD ARGS… → prints "median_wall_us p90_wall_us
+ * mean_cpu_us". STARTUP_STDIN: each round's standard input is FILE (an executor payload), else /dev/null.
+ * STARTUP_GAP_US: a pause before each round, outside its time, so no round starts while the kernel still
+ * finishes the previous one's deferred work (as real runs, which come seconds apart). */
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -36,7 +38,11 @@ int main(int argc, char **argv)
 	double cpu_total = 0;
 	int devnull = open("/dev/null", O_WRONLY);
 	const char *input = getenv("STARTUP_STDIN");
+	const char *gap = getenv("STARTUP_GAP_US");
+	useconds_t gap_us = gap ? (useconds_t)atoi(gap) : 0;
 	for (int i = 0; i < n; i++) {
+		if (gap_us)
+			usleep(gap_us);
 		double t0 = now_us();
 		pid_t pid = fork();
 		if (pid == 0) {

@@ -50,6 +50,23 @@ test_case "a program runs in the worktree: writes there, sees its own PID namesp
   [ "$(sed -n 2p stdout)" -lt 10 ] || fail "the shell is not in a fresh PID namespace (pid $(sed -n 2p stdout))"
 '
 
+# v1: the child joins by writing "0" to the tasks file of each group (one thread: the whole process), v2 to
+# cgroup.procs; the program and what it starts must be inside the run group of every limited controller.
+test_case "the program and its children run inside the run's cgroup of every controller" "$SETUP"'
+  sandbox "sleep 5 & cat /proc/\$!/cgroup; cat /proc/self/cgroup"
+  ran
+  run=$(json_get out data.sandbox.cgroup.paths.0 | sed "s,.*/agor/,,")
+  case "$run" in run-*) ;; *) cat out; fail "no run cgroup in the receipt" ;; esac
+  if [ "$(json_get out data.sandbox.cgroup.version)" = 1 ]; then
+    for c in memory pids; do
+      [ "$(grep -cE "^[0-9]+:([^:]*,)?$c(,[^:]*)?:/agor/$run\$" stdout)" = 2 ] || { cat stdout; fail "not in the $c group $run"; }
+    done
+  else
+    [ "$(grep -cx "0::/agor/$run" stdout)" = 2 ] || { cat stdout; fail "not in the group $run"; }
+  fi
+  expect_json out data.events.cgroupRemoved true
+'
+
 test_case "the receipt names every control in force; --dry-run shows it without creating anything" "$SETUP"'
   sandbox "true"
   ran
@@ -194,6 +211,30 @@ PY
   refused "unshare -r true"
   refused "mkdir -p /tmp/m && mount -t tmpfs none /tmp/m"
   kill -0 $victim || fail "the process outside was killed"
+'
+
+# The post-run checks (git metadata, cgroup events) must see a finished run: nothing the run started may still
+# write. Writers that leave the program behind (a new session, a double fork), ignore SIGHUP/SIGTERM and wait
+# for the run to end before writing into the worktree and the repository refs must be dead by then.
+test_case "attack: a daemon that detaches and outwaits the run never writes after it" "$SETUP"'
+  printf "%s\n" "trap \"\" HUP TERM INT" "echo \$\$ >> \"\$1/started\"" "sleep 0.5" \
+    "while :; do echo late >> \"\$1/late.txt\"; echo 0000000000000000000000000000000000000000 > \"\$2/refs/heads/late\"; sleep 0.05; done" \
+    > late.sh
+  mkdir -p ctl/refs/heads # control: outside any sandbox the same writer does write
+  sh late.sh "$PWD/ctl" "$PWD/ctl" < /dev/null > /dev/null 2>&1 &
+  ctl=$!
+  cp late.sh "$W/late.sh"
+  sandbox "setsid sh late.sh \"$W\" \"$R\" < /dev/null > /dev/null 2>&1 & (setsid sh late.sh \"$W\" \"$R\" < /dev/null > /dev/null 2>&1 &)
+    until [ \"\$(cat started 2> /dev/null | wc -l)\" -ge 2 ]; do sleep 0.05; done; exit 0"
+  ran
+  expect_json out data.exitCode 0
+  [ "$(wc -l < "$W/started")" = 2 ] || fail "the writers in the run did not both start"
+  sleep 1.5
+  kill -9 $ctl
+  [ -s ctl/late.txt ] && [ -s ctl/refs/heads/late ] || fail "the control writer wrote nothing: this test cannot tell"
+  [ ! -e "$W/late.txt" ] || fail "a process of the run wrote into the worktree after the run"
+  [ ! -e "$R/refs/heads/late" ] || fail "a process of the run wrote a ref after the run"
+  ! ps -eo args | grep -v grep | grep -q "late.sh $W" || { ps -eo pid,args | grep late.sh; fail "a process of the run survived it"; }
 '
 
 test_case "abuse: a fork bomb hits pids.max, the run fails and the host stays responsive" "$SETUP"'

@@ -268,6 +268,45 @@ TEST(child_clone_flags_start_the_child_in_new_namespaces)
 	CHECK_INT((int)json_integer_value(json_object_get(e.details, "errno")), EINVAL);
 }
 
+/* clone_cgroup_fd: the child is born in that cgroup2 group (clone3's CLONE_INTO_CGROUP) and told so; a
+ * directory that is no cgroup2 group refuses the start (no fallback to a child outside). Root, with a cgroup2
+ * mount (/sys/fs/cgroup or, hybrid, /sys/fs/cgroup/unified), is needed to make a group: CHECKed, not skipped. */
+TEST(child_clone_cgroup_fd_starts_the_child_inside_that_group)
+{
+	_cleanup_child_ struct child c;
+	_cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
+	_cleanup_err_ struct err e = ERR_INIT;
+	const char *root =
+		access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0 ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+	_cleanup_free_ char *name = xasprintf("agor-unit-%d", (int)getpid());
+	_cleanup_free_ char *dir = xasprintf("%s/%s", root, name);
+	_cleanup_free_ char *want = xasprintf("0::/%s\n", name);
+	CHECK(geteuid() == 0 && mkdir(dir, 0755) == 0);
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), born = -1;
+	CHECK(fd >= 0);
+	child_init(&c);
+	strvec_pushv(&c.args, ARGS("/bin/sh", "-c", "grep ^0:: /proc/self/cgroup"));
+	c.clone_flags = CLONE_NEWPID;
+	c.clone_cgroup_fd = fd;
+	c.born_in_cgroup = &born;
+	CHECK_INT(child_run(&c, NULL, 0, &out, NULL, 0, &e), 0);
+	CHECK_STR(out.buf, want);
+	CHECK_INT(born, 1);
+	child_release(&c);
+	close(fd);
+	CHECK_INT(rmdir(dir), 0);
+
+	fd = open(unit_tmpdir(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	child_init(&c);
+	strvec_push(&c.args, "/bin/true");
+	c.clone_flags = CLONE_NEWPID;
+	c.clone_cgroup_fd = fd;
+	c.born_in_cgroup = &born;
+	CHECK_INT(child_start(&c, &e), -1);
+	CHECK_STR(json_string_value(json_object_get(e.details, "stage")), "clone");
+	close(fd);
+}
+
 static char *pattern(size_t n)
 {
 	char *p = xmalloc(n);
