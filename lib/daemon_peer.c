@@ -273,9 +273,7 @@ void daemon_broadcast_message(struct daemon *d, const char *user_id, const char 
 	const char *const *users = USERS2(user_id, also_to);
 	if (!has_watcher_among(d, users))
 		return;
-	json_t *fields =
-		json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
-	send_event_text(d, users, rpc_event_text_raw("message", fields, "data", data_text));
+	send_event_text(d, users, rpc_message_event_text(task_id, session_id, message_type, data_text));
 }
 
 static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)
