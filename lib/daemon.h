@@ -29,6 +29,7 @@
 #include "err.h"
 #include "loop.h"
 #include "paths.h"
+#include "strbuf.h"
 #include "strvec.h"
 
 struct net_server;
@@ -70,6 +71,7 @@ struct daemon {
 	int write_batch_open;		/* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct held_event *held_events; /* events of the open batch, sent once it commits (daemon_peer.c) */
 	size_t nheld_events, held_events_alloc;
+	struct strbuf held_bytes;    /* their texts and audiences, kept from batch to batch (daemon_peer.c) */
 	struct strvec batch_endings; /* tasks whose final status rides in the open batch (daemon_note_task_ending) */
 	struct strvec lost_endings;  /* tasks whose final status a failed commit lost, not yet rewritten as failed */
 	struct loop_timer *lost_endings_retry;

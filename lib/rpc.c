@@ -98,23 +98,21 @@ char *rpc_event_text(const char *type, json_t *data)
 				       type, "data", data ? data : json_null()));
 }
 
-char *rpc_message_event_text(const char *task_id, const char *session_id, const char *message_type,
-			     const char *data_json)
+void rpc_add_message_event(struct strbuf *out, const char *task_id, const char *session_id, const char *message_type,
+			   const char *data_json)
 {
-	struct strbuf out = STRBUF_INIT;
-	strbuf_grow(&out, 160 + strlen(data_json));
+	strbuf_grow(out, 160 + strlen(data_json));
 	strbuf_addstr(
-		&out,
+		out,
 		"{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"message\",\"data\":{\"task_id\":");
-	json_add_string_to_strbuf(&out, task_id);
-	strbuf_addstr(&out, ",\"session_id\":");
-	json_add_string_to_strbuf(&out, session_id);
-	strbuf_addstr(&out, ",\"message_type\":");
-	json_add_string_to_strbuf(&out, message_type);
-	strbuf_addstr(&out, ",\"data\":");
-	strbuf_addstr(&out, data_json);
-	strbuf_addstr(&out, "}}}");
-	return strbuf_detach(&out, NULL);
+	json_add_string_to_strbuf(out, task_id);
+	strbuf_addstr(out, ",\"session_id\":");
+	json_add_string_to_strbuf(out, session_id);
+	strbuf_addstr(out, ",\"message_type\":");
+	json_add_string_to_strbuf(out, message_type);
+	strbuf_addstr(out, ",\"data\":");
+	strbuf_addstr(out, data_json);
+	strbuf_addstr(out, "}}}");
 }
 
 static int valid_id(const json_t *id)
