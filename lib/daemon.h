@@ -77,6 +77,7 @@ struct daemon {
 	struct loop_timer *lost_endings_retry;
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
 	uint64_t auth_generation;	 /* bumped by every write to tokens or tasks: a remembered check is void */
+	unsigned data_version_at_commit; /* the database's data version as the last batch began to commit */
 	int saving_token_uses;		 /* writing the counted uses back: not a change of any token's state */
 	struct report_line *report_line; /* report_scan's buffer, reused from line to line */
 

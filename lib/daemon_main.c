@@ -153,6 +153,8 @@ static void load_data_home_id(struct daemon *d)
  * endings it carried are rewritten as failed (docs/recovery.md). */
 static void after_commit(struct daemon *d, const struct err *failure)
 {
+	if (!failure)
+		daemon_tokens_batch_committed(d);
 	daemon_release_held_events(d, !failure);
 	if (failure)
 		daemon_tasks_batch_lost(d, failure);
