@@ -1,7 +1,6 @@
 /* crypto.c — the mbedTLS wrappers of crypto.h: getrandom, SHA-256, HMAC, AES-256-GCM blobs, strict base64.
  * Never falls back to a weaker randomness source, never outputs unauthenticated plaintext, never leaves keys. */
 #include <errno.h>
-#include <mbedtls/constant_time.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/gcm.h>
 #include <mbedtls/md.h>
@@ -57,11 +56,25 @@ void crypto_strbuf_wipe(struct strbuf *sb)
 	strbuf_release(sb);
 }
 
+/* Eight bytes at a time (an executor's token is compared on every call it makes): the differences are gathered,
+ * never branched on, and the barrier keeps the compiler from stopping at the first one. */
 int crypto_equal(const void *a, const void *b, size_t n)
 {
-	if (n == 0)
-		return 1;
-	return mbedtls_ct_memcmp(a, b, n) == 0;
+	const unsigned char *x = a, *y = b;
+	uint64_t diff = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t p, q;
+		memcpy(&p, x + i, 8);
+		memcpy(&q, y + i, 8);
+		diff |= p ^ q;
+		__asm__("" : "+r"(diff));
+	}
+	for (; i < n; i++) {
+		diff |= (uint64_t)(x[i] ^ y[i]);
+		__asm__("" : "+r"(diff));
+	}
+	return (int)(1 & ((diff | (0 - diff)) >> 63 ^ 1));
 }
 
 /* mbedTLS returns an error code only for conditions this module rules out (bad parameters, hardware

@@ -29,6 +29,7 @@
 #include "err.h"
 #include "loop.h"
 #include "paths.h"
+#include "strbuf.h"
 #include "strvec.h"
 
 struct net_server;
@@ -70,11 +71,13 @@ struct daemon {
 	int write_batch_open;		/* a transaction spanning this loop iteration's writes (daemon_write_batch) */
 	struct held_event *held_events; /* events of the open batch, sent once it commits (daemon_peer.c) */
 	size_t nheld_events, held_events_alloc;
+	struct strbuf held_bytes;    /* their texts and audiences, kept from batch to batch (daemon_peer.c) */
 	struct strvec batch_endings; /* tasks whose final status rides in the open batch (daemon_note_task_ending) */
 	struct strvec lost_endings;  /* tasks whose final status a failed commit lost, not yet rewritten as failed */
 	struct loop_timer *lost_endings_retry;
 	struct verified_token *verified; /* executor tokens whose signature was checked (daemon_executor.c) */
 	uint64_t auth_generation;	 /* bumped by every write to tokens or tasks: a remembered check is void */
+	unsigned data_version_at_commit; /* the database's data version as the last batch began to commit */
 	int saving_token_uses;		 /* writing the counted uses back: not a change of any token's state */
 	struct report_line *report_line; /* report_scan's buffer, reused from line to line */
 

@@ -153,6 +153,8 @@ static void load_data_home_id(struct daemon *d)
  * endings it carried are rewritten as failed (docs/recovery.md). */
 static void after_commit(struct daemon *d, const struct err *failure)
 {
+	if (!failure)
+		daemon_tokens_batch_committed(d);
 	daemon_release_held_events(d, !failure);
 	if (failure)
 		daemon_tasks_batch_lost(d, failure);
@@ -170,6 +172,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	d->before_commit = daemon_save_token_uses;
 	d->after_commit = after_commit;
 	strvec_init(&d->batch_endings);
+	strbuf_init(&d->held_bytes, 0);
 	strvec_init(&d->lost_endings);
 	if (daemon_dispatch_check(e) < 0)
 		return -1;
@@ -204,8 +207,7 @@ void daemon_release(struct daemon *d)
 		daemon_flush_refusals(d);     /* the counted rows of the last window */
 	}
 	daemon_limits_release(d);
-	daemon_release_held_events(d, 0);
-	free(d->held_events);
+	daemon_free_held_events(d);
 	daemon_tasks_release_lost_endings(d);
 	explicit_bzero(d->jwt_secret, sizeof(d->jwt_secret));
 	explicit_bzero(d->master_key, sizeof(d->master_key));

@@ -179,62 +179,73 @@ void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const
 	broadcast(d, users ? users : nobody, type, data);
 }
 
-/* An event sent while a batch of writes is open: it tells of those writes, so it waits for their commit. */
+/* An event pushed while a batch of writes is open: it tells of those writes, so it waits for their commit. Its text
+ * and audience are kept in d->held_bytes, which lives from batch to batch: holding and releasing a burst's events
+ * allocates nothing (freeing each event's text made the allocator hand its pages back at every commit). */
 struct held_event {
-	char *text;
-	size_t len;
-	char *users; /* NULL: everyone; else the user ids who (with admins) may see it, each ended by a NUL, then a NUL
-		      */
+	size_t text, len; /* in d->held_bytes */
+	size_t users;	  /* in d->held_bytes: the user ids who (with admins) may see it, each ended by a NUL, then a
+			   * NUL; SIZE_MAX: everyone */
 };
 
-/* users (NULL-terminated) in one block: "a\0b\0\0". */
-static char *users_block(const char *const *users)
+#define HELD_BYTES_KEPT (1u << 20) /* more than this is given back once the events are released */
+
+/* users (NULL: everyone) appended to d->held_bytes as "a\0b\0\0"; its offset, or SIZE_MAX for everyone */
+static size_t hold_users(struct daemon *d, const char *const *users)
 {
-	size_t size = 1;
+	if (!users)
+		return SIZE_MAX;
+	size_t at = d->held_bytes.len;
 	for (const char *const *u = users; *u; u++)
-		size += strlen(*u) + 1;
-	char *block = xmalloc(size), *p = block;
-	for (const char *const *u = users; *u; u++)
-		p = stpcpy(p, *u) + 1;
-	*p = '\0';
-	return block;
+		strbuf_add(&d->held_bytes, *u, strlen(*u) + 1);
+	strbuf_addch(&d->held_bytes, '\0');
+	return at;
 }
 
-/* text (taken) waits in d->held_events. */
-static void hold_event(struct daemon *d, const char *const *users, char *text, size_t len)
+/* The event whose text is d->held_bytes from text on waits in d->held_events. */
+static void hold_event(struct daemon *d, const char *const *users, size_t text)
 {
 	if (d->nheld_events == d->held_events_alloc) {
 		d->held_events_alloc = d->held_events_alloc ? d->held_events_alloc * 2 : 16;
 		d->held_events = xrealloc(d->held_events, d->held_events_alloc * sizeof(*d->held_events));
 	}
+	size_t len = d->held_bytes.len - text;
 	d->held_events[d->nheld_events++] =
-		(struct held_event){ .text = text, .len = len, .users = users ? users_block(users) : NULL };
+		(struct held_event){ .text = text, .len = len, .users = hold_users(d, users) };
 }
 
-static void send_event_now(struct daemon *d, const char *const *users, const char *text, size_t len)
+/* users_block: "a\0b\0\0" as hold_users wrote it, NULL: everyone. */
+static int may_see_block(const struct net_conn *c, const char *users_block)
 {
-	for (size_t i = 0; i < d->nsubscribers; i++)
-		if (may_see(d->subscribers[i], users))
-			net_send(d->subscribers[i], text,
-				 len); /* a slow subscriber is dropped by net, not waited for */
+	const struct daemon_peer *p = net_conn_get_data(c);
+	if (!users_block)
+		return 1;
+	if (!p)
+		return 0;
+	if (p->is_admin)
+		return 1;
+	for (const char *u = users_block; *u; u += strlen(u) + 1)
+		if (is_user(p, u))
+			return 1;
+	return 0;
 }
 
 static void send_held_event(struct daemon *d, const struct held_event *h)
 {
-	if (!h->users) {
-		send_event_now(d, NULL, h->text, h->len);
-		return;
-	}
-	size_t n = 0;
-	for (const char *u = h->users; *u; u += strlen(u) + 1)
-		n++;
-	const char **users = xmalloc((n + 1) * sizeof(*users));
-	n = 0;
-	for (const char *u = h->users; *u; u += strlen(u) + 1)
-		users[n++] = u;
-	users[n] = NULL;
-	send_event_now(d, users, h->text, h->len);
-	free(users);
+	const char *text = d->held_bytes.buf + h->text;
+	const char *users = h->users == SIZE_MAX ? NULL : d->held_bytes.buf + h->users;
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (may_see_block(d->subscribers[i], users))
+			net_send(d->subscribers[i], text,
+				 h->len); /* a slow subscriber is dropped by net, not waited for */
+}
+
+static void forget_held_bytes(struct daemon *d)
+{
+	if (d->held_bytes.alloc > HELD_BYTES_KEPT)
+		strbuf_release(&d->held_bytes);
+	else
+		strbuf_setlen(&d->held_bytes, 0);
 }
 
 void daemon_release_held_events(struct daemon *d, int send)
@@ -243,27 +254,33 @@ void daemon_release_held_events(struct daemon *d, int send)
 		log_warn("%zu event(s) of a batch of writes that did not commit are dropped: they told of writes "
 			 "that are not stored",
 			 d->nheld_events);
-	for (size_t i = 0; i < d->nheld_events; i++) {
-		struct held_event *h = &d->held_events[i];
-		if (send && d->server) /* without it the daemon stops: its connections are gone */
-			send_held_event(d, h);
-		free(h->text);
-		free(h->users);
-	}
+	for (size_t i = 0; send && d->server && i < d->nheld_events; i++) /* no server: the daemon stops */
+		send_held_event(d, &d->held_events[i]);
 	d->nheld_events = 0;
+	forget_held_bytes(d);
 }
 
-/* Sends text (taken) to the subscribers who may see it, or holds it while a batch of writes is open (at most one
- * loop round: the batch commits at its end). */
-static void send_event_text(struct daemon *d, const char *const *users, char *text)
+void daemon_free_held_events(struct daemon *d)
 {
-	size_t len = strlen(text);
+	daemon_release_held_events(d, 0);
+	free(d->held_events);
+	d->held_events = NULL;
+	d->held_events_alloc = 0;
+	strbuf_release(&d->held_bytes);
+}
+
+/* The event whose text is d->held_bytes from text on goes to the subscribers who may see it now, or waits while a
+ * batch of writes is open (at most one loop round: the batch commits at its end). */
+static void send_or_hold(struct daemon *d, const char *const *users, size_t text)
+{
 	if (d->write_batch_open) {
-		hold_event(d, users, text, len);
+		hold_event(d, users, text);
 		return;
 	}
-	send_event_now(d, users, text, len);
-	free(text);
+	for (size_t i = 0; i < d->nsubscribers; i++)
+		if (may_see(d->subscribers[i], users))
+			net_send(d->subscribers[i], d->held_bytes.buf + text, d->held_bytes.len - text);
+	strbuf_setlen(&d->held_bytes, text);
 }
 
 void daemon_broadcast_message(struct daemon *d, const char *user_id, const char *also_to, const char *task_id,
@@ -273,9 +290,9 @@ void daemon_broadcast_message(struct daemon *d, const char *user_id, const char 
 	const char *const *users = USERS2(user_id, also_to);
 	if (!has_watcher_among(d, users))
 		return;
-	json_t *fields =
-		json_pack("{s:s,s:s,s:s}", "task_id", task_id, "session_id", session_id, "message_type", message_type);
-	send_event_text(d, users, rpc_event_text_raw("message", fields, "data", data_text));
+	size_t text = d->held_bytes.len;
+	rpc_add_message_event(&d->held_bytes, task_id, session_id, message_type, data_text);
+	send_or_hold(d, users, text);
 }
 
 static void broadcast(struct daemon *d, const char *const *users, const char *type, json_t *data)
@@ -285,7 +302,11 @@ static void broadcast(struct daemon *d, const char *const *users, const char *ty
 		json_decref(data);
 		return;
 	}
-	send_event_text(d, users, rpc_event_text(type, data));
+	char *event = rpc_event_text(type, data);
+	size_t text = d->held_bytes.len;
+	strbuf_addstr(&d->held_bytes, event);
+	free(event);
+	send_or_hold(d, users, text);
 }
 
 /* --- replies that come later ------------------------------------------------------------------ */

@@ -98,6 +98,8 @@ void daemon_broadcast_to_users(struct daemon *d, const char *const *users, const
 /* Events pushed while a write batch is open wait for its commit (at most one loop round): this sends them (send) or
  * drops them (the batch did not commit: they told of writes that are not stored). */
 void daemon_release_held_events(struct daemon *d, int send);
+/* At the daemon's end: drops what is held and frees what holding used. */
+void daemon_free_held_events(struct daemon *d);
 void daemon_subscribe(struct daemon *d, struct net_conn *c);
 void daemon_unsubscribe(struct daemon *d, struct net_conn *c);
 

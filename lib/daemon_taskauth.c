@@ -87,6 +87,23 @@ void daemon_save_token_uses(struct daemon *d)
 {
 	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++)
 		save_uses(d, &d->verified[i]);
+	d->data_version_at_commit = data_version(d);
+}
+
+/* SQLite counts a connection's own commits in the data version too, so each batch's commit voided every remembered
+ * finding and the next batch read the token and its task again (two queries per loop round of a streaming executor).
+ * The commit changes nothing such a finding rests on: the batch's own writes to tokens or tasks moved
+ * auth_generation, and nobody else could write while it held the write lock it took at BEGIN IMMEDIATE (what others
+ * commit after it moves the version again, seen at the next batch's BEGIN). A finding that held as the commit began
+ * holds after it. */
+void daemon_tokens_batch_committed(struct daemon *d)
+{
+	unsigned now = data_version(d);
+	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++) {
+		struct verified_token *v = &d->verified[i];
+		if (v->task && v->generation == d->auth_generation && v->data_version == d->data_version_at_commit)
+			v->data_version = now;
+	}
 }
 
 static void forget_live_check(struct verified_token *v)

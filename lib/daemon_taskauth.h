@@ -29,6 +29,8 @@ void daemon_forget_verified_tokens(struct daemon *d);
 void daemon_watch_auth_state(struct daemon *d);
 /* Adds the executor calls counted in memory to tokens.uses (before a batch of writes commits). */
 void daemon_save_token_uses(struct daemon *d);
+/* After a batch of writes committed: the findings that held as it began to commit are still good (no new reads). */
+void daemon_tokens_batch_committed(struct daemon *d);
 /* Verifies an executor's params.session_token (as every executor method does); *task_id is its task. */
 int daemon_executor_authenticate(struct daemon *d, const char *method, json_t *params, char **task_id, struct err *e);
 

@@ -424,17 +424,20 @@ static sqlite3_stmt *db_vprepare_cached(struct db *db, const char *sql, struct e
 		db_fail(db, e, "prepare");
 		return NULL;
 	}
+	/* db_vprepare's statements (use_cache) are stepped and released before their caller returns: the values are
+	 * borrowed, not copied; db_prepare's go back to a caller who may free them first */
+	sqlite3_destructor_type values = use_cache ? SQLITE_STATIC : SQLITE_TRANSIENT;
 	int idx = 1, rc = SQLITE_OK;
 	for (const char *t = types; *t && rc == SQLITE_OK; t++, idx++) {
 		if (*t == 's') {
 			const char *s = va_arg(ap, const char *);
-			rc = s ? sqlite3_bind_text(st, idx, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, idx);
+			rc = s ? sqlite3_bind_text(st, idx, s, -1, values) : sqlite3_bind_null(st, idx);
 		} else if (*t == 'i') {
 			rc = sqlite3_bind_int64(st, idx, va_arg(ap, long long));
 		} else if (*t == 'b') {
 			const void *p = va_arg(ap, const void *);
 			size_t n = va_arg(ap, size_t);
-			rc = sqlite3_bind_blob(st, idx, p, (int)n, SQLITE_TRANSIENT);
+			rc = sqlite3_bind_blob(st, idx, p, (int)n, values);
 		}
 	}
 	if (rc != SQLITE_OK) {

@@ -25,6 +25,41 @@ void json_add_to_strbuf(struct strbuf *sb, const json_t *j)
 	json_dump_callback(j, add_chunk, sb, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
+/* jansson's escape of byte c (below 0x20, a quote or a backslash) */
+static void add_escape(struct strbuf *sb, unsigned char c)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	static const char short_form[] = {
+		['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'
+	};
+	char seq[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+	if (c < sizeof(short_form) && short_form[c]) {
+		seq[1] = short_form[c];
+		strbuf_add(sb, seq, 2);
+	} else {
+		strbuf_add(sb, seq, sizeof(seq));
+	}
+}
+
+void json_add_string_to_strbuf(struct strbuf *sb, const char *s)
+{
+	if (!s) {
+		strbuf_addstr(sb, "null");
+		return;
+	}
+	strbuf_addch(sb, '"');
+	for (;;) {
+		const char *run = s;
+		while ((unsigned char)*s >= 0x20 && *s != '"' && *s != '\\')
+			s++;
+		strbuf_add(sb, run, (size_t)(s - run));
+		if (!*s)
+			break;
+		add_escape(sb, (unsigned char)*s++);
+	}
+	strbuf_addch(sb, '"');
+}
+
 int json_write_line(int fd, const json_t *j)
 {
 	struct strbuf sb = STRBUF_INIT;

@@ -20,6 +20,8 @@ static inline void cleanup_json(json_t **j)
 char *json_to_compact(const json_t *j);
 /* Appends the compact form to sb. */
 void json_add_to_strbuf(struct strbuf *sb, const json_t *j);
+/* Appends s (valid UTF-8) as a JSON string exactly as json_to_compact() writes it; NULL as null. */
+void json_add_string_to_strbuf(struct strbuf *sb, const char *s);
 /* Writes the compact form plus '\n' to fd with one write loop; -1 with errno on failure. */
 int json_write_line(int fd, const json_t *j);
 /* Parses exactly one JSON value (duplicate keys rejected); on failure sets E_INVALID_JSON with

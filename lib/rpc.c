@@ -98,20 +98,21 @@ char *rpc_event_text(const char *type, json_t *data)
 				       type, "data", data ? data : json_null()));
 }
 
-char *rpc_event_text_raw(const char *type, json_t *fields, const char *raw_key, const char *raw_json)
+void rpc_add_message_event(struct strbuf *out, const char *task_id, const char *session_id, const char *message_type,
+			   const char *data_json)
 {
-	json_object_del(fields, raw_key); /* a replaced member would keep its place: the slot must come last */
-	json_object_set_new(fields, raw_key, json_null());
-	char *text = rpc_event_text(type, fields);
-	static const char null_tail[] = "null}}}";
-	size_t len = strlen(text), tail = sizeof(null_tail) - 1;
-	struct strbuf out = STRBUF_INIT;
-	/* raw_key is the data object's last member, and data the last of params: the text ends in null}}} */
-	strbuf_add(&out, text, len - tail);
-	strbuf_addstr(&out, raw_json);
-	strbuf_addstr(&out, "}}}");
-	free(text);
-	return strbuf_detach(&out, NULL);
+	strbuf_grow(out, 160 + strlen(data_json));
+	strbuf_addstr(
+		out,
+		"{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"message\",\"data\":{\"task_id\":");
+	json_add_string_to_strbuf(out, task_id);
+	strbuf_addstr(out, ",\"session_id\":");
+	json_add_string_to_strbuf(out, session_id);
+	strbuf_addstr(out, ",\"message_type\":");
+	json_add_string_to_strbuf(out, message_type);
+	strbuf_addstr(out, ",\"data\":");
+	strbuf_addstr(out, data_json);
+	strbuf_addstr(out, "}}}");
 }
 
 static int valid_id(const json_t *id)

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "err.h"
+#include "strbuf.h"
 
 #define RPC_DEFERRED 1
 
@@ -47,9 +48,12 @@ char *rpc_result_text(const json_t *id, json_t *result /* stolen */);
 char *rpc_error_text(const json_t *id, const struct err *e);
 /* A server→client notification {"jsonrpc":"2.0","method":"event","params":{"type","data"}} (data stolen). */
 char *rpc_event_text(const char *type, json_t *data);
-/* The same notification, data being the object fields (stolen) plus a last member raw_key whose value is
- * raw_json, already serialised (valid JSON, e.g. a stored message's data): it is copied, not parsed. */
-char *rpc_event_text_raw(const char *type, json_t *fields, const char *raw_key, const char *raw_json);
+/* Appends to out the "message" event of a stored message, built without jansson (it is sent for every report_message):
+ * the same
+ * bytes as rpc_event_text("message", {task_id, session_id, message_type, data}) with data_json (valid compact JSON, as
+ * stored) copied, not parsed, as data; a NULL string is null. */
+void rpc_add_message_event(struct strbuf *out, const char *task_id, const char *session_id, const char *message_type,
+			   const char *data_json);
 /* The JSON-RPC error code for an error code string. */
 int rpc_error_code(const char *code);
 

@@ -75,6 +75,20 @@ TEST(crypto_equal_compares_every_byte)
 	CHECK(!crypto_equal("abcdef", "abcdeg", 6));
 	CHECK(!crypto_equal("xbcdef", "abcdef", 6));
 	CHECK(crypto_equal("a", "b", 0));
+	/* a token's length: every byte position (in the 8-byte words and the tail), every bit, tells */
+	unsigned char a[37], b[37];
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (unsigned char)(i * 7 + 1);
+	memcpy(b, a, sizeof(a));
+	CHECK(crypto_equal(a, b, sizeof(a)));
+	int told = 1;
+	for (size_t i = 0; i < sizeof(a); i++)
+		for (int bit = 0; bit < 8; bit++) {
+			b[i] ^= (unsigned char)(1u << bit);
+			told &= !crypto_equal(a, b, sizeof(a)) && crypto_equal(a, b, i);
+			b[i] ^= (unsigned char)(1u << bit);
+		}
+	CHECK(told);
 }
 
 /* ---- randomness ------------------------------------------------------------------------------ */

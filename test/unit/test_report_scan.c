@@ -67,6 +67,30 @@ static char *line_with(const char *data)
 #define ACCEPTS(l) CHECK(agrees((l), strlen(l), __LINE__) == 1)
 #define REFUSES(l) CHECK(agrees((l), strlen(l), __LINE__) == 0)
 
+/* The three strings are read 8 bytes at a time where they are plain ASCII: every length, and an odd byte at every
+ * place (inside a word, across two, in the tail), must read as byte by byte does — as jansson does. */
+TEST(report_scan_reads_strings_word_by_word_as_jansson_does)
+{
+	static const struct {
+		const char *bytes;
+		int plain;
+	} odd[] = { { "", 1 },	   { "\x01", 0 }, { "\x1f", 0 }, { "\\n", 0 },	{ "\xff", 0 }, { "\xc3\xa9", 1 },
+		    { "\x7f", 1 }, { " ", 1 },	  { "~", 1 },	 { "\xc3", 0 }, { "\\\"", 0 }, { "!#[]", 1 } };
+	for (size_t k = 0; k < ARRAY_SIZE(odd); k++)
+		for (size_t at = 0; at <= 40; at++) {
+			char token[128], line[512];
+			snprintf(token, sizeof(token), "%.*s%s%.*s", (int)at,
+				 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ", odd[k].bytes, (int)(40 - at),
+				 "0123456789012345678901234567890123456789");
+			snprintf(line, sizeof(line),
+				 "{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"%"
+				 "s\","
+				 "\"task_id\":\"%.*s\",\"message_type\":\"assistant\",\"data\":{}}}",
+				 token, (int)at, token);
+			CHECK(agrees(line, strlen(line), __LINE__) == odd[k].plain);
+		}
+}
+
 TEST(report_scan_accepts_usual_lines_as_jansson_reads_them)
 {
 	ACCEPTS("{\"jsonrpc\":\"2.0\",\"method\":\"report_message\",\"params\":{\"session_token\":\"a.b.c\",\"task_"

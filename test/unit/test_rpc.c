@@ -1,5 +1,5 @@
-/* test_rpc.c — unit tests of lib/rpc.c's server→client notifications: an event carrying an already serialised
- * value (rpc_event_text_raw) reads back as the same event built from parsed data (rpc_event_text). */
+/* test_rpc.c — unit tests of lib/rpc.c's server→client notifications: the message event built without jansson
+ * (rpc_add_message_event) is byte for byte the event jansson builds from the same fields (rpc_event_text). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,31 +8,35 @@
 #include "unit.h"
 #include "banned.h"
 
-/* The raw event and the jansson-built one for the same data must parse to equal objects. */
-static int same_event(const char *raw_json)
+/* The fast event and the jansson-built one for the same fields and data (compact JSON) must be the same bytes. */
+static int same_event(const char *session_id, const char *message_type, const char *data_json)
 {
-	json_t *fields = json_pack("{s:s,s:s}", "task_id", "t-1", "message_type", "assistant");
-	char *raw = rpc_event_text_raw("message", json_deep_copy(fields), "data", raw_json);
-	json_object_set_new(fields, "data", json_loads(raw_json, JSON_DECODE_ANY, NULL));
+	json_t *fields =
+		json_pack("{s:s,s:s?,s:s}", "task_id", "t-1", "session_id", session_id, "message_type", message_type);
+	json_object_set_new(fields, "data", json_loads(data_json, JSON_DECODE_ANY, NULL));
 	char *built = rpc_event_text("message", fields);
-	json_t *a = json_loads(raw, 0, NULL), *b = json_loads(built, 0, NULL);
-	int same = a && b && json_equal(a, b);
-	json_decref(a);
-	json_decref(b);
-	free(raw);
+	struct strbuf fast = STRBUF_INIT;
+	strbuf_addstr(&fast, "ahead|"); /* appended to what the buffer holds */
+	rpc_add_message_event(&fast, "t-1", session_id, message_type, data_json);
+	int same = !strncmp(fast.buf, "ahead|", 6) && !strcmp(fast.buf + 6, built);
+	if (!same)
+		fprintf(stderr, "  fast:  %s\n  built: %s\n", fast.buf, built);
+	strbuf_release(&fast);
 	free(built);
 	return same;
 }
 
-TEST(rpc_event_text_raw_splices_the_value_as_data_s_last_member)
+TEST(rpc_add_message_event_is_the_event_jansson_builds)
 {
-	CHECK(same_event("{\"text\":\"hello\",\"n\":[1,2,{\"x\":null}]}"));
-	CHECK(same_event("{\"text\":\"ends like the envelope: null}}}\"}"));
-	CHECK(same_event("null"));
-	CHECK(same_event("\"a string\""));
-	json_t *fields = json_pack("{s:i,s:s}", "data", 0, "task_id", "t-2"); /* a data member given too: replaced */
-	char *raw = rpc_event_text_raw("message", fields, "data", "{\"k\":1}");
-	CHECK_STR(raw, "{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"message\",\"data\":"
-		       "{\"task_id\":\"t-2\",\"data\":{\"k\":1}}}}");
-	free(raw);
+	CHECK(same_event("s-1", "assistant", "{\"text\":\"hello\",\"n\":[1,2,{\"x\":null}]}"));
+	CHECK(same_event("s-1", "assistant", "{\"text\":\"ends like the envelope: null}}}\"}"));
+	CHECK(same_event("s-1", "assistant", "null"));
+	CHECK(same_event(NULL, "assistant", "\"a string\""));
+	CHECK(same_event("s\"1\\", "a/b \x01\x1f\x7f\b\f\n\r\t", "1"));
+	CHECK(same_event("caf\xc3\xa9", "\xf0\x9f\x98\x80 tool_use", "{\"k\":\"\\u0001\"}"));
+	struct strbuf text = STRBUF_INIT;
+	rpc_add_message_event(&text, "t-2", NULL, "x", "{\"k\":1}");
+	CHECK_STR(text.buf, "{\"jsonrpc\":\"2.0\",\"method\":\"event\",\"params\":{\"type\":\"message\",\"data\":"
+			    "{\"task_id\":\"t-2\",\"session_id\":null,\"message_type\":\"x\",\"data\":{\"k\":1}}}}");
+	strbuf_release(&text);
 }
