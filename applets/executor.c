@@ -119,7 +119,7 @@ static int run_payload(const char *text, size_t len, int dry_run)
 		status = run_impersonated(&p, cfg);
 		goto out;
 	}
-	struct executor_context ctx = { .cfg = cfg, .dry_run = dry_run, .progress = 1 };
+	struct executor_context ctx = { .cfg = cfg, .dry_run = dry_run, .progress = 1, .current_user = me };
 	executor_execute(&p, &ctx, &data, &e);
 	status = print_result(data, &e);
 out:
