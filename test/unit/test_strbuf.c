@@ -106,6 +106,22 @@ TEST(err_set_prefix_and_json)
 	CHECK(!err_is_set(&e));
 }
 
+/* xasprintf formats into a 256-byte stack buffer first and again on the heap when the result is longer: the same
+ * text either way, on both sides of that edge. */
+TEST(xasprintf_is_whole_on_both_sides_of_its_first_buffer)
+{
+	char want[600];
+	for (int len = 250; len <= 262; len++) {
+		memset(want, 'y', (size_t)len);
+		want[len] = '\0';
+		char *got = xasprintf("%s<%d>", want, len);
+		CHECK_INT(strlen(got), (size_t)len + 5);
+		CHECK(!strncmp(got, want, (size_t)len));
+		CHECK_INT(atoi(got + len + 1), len);
+		free(got);
+	}
+}
+
 /* json_write_line dumps a line that fits into its 4 KiB stack buffer and builds a longer one on the heap: each side of
  * that edge, the bytes on the descriptor are the compact form and one newline, whole. */
 TEST(json_write_line_is_whole_on_both_sides_of_its_buffer)
