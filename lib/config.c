@@ -301,13 +301,13 @@ static void describe_expected(const struct config_key *k, struct strbuf *sb)
 	}
 }
 
-/* Values end up in JSON (config show, config.get), which carries UTF-8 only. */
+/* Values end up in JSON (config show, config.get), which carries UTF-8 only: jansson's rule (no overlong form, no
+ * surrogate, nothing past U+10FFFF), checked in place rather than by making a JSON string of each value. */
 static bool is_utf8(const char *s, size_t len)
 {
-	json_t *j = json_stringn(s, len);
-	if (!j)
-		return false;
-	json_decref(j);
+	for (size_t i = 0, n; i < len; i += n)
+		if (!(n = utf8_sequence_length((const unsigned char *)s + i, len - i)))
+			return false;
 	return true;
 }
 
