@@ -28,15 +28,19 @@ done
 nm -S -n "$agor" > "$work/symbols"
 python3 - "$work/symbols" "$work"/trace.* <<'PY'
 import bisect, sys
-symbols = []
+symbols = []  # (start, size, name); an assembly symbol has no size: it extends to the next symbol (memcpy, …)
 for line in open(sys.argv[1]):
     f = line.split()
     if len(f) == 4:
-        symbols.append((int(f[0], 16), max(int(f[1], 16), 1), f[3]))
+        symbols.append([int(f[0], 16), int(f[1], 16), f[3]])
+    elif len(f) == 3 and f[1] in "tTwW":
+        symbols.append([int(f[0], 16), 0, f[2]])
 symbols.sort()
+for this, following in zip(symbols, symbols[1:] + [[1 << 64, 0, ""]]):
+    if not this[1]:
+        this[1] = max(following[0] - this[0], 1)
 starts = [s[0] for s in symbols]
-seen = {"_start"}
-print("_start")  # the entry point (size 0 in crt1: no address matches it)
+seen = set()
 for trace in sys.argv[2:]:
     for line in open(trace):
         f = line.split()
