@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -95,6 +96,19 @@ static int run_impersonated(const struct payload *p, const struct config *cfg)
 	return status;
 }
 
+/* Once the result line is out, the product's executor ends at once: its memory goes back with the process, where
+ * freeing it piece by piece has the allocator unmap every group it empties (about a tenth of a dry run). The payload's
+ * bytes are still wiped first. The sanitizer build frees everything, so its leak check still covers this path. */
+static void end_after_result(int status, const char *payload, size_t len)
+{
+#ifndef __SANITIZE_ADDRESS__
+	explicit_bzero((char *)payload, len);
+	exit(status);
+#else
+	(void)status, (void)payload, (void)len;
+#endif
+}
+
 static int run_payload(const char *text, size_t len, int dry_run)
 {
 	struct err e = ERR_INIT;
@@ -119,9 +133,10 @@ static int run_payload(const char *text, size_t len, int dry_run)
 		status = run_impersonated(&p, cfg);
 		goto out;
 	}
-	struct executor_context ctx = { .cfg = cfg, .dry_run = dry_run, .progress = 1 };
+	struct executor_context ctx = { .cfg = cfg, .dry_run = dry_run, .progress = 1, .current_user = me };
 	executor_execute(&p, &ctx, &data, &e);
 	status = print_result(data, &e);
+	end_after_result(status, text, len);
 out:
 	if (data)
 		json_decref(data);

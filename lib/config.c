@@ -301,13 +301,13 @@ static void describe_expected(const struct config_key *k, struct strbuf *sb)
 	}
 }
 
-/* Values end up in JSON (config show, config.get), which carries UTF-8 only. */
+/* Values end up in JSON (config show, config.get), which carries UTF-8 only: jansson's rule (no overlong form, no
+ * surrogate, nothing past U+10FFFF), checked in place rather than by making a JSON string of each value. */
 static bool is_utf8(const char *s, size_t len)
 {
-	json_t *j = json_stringn(s, len);
-	if (!j)
-		return false;
-	json_decref(j);
+	for (size_t i = 0, n; i < len; i += n)
+		if (!(n = utf8_sequence_length((const unsigned char *)s + i, len - i)))
+			return false;
 	return true;
 }
 
@@ -1309,11 +1309,18 @@ int config_set_flag_assignment(struct config *cfg, const char *assignment, struc
 
 /* ---- access --------------------------------------------------------------------------- */
 
+/* A config and its state in one allocation: each alone is the first block of its size class in a short run (an
+ * executor), which the allocator gives a page of its own — a page fault, a mapping and an unmapping more. */
+struct config_with_state {
+	struct config cfg;
+	struct config_state state;
+};
+
 struct config *config_new(void)
 {
-	struct config *cfg = xcalloc(1, sizeof(*cfg));
-	cfg->state = xcalloc(1, sizeof(*cfg->state));
-	return cfg;
+	struct config_with_state *c = xcalloc(1, sizeof(*c));
+	c->cfg.state = &c->state;
+	return &c->cfg;
 }
 
 void config_free(struct config *cfg)
@@ -1323,8 +1330,7 @@ void config_free(struct config *cfg)
 	for (size_t i = 0; i < NKEYS; i++)
 		free(cfg->state->slots[i].value);
 	free(cfg->state->config_file);
-	free(cfg->state);
-	free(cfg);
+	free(cfg); /* and its state (config_new) */
 }
 
 static int require_key(const char *key, unsigned type_mask)

@@ -120,14 +120,13 @@ static int hold_path(const char *field, const char *root, const char *path, int 
 static int resolve_path(const char *field, const char *given, const char *root, int must_exist,
 			const struct executor_context *ctx, json_t *plan, char **out, struct err *e)
 {
-	int rc;
-	if (ctx->dry_run && !fs_exists(root)) {
+	int rc = confine_path(root, given, must_exist, out, e);
+	if (rc < 0 && ctx->dry_run && !fs_exists(root)) { /* the run would make root: the plan says so */
+		err_clear(e);
 		plan_add(plan, json_pack("{s:s,s:s}", "step", "mkdir", "path", root));
 		rc = must_exist
 			     ? err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", given), "%s does not exist", given)
 			     : confine_lexically(root, given, out, e);
-	} else {
-		rc = confine_path(root, given, must_exist, out, e);
 	}
 	if (rc < 0)
 		return blame_field(e, field);
@@ -743,9 +742,8 @@ static command_fn command_handler(enum payload_command cmd)
 	return NULL; /* payload_parse admits only the commands above */
 }
 
-static json_t *dry_run_result(const struct payload *p, const struct config *cfg, json_t *plan)
+static json_t *dry_run_result(const struct payload *p, const struct config *cfg, const char *me, json_t *plan)
 {
-	_cleanup_free_ char *me = impersonate_current_user();
 	const char *user = p->as_user ? p->as_user : (me ? me : "?");
 	int impersonate = p->as_user && (!me || strcmp(p->as_user, me));
 	json_t *data = json_pack("{s:b,s:s,s:s,s:b,s:s,s:O}", "dryRun", 1, "command", p->command_name, "user", user,
@@ -815,7 +813,7 @@ int executor_execute(const struct payload *p, const struct executor_context *ctx
 		return -1;
 	fault_step("executor.done");
 	if (ctx->dry_run)
-		*data = dry_run_result(p, ctx->cfg, plan);
+		*data = dry_run_result(p, ctx->cfg, ctx->current_user, plan);
 	else if (p->data_home_id && !strcmp(p->data_home_id, PATHS_DATA_HOME_ID_ASK))
 		tell_data_home_id(ctx->cfg, *data);
 	return 0;

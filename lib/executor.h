@@ -27,7 +27,8 @@
 struct executor_context {
 	const struct config *cfg; /* loaded with the payload's dataHome applied as a flag, then its policy */
 	int dry_run;
-	int progress; /* git progress lines on stderr */
+	int progress;		  /* git progress lines on stderr */
+	const char *current_user; /* the effective user's name (executor_needs_impersonation's), NULL if unknown */
 };
 
 int executor_execute(const struct payload *p, const struct executor_context *ctx, json_t **data, struct err *e);

@@ -60,26 +60,39 @@ void json_add_string_to_strbuf(struct strbuf *sb, const char *s)
 	strbuf_addch(sb, '"');
 }
 
+/* All of len bytes to fd; -1 with errno. */
+static int write_fully(int fd, const char *buf, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
 int json_write_line(int fd, const json_t *j)
 {
+	/* a line that fits is dumped on the stack: an executor's result line then costs it no allocation (in a
+	 * short run, each new size class is a fresh page the allocator maps, faults in and unmaps again) */
+	char line[4096];
+	size_t n = json_dumpb(j, line, sizeof(line) - 1, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (n > 0 && n < sizeof(line)) {
+		line[n] = '\n';
+		return write_fully(fd, line, n + 1);
+	}
 	struct strbuf sb = STRBUF_INIT;
 	json_add_to_strbuf(&sb, j);
 	strbuf_addch(&sb, '\n');
-	size_t off = 0;
-	while (off < sb.len) {
-		ssize_t n = write(fd, sb.buf + off, sb.len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int saved = errno;
-			strbuf_release(&sb);
-			errno = saved;
-			return -1;
-		}
-		off += (size_t)n;
-	}
+	int rc = write_fully(fd, sb.buf, sb.len);
+	int saved = errno;
 	strbuf_release(&sb);
-	return 0;
+	errno = saved;
+	return rc;
 }
 
 json_t *json_parse(const char *text, size_t len, struct err *e)

@@ -345,13 +345,12 @@ static int check_object(json_t *obj, const struct field_spec *fields, const char
 		}
 	}
 	for (const struct field_spec *f = fields; f->name; f++) {
-		_cleanup_free_ char *path = join_path(prefix, f->name);
 		json_t *v = json_object_get(obj, f->name);
-		if (!v) {
-			if (f->flags & REQUIRED)
-				return invalid(e, path, "required");
-			continue;
-		}
+		if (!v && !(f->flags & REQUIRED))
+			continue; /* an absent optional field: no path to name */
+		_cleanup_free_ char *path = join_path(prefix, f->name);
+		if (!v)
+			return invalid(e, path, "required");
 		if (check_field(f, v, path, e) < 0)
 			return -1;
 	}

@@ -55,13 +55,18 @@ char *xstrndup(const char *s, size_t n)
 
 char *xasprintf(const char *fmt, ...)
 {
+	char first[256]; /* most results fit: formatted once, not measured first and formatted again */
 	va_list ap;
 	va_start(ap, fmt);
-	int len = vsnprintf(NULL, 0, fmt, ap);
+	int len = vsnprintf(first, sizeof(first), fmt, ap);
 	va_end(ap);
 	if (len < 0)
 		out_of_memory(0);
 	char *p = xmalloc((size_t)len + 1);
+	if ((size_t)len < sizeof(first)) {
+		memcpy(p, first, (size_t)len + 1);
+		return p;
+	}
 	va_start(ap, fmt);
 	vsnprintf(p, (size_t)len + 1, fmt, ap);
 	va_end(ap);

@@ -153,6 +153,30 @@ test_case "--dry-run of worktree add resolves repo and worktree paths" '
   [ ! -e "$AGOR_HOME/worktrees/acme" ] || fail "dry run created the worktree"
 '
 
+test_case "--dry-run without the data home: mkdir planned, a missing repo and .. refused, nothing made" '
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"acme/w\"}}" --dry-run
+  expect_error NOT_FOUND 1
+  expect_json out error.details.field params.repoPath
+  mkdir -p "$AGOR_HOME/repos/acme/src.git"
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"acme/w\"}}" --dry-run
+  expect_success
+  expect_json out data.plan.1.step mkdir
+  expect_json out data.plan.1.path "$AGOR_HOME/worktrees"
+  expect_json out data.plan.2.path "$AGOR_HOME/worktrees/acme/w"
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"../../evil\"}}" --dry-run
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+  expect_json out error.details.field params.worktreePath
+  [ ! -e "$AGOR_HOME/worktrees" ] || fail "dry run created worktrees/"
+'
+
+test_case "--dry-run follows no symlink out of an existing root" '
+  mkdir -p "$AGOR_HOME/repos/acme/src.git" "$AGOR_HOME/worktrees" outside
+  ln -s "$PWD/outside" "$AGOR_HOME/worktrees/out"
+  executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"out/w\"}}" --dry-run
+  expect_error PATH_OUTSIDE_DATA_HOME 1
+  expect_json out error.details.field params.worktreePath
+'
+
 # --- clone ---------------------------------------------------------------------------------------
 
 test_case "git.clone of an absolute path makes a bare repo at the default location" '

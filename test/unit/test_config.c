@@ -316,6 +316,16 @@ TEST(config_strings_and_user_names)
 		   "^[a-z_][a-z0-9_-]{0,31}$, got "
 		   "\"a234567890123456789012345678901234\"");
 	CHECK_FLAG("daemon.host", "\xff", "error: daemon.host: the value is not valid UTF-8");
+	/* what jansson refuses: an overlong form, a surrogate, past U+10FFFF, a cut sequence */
+	CHECK_FLAG("execution.terminal_shell", "/bin/\xc0\xafsh",
+		   "error: execution.terminal_shell: the value is not valid UTF-8");
+	CHECK_FLAG("execution.terminal_shell", "/bin/\xed\xa0\x80",
+		   "error: execution.terminal_shell: the value is not valid UTF-8");
+	CHECK_FLAG("execution.terminal_shell", "/bin/\xf4\x90\x80\x80",
+		   "error: execution.terminal_shell: the value is not valid UTF-8");
+	CHECK_FLAG("execution.terminal_shell", "/bin/\xe2\x82",
+		   "error: execution.terminal_shell: the value is not valid UTF-8");
+	CHECK_FLAG("execution.terminal_shell", "/bin/\xf0\x9f\x90\x9a", "/bin/\xf0\x9f\x90\x9a");
 	/* messages stay UTF-8: a long value is cut between characters, stray bytes are escaped */
 	struct config *cfg = config_new();
 	struct err e = ERR_INIT;

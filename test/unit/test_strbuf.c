@@ -106,6 +106,49 @@ TEST(err_set_prefix_and_json)
 	CHECK(!err_is_set(&e));
 }
 
+/* xasprintf formats into a 256-byte stack buffer first and again on the heap when the result is longer: the same
+ * text either way, on both sides of that edge. */
+TEST(xasprintf_is_whole_on_both_sides_of_its_first_buffer)
+{
+	char want[600];
+	for (int len = 250; len <= 262; len++) {
+		memset(want, 'y', (size_t)len);
+		want[len] = '\0';
+		char *got = xasprintf("%s<%d>", want, len);
+		CHECK_INT(strlen(got), (size_t)len + 5);
+		CHECK(!strncmp(got, want, (size_t)len));
+		CHECK_INT(atoi(got + len + 1), len);
+		free(got);
+	}
+}
+
+/* json_write_line dumps a line that fits into its 4 KiB stack buffer and builds a longer one on the heap: each side of
+ * that edge, the bytes on the descriptor are the compact form and one newline, whole. */
+TEST(json_write_line_is_whole_on_both_sides_of_its_buffer)
+{
+	for (size_t len = 4088; len <= 4100; len++) {
+		char *text = xmalloc(len + 1);
+		memset(text, 'x', len);
+		text[len] = '\0';
+		json_t *j = json_pack("[s]", text); /* dumps as ["xx…x"]: len + 4 bytes */
+		char *path = xasprintf("%s/line", unit_tmpdir());
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0);
+		CHECK_INT(json_write_line(fd, j), 0);
+		struct strbuf got = STRBUF_INIT;
+		CHECK(lseek(fd, 0, SEEK_SET) == 0);
+		CHECK(strbuf_read_fd(&got, fd, 0) == (ssize_t)(len + 5));
+		char *want = json_to_compact(j);
+		CHECK(!strncmp(got.buf, want, len + 4) && got.buf[len + 4] == '\n');
+		free(want);
+		strbuf_release(&got);
+		close(fd);
+		free(path);
+		json_decref(j);
+		free(text);
+	}
+}
+
 TEST(json_parse_reports_position_and_rejects_duplicates)
 {
 	struct err e = ERR_INIT;
