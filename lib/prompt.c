@@ -214,7 +214,9 @@ static int write_mcp_config(struct prompt_run *r, const char *self, char **path,
 
 static int read_request_line(int fd, struct strbuf *line)
 {
-	while (!memchr(line->buf, '\n', line->len)) {
+	size_t scanned = 0; /* each byte looked at once, not once per read */
+	while (!memchr(line->buf + scanned, '\n', line->len - scanned)) {
+		scanned = line->len;
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		if (poll(&p, 1, BROKER_READ_TIMEOUT_MS) <= 0 || line->len > (1u << 20))
 			return -1;
@@ -556,14 +558,13 @@ static void map_line(struct prompt_run *r, const char *line, size_t len)
 
 static void relay_lines(struct prompt_run *r)
 {
-	char *nl;
-	while ((nl = memchr(r->line.buf, '\n', r->line.len))) {
-		size_t len = (size_t)(nl - r->line.buf) + 1;
+	size_t done = 0, len; /* the lines relayed, removed at once: a removal per line is quadratic */
+	for (const char *line; (line = strbuf_next_line(&r->line, &done, &len));) {
 		if (!r->line_overflow)
-			map_line(r, r->line.buf, len);
+			map_line(r, line, len);
 		r->line_overflow = 0;
-		strbuf_remove_front(&r->line, len);
 	}
+	strbuf_remove_front(&r->line, done);
 	if (r->line.len > MAX_LINE_BYTES) {
 		if (!r->line_overflow)
 			map_line(r, r->line.buf, r->line.len);
