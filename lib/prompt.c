@@ -548,29 +548,13 @@ static void answer_agent(struct prompt_run *r, struct child *c)
 
 /* --- relaying the agent's output ------------------------------------------------------------------ */
 
-static void map_line(struct prompt_run *r, const char *line, size_t len)
+static void map_line(const char *line, size_t len, void *arg)
 {
+	struct prompt_run *r = arg;
 	if (r->acp)
 		acp_on_line(r->acp, line, len, &r->agent, report_message, r);
 	else
 		agent_map_line(r->adapter, line, len, &r->agent, report_message, r);
-}
-
-static void relay_lines(struct prompt_run *r)
-{
-	size_t done = 0, len; /* the lines relayed, removed at once: a removal per line is quadratic */
-	for (const char *line; (line = strbuf_next_line(&r->line, &done, &len));) {
-		if (!r->line_overflow)
-			map_line(r, line, len);
-		r->line_overflow = 0;
-	}
-	strbuf_remove_front(&r->line, done);
-	if (r->line.len > MAX_LINE_BYTES) {
-		if (!r->line_overflow)
-			map_line(r, r->line.buf, r->line.len);
-		r->line_overflow = 1;
-		strbuf_reset(&r->line);
-	}
 }
 
 /* Reads what is there; returns 0 at end of file. */
@@ -668,7 +652,7 @@ static void pump(struct prompt_run *r, struct child *c)
 			report_egress(r);
 		if (p[0].revents && !read_stream(&c->out, &r->line))
 			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */
-		relay_lines(r);
+		agent_relay_lines(&r->line, &r->line_overflow, MAX_LINE_BYTES, map_line, r);
 		answer_agent(r, c);
 		if (p[1].revents && read_stream(&c->err, &r->err_tail))
 			keep_stderr_tail(r);
