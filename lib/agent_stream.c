@@ -43,3 +43,21 @@ void agent_state_release(struct agent_state *st)
 		json_decref(st->usage);
 	memset(st, 0, sizeof(*st));
 }
+
+void agent_relay_lines(struct strbuf *pending, int *overflow, size_t max,
+		       void (*map)(const char *line, size_t len, void *arg), void *arg)
+{
+	size_t done = 0, len;
+	for (const char *line; (line = strbuf_next_line(pending, &done, &len));) {
+		if (!*overflow)
+			map(line, len, arg);
+		*overflow = 0;
+	}
+	strbuf_remove_front(pending, done);
+	if (pending->len > max) {
+		if (!*overflow)
+			map(pending->buf, pending->len, arg);
+		*overflow = 1;
+		strbuf_reset(pending);
+	}
+}

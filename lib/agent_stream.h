@@ -52,6 +52,13 @@ struct agent_channel {
 void agent_channel_release(struct agent_channel *ch);
 void agent_state_release(struct agent_state *st);
 
+/* A CLI's stdout as lines: each complete line of *pending ('\n' included) goes to map in order, and the lines are
+ * then removed from it at once (a removal per line moves the rest each time: quadratic in a read of short lines).
+ * A line longer than max goes to map once, as far as it was read; *overflow is then set and the rest of that line
+ * is dropped up to its newline. */
+void agent_relay_lines(struct strbuf *pending, int *overflow, size_t max,
+		       void (*map)(const char *line, size_t len, void *arg), void *arg);
+
 /* For the adapters: the CLI's session id seen; a final event seen (usage copied). */
 void agent_remember_session(struct agent_state *st, const char *id);
 void agent_finish(struct agent_state *st, int failed, const char *reason, json_t *usage);

@@ -274,8 +274,9 @@ static int send_all(int fd, const char *buf, size_t len, long long deadline, str
 
 static int read_line(int fd, struct strbuf *sb, size_t max, long long deadline, struct err *e)
 {
-	for (;;) {
-		char *nl = memchr(sb->buf, '\n', sb->len);
+	for (size_t scanned = 0;;) { /* each byte looked at once, not once per read */
+		char *nl = memchr(sb->buf + scanned, '\n', sb->len - scanned);
+		scanned = sb->len;
 		if (nl) {
 			strbuf_setlen(sb, (size_t)(nl - sb->buf));
 			return 0;
@@ -678,8 +679,9 @@ static int read_request(struct server *s, struct conn *c)
 			return -1;
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		size_t scanned = c->in.len; /* held no newline: only the new bytes are looked at */
 		strbuf_add(&c->in, buf, (size_t)n);
-		char *nl = memchr(c->in.buf, '\n', c->in.len);
+		char *nl = memchr(c->in.buf + scanned, '\n', c->in.len - scanned);
 		if (nl && (size_t)(nl - c->in.buf) <= APPR_REQUEST_MAX) {
 			strbuf_setlen(&c->in, (size_t)(nl - c->in.buf));
 			return accept_request(s, c);
@@ -751,11 +753,9 @@ static void read_ui(struct server *s)
 		return;
 	}
 	strbuf_add(&s->ui_in, buf, (size_t)n);
-	char *nl;
-	while ((nl = memchr(s->ui_in.buf, '\n', s->ui_in.len))) {
-		size_t len = (size_t)(nl - s->ui_in.buf);
-		_cleanup_free_ char *line = xstrndup(s->ui_in.buf, len);
-		strbuf_remove_front(&s->ui_in, len + 1);
+	size_t done = 0, len; /* the lines read, removed at once: a removal per line is quadratic */
+	for (const char *at; (at = strbuf_next_line(&s->ui_in, &done, &len));) {
+		_cleanup_free_ char *line = xstrndup(at, len - 1);
 		char *t = line;
 		while (*t == ' ' || *t == '\t')
 			t++;
@@ -772,6 +772,7 @@ static void read_ui(struct server *s)
 		answer_shown(s, (enum appr_answer)a);
 		show_front(s);
 	}
+	strbuf_remove_front(&s->ui_in, done);
 	if (s->ui_in.len > 4096)
 		strbuf_reset(&s->ui_in);
 }

@@ -122,16 +122,15 @@ int mcp_permission_serve(int in_fd, int out_fd, const char *socket_path)
 	struct strbuf in = STRBUF_INIT;
 	char buf[65536];
 	for (;;) {
-		size_t done = 0; /* the complete lines handled; removed at once, not line by line (quadratic) */
-		for (char *nl; (nl = memchr(in.buf + done, '\n', in.len - done)); done = (size_t)(nl - in.buf) + 1) {
-			json_t *msg = json_loadb(in.buf + done, (size_t)(nl - in.buf) - done, 0, NULL);
+		size_t done = 0, len; /* the complete lines handled; removed at once, not line by line (quadratic) */
+		for (const char *line; (line = strbuf_next_line(&in, &done, &len));) {
+			json_t *msg = json_loadb(line, len - 1, 0, NULL);
 			if (json_is_object(msg))
 				handle_message(out_fd, msg, socket_path);
 			if (msg)
 				json_decref(msg);
 		}
-		if (done)
-			strbuf_remove_front(&in, done);
+		strbuf_remove_front(&in, done);
 		ssize_t n = read(in_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -239,12 +239,10 @@ static void on_err_line(struct runner *r, struct run *run, const char *line, siz
 
 static void split_err_lines(struct runner *r, struct run *run)
 {
-	char *nl;
-	while (run->err_line.len && (nl = memchr(run->err_line.buf, '\n', run->err_line.len))) {
-		size_t n = (size_t)(nl - run->err_line.buf);
-		on_err_line(r, run, run->err_line.buf, n);
-		strbuf_remove_front(&run->err_line, n + 1);
-	}
+	size_t done = 0, len; /* the lines handled, removed at once: a removal per line is quadratic */
+	for (const char *line; (line = strbuf_next_line(&run->err_line, &done, &len));)
+		on_err_line(r, run, line, len - 1);
+	strbuf_remove_front(&run->err_line, done);
 }
 
 /* Reads what is available; 0 at EOF. */

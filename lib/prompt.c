@@ -214,7 +214,9 @@ static int write_mcp_config(struct prompt_run *r, const char *self, char **path,
 
 static int read_request_line(int fd, struct strbuf *line)
 {
-	while (!memchr(line->buf, '\n', line->len)) {
+	size_t scanned = 0; /* each byte looked at once, not once per read */
+	while (!memchr(line->buf + scanned, '\n', line->len - scanned)) {
+		scanned = line->len;
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		if (poll(&p, 1, BROKER_READ_TIMEOUT_MS) <= 0 || line->len > (1u << 20))
 			return -1;
@@ -546,30 +548,13 @@ static void answer_agent(struct prompt_run *r, struct child *c)
 
 /* --- relaying the agent's output ------------------------------------------------------------------ */
 
-static void map_line(struct prompt_run *r, const char *line, size_t len)
+static void map_line(const char *line, size_t len, void *arg)
 {
+	struct prompt_run *r = arg;
 	if (r->acp)
 		acp_on_line(r->acp, line, len, &r->agent, report_message, r);
 	else
 		agent_map_line(r->adapter, line, len, &r->agent, report_message, r);
-}
-
-static void relay_lines(struct prompt_run *r)
-{
-	char *nl;
-	while ((nl = memchr(r->line.buf, '\n', r->line.len))) {
-		size_t len = (size_t)(nl - r->line.buf) + 1;
-		if (!r->line_overflow)
-			map_line(r, r->line.buf, len);
-		r->line_overflow = 0;
-		strbuf_remove_front(&r->line, len);
-	}
-	if (r->line.len > MAX_LINE_BYTES) {
-		if (!r->line_overflow)
-			map_line(r, r->line.buf, r->line.len);
-		r->line_overflow = 1;
-		strbuf_reset(&r->line);
-	}
 }
 
 /* Reads what is there; returns 0 at end of file. */
@@ -667,7 +652,7 @@ static void pump(struct prompt_run *r, struct child *c)
 			report_egress(r);
 		if (p[0].revents && !read_stream(&c->out, &r->line))
 			strbuf_addch(&r->line, '\n'); /* a last line without its newline still counts */
-		relay_lines(r);
+		agent_relay_lines(&r->line, &r->line_overflow, MAX_LINE_BYTES, map_line, r);
 		answer_agent(r, c);
 		if (p[1].revents && read_stream(&c->err, &r->err_tail))
 			keep_stderr_tail(r);

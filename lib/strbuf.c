@@ -110,14 +110,36 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 }
 
+static _Thread_local size_t moved_bytes;
+
 void strbuf_remove_front(struct strbuf *sb, size_t n)
 {
+	if (n == 0)
+		return;
 	if (n >= sb->len) {
 		strbuf_reset(sb);
 		return;
 	}
 	memmove(sb->buf, sb->buf + n, sb->len - n);
+	moved_bytes += sb->len - n;
 	strbuf_setlen(sb, sb->len - n);
+}
+
+size_t strbuf_moved_bytes(void)
+{
+	return moved_bytes;
+}
+
+const char *strbuf_next_line(const struct strbuf *sb, size_t *from, size_t *len)
+{
+	if (*from >= sb->len)
+		return NULL;
+	const char *start = sb->buf + *from, *nl = memchr(start, '\n', sb->len - *from);
+	if (!nl)
+		return NULL;
+	*len = (size_t)(nl - start) + 1;
+	*from += *len;
+	return start;
 }
 
 void strbuf_trim_trailing_newline(struct strbuf *sb)

@@ -36,6 +36,12 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...) PRINTF_LIKE(2, 3);
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 /* Removes the first n bytes. */
 void strbuf_remove_front(struct strbuf *sb, size_t n);
+/* The next complete line of sb at or after *from: its start, with *len its length ('\n' included), and *from
+ * moved past it; NULL when no complete line is left. Read a buffer's lines this way, then drop them all with one
+ * strbuf_remove_front(sb, *from): a removal per line moves the rest of the buffer each time (quadratic). */
+const char *strbuf_next_line(const struct strbuf *sb, size_t *from, size_t *len);
+/* The bytes strbuf_remove_front has moved on this thread: lets a test hold a line reader's work to a bound. */
+size_t strbuf_moved_bytes(void);
 void strbuf_trim_trailing_newline(struct strbuf *sb);
 /* Appends a POSIX-shell single-quoted form of s ('it'\''s'). */
 void strbuf_add_shell_quoted(struct strbuf *sb, const char *s);

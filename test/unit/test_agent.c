@@ -418,3 +418,62 @@ TEST(mcp_permission_allow_deny_and_fail_closed)
 	free(reply);
 	strbuf_release(&asked);
 }
+
+struct relayed {
+	size_t lines;
+	struct strbuf last;
+};
+
+static void count_line(const char *line, size_t len, void *arg)
+{
+	struct relayed *r = arg;
+	r->lines++;
+	strbuf_reset(&r->last);
+	strbuf_add(&r->last, line, len);
+}
+
+/* The agent CLI's stdout: four reads of 64 KiB of blank lines move fewer bytes than they read (a removal per line,
+ * as prompt.c did, moved about 2^31 bytes per read). */
+TEST(agent_relay_lines_moves_each_byte_at_most_once)
+{
+	struct strbuf pending = STRBUF_INIT;
+	struct relayed r = { 0, STRBUF_INIT };
+	int overflow = 0;
+	char piece[65536];
+	memset(piece, '\n', sizeof(piece));
+	memcpy(piece + sizeof(piece) - 3, "abc", 3); /* a partial line, ended by the next piece */
+	size_t moved = strbuf_moved_bytes(), total = 0;
+	for (int i = 0; i < 4; i++) {
+		strbuf_add(&pending, piece, sizeof(piece));
+		total += sizeof(piece);
+		agent_relay_lines(&pending, &overflow, 16u << 20, count_line, &r);
+	}
+	CHECK_INT(r.lines, 4 * (sizeof(piece) - 3));
+	CHECK(strbuf_moved_bytes() - moved <= total);
+	CHECK_STR(pending.buf, "abc");
+	strbuf_release(&pending);
+	strbuf_release(&r.last);
+}
+
+TEST(agent_relay_lines_hands_on_an_overlong_line_once_and_drops_its_rest)
+{
+	struct strbuf pending = STRBUF_INIT;
+	struct relayed r = { 0, STRBUF_INIT };
+	int overflow = 0;
+	strbuf_addstr(&pending, "first\n0123456789AB");
+	agent_relay_lines(&pending, &overflow, 10, count_line, &r);
+	CHECK_INT(r.lines, 2);
+	CHECK_STR(r.last.buf, "0123456789AB");
+	CHECK_INT(overflow, 1);
+	strbuf_addstr(&pending, "CDEFGHIJKLMN");
+	agent_relay_lines(&pending, &overflow, 10, count_line, &r);
+	CHECK_INT(r.lines, 2); /* still the same line: dropped */
+	strbuf_addstr(&pending, "OP\nnext\n");
+	agent_relay_lines(&pending, &overflow, 10, count_line, &r);
+	CHECK_INT(r.lines, 3);
+	CHECK_STR(r.last.buf, "next\n");
+	CHECK_INT(overflow, 0);
+	CHECK_INT(pending.len, 0);
+	strbuf_release(&pending);
+	strbuf_release(&r.last);
+}

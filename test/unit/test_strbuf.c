@@ -164,3 +164,47 @@ TEST(json_parse_reports_position_and_rejects_duplicates)
 	free(s);
 	json_decref(j);
 }
+
+TEST(strbuf_next_line_walks_the_complete_lines_and_one_removal_drops_them)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "one\n\ntwo\npart");
+	size_t done = 0, len, lines = 0;
+	const char *line;
+	static const char *const want[] = { "one\n", "\n", "two\n" };
+	while ((line = strbuf_next_line(&sb, &done, &len))) {
+		CHECK(lines < ARRAY_SIZE(want) && len == strlen(want[lines]) && !memcmp(line, want[lines], len));
+		lines++;
+	}
+	CHECK_INT(lines, 3);
+	CHECK_INT(done, 9);
+	size_t moved = strbuf_moved_bytes();
+	strbuf_remove_front(&sb, done);
+	CHECK_STR(sb.buf, "part");
+	CHECK_INT(strbuf_moved_bytes() - moved, 4);
+	strbuf_remove_front(&sb, 0); /* nothing handled: nothing moves */
+	CHECK_INT(strbuf_moved_bytes() - moved, 4);
+	strbuf_release(&sb);
+}
+
+/* Blank lines read in 64 KiB pieces as the line readers do: the bytes moved stay below the bytes read (one removal
+ * per line moved the rest of the buffer each time: about 2^31 bytes per piece). */
+TEST(strbuf_line_reading_moves_each_byte_at_most_once)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char piece[65536];
+	memset(piece, '\n', sizeof(piece));
+	memcpy(piece + sizeof(piece) - 3, "abc", 3); /* a partial line, ended by the next piece */
+	size_t moved = strbuf_moved_bytes(), lines = 0, total = 0;
+	for (int i = 0; i < 4; i++) {
+		strbuf_add(&sb, piece, sizeof(piece));
+		total += sizeof(piece);
+		size_t done = 0, len;
+		while (strbuf_next_line(&sb, &done, &len))
+			lines++;
+		strbuf_remove_front(&sb, done);
+	}
+	CHECK_INT(lines, 4 * (sizeof(piece) - 3));
+	CHECK(strbuf_moved_bytes() - moved <= total);
+	strbuf_release(&sb);
+}
