@@ -124,16 +124,22 @@ static int is_user(const struct daemon_peer *p, const char *user_id)
 	return user_id && p->user_id && !strcmp(p->user_id, user_id);
 }
 
+/* Whether c's peer sees an event whatever its list of users says: 1 without a list (everyone) or for an admin, 0
+ * for a connection that is no peer; -1 when the list decides. */
+static int sees_regardless_of_list(const struct daemon_peer *p, int has_list)
+{
+	if (!has_list || (p && p->is_admin))
+		return 1;
+	return p ? -1 : 0;
+}
+
 /* users NULL: everyone; else admins and the agor users of the NULL-terminated list users. */
 static int may_see(const struct net_conn *c, const char *const *users)
 {
 	const struct daemon_peer *p = net_conn_get_data(c);
-	if (!users)
-		return 1;
-	if (!p)
-		return 0;
-	if (p->is_admin)
-		return 1;
+	int decided = sees_regardless_of_list(p, users != NULL);
+	if (decided >= 0)
+		return decided;
 	for (; *users; users++)
 		if (is_user(p, *users))
 			return 1;
@@ -218,12 +224,9 @@ static void hold_event(struct daemon *d, const char *const *users, size_t text)
 static int may_see_block(const struct net_conn *c, const char *users_block)
 {
 	const struct daemon_peer *p = net_conn_get_data(c);
-	if (!users_block)
-		return 1;
-	if (!p)
-		return 0;
-	if (p->is_admin)
-		return 1;
+	int decided = sees_regardless_of_list(p, users_block != NULL);
+	if (decided >= 0)
+		return decided;
 	for (const char *u = users_block; *u; u += strlen(u) + 1)
 		if (is_user(p, u))
 			return 1;

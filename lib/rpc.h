@@ -48,10 +48,9 @@ char *rpc_result_text(const json_t *id, json_t *result /* stolen */);
 char *rpc_error_text(const json_t *id, const struct err *e);
 /* A server→client notification {"jsonrpc":"2.0","method":"event","params":{"type","data"}} (data stolen). */
 char *rpc_event_text(const char *type, json_t *data);
-/* Appends to out the "message" event of a stored message, built without jansson (it is sent for every report_message):
- * the same
- * bytes as rpc_event_text("message", {task_id, session_id, message_type, data}) with data_json (valid compact JSON, as
- * stored) copied, not parsed, as data; a NULL string is null. */
+/* Appends to out the "message" event of a stored message, built without jansson (one is sent for every
+ * report_message): the same bytes as rpc_event_text("message", {task_id, session_id, message_type, data}), with
+ * data_json (valid compact JSON, as stored) copied, not parsed, as data; a NULL string is null. */
 void rpc_add_message_event(struct strbuf *out, const char *task_id, const char *session_id, const char *message_type,
 			   const char *data_json);
 /* The JSON-RPC error code for an error code string. */
