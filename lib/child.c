@@ -575,8 +575,8 @@ struct clone3_args {
 		cgroup;
 };
 
-/* A fork-like raw clone into the namespaces of clone_flags, and into the cgroup of clone_cgroup_fd when there
- * is one and the kernel can (else the child is told so through *born_in_cgroup, before it exists). */
+/* A fork-like raw clone into the namespaces of clone_flags (if any), and into the cgroup of clone_cgroup_fd when
+ * there is one and the kernel can (else the child is told so through *born_in_cgroup, before it exists). */
 static pid_t clone_namespaces(const struct child *c)
 {
 	if (c->clone_cgroup_fd >= 0) {
@@ -593,7 +593,7 @@ static pid_t clone_namespaces(const struct child *c)
 }
 
 /* Starts the child; returns its pid (or -1 with errno). With clone_flags it is cloned straight into
- * the namespaces they name. Otherwise, without a before_exec hook, it shares the
+ * the namespaces they name, with clone_cgroup_fd into that cgroup. Otherwise, without a before_exec hook, it shares the
  * parent's memory until it execs (CLONE_VM|CLONE_VFORK, on a stack in this frame): a fork of the
  * daemon copies every page table and then pays a copy-on-write fault per page it touches, which on
  * a virtual machine costs more than the exec. child_main only makes system calls, so nothing of
@@ -602,7 +602,7 @@ static pid_t clone_namespaces(const struct child *c)
  * bookkeeping would see the child's stack frames in the parent's memory. */
 static pid_t start_process(const struct child *c, const struct exec_plan *p)
 {
-	if (c->clone_flags) { /* straight into new namespaces: a fork that cannot share memory */
+	if (c->clone_flags || c->clone_cgroup_fd >= 0) { /* straight into new namespaces or a cgroup: a fork */
 		pid_t pid = clone_namespaces(c);
 		if (pid == 0)
 			child_main(c, p);

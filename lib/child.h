@@ -125,9 +125,10 @@ struct child {
 	 * fork bookkeeping is skipped: the child must stick to async-signal-safe system calls (it does).
 	 * A failed clone is reported as "clone …" with details {"stage": "clone", "errno": N}. */
 	unsigned long clone_flags;
-	/* With clone_flags: a cgroup2 directory (an O_PATH fd) to clone the child straight into (clone3 with
-	 * CLONE_INTO_CGROUP), or -1. *born_in_cgroup (set with it) tells the child whether that held: 0 when this
-	 * kernel has no clone3 or no CLONE_INTO_CGROUP (before 5.7) and the child was cloned beside its parent. */
+	/* A cgroup2 directory (an O_PATH fd) to clone the child straight into (clone3 with CLONE_INTO_CGROUP), or -1;
+	 * with or without clone_flags (without, the child is a raw clone like theirs: async-signal-safe calls only).
+	 * *born_in_cgroup (set with it) tells the child whether that held: 0 when this kernel has no clone3 or no
+	 * CLONE_INTO_CGROUP (before 5.7) and the child was cloned beside its parent, to move itself. */
 	int clone_cgroup_fd;
 	int *born_in_cgroup;
 	/* Set with clone_flags by the sandbox: after before_exec, this process starts the program itself

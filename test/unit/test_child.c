@@ -268,10 +268,9 @@ TEST(child_clone_flags_start_the_child_in_new_namespaces)
 	CHECK_INT((int)json_integer_value(json_object_get(e.details, "errno")), EINVAL);
 }
 
-/* clone_cgroup_fd: the child is born in that cgroup2 group (clone3's CLONE_INTO_CGROUP) and told so; a
- * directory that is no cgroup2 group refuses the start (no fallback to a child outside). Root, with a cgroup2
- * mount (/sys/fs/cgroup or, hybrid, /sys/fs/cgroup/unified), is needed to make a group: CHECKed, not skipped. */
-TEST(child_clone_cgroup_fd_starts_the_child_inside_that_group)
+/* A child started with clone_flags (0: a plain fork, as `admin serve` starts an executor) and clone_cgroup_fd
+ * a new cgroup2 group says it is in that group and was told it was born there. */
+static void clone_into_new_group(unsigned long clone_flags)
 {
 	_cleanup_child_ struct child c;
 	_cleanup_strbuf_ struct strbuf out = STRBUF_INIT;
@@ -286,7 +285,7 @@ TEST(child_clone_cgroup_fd_starts_the_child_inside_that_group)
 	CHECK(fd >= 0);
 	child_init(&c);
 	strvec_pushv(&c.args, ARGS("/bin/sh", "-c", "grep ^0:: /proc/self/cgroup"));
-	c.clone_flags = CLONE_NEWPID;
+	c.clone_flags = clone_flags;
 	c.clone_cgroup_fd = fd;
 	c.born_in_cgroup = &born;
 	CHECK_INT(child_run(&c, NULL, 0, &out, NULL, 0, &e), 0);
@@ -295,8 +294,21 @@ TEST(child_clone_cgroup_fd_starts_the_child_inside_that_group)
 	child_release(&c);
 	close(fd);
 	CHECK_INT(rmdir(dir), 0);
+}
 
-	fd = open(unit_tmpdir(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+/* clone_cgroup_fd: the child is born in that cgroup2 group (clone3's CLONE_INTO_CGROUP) and told so, with new
+ * namespaces or without; a directory that is no cgroup2 group refuses the start (no fallback to a child outside).
+ * Root, with a cgroup2 mount (/sys/fs/cgroup or, hybrid, /sys/fs/cgroup/unified), is needed to make a group:
+ * CHECKed, not skipped. */
+TEST(child_clone_cgroup_fd_starts_the_child_inside_that_group)
+{
+	_cleanup_child_ struct child c;
+	_cleanup_err_ struct err e = ERR_INIT;
+	int born = -1;
+	clone_into_new_group(CLONE_NEWPID);
+	clone_into_new_group(0);
+
+	int fd = open(unit_tmpdir(), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	child_init(&c);
 	strvec_push(&c.args, "/bin/true");
 	c.clone_flags = CLONE_NEWPID;
