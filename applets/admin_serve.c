@@ -127,7 +127,8 @@ static int check_run_as(const struct serve *sv, const char *name, struct unixper
 
 /* The executors' leaf of the user's delegated subtree (cgroup v2) an executor starts in. */
 struct executor_leaf {
-	char *procs; /* its cgroup.procs; NULL: no leaf (cgroup v1, or none could be made) */
+	char *dir;   /* NULL: no leaf (cgroup v1, or none could be made) */
+	char *procs; /* its cgroup.procs, for the child's move when it was not cloned in */
 	int dir_fd;  /* the leaf, for clone3's CLONE_INTO_CGROUP; -1 when it cannot be opened */
 	int born_in; /* the child was cloned into it (child.c sets it before the child exists) */
 };
@@ -143,8 +144,8 @@ static int join_leaf(void *arg)
 
 static void start_in_leaf(struct child *c, struct executor_leaf *leaf)
 {
-	_cleanup_free_ char *dir = xstrndup(leaf->procs, strlen(leaf->procs) - strlen("/cgroup.procs"));
-	leaf->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	leaf->procs = xasprintf("%s/cgroup.procs", leaf->dir);
+	leaf->dir_fd = open(leaf->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	c->clone_cgroup_fd = leaf->dir_fd;
 	c->born_in_cgroup = &leaf->born_in;
 	c->before_exec = join_leaf;
@@ -158,8 +159,8 @@ static int prepare_executor(const struct serve *sv, const struct unixperm_user *
 	if (getgrouplist(u->name, u->gid, groups, &ngroups) < 0)
 		return err_set(e, E_IMPERSONATION_FAILED, "%s is in more than %d groups", u->name, MAX_GROUPS);
 	struct err cg = ERR_INIT;
-	if (cgroup_executor_leaf(CGROUP_DEFAULT_ROOT, CGROUP_DEFAULT_PARENT, u->name, u->uid, u->gid, &leaf->procs,
-				 &cg) < 0)
+	if (cgroup_executor_leaf(CGROUP_DEFAULT_ROOT, CGROUP_DEFAULT_PARENT, u->name, u->uid, u->gid, &leaf->dir, &cg) <
+	    0)
 		dprintf(fds[2], "agor admin serve: the executor runs outside a delegated cgroup: %s\n", cg.message);
 	err_clear(&cg);
 	strvec_pushv(&c->args, (const char *const[]){ sv->self, "executor", "--stdin", NULL });
@@ -181,7 +182,7 @@ static int prepare_executor(const struct serve *sv, const struct unixperm_user *
 	c->ngroups = (size_t)ngroups;
 	c->new_process_group = 1;
 	c->cwd = "/";
-	if (leaf->procs)
+	if (leaf->dir)
 		start_in_leaf(c, leaf);
 	return 0;
 }
@@ -246,6 +247,7 @@ out:
 	unixperm_user_release(&u);
 	if (leaf.dir_fd >= 0)
 		close(leaf.dir_fd);
+	free(leaf.dir);
 	free(leaf.procs);
 	return status;
 }

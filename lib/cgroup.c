@@ -518,10 +518,10 @@ int cgroup_delegate(const char *root, const char *parent, const char *user, uid_
 	return 0;
 }
 
-int cgroup_executor_leaf(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, char **procs,
+int cgroup_executor_leaf(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, char **leaf,
 			 struct err *e)
 {
-	*procs = NULL;
+	*leaf = NULL;
 	json_t *made = json_array();
 	int rc = cgroup_delegate(root, parent, user, uid, gid, 0, made, e);
 	json_decref(made);
@@ -529,9 +529,9 @@ int cgroup_executor_leaf(const char *root, const char *parent, const char *user,
 	_cleanup_free_ char *v2root = rc == 0 ? find_v2_root(root, all, 2) : NULL;
 	if (!v2root)
 		return rc;
-	_cleanup_free_ char *leaf = xasprintf("%s/%s/%s/%s", v2root, parent, user, CGROUP_EXECUTORS_LEAF);
-	if (make_dir(leaf, e) < 0 || hand_over(leaf, uid, gid, e) < 0)
+	_cleanup_free_ char *dir = xasprintf("%s/%s/%s/%s", v2root, parent, user, CGROUP_EXECUTORS_LEAF);
+	if (make_dir(dir, e) < 0 || hand_over(dir, uid, gid, e) < 0)
 		return -1;
-	*procs = xasprintf("%s/cgroup.procs", leaf);
+	*leaf = TAKE_PTR(dir);
 	return 0;
 }

@@ -75,10 +75,11 @@ int cgroup_delegate(const char *root, const char *parent, const char *user, uid_
 		    json_t *made, struct err *e);
 
 /* Root only (agor admin serve): cgroup_delegate without a pid, and on v2 the leaf USER/CGROUP_EXECUTORS_LEAF handed
- * to the user too; *procs is then that leaf's cgroup.procs (malloc'd), which the executor's forked child writes
- * "0" into (cgroup_join_procs) before it drops root, so it starts inside its subtree. v1: *procs NULL, no move. */
+ * to the user too; *leaf is then that leaf's directory (malloc'd), which the executor is cloned into, or whose
+ * cgroup.procs its forked child writes "0" into (cgroup_join_procs) before it drops root: either way it starts
+ * inside its subtree. v1: *leaf NULL, no move. */
 #define CGROUP_EXECUTORS_LEAF "executors"
-int cgroup_executor_leaf(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, char **procs,
+int cgroup_executor_leaf(const char *root, const char *parent, const char *user, uid_t uid, gid_t gid, char **leaf,
 			 struct err *e);
 /* Writes "0" to the cgroup.procs file at path (moves the caller). Async-signal-safe; 0 or -1 with errno. */
 int cgroup_join_procs(const char *path);

@@ -577,7 +577,7 @@ struct clone3_args {
 
 /* A fork-like raw clone into the namespaces of clone_flags (if any), and into the cgroup of clone_cgroup_fd when
  * there is one and the kernel can (else the child is told so through *born_in_cgroup, before it exists). */
-static pid_t clone_namespaces(const struct child *c)
+static pid_t raw_clone(const struct child *c)
 {
 	if (c->clone_cgroup_fd >= 0) {
 		struct clone3_args args = { .flags = c->clone_flags | CLONE_INTO_CGROUP,
@@ -603,7 +603,7 @@ static pid_t clone_namespaces(const struct child *c)
 static pid_t start_process(const struct child *c, const struct exec_plan *p)
 {
 	if (c->clone_flags || c->clone_cgroup_fd >= 0) { /* straight into new namespaces or a cgroup: a fork */
-		pid_t pid = clone_namespaces(c);
+		pid_t pid = raw_clone(c);
 		if (pid == 0)
 			child_main(c, p);
 		return pid;

@@ -169,7 +169,7 @@ int daemon_init(struct daemon *d, struct config *cfg, struct err *e)
 	d->cfg = cfg;
 	fault_init("daemon"); /* test builds only (fault.h) */
 	d->on_task_cancel = daemon_permissions_cancel_task;
-	d->before_commit = daemon_save_token_uses;
+	d->before_commit = daemon_tokens_before_commit;
 	d->after_commit = after_commit;
 	strvec_init(&d->batch_endings);
 	strbuf_init(&d->held_bytes, 0);

@@ -83,7 +83,7 @@ static void save_uses(struct daemon *d, struct verified_token *v)
 	v->unsaved_uses = 0;
 }
 
-void daemon_save_token_uses(struct daemon *d)
+void daemon_tokens_before_commit(struct daemon *d)
 {
 	for (int i = 0; d->verified && i < VERIFIED_TOKENS; i++)
 		save_uses(d, &d->verified[i]);

@@ -27,8 +27,9 @@ int daemon_token_refuse(struct daemon *d, const char *method, const char *task, 
 void daemon_forget_verified_tokens(struct daemon *d);
 /* Watches the database for writes to tokens and tasks (and rollbacks): each bumps d->auth_generation. */
 void daemon_watch_auth_state(struct daemon *d);
-/* Adds the executor calls counted in memory to tokens.uses (before a batch of writes commits). */
-void daemon_save_token_uses(struct daemon *d);
+/* Before a batch of writes commits: adds the executor calls counted in memory to tokens.uses, and notes the
+ * database's data version, against which daemon_tokens_batch_committed keeps the findings that still hold. */
+void daemon_tokens_before_commit(struct daemon *d);
 /* After a batch of writes committed: the findings that held as it began to commit are still good (no new reads). */
 void daemon_tokens_batch_committed(struct daemon *d);
 /* Verifies an executor's params.session_token (as every executor method does); *task_id is its task. */

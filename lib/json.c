@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fsutil.h"
 #include "json.h"
 #include "banned.h"
 
@@ -60,21 +61,6 @@ void json_add_string_to_strbuf(struct strbuf *sb, const char *s)
 	strbuf_addch(sb, '"');
 }
 
-/* All of len bytes to fd; -1 with errno. */
-static int write_fully(int fd, const char *buf, size_t len)
-{
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, buf + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		off += (size_t)n;
-	}
-	return 0;
-}
-
 int json_write_line(int fd, const json_t *j)
 {
 	/* a line that fits is dumped on the stack: an executor's result line then costs it no allocation (in a
@@ -83,12 +69,12 @@ int json_write_line(int fd, const json_t *j)
 	size_t n = json_dumpb(j, line, sizeof(line) - 1, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (n > 0 && n < sizeof(line)) {
 		line[n] = '\n';
-		return write_fully(fd, line, n + 1);
+		return fs_write_all(fd, line, n + 1);
 	}
 	struct strbuf sb = STRBUF_INIT;
 	json_add_to_strbuf(&sb, j);
 	strbuf_addch(&sb, '\n');
-	int rc = write_fully(fd, sb.buf, sb.len);
+	int rc = fs_write_all(fd, sb.buf, sb.len);
 	int saved = errno;
 	strbuf_release(&sb);
 	errno = saved;
