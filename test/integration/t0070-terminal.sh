@@ -185,6 +185,24 @@ test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and nei
 BODY
 '
 
+test_case "attack: a pane that prints without pause — closing its terminal and stopping the daemon leave no tmux client stuck, the server stops" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    server=$(tmux_server $(id -un))
+    # output always queued in tmux: a control client whose socket is closed under it would never finish detaching,
+    # and its server would answer kill-server by dropping the connection, forever (the EXIT trap checks it stops)
+    term $wt "expect:@agor-sandbox:" "type:while :; do echo flood-flood-flood-flood-flood-flood-flood-flood; done\n" \
+      "expect:flood-flood" "sleep:0.3" close > out || { cat out daemon.log; false; }
+    for i in $(seq 1 100); do pgrep -f "^tmux -L $server -C attach" > /dev/null || break; sleep 0.05; done
+    ! pgrep -af "^tmux -L $server -C attach" || fail "the control client of the closed terminal stays in its server"
+    term $wt "expect:flood-flood" "sleep:0.3" > out2 || { cat out2 daemon.log; false; }   # left open: the stop ends it
+    stop_daemon
+    for i in $(seq 1 100); do pgrep -f "^tmux -L $server -C attach" > /dev/null || break; sleep 0.05; done
+    ! pgrep -af "^tmux -L $server -C attach" || fail "a control client stays in its server after the daemon stopped"
+BODY
+'
+
 test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the detach key detaches and the shell stays" '
   in_private_tmp <<"BODY"
     start_daemon
@@ -257,9 +275,11 @@ $PRIVATE_TMP"'
   as_agord mkdir -m 700 /home/agord/.agor
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  scene_cleanup() { # the tmux server of alice, then the cgroups of her shells
-    setpriv --reuid=alice --regid=alice --init-groups tmux -L $(tmux_server alice "$T/data") kill-server 2> /dev/null || true
-    sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true
+  scene_cleanup() { # the tmux server of alice (the case fails when it does not stop), then the cgroups of her shells
+    local rc=0
+    tmux_stop "/tmp/tmux-$(id -u alice)/$(tmux_server alice "$T/data")" || rc=1
+    rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true
+    [ $rc = 0 ] || exit 1
   }
   DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor"
   DAEMON_AS="$DAEMON_AS PATH=/usr/bin:/bin AGOR_SECRET_ENV=daemon-only" DAEMON_BIN=$BIN
