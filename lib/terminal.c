@@ -214,6 +214,27 @@ static int active_pane(const struct terminal_request *r, const char *window, str
 	return pane->len > 1 && pane->buf[0] == '%' ? 0 : err_set(e, E_INTERNAL, "tmux named no pane for %s", window);
 }
 
+/* --- a stop while attaching ---------------------------------------------------------------------
+ * SIGTERM (the daemon stops, or cancels the task) must not leave tmux working for an executor that is gone: a
+ * `new-session` finishing after the daemon stopped starts a server nobody stops, a control client whose reader is
+ * gone can stick in its server. So the signal is passed to the tmux command running (its own process group), no
+ * further step starts, and a control client already started is ended before the executor returns. */
+
+static volatile sig_atomic_t attach_stop_signal;
+
+static void stop_attaching(int sig)
+{
+	attach_stop_signal = sig;
+	child_kill_all(sig);
+}
+
+static int attach_stopped(struct err *e)
+{
+	if (!attach_stop_signal)
+		return 0;
+	return err_set(e, E_CANCELLED, "stopped by signal %d while attaching the tmux window", (int)attach_stop_signal);
+}
+
 /* --- the control client and the hand-over ------------------------------------------------- */
 
 static int become_session_leader(void *arg)
@@ -340,7 +361,7 @@ static int attach_and_hand_over(const struct terminal_request *r, json_t *info, 
 		struct callback_target target = { r->daemon_url, r->daemon_ca, r->daemon_fingerprint };
 		rc = terminal_stream_relay(&target, r->session_token, info, pair[0], e);
 		kill(pid, SIGTERM); /* the relay is over: the client detaches, the session stays */
-	} else if (rc == 0 && hand_over(r, info, pair[0], e) < 0) {
+	} else if (rc == 0 && (attach_stopped(e) < 0 || hand_over(r, info, pair[0], e) < 0)) {
 		kill(pid, SIGTERM); /* nobody will read it: the client detaches, the session stays */
 		rc = -1;
 	}
@@ -418,9 +439,13 @@ int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct
 {
 	int session_created = 0, window_created = 0;
 	struct strbuf window = STRBUF_INIT, pane = STRBUF_INIT;
+	if (!r->dry_run)
+		child_on_stop_signals(stop_attaching);
 	int rc = ensure_session(r, &session_created, e);
-	if (rc == 0)
+	if (rc == 0 && (rc = attach_stopped(e)) == 0)
 		rc = ensure_window(r, &window, &window_created, e);
+	if (rc == 0)
+		rc = attach_stopped(e);
 	if (rc == 0 && r->dry_run) {
 		const char *attach[] = { "-C", "attach-session", "-t", "=SESSION:@WINDOW", NULL };
 		plan_tmux(r, "tmux.control-client (stdin/stdout: a socket pair, its other end handed to the daemon)",
