@@ -29,7 +29,7 @@ tmux_pid_alive() {
 
 # tmux_wait_gone SECONDS PID… — waits until none of the pids is alive; 1 when one still is after SECONDS
 tmux_wait_gone() {
-  local tries=$(($1 * 20)) pid
+  local tries=$(($1 * 20)) pid=""
   shift
   for _ in $(seq 1 "$tries"); do
     for pid in "$@"; do tmux_pid_alive "$pid" && break; pid=""; done
