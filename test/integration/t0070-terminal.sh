@@ -203,6 +203,28 @@ test_case "attack: a pane that prints without pause — closing its terminal and
 BODY
 '
 
+test_case "a stop while tmux.attach runs: its tmux command ends with the executor, no server starts after the daemon stopped" '
+  in_private_tmp <<"BODY"
+    mount -t tmpfs tmpfs /usr/local/bin   # first on the PATH tmux runs with: a tmux whose new-session is slow
+    cat > /usr/local/bin/tmux <<SLOW
+#!/bin/sh
+case " \$* " in *" new-session "*) touch "$T/new-session-started"; sleep 3 ;; esac
+exec /usr/bin/tmux "\$@"
+SLOW
+    chmod 755 /usr/local/bin/tmux
+    start_daemon
+    worktree
+    term $wt "type:true\n" > out 2>&1 &
+    for i in $(seq 1 200); do [ -e new-session-started ] && break; sleep 0.05; done
+    [ -e new-session-started ] || { cat out daemon.log; fail "tmux new-session never ran"; }
+    stop_daemon
+    wait $! || true   # the client: its terminal never opened
+    sleep 4           # past the slow new-session, had it been left running
+    [ -z "$(tmux_socket_pids "$(tmux_socket_of "$(tmux_server $(id -un))")")" ] ||
+      fail "a tmux server started after the daemon had stopped"
+BODY
+'
+
 test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the detach key detaches and the shell stays" '
   in_private_tmp <<"BODY"
     start_daemon
