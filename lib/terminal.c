@@ -218,14 +218,21 @@ static int active_pane(const struct terminal_request *r, const char *window, str
  * SIGTERM (the daemon stops, or cancels the task) must not leave tmux working for an executor that is gone: a
  * `new-session` finishing after the daemon stopped starts a server nobody stops, a control client whose reader is
  * gone can stick in its server. So the signal is passed to the tmux command running (its own process group), no
- * further step starts, and a control client already started is ended before the executor returns. */
+ * further step starts, and a control client already started is ended before the executor returns. While it relays
+ * a client to a remote daemon, a stop ends that client, then the executor by the signal, as it always ended. */
 
 static volatile sig_atomic_t attach_stop_signal;
+static volatile pid_t relayed_client; /* the control client being relayed, or 0 */
 
 static void stop_attaching(int sig)
 {
 	attach_stop_signal = sig;
 	child_kill_all(sig);
+	if (relayed_client > 0) {
+		kill(relayed_client, SIGTERM); /* the client detaches cleanly: it never outlives its relay */
+		signal(sig, SIG_DFL);
+		raise(sig); /* delivered once this handler returns */
+	}
 }
 
 static int attach_stopped(struct err *e)
@@ -359,7 +366,10 @@ static int attach_and_hand_over(const struct terminal_request *r, json_t *info, 
 		json_object_set_new(info, "controlPid", json_integer(pid));
 	if (rc == 0 && callback_is_remote(r->daemon_url)) { /* no descriptor crosses hosts: relay it from here */
 		struct callback_target target = { r->daemon_url, r->daemon_ca, r->daemon_fingerprint };
-		rc = terminal_stream_relay(&target, r->session_token, info, pair[0], e);
+		relayed_client = pid;
+		if ((rc = attach_stopped(e)) == 0)
+			rc = terminal_stream_relay(&target, r->session_token, info, pair[0], e);
+		relayed_client = 0;
 		kill(pid, SIGTERM); /* the relay is over: the client detaches, the session stays */
 	} else if (rc == 0 && (attach_stopped(e) < 0 || hand_over(r, info, pair[0], e) < 0)) {
 		kill(pid, SIGTERM); /* nobody will read it: the client detaches, the session stays */
