@@ -275,7 +275,7 @@ static int send_all(int fd, const char *buf, size_t len, long long deadline, str
 static int read_line(int fd, struct strbuf *sb, size_t max, long long deadline, struct err *e)
 {
 	for (size_t scanned = 0;;) { /* each byte looked at once, not once per read */
-		char *nl = memchr(sb->buf + scanned, '\n', sb->len - scanned);
+		const char *nl = strbuf_find_newline(sb, scanned);
 		scanned = sb->len;
 		if (nl) {
 			strbuf_setlen(sb, (size_t)(nl - sb->buf));
@@ -681,7 +681,7 @@ static int read_request(struct server *s, struct conn *c)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
 		size_t scanned = c->in.len; /* held no newline: only the new bytes are looked at */
 		strbuf_add(&c->in, buf, (size_t)n);
-		char *nl = memchr(c->in.buf + scanned, '\n', c->in.len - scanned);
+		const char *nl = strbuf_find_newline(&c->in, scanned);
 		if (nl && (size_t)(nl - c->in.buf) <= APPR_REQUEST_MAX) {
 			strbuf_setlen(&c->in, (size_t)(nl - c->in.buf));
 			return accept_request(s, c);

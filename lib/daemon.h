@@ -88,8 +88,9 @@ struct daemon {
 	 * its lost task endings are rewritten (docs/recovery.md) */
 	void (*after_commit)(struct daemon *d, const struct err *failure);
 
-	struct node_state *nodes;   /* paired nodes connected now and their runs (daemon_nodes.c) */
-	struct terminal *terminals; /* open terminals (daemon_terminal.c) */
+	struct node_state *nodes;		/* paired nodes connected now and their runs (daemon_nodes.c) */
+	struct terminal *terminals;		/* open terminals (daemon_terminal.c) */
+	struct terminal_drain *terminal_drains; /* control sockets of ended terminals, detaching (daemon_terminal.c) */
 
 	struct net_conn **subscribers;
 	size_t nsubscribers, subscribers_alloc;

@@ -197,7 +197,7 @@ static int on_http_get(struct net_conn *c, const char *path, struct strbuf *body
 
 static void maybe_finish_stop(struct daemon *d)
 {
-	if (d->stopping && d->nrunning == 0)
+	if (d->stopping && d->nrunning == 0 && !daemon_terminals_detaching(d))
 		loop_stop(d->loop);
 }
 
@@ -224,6 +224,7 @@ static void on_stop_signal(struct loop *l, int signo, void *arg)
 	d->stopping = 1;
 	net_server_stop_accepting(d->server);
 	daemon_cancel_all(d);
+	daemon_terminals_detach(d); /* their tmux clients are let go while the loop still reads them */
 	loop_timer_add(l, 10000, force_stop, d);
 	maybe_finish_stop(d);
 }

@@ -29,6 +29,7 @@
 #define INPUT_BACKLOG_MAX (1u << 20)	/* commands queued for tmux before input is refused */
 #define READ_BUDGET	  (256u * 1024) /* bytes read from tmux per loop iteration */
 #define STREAM_FRAME_MAX  (64u * 1024)	/* one message of a remote executor's relay (it sends 16 KiB at most) */
+#define DETACH_GRACE_MS	  3000		/* how long an ended terminal's control socket is drained for tmux */
 
 struct open_request;
 
@@ -139,17 +140,126 @@ static void unlink_terminal(struct terminal *t)
 		}
 }
 
+/* --- letting a control client go ------------------------------------------------------------
+ * tmux (3.2 and later) writes a control client's output to its socket itself, and lets the client go only once that
+ * output is written. Were the daemon to close the socket while output is queued (a pane printing, a notification),
+ * the writes would fail, the queue never empty, and the client stay in the server for good — a server that then
+ * never exits, not even on kill-server, which it answers by closing the connection. So the daemon asks tmux to
+ * detach the client (an empty command line) and reads the socket until tmux closes it, DETACH_GRACE_MS at most. */
+
+struct terminal_drain {
+	struct terminal_drain *next;
+	struct daemon *d;
+	int fd;
+	struct loop_timer *deadline;
+};
+
+static void drain_unlink(struct terminal_drain *dr)
+{
+	for (struct terminal_drain **p = &dr->d->terminal_drains; *p; p = &(*p)->next)
+		if (*p == dr) {
+			*p = dr->next;
+			return;
+		}
+}
+
+static void drain_close(struct terminal_drain *dr)
+{
+	drain_unlink(dr);
+	loop_del_fd(dr->d->loop, dr->fd);
+	close(dr->fd);
+	if (dr->deadline)
+		loop_timer_cancel(dr->d->loop, dr->deadline);
+	if (dr->d->stopping && !dr->d->terminal_drains)
+		loop_wake(dr->d->loop); /* the stop waits for the last one */
+	free(dr);
+}
+
+static void on_drain_readable(struct loop *l, int fd, unsigned events, void *arg)
+{
+	(void)l, (void)events;
+	char buf[16384];
+	for (size_t total = 0; total < READ_BUDGET;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0)
+			break; /* tmux let the client go (or the socket failed): nothing more will come */
+		total += (size_t)n;
+	}
+	drain_close(arg);
+}
+
+static void on_drain_deadline(struct loop *l, void *arg)
+{
+	(void)l;
+	struct terminal_drain *dr = arg;
+	dr->deadline = NULL; /* the loop frees a timer once it fired */
+	log_warn("a tmux control client did not detach within %d ms: its socket is closed", DETACH_GRACE_MS);
+	drain_close(dr);
+}
+
+/* Where the command line tmux has begun to read ends (off: the bytes written), or off itself between lines. */
+static size_t end_of_begun_line(const struct strbuf *out, size_t off)
+{
+	if (off == 0 || out->buf[off - 1] == '\n')
+		return off;
+	const char *nl = memchr(out->buf + off, '\n', out->len - off);
+	return nl ? (size_t)(nl - out->buf) + 1 : out->len;
+}
+
+/* Writes what is left of a command line tmux has begun to read (the queued ones are dropped), then the empty line
+ * that detaches the client. Best effort on a non-blocking socket: a tmux that takes no input gets the deadline. */
+static void request_detach(struct terminal *t)
+{
+	strbuf_setlen(&t->out, end_of_begun_line(&t->out, t->out_off));
+	strbuf_addch(&t->out, '\n');
+	while (t->out_off < t->out.len) {
+		ssize_t n = write(t->fd, t->out.buf + t->out_off, t->out.len - t->out_off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		t->out_off += (size_t)n;
+	}
+}
+
+/* The terminal's control socket goes to the drains: detached, read until tmux closes it, then closed. */
+static void detach_control_client(struct terminal *t)
+{
+	struct daemon *d = t->d;
+	struct err e = ERR_INIT;
+	loop_del_fd(d->loop, t->fd);
+	request_detach(t);
+	struct terminal_drain *dr = xcalloc(1, sizeof(*dr));
+	dr->d = d;
+	dr->fd = t->fd;
+	t->fd = -1;
+	if (loop_add_fd(d->loop, dr->fd, LOOP_READ, on_drain_readable, dr, &e) < 0) {
+		log_warn("tmux control client: %s: its socket is closed at once", e.message);
+		err_clear(&e);
+		close(dr->fd);
+		free(dr);
+		return;
+	}
+	dr->deadline = loop_timer_add(d->loop, DETACH_GRACE_MS, on_drain_deadline, dr);
+	dr->next = d->terminal_drains;
+	d->terminal_drains = dr;
+}
+
 static void terminal_free(struct terminal *t)
 {
 	unlink_terminal(t);
 	for (size_t i = 0; i < t->nclients; i++)
 		t->clients[i]->terminal = NULL;
-	if (t->fd >= 0) {
+	if (t->fd >= 0 && !t->is_pty) {
+		tmux_parser_release(&t->parser);
+		detach_control_client(t); /* the session and its shell stay */
+	} else if (t->fd >= 0) {
 		loop_del_fd(t->d->loop, t->fd);
-		close(t->fd); /* the tmux client sees EOF (zellij: SIGHUP) and detaches; the session and its shell stay
-			       */
-		if (!t->is_pty)
-			tmux_parser_release(&t->parser);
+		close(t->fd); /* zellij sees SIGHUP and detaches; the session and its shell stay */
 	}
 	if (t->stream) { /* the relay ends: the executor lets its control client go, the session stays */
 		struct daemon_peer *p = t->stream;
@@ -171,10 +281,22 @@ static void terminal_free(struct terminal *t)
 	free(t);
 }
 
-void daemon_terminals_release(struct daemon *d)
+void daemon_terminals_detach(struct daemon *d)
 {
 	while (d->terminals)
 		terminal_free(d->terminals);
+}
+
+int daemon_terminals_detaching(const struct daemon *d)
+{
+	return d->terminal_drains != NULL;
+}
+
+void daemon_terminals_release(struct daemon *d)
+{
+	daemon_terminals_detach(d);
+	while (d->terminal_drains)
+		drain_close(d->terminal_drains);
 }
 
 /* --- answers tmux owes us ---------------------------------------------------------------- */

@@ -20,7 +20,12 @@ RPC_METHOD(method_terminal_resize);   /* terminal.resize */
 void daemon_terminal_on_binary(struct daemon_peer *peer, const void *data, size_t len);
 /* The connection closes: it leaves its terminal. */
 void daemon_terminal_on_close(struct daemon_peer *peer);
-/* Lets every terminal go (shutdown): descriptors closed, tmux clients detach, sessions stay. */
+/* Lets every terminal go (the daemon stops; sessions stay): a tmux control client is asked to detach and its socket
+ * read until tmux closes it (at most a few seconds), so tmux never keeps a client whose output cannot be written
+ * (such a client keeps its server from ever exiting). daemon_terminals_detaching() is true until all are closed. */
+void daemon_terminals_detach(struct daemon *d);
+int daemon_terminals_detaching(const struct daemon *d);
+/* Frees every terminal and closes every socket still detaching, at once (the loop is going away). */
 void daemon_terminals_release(struct daemon *d);
 /* Who may have opened a terminal in the worktree (its owners and the admins: a terminal runs as its opener's
  * execution user, in that user's tmux server): their user ids, a JSON array (never NULL). */

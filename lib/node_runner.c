@@ -34,6 +34,7 @@ struct run {
 	char *run_id;
 	struct child child;
 	struct strbuf out, err_line;
+	size_t err_scanned; /* how much of err_line is known to hold no newline */
 	int out_open, err_open;
 	struct loop_timer *backstop; /* kills the approvals process when it outlives its timeout */
 	json_t *denied;		     /* the exec.denied event, once seen */
@@ -237,12 +238,28 @@ static void on_err_line(struct runner *r, struct run *run, const char *line, siz
 	json_decref(ev);
 }
 
-static void split_err_lines(struct runner *r, struct run *run)
+void node_split_lines(struct strbuf *pending, size_t *scanned, void (*fn)(const char *line, size_t len, void *arg),
+		      void *arg)
 {
-	size_t done = 0, len; /* the lines handled, removed at once: a removal per line is quadratic */
-	for (const char *line; (line = strbuf_next_line(&run->err_line, &done, &len));)
-		on_err_line(r, run, line, len - 1);
-	strbuf_remove_front(&run->err_line, done);
+	size_t done = 0; /* the lines handled, removed at once: a removal per line is quadratic */
+	for (const char *nl; (nl = strbuf_find_newline(pending, done > *scanned ? done : *scanned));) {
+		size_t len = (size_t)(nl - (pending->buf + done));
+		fn(pending->buf + done, len, arg);
+		done += len + 1;
+	}
+	strbuf_remove_front(pending, done);
+	*scanned = pending->len; /* what is left holds no newline: the next read's bytes are the only new ones */
+}
+
+static void on_run_err_line(const char *line, size_t len, void *arg)
+{
+	struct run *run = arg;
+	on_err_line(run->r, run, line, len);
+}
+
+static void split_err_lines(struct run *run)
+{
+	node_split_lines(&run->err_line, &run->err_scanned, on_run_err_line, run);
 }
 
 /* Reads what is available; 0 at EOF. */
@@ -325,7 +342,7 @@ static void on_run_output(struct loop *l, int fd, unsigned events, void *arg)
 	if (fd == run->child.err) {
 		if (!(run->err_open = drain(fd, &run->err_line, 4u << 20)))
 			loop_del_fd(l, fd);
-		split_err_lines(run->r, run);
+		split_err_lines(run);
 	}
 	finish_if_done(run);
 }

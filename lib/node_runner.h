@@ -32,6 +32,7 @@
 #include <jansson.h>
 
 #include "err.h"
+#include "strbuf.h"
 #include "strvec.h"
 
 struct node_runner_config {
@@ -44,6 +45,12 @@ struct node_runner_config {
 };
 
 int node_runner_run(const struct node_runner_config *cfg, struct err *e);
+
+/* The line reader of a run's stderr (exported for its unit test): each complete line of pending goes to fn (without
+ * its '\n'), then they are dropped at once; *scanned (0 at first) is how much of what is left is known to hold no
+ * newline, so a long line arriving in many pieces is looked at once, not once per piece. */
+void node_split_lines(struct strbuf *pending, size_t *scanned, void (*fn)(const char *line, size_t len, void *arg),
+		      void *arg);
 
 /* The `SELF approvals exec …` command line for a system.run request's params (the gateway's, untrusted): 0 and
  * args filled, or -1 with E_INVALID_PAYLOAD naming the field. Every word of params.argv comes after "--". */

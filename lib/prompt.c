@@ -212,10 +212,10 @@ static int write_mcp_config(struct prompt_run *r, const char *self, char **path,
 	return rc;
 }
 
-static int read_request_line(int fd, struct strbuf *line)
+int prompt_read_request_line(int fd, struct strbuf *line)
 {
 	size_t scanned = 0; /* each byte looked at once, not once per read */
-	while (!memchr(line->buf + scanned, '\n', line->len - scanned)) {
+	while (!strbuf_find_newline(line, scanned)) {
 		scanned = line->len;
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		if (poll(&p, 1, BROKER_READ_TIMEOUT_MS) <= 0 || line->len > (1u << 20))
@@ -261,8 +261,9 @@ static void serve_one_permission(struct prompt_run *r)
 	if (fd < 0)
 		return;
 	struct strbuf line = STRBUF_INIT;
-	json_t *request =
-		read_request_line(fd, &line) == 0 ? json_loadb(line.buf, strcspn(line.buf, "\n"), 0, NULL) : NULL;
+	json_t *request = prompt_read_request_line(fd, &line) == 0
+				  ? json_loadb(line.buf, strcspn(line.buf, "\n"), 0, NULL)
+				  : NULL;
 	json_t *answer = json_is_object(request)
 				 ? ask_daemon(json_get_str(request, "tool_name"), json_object_get(request, "input"),
 					      json_object_get(request, "tool_use_id"), r)

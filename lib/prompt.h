@@ -29,6 +29,7 @@
 #include "callback.h"
 #include "config.h"
 #include "err.h"
+#include "strbuf.h"
 
 struct prompt_request {
 	const struct config *cfg;
@@ -50,5 +51,9 @@ int prompt_plan(const struct prompt_request *req, json_t **receipt, struct err *
 
 /* Signal handlers that end every started child (their groups) and remember the request to stop. */
 void prompt_install_stop_handlers(void);
+
+/* The permission broker's reader (exported for its unit test): reads fd until line holds a '\n' (0), or -1 on end
+ * of file, an error, 5 s of silence or more than 1 MiB. Each byte read is looked at once, however it is cut up. */
+int prompt_read_request_line(int fd, struct strbuf *line);
 
 #endif

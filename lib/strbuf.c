@@ -130,11 +130,25 @@ size_t strbuf_moved_bytes(void)
 	return moved_bytes;
 }
 
+static _Thread_local size_t scanned_bytes;
+
+const char *strbuf_find_newline(const struct strbuf *sb, size_t from)
+{
+	if (from >= sb->len)
+		return NULL;
+	const char *nl = memchr(sb->buf + from, '\n', sb->len - from);
+	scanned_bytes += nl ? (size_t)(nl - (sb->buf + from)) + 1 : sb->len - from;
+	return nl;
+}
+
+size_t strbuf_scanned_bytes(void)
+{
+	return scanned_bytes;
+}
+
 const char *strbuf_next_line(const struct strbuf *sb, size_t *from, size_t *len)
 {
-	if (*from >= sb->len)
-		return NULL;
-	const char *start = sb->buf + *from, *nl = memchr(start, '\n', sb->len - *from);
+	const char *start = sb->buf + *from, *nl = strbuf_find_newline(sb, *from);
 	if (!nl)
 		return NULL;
 	*len = (size_t)(nl - start) + 1;

@@ -42,6 +42,11 @@ void strbuf_remove_front(struct strbuf *sb, size_t n);
 const char *strbuf_next_line(const struct strbuf *sb, size_t *from, size_t *len);
 /* The bytes strbuf_remove_front has moved on this thread: lets a test hold a line reader's work to a bound. */
 size_t strbuf_moved_bytes(void);
+/* The first '\n' of sb at or after from, or NULL. A reader waiting for a line passes the length it has already
+ * looked at, so a long line arriving in pieces is scanned once, not once per piece (quadratic). */
+const char *strbuf_find_newline(const struct strbuf *sb, size_t from);
+/* The bytes strbuf_find_newline (and so strbuf_next_line) has looked at on this thread: a test's bound on scans. */
+size_t strbuf_scanned_bytes(void);
 void strbuf_trim_trailing_newline(struct strbuf *sb);
 /* Appends a POSIX-shell single-quoted form of s ('it'\''s'). */
 void strbuf_add_shell_quoted(struct strbuf *sb, const char *s);

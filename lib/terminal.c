@@ -214,6 +214,34 @@ static int active_pane(const struct terminal_request *r, const char *window, str
 	return pane->len > 1 && pane->buf[0] == '%' ? 0 : err_set(e, E_INTERNAL, "tmux named no pane for %s", window);
 }
 
+/* --- a stop while attaching ---------------------------------------------------------------------
+ * SIGTERM (the daemon stops, or cancels the task) must not leave tmux working for an executor that is gone: a
+ * `new-session` finishing after the daemon stopped starts a server nobody stops, a control client whose reader is
+ * gone can stick in its server. So the signal is passed to the tmux command running (its own process group), no
+ * further step starts, and a control client already started is ended before the executor returns. While it relays
+ * a client to a remote daemon, a stop ends that client, then the executor by the signal, as it always ended. */
+
+static volatile sig_atomic_t attach_stop_signal;
+static volatile pid_t relayed_client; /* the control client being relayed, or 0 */
+
+static void stop_attaching(int sig)
+{
+	attach_stop_signal = sig;
+	child_kill_all(sig);
+	if (relayed_client > 0) {
+		kill(relayed_client, SIGTERM); /* the client detaches cleanly: it never outlives its relay */
+		signal(sig, SIG_DFL);
+		raise(sig); /* delivered once this handler returns */
+	}
+}
+
+static int attach_stopped(struct err *e)
+{
+	if (!attach_stop_signal)
+		return 0;
+	return err_set(e, E_CANCELLED, "stopped by signal %d while attaching the tmux window", (int)attach_stop_signal);
+}
+
 /* --- the control client and the hand-over ------------------------------------------------- */
 
 static int become_session_leader(void *arg)
@@ -338,9 +366,12 @@ static int attach_and_hand_over(const struct terminal_request *r, json_t *info, 
 		json_object_set_new(info, "controlPid", json_integer(pid));
 	if (rc == 0 && callback_is_remote(r->daemon_url)) { /* no descriptor crosses hosts: relay it from here */
 		struct callback_target target = { r->daemon_url, r->daemon_ca, r->daemon_fingerprint };
-		rc = terminal_stream_relay(&target, r->session_token, info, pair[0], e);
+		relayed_client = pid;
+		if ((rc = attach_stopped(e)) == 0)
+			rc = terminal_stream_relay(&target, r->session_token, info, pair[0], e);
+		relayed_client = 0;
 		kill(pid, SIGTERM); /* the relay is over: the client detaches, the session stays */
-	} else if (rc == 0 && hand_over(r, info, pair[0], e) < 0) {
+	} else if (rc == 0 && (attach_stopped(e) < 0 || hand_over(r, info, pair[0], e) < 0)) {
 		kill(pid, SIGTERM); /* nobody will read it: the client detaches, the session stays */
 		rc = -1;
 	}
@@ -418,9 +449,13 @@ int terminal_tmux_attach(const struct terminal_request *r, json_t **data, struct
 {
 	int session_created = 0, window_created = 0;
 	struct strbuf window = STRBUF_INIT, pane = STRBUF_INIT;
+	if (!r->dry_run)
+		child_on_stop_signals(stop_attaching);
 	int rc = ensure_session(r, &session_created, e);
-	if (rc == 0)
+	if (rc == 0 && (rc = attach_stopped(e)) == 0)
 		rc = ensure_window(r, &window, &window_created, e);
+	if (rc == 0)
+		rc = attach_stopped(e);
 	if (rc == 0 && r->dry_run) {
 		const char *attach[] = { "-C", "attach-session", "-t", "=SESSION:@WINDOW", NULL };
 		plan_tmux(r, "tmux.control-client (stdin/stdout: a socket pair, its other end handed to the daemon)",

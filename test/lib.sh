@@ -99,14 +99,16 @@ npm_package() {
 . "$TEST_TOP/test/needs.sh"
 # the daemon scene: start_daemon, rpc, stop_daemon
 . "$TEST_TOP/test/daemon.sh"
+# tmux_stop: a case's tmux server stopped by the pid on its socket, none left
+. "$TEST_TOP/test/tmux.sh"
 
-# in_scratch_system BODY — runs BODY (with `set -e` and test/daemon.sh) as root in a private mount namespace where
-# /etc is a scratch copy and /home, /run are empty tmpfs (test/sandbox.sh's scratch_system): users, groups and
-# sudoers made there never reach the host, and BODY runs only once /etc is proven to be the scratch copy.
+# in_scratch_system BODY — runs BODY (with `set -e`, test/daemon.sh and test/tmux.sh) as root in a private mount
+# namespace where /etc is a scratch copy and /home, /run are empty tmpfs (test/sandbox.sh's scratch_system): users,
+# groups and sudoers made there never reach the host, and BODY runs only once /etc is proven to be the scratch copy.
 in_scratch_system() {
   local script="$T/.scratch-body.sh"
   { echo "set -e"; echo "TEST_TOP='$TEST_TOP'"; echo ". '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'"
-    echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
+    echo ". '$TEST_TOP/test/tmux.sh'"; echo "cd '$T'"; printf '%s\n' "$1"; } > "$script"
   T="$T" AGOR="$AGOR" unshare --mount --propagation private -- bash -c '
     . "$2/test/sandbox.sh"
     scratch_system "$T/.scratch" /home /run

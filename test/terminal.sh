@@ -16,17 +16,21 @@ PRIVATE_TMP='
   esac
 '
 
-# in_private_tmp < BODY — runs BODY (stdin, with `set -e`, test/daemon.sh and the SCENE helpers) in a private mount
-# namespace with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER-HASH) a case starts is its own and is killed
-# with the case, never one of the host's.
+# in_private_tmp < BODY — runs BODY (stdin, with `set -e`, test/daemon.sh, test/tmux.sh and the SCENE helpers) in a
+# private mount namespace with its own /tmp: the tmux server (/tmp/tmux-UID/agor-USER-HASH) a case starts is its own
+# and is stopped with the case (tmux_stop: by the pid on its socket), never one of the host's. The case fails when
+# that server did not end on kill-server or came back after it.
 in_private_tmp() {
   local script="$T/.private-tmp-body.sh"
-  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'"; echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
+  { echo "set -e"; echo ". '$TEST_TOP/test/asserts.sh'; . '$TEST_TOP/test/daemon.sh'; . '$TEST_TOP/test/tmux.sh'"
+    echo "cd '$T'"; printf '%s\n' "$SCENE"; cat; } > "$script"
   T="$T" TEST_TOP="$TEST_TOP" unshare --mount --propagation private -- bash -c '
     set -e
     eval "$2"
-    trap "tmux -L agor-$(id -un)-$(printf %s "$AGOR_HOME" | sha256sum | cut -c1-8) kill-server 2>/dev/null || true" EXIT
-    bash "$1"' _ "$script" "$PRIVATE_TMP"
+    . "$TEST_TOP/test/tmux.sh"
+    eval "$3"
+    trap "rc=\$?; tmux_stop \"\$(tmux_socket_of \"\$(tmux_server \$(id -un))\")\" || rc=1; exit \$rc" EXIT
+    bash "$1"' _ "$script" "$PRIVATE_TMP" "$TMUX_SERVER"
 }
 
 # tmux_server USER [DATA_HOME] — the tmux server (-L) of USER's terminals of a data home (default $AGOR_HOME)

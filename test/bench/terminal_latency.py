@@ -84,6 +84,19 @@ def daemon(sock_path, worktree, n):
     return rounds(n, send, reader.wait_for)
 
 
+def detach(sock):
+    """Lets a tmux control client go as the daemon does: an empty line, then its socket read until tmux closes it.
+    Closed with output still queued, the client would stay in its server, and the server never exit."""
+    sock.sendall(b"\n")
+    sock.settimeout(5)
+    try:
+        while sock.recv(65536):
+            pass
+    except socket.timeout:
+        pass
+    sock.close()
+
+
 def tmux_direct(n):
     name = f"agor-bench-{os.getpid()}"
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TERM": "xterm-256color"}
@@ -107,8 +120,8 @@ def tmux_direct(n):
         send = lambda data: a.sendall(f"send-keys -t {pane} -H {' '.join('%02x' % c for c in data)}\n".encode())
         time.sleep(0.5)
         out = rounds(n, send, reader.wait_for)
-        a.close()
-        proc.wait()
+        detach(a)
+        proc.wait(timeout=10)
         return out
     finally:
         subprocess.run(["tmux", "-L", name, "kill-server"], env=env, stderr=subprocess.DEVNULL)

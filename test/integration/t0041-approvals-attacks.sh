@@ -160,9 +160,10 @@ test_case --needs root,setpriv "as an unprivileged agent: its own writable bin f
 '
 
 TMUX_UI='
-  TM="tmux -L agor-t0041-$$-$RANDOM"
+  TM_NAME="agor-t0041-$$-$RANDOM" && TM="tmux -L $TM_NAME"
   $TM new-session -d -s ui -x 250 -y 80 "env AGOR_HOME=$AGOR_HOME HOME=$HOME PATH=$SYS $AGOR approvals serve; sleep 60"
-  trap "$TM kill-server 2>/dev/null || true" EXIT
+  # the server stopped by its pid and its socket file removed (tmux leaves it): a server that stays fails the case
+  trap "rc=\$?; tmux_stop \"\$(tmux_socket_of $TM_NAME)\" || rc=1; exit \$rc" EXIT
   pane() { $TM capture-pane -p -J -S -300 -t ui; }
   wait_pane() { for _ in $(seq 1 200); do pane | grep -qF -- "$1" && return 0; sleep 0.05; done; pane; fail "pane never showed: $1"; }
   # ask_in_bg PATHVALUE ARGS… — approvals exec waiting for the UI

@@ -58,7 +58,9 @@ test_case "echo hi, resize (tput cols), no daemon secret in the shell, screen an
       resize:117x33 "type:tput cols; tput lines\n" "expect:117\r\n33\r\n" \
       "type:echo \"[\$AGOR_TEST_SECRET][\$AGOR_HOME][\$USER]\"\n" "expect:\[\]\[\]\[$(id -un)\]\r\n" \
       "type:env | grep -c AGOR_\n" "expect:\r0\r\n" \
-      "type:STATE=kept-\$((40+2))\n" > first.out || { cat first.out daemon.log; false; }
+      "type:STATE=kept-\$((40+2))\n" "sleep:0.5" > first.out || { cat first.out daemon.log; false; }
+    # the pane is quiet before the kill -9: output tmux still held for the dead daemon would stick its client in
+    # the server for good (tmux 3.3a), a server the EXIT trap would then fail to stop — a crash no daemon can tidy
     head -1 first.out > open.json
     expect_json open.json open.result.tmux.server "$(tmux_server $(id -un))"
     expect_json open.json open.result.tmux.session agor
@@ -185,6 +187,46 @@ test_case "SCM_RIGHTS: the daemon holds the executor tmux client socket, and nei
 BODY
 '
 
+test_case "attack: a pane that prints without pause — closing its terminal and stopping the daemon leave no tmux client stuck, the server stops" '
+  in_private_tmp <<"BODY"
+    start_daemon
+    worktree
+    server=$(tmux_server $(id -un))
+    # output always queued in tmux: a control client whose socket is closed under it would never finish detaching,
+    # and its server would answer kill-server by dropping the connection, forever (the EXIT trap checks it stops)
+    term $wt "expect:@agor-sandbox:" "type:while :; do echo flood-flood-flood-flood-flood-flood-flood-flood; done\n" \
+      "expect:flood-flood" "sleep:0.3" close > out || { cat out daemon.log; false; }
+    for i in $(seq 1 100); do pgrep -f "^tmux -L $server -C attach" > /dev/null || break; sleep 0.05; done
+    ! pgrep -af "^tmux -L $server -C attach" || fail "the control client of the closed terminal stays in its server"
+    term $wt "expect:flood-flood" "sleep:0.3" > out2 || { cat out2 daemon.log; false; }   # left open: the stop ends it
+    stop_daemon
+    for i in $(seq 1 100); do pgrep -f "^tmux -L $server -C attach" > /dev/null || break; sleep 0.05; done
+    ! pgrep -af "^tmux -L $server -C attach" || fail "a control client stays in its server after the daemon stopped"
+BODY
+'
+
+test_case "a stop while tmux.attach runs: its tmux command ends with the executor, no server starts after the daemon stopped" '
+  in_private_tmp <<"BODY"
+    mount -t tmpfs tmpfs /usr/local/bin   # first on the PATH tmux runs with: a tmux whose new-session is slow
+    cat > /usr/local/bin/tmux <<SLOW
+#!/bin/sh
+case " \$* " in *" new-session "*) touch "$T/new-session-started"; sleep 3 ;; esac
+exec /usr/bin/tmux "\$@"
+SLOW
+    chmod 755 /usr/local/bin/tmux
+    start_daemon
+    worktree
+    term $wt "type:true\n" > out 2>&1 &
+    for i in $(seq 1 200); do [ -e new-session-started ] && break; sleep 0.05; done
+    [ -e new-session-started ] || { cat out daemon.log; fail "tmux new-session never ran"; }
+    stop_daemon
+    wait $! || true   # the client: its terminal never opened
+    sleep 4           # past the slow new-session, had it been left running
+    [ -z "$(tmux_socket_pids "$(tmux_socket_of "$(tmux_server $(id -un))")")" ] ||
+      fail "a tmux server started after the daemon had stopped"
+BODY
+'
+
 test_case "agor terminal: raw-mode TTY through the daemon, SIGWINCH resizes, the detach key detaches and the shell stays" '
   in_private_tmp <<"BODY"
     start_daemon
@@ -257,9 +299,11 @@ $PRIVATE_TMP"'
   as_agord mkdir -m 700 /home/agord/.agor
   printf "daemon:\n  socket_path: /run/agor/agor.sock\npaths:\n  data_home: %s\nexecution:\n  unix_user_mode: insulated\n  executor_unix_user: alice\n" "$T/data" > config.yaml
   chmod 644 config.yaml && as_agord cp config.yaml /home/agord/.agor/config.yaml
-  scene_cleanup() { # the tmux server of alice, then the cgroups of her shells
-    setpriv --reuid=alice --regid=alice --init-groups tmux -L $(tmux_server alice "$T/data") kill-server 2> /dev/null || true
-    sleep 0.2; rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true
+  scene_cleanup() { # the tmux server of alice (the case fails when it does not stop), then the cgroups of her shells
+    local rc=0
+    tmux_stop "/tmp/tmux-$(id -u alice)/$(tmux_server alice "$T/data")" || rc=1
+    rmdir /sys/fs/cgroup/*/agor/alice /sys/fs/cgroup/agor/alice 2> /dev/null || true
+    [ $rc = 0 ] || exit 1
   }
   DAEMON_AS="setpriv --reuid=agord --regid=agord --init-groups env -i HOME=/home/agord AGOR_HOME=/home/agord/.agor"
   DAEMON_AS="$DAEMON_AS PATH=/usr/bin:/bin AGOR_SECRET_ENV=daemon-only" DAEMON_BIN=$BIN
