@@ -148,9 +148,10 @@ size_t strbuf_scanned_bytes(void)
 
 const char *strbuf_next_line(const struct strbuf *sb, size_t *from, size_t *len)
 {
-	const char *start = sb->buf + *from, *nl = strbuf_find_newline(sb, *from);
+	const char *nl = strbuf_find_newline(sb, *from); /* NULL when *from is at or past the end */
 	if (!nl)
 		return NULL;
+	const char *start = sb->buf + *from;
 	*len = (size_t)(nl - start) + 1;
 	*from += *len;
 	return start;
