@@ -78,6 +78,7 @@ static int total_changes; /* the database's row changes after the last reset: no
 static int speaking = -1; /* the peer whose message is being handled, or the one being closed (closing) */
 static int closing;
 static long long last_message_id;
+static int changes_seen; /* the database's row changes at the last look at its messages */
 
 /* --- the connections ------------------------------------------------------------------------- */
 
@@ -190,7 +191,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	run_argv = json_pack("[s,s]", "echo", "hi");
 	appr_argv_sha256(run_argv, run_argv_sha256);
 	add_fixture_nodes();
-	total_changes = sqlite3_total_changes(d.db->sql);
+	total_changes = changes_seen = sqlite3_total_changes(d.db->sql);
 	struct net_server_config sc = { .tcp_port = NET_TCP_EPHEMERAL, .header_timeout_ms = 1u << 30 };
 	struct net_callbacks cb = { .on_open = on_open, .on_message = on_message, .on_close = on_close };
 	server = net_server_start(d.loop, &sc, &cb, &e);
@@ -273,9 +274,13 @@ static void run_done(struct daemon *dd, const char *task_id, const json_t *data,
 	}
 }
 
-/* The rows of messages stored since the last look belong to runs of the speaking node. */
+/* The rows of messages stored since the last look belong to runs of the speaking node. No row changed since
+ * then, no row to look at: most messages store none, and the query was about a tenth of the time. */
 static void check_stored_events(void)
 {
+	if (sqlite3_total_changes(d.db->sql) == changes_seen)
+		return;
+	changes_seen = sqlite3_total_changes(d.db->sql);
 	struct err e = ERR_INIT;
 	json_t *rows = db_query_json(d.db, &e, "SELECT id, task_id FROM messages WHERE id > ? ORDER BY id", "i",
 				     last_message_id);
@@ -437,7 +442,7 @@ static void undo_rows(void)
 		    &e) < 0)
 		abort();
 	last_message_id = 0;
-	total_changes = sqlite3_total_changes(d.db->sql);
+	total_changes = changes_seen = sqlite3_total_changes(d.db->sql);
 }
 
 /* Back to the fixture: no connection, no run, no row of this input's. */
