@@ -42,8 +42,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define PEERS	 2
-#define MAX_RUNS 8
+#define PEERS	   2
+#define MAX_RUNS   8
+#define MAX_JUDGED 64
 
 struct fixture_node {
 	const char *name, *id, *token, *status;
@@ -78,6 +79,12 @@ static int total_changes; /* the database's row changes after the last reset: no
 static int speaking = -1; /* the peer whose message is being handled, or the one being closed (closing) */
 static int closing;
 static long long last_message_id;
+struct judged_reply {
+	char *reply;
+	size_t len;
+};
+static struct judged_reply judged[MAX_JUDGED]; /* the replies parsed as JSON, kept to spot a repeat */
+static size_t njudged;
 static int changes_seen; /* the database's row changes at the last look at its messages */
 
 /* --- the connections ------------------------------------------------------------------------- */
@@ -213,6 +220,8 @@ static int node_index(const char *id)
 /* Bit k of presented[i] for every node.hello in msg (an object or a batch) naming node k with its token. */
 static void note_hellos(int i, const char *msg, size_t len)
 {
+	if (!memmem(msg, len, "node.hello", 10) && !memchr(msg, '\\', len))
+		return; /* neither the bytes of "node.hello" nor an escape: no string in it is "node.hello" */
 	json_t *m = json_loadb(msg, len, 0, NULL);
 	json_t *one = json_is_array(m) ? NULL : m;
 	for (size_t n = 0; one || n < json_array_size(m); n++, one = NULL) {
@@ -328,6 +337,26 @@ static void expand(const char *line, size_t len, struct strbuf *out)
 	}
 }
 
+/* Every reply is JSON. One with the same bytes as a reply already parsed in this input is not parsed again:
+ * messages repeat in mutated inputs, and so do their replies. Takes reply. */
+static void check_reply(char *reply)
+{
+	size_t len = strlen(reply);
+	for (size_t n = 0; n < njudged; n++)
+		if (judged[n].len == len && !memcmp(judged[n].reply, reply, len)) {
+			free(reply);
+			return;
+		}
+	json_t *parsed = json_loads(reply, 0, NULL);
+	if (!parsed)
+		abort();
+	json_decref(parsed);
+	if (njudged < MAX_JUDGED)
+		judged[njudged++] = (struct judged_reply){ reply, len };
+	else
+		free(reply);
+}
+
 static void deliver(int i, const char *line, size_t len)
 {
 	struct strbuf msg = STRBUF_INIT;
@@ -338,11 +367,8 @@ static void deliver(int i, const char *line, size_t len)
 		snprintf(d.caller, sizeof(d.caller), "%s", net_conn_remote_ip(peers[i]->conn)); /* as on_message */
 		char *reply = daemon_handle_message(&d, peers[i], msg.buf, msg.len);
 		d.caller[0] = '\0';
-		json_t *parsed = reply ? json_loads(reply, 0, NULL) : NULL;
-		if (reply && !parsed)
-			abort(); /* every reply is JSON */
-		json_decref(parsed);
-		free(reply);
+		if (reply)
+			check_reply(reply);
 	}
 	check_stored_events();
 	speaking = -1;
@@ -456,6 +482,9 @@ static void reset(void)
 		free(runs[n].id);
 	}
 	nruns = 0;
+	for (size_t n = 0; n < njudged; n++)
+		free(judged[n].reply);
+	njudged = 0;
 	daemon_flush_refusals(&d); /* its window's timer would keep the cancelled ones below it alive */
 	daemon_commit_write_batch(&d);
 	daemon_nodes_release(&d);			       /* the node.pair rate counts, too */
