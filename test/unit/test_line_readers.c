@@ -65,20 +65,29 @@ static void check_scanned_at_most(size_t scanned, size_t bound, const char *what
 
 /* --- the prompt's permission broker ---------------------------------------------------------------------- */
 
+/* A child writing len bytes of 'x' to sv[1] in pieces (then a newline if asked); the parent keeps sv[0] only. */
+static pid_t start_writer(int sv[2], size_t len, size_t piece, int newline)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		signal(SIGPIPE, SIG_IGN); /* a reader that refuses the line closes its end */
+		write_in_pieces(sv[1], 'x', len, piece);
+		if (newline)
+			write_in_pieces(sv[1], '\n', 1, 1);
+		_exit(0);
+	}
+	close(sv[1]);
+	return pid;
+}
+
 /* A request line of 4 KiB arriving a byte at a time: each byte looked at once (rescanning the whole line at every
  * read looked at about 8 MiB). */
 TEST(prompt_request_reader_scans_a_line_cut_in_bytes_once)
 {
 	int sv[2];
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(sv[0]);
-		write_in_pieces(sv[1], 'x', 4096, 1);
-		write_in_pieces(sv[1], '\n', 1, 1);
-		_exit(0);
-	}
-	close(sv[1]);
+	pid_t pid = start_writer(sv, 4096, 1, 1);
 	struct strbuf line = STRBUF_INIT;
 	size_t scanned = strbuf_scanned_bytes();
 	CHECK_INT(prompt_read_request_line(sv[0], &line), 0);
@@ -96,14 +105,7 @@ TEST(prompt_request_reader_refuses_an_endless_line_scanning_it_once)
 {
 	int sv[2];
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(sv[0]);
-		signal(SIGPIPE, SIG_IGN);
-		write_in_pieces(sv[1], 'x', (1u << 20) + 8192, 4096);
-		_exit(0);
-	}
-	close(sv[1]);
+	pid_t pid = start_writer(sv, (1u << 20) + 8192, 4096, 0);
 	struct strbuf line = STRBUF_INIT;
 	size_t scanned = strbuf_scanned_bytes();
 	CHECK_INT(prompt_read_request_line(sv[0], &line), -1);
