@@ -309,31 +309,39 @@ static void check_stored_events(void)
 
 /* --- one input ------------------------------------------------------------------------------------ */
 
-/* line with $A $B $P $V, $R0..$R7 and $H replaced. */
+/* What the '$' at p[0] (n bytes left) stands for, added to out; the bytes it took. */
+static size_t expand_one(const char *p, size_t n, struct strbuf *out)
+{
+	static const char names[] = "ABPV";
+	const char *at = n > 1 && p[1] ? strchr(names, p[1]) : NULL;
+	if (at) {
+		strbuf_addstr(out, nodes[at - names].id);
+		return 2;
+	}
+	if (n > 1 && p[1] == 'H') {
+		strbuf_addstr(out, run_argv_sha256);
+		return 2;
+	}
+	if (n > 2 && p[1] == 'R' && p[2] >= '0' && p[2] < '0' + MAX_RUNS) {
+		size_t k = (size_t)(p[2] - '0');
+		strbuf_addstr(out, k < nruns ? runs[k].id : "no-such-run");
+		return 3;
+	}
+	strbuf_addch(out, '$');
+	return 1;
+}
+
+/* line with $A $B $P $V, $R0..$R7 and $H replaced; the bytes between copied at once, not one by one (6% of
+ * the time in perf). */
 static void expand(const char *line, size_t len, struct strbuf *out)
 {
-	for (size_t i = 0; i < len; i++) {
-		if (line[i] == '$' && i + 1 < len) {
-			const char *at = line[i + 1] ? strchr("ABPV", line[i + 1]) : NULL;
-			int k = at ? (int)(at - "ABPV") : -1;
-			if (k >= 0) {
-				strbuf_addstr(out, nodes[k].id);
-				i++;
-				continue;
-			}
-			if (line[i + 1] == 'H') {
-				strbuf_addstr(out, run_argv_sha256);
-				i++;
-				continue;
-			}
-			if (line[i + 1] == 'R' && i + 2 < len && line[i + 2] >= '0' && line[i + 2] < '0' + MAX_RUNS) {
-				size_t n = (size_t)(line[i + 2] - '0');
-				strbuf_addstr(out, n < nruns ? runs[n].id : "no-such-run");
-				i += 2;
-				continue;
-			}
-		}
-		strbuf_addch(out, line[i]);
+	for (size_t i = 0; i < len;) {
+		const char *dollar = memchr(line + i, '$', len - i);
+		size_t plain = dollar ? (size_t)(dollar - line) - i : len - i;
+		strbuf_add(out, line + i, plain);
+		i += plain;
+		if (i < len)
+			i += expand_one(line + i, len - i, out);
 	}
 }
 
