@@ -1,5 +1,6 @@
 /* confine.c — resolves paths beneath a root with openat2(RESOLVE_BENEATH) (confine.h).
- * Never trusts a path string: the canonical result is read back from the opened descriptor. */
+ * Never trusts a path string: the canonical result is what the kernel resolved — the lexical path when it resolved
+ * without any symlink (RESOLVE_NO_SYMLINKS succeeded), else read back from the opened descriptor. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -101,9 +102,61 @@ static char *pop_component(char *rel)
 	return copy;
 }
 
+/* base followed by path's components, "" and "." dropped and each ".." taking off the one before it: the canonical
+ * path of a resolution that met no symlink (with none, ".." is lexical). base is canonical and absolute. */
+static char *lexical_join(const char *base, const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, base);
+	while (sb.len > 1 && sb.buf[sb.len - 1] == '/')
+		strbuf_setlen(&sb, sb.len - 1);
+	for (const char *c = path; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			char *slash = strrchr(sb.buf, '/');
+			strbuf_setlen(&sb, slash && slash != sb.buf ? (size_t)(slash - sb.buf) : 1);
+		} else if (n && !(n == 1 && c[0] == '.')) {
+			if (sb.buf[sb.len - 1] != '/')
+				strbuf_addch(&sb, '/');
+			strbuf_add(&sb, c, n);
+		}
+		c += n + (c[n] == '/');
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Opens rel beneath rootfd and sets *resolved to its canonical path. Without a symlink on the way (the common case)
+ * the kernel's own resolution is lexical, so the path follows from canonical_root; a symlink that stays beneath
+ * (ELOOP here) is followed and the path read back from the descriptor. -1 with errno when it does not open. */
+static int resolve_beneath(int rootfd, const char *canonical_root, const char *rel, char **resolved)
+{
+	int fd = openat2_call(rootfd, rel, O_PATH,
+			      OPENAT2_RESOLVE_BENEATH | OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS);
+	if (fd >= 0) {
+		close(fd);
+		*resolved = lexical_join(canonical_root, rel);
+		return 0;
+	}
+	if (errno != ELOOP && !openat2_unavailable(errno))
+		return -1;
+	if ((fd = open_beneath(rootfd, rel)) < 0)
+		return -1;
+	*resolved = fd_path(fd);
+	close(fd);
+	return 0;
+}
+
 static int open_root(const char *root, char **canonical, struct err *e)
 {
-	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* an absolute root reached without a symlink is its own canonical path: nothing to read back from /proc */
+	int fd = root[0] == '/' ? openat2_call(AT_FDCWD, root, O_PATH | O_DIRECTORY,
+					       OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS)
+				: -1;
+	if (fd >= 0) {
+		*canonical = lexical_join("/", root);
+		return fd;
+	}
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_errno(e, errno, "opening %s", root), -1;
 	*canonical = fd_path(fd);
@@ -126,8 +179,10 @@ int confine_path(const char *root, const char *path, int must_exist, char **out,
 	_cleanup_free_ char *rel = xstrdup(*rel0 ? rel0 : ".");
 	struct strbuf missing = STRBUF_INIT;
 	struct strvec tail = STRVEC_INIT; /* components that do not exist yet, last first */
-	int fd, rc = -1;
-	while ((fd = open_beneath(rootfd, rel)) < 0 && errno == ENOENT && !must_exist && tail.nr < 256) {
+	char *resolved = NULL;
+	int opened, rc = -1;
+	while ((opened = resolve_beneath(rootfd, canonical_root, rel, &resolved)) < 0 && errno == ENOENT &&
+	       !must_exist && tail.nr < 256) {
 		char *last = pop_component(rel);
 		if (!last) {
 			outside(e, path, root, "a missing component is not a plain name");
@@ -135,7 +190,7 @@ int confine_path(const char *root, const char *path, int must_exist, char **out,
 		}
 		strvec_push_nodup(&tail, last);
 	}
-	if (fd < 0) {
+	if (opened < 0) {
 		if (errno == ENOENT)
 			err_setd(e, E_NOT_FOUND, json_pack("{s:s}", "path", path), "%s does not exist", path);
 		else if (errno == EXDEV || errno == ELOOP)
@@ -144,8 +199,6 @@ int confine_path(const char *root, const char *path, int must_exist, char **out,
 			err_errno(e, errno, "resolving %s", path);
 		goto out;
 	}
-	char *resolved = fd_path(fd);
-	close(fd);
 	if (!resolved) {
 		err_set(e, E_INTERNAL, "cannot read back the resolved path of %s (is /proc mounted?)", path);
 		goto out;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -281,6 +282,59 @@ TEST(confine_hold_holds_the_parent_and_refuses_links_and_the_root)
 	err_clear(&e);
 	_cleanup_free_ char *none = tmp_path("outside/x.git");
 	CHECK(!fs_exists(none));
+	CHECK(outside_intact());
+}
+
+/* confine_path's result is canonical whichever way it was found: lexically when nothing on the way is a symlink (no
+ * read-back through /proc), read back from the descriptor when a root or a component is one. */
+TEST(confine_path_gives_the_canonical_path_with_and_without_links)
+{
+	make_outside();
+	mkdirs("croot/a/b");
+	_cleanup_free_ char *root = tmp_path("croot"), *alias = tmp_path("calias"), *slashed = tmp_path("croot//");
+	_cleanup_free_ char *inner = tmp_path("croot/lnk"), *out = tmp_path("croot/out"),
+			    *outside = tmp_path("outside");
+	CHECK(symlink(root, alias) == 0); /* a root reached through a symlink */
+	CHECK(symlink("a", inner) == 0);  /* a link that stays beneath the root */
+	CHECK(symlink(outside, out) == 0);
+	char canonical[PATH_MAX];
+	CHECK(realpath(root, canonical) != NULL);
+	_cleanup_free_ char *want = xasprintf("%s/a/b", canonical), *deeper = xasprintf("%s/a/b/new/deeper", canonical);
+	_cleanup_free_ char *via_alias = xasprintf("%s/a/b", alias);
+	const struct {
+		const char *root, *path, *want;
+	} found[] = {
+		{ root, "a/b", want },	      { root, "./a//b/", want },
+		{ root, "a/../a/b/.", want }, { slashed, "a/b", want },
+		{ alias, "a/b", want },	      { root, "lnk/b", want },
+		{ alias, "lnk/./b", want },   { root, want, want },
+		{ alias, via_alias, want },   { root, "a/b/new/deeper", deeper },
+		{ root, ".", canonical },
+	};
+	struct err e = ERR_INIT;
+	for (size_t i = 0; i < ARRAY_SIZE(found); i++) {
+		char *got = NULL;
+		CHECK_INT(confine_path(found[i].root, found[i].path, 0, &got, &e), 0);
+		CHECK_STR(got ? got : "(none)", found[i].want);
+		free(got);
+		err_clear(&e);
+	}
+	const struct {
+		const char *path, *code;
+		int must_exist;
+	} refused[] = {
+		{ "out/keep.txt", E_PATH_OUTSIDE_DATA_HOME, 0 },
+		{ "a/../../x", E_PATH_OUTSIDE_DATA_HOME, 0 },
+		{ "lnk/../../x", E_PATH_OUTSIDE_DATA_HOME, 0 },
+		{ "a/missing", E_NOT_FOUND, 1 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		char *got = NULL;
+		CHECK_INT(confine_path(root, refused[i].path, refused[i].must_exist, &got, &e), -1);
+		CHECK_STR(e.code ? e.code : "(none)", refused[i].code);
+		CHECK(got == NULL);
+		err_clear(&e);
+	}
 	CHECK(outside_intact());
 }
 
