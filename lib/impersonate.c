@@ -1,8 +1,10 @@
 /* impersonate.c — the sudo re-exec of the executor as another user (impersonate.h).
  * Never passes secrets in argv or environment, never trusts output that is not one result line. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <pwd.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,8 +32,62 @@ const char *impersonate_sudo_path(void)
 	return NULL;
 }
 
+/* The name on line (a NUL-terminated /etc/passwd entry, "name:password:uid:…") when its uid field is uid, else NULL. */
+static char *name_if_uid(const char *line, uid_t uid)
+{
+	const char *colon = strchr(line, ':');
+	const char *uid_field = colon ? strchr(colon + 1, ':') : NULL;
+	if (!uid_field || colon == line)
+		return NULL;
+	char digits[16];
+	int n = snprintf(digits, sizeof(digits), "%u:", (unsigned)uid);
+	return strncmp(uid_field + 1, digits, (size_t)n) ? NULL : xstrndup(line, (size_t)(colon - line));
+}
+
+/* Streams the file through a stack buffer: the executor asks on every run, and stdio's getpwuid costs a heap page
+ * mapped and unmapped for its FILE. */
+int impersonate_passwd_name(const char *file, uid_t uid, char **name)
+{
+	char buf[4096];
+	size_t have = 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC), rc = 1;
+	if (fd < 0)
+		return 1;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = '\0';
+		char *line = buf, *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			if ((*name = name_if_uid(line, uid))) {
+				rc = 0;
+				goto out;
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		if (have == sizeof(buf) - 1)
+			goto out; /* a line that does not fit: let getpwuid read it */
+		memmove(buf, line, have);
+	}
+	buf[have] = '\0';
+	if (have && (*name = name_if_uid(buf, uid))) /* a last line without a newline */
+		rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
 char *impersonate_current_user(void)
 {
+	char *name = NULL;
+	if (impersonate_passwd_name("/etc/passwd", geteuid(), &name) == 0)
+		return name;
 	struct passwd *pw = getpwuid(geteuid());
 	return pw ? xstrdup(pw->pw_name) : NULL;
 }

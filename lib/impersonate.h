@@ -11,6 +11,8 @@
 #ifndef AGOR_IMPERSONATE_H
 #define AGOR_IMPERSONATE_H
 
+#include <sys/types.h>
+
 #include "err.h"
 #include "strbuf.h"
 #include "strvec.h"
@@ -21,6 +23,10 @@
 const char *impersonate_sudo_path(void);
 /* The name of the effective user (malloc'd), or NULL when it has no passwd entry. */
 char *impersonate_current_user(void);
+/* The name of the first entry of uid in a passwd file (*name malloc'd): 0 when found; 1 when the file does not
+ * settle it (missing, unreadable, no entry, a line over 4 KiB), and getpwuid, which may ask more than the file,
+ * decides instead. */
+int impersonate_passwd_name(const char *file, uid_t uid, char **name);
 /* The absolute path of the running agor binary (malloc'd), or NULL. */
 char *impersonate_self_path(void);
 /* The exact argv used, for dry-run plans and tests. */

@@ -2,12 +2,14 @@
  * Never touches anything outside its scratch directory; root-only checks pass trivially. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "adminconf.h"
+#include "impersonate.h"
 #include "unit.h"
 #include "unixmode.h"
 #include "openat2.h"
@@ -507,4 +509,41 @@ TEST(adminconf_override_is_refused_through_sudo)
 	unsetenv("SUDO_GID");
 	CHECK_INT(adminconf_override_allowed(&e), running_as_root() ? 0 : -1);
 	err_clear(&e);
+}
+
+/* The executor's own passwd reader: the first entry of exactly that uid, a last line without a newline, and "not
+ * settled" (1, getpwuid decides) for a missing file, no entry, or a line longer than its buffer. */
+TEST(impersonate_passwd_name_reads_the_file_like_getpwuid)
+{
+	_cleanup_free_ char *file = xasprintf("%s/passwd", unit_tmpdir()),
+			    *missing = xasprintf("%s/none", unit_tmpdir());
+	struct strbuf text = STRBUF_INIT;
+	strbuf_addstr(
+		&text,
+		"junk without fields\n:x:7:7::/:/bin/sh\nbob:x:10000:10000::/home/bob:/bin/sh\n"
+		"alice:x:1000:1000::/home/alice:/bin/sh\nalice2:x:1000:1000::/:/bin/sh\ncarol:x:42:42::/:/bin/sh");
+	write_file(file, text.buf);
+	const struct {
+		unsigned uid;
+		const char *want;
+	} cases[] = { { 1000, "alice" }, { 10000, "bob" }, { 42, "carol" }, { 100, NULL }, { 7, NULL } };
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *name = NULL;
+		CHECK_INT(impersonate_passwd_name(file, cases[i].uid, &name), cases[i].want ? 0 : 1);
+		CHECK_STR(name ? name : "(none)", cases[i].want ? cases[i].want : "(none)");
+		free(name);
+	}
+	char *name = NULL;
+	CHECK_INT(impersonate_passwd_name(missing, 0, &name), 1);
+	strbuf_reset(&text);
+	for (int i = 0; i < 5000; i++)
+		strbuf_addch(&text, 'x');
+	strbuf_addstr(&text, ":x:1:1::/:/bin/sh\nshort:x:2:2::/:/bin/sh\n");
+	write_file(file, text.buf);
+	CHECK_INT(impersonate_passwd_name(file, 2, &name), 1); /* past an overlong line: getpwuid decides */
+	CHECK(name == NULL);
+	struct passwd *pw = getpwuid(geteuid());
+	_cleanup_free_ char *me = impersonate_current_user();
+	CHECK_STR(me ? me : "(none)", pw ? pw->pw_name : "(none)");
+	strbuf_release(&text);
 }
