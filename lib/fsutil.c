@@ -23,6 +23,9 @@
 
 int fs_mkdir_p(const char *path, mode_t mode, struct err *e)
 {
+	/* the usual case in one call: it is there already, or only it was missing */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
 	_cleanup_free_ char *copy = xstrdup(path);
 	for (char *p = copy + 1; *p; p++) {
 		if (*p != '/')
