@@ -153,6 +153,19 @@ test_case "--dry-run of worktree add resolves repo and worktree paths" '
   [ ! -e "$AGOR_HOME/worktrees/acme" ] || fail "dry run created the worktree"
 '
 
+test_case --needs strace "a dry run reads no path back through /proc and gives the user without stdio (its cost)" '
+  mkdir -p "$AGOR_HOME/repos/acme/src.git"
+  payload="{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"acme/w\"}}"
+  rc=0
+  # LeakSanitizer cannot run under ptrace; the sanitizer build checks for leaks everywhere else
+  printf "%s" "$payload" | ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 strace -f -o trace -e trace=readlink,readlinkat,lseek "$AGOR" executor --stdin --dry-run > out 2> err || rc=$?
+  expect_success
+  expect_json out data.user "$(id -un)"
+  expect_json out data.plan.0.path "$AGOR_HOME/repos/acme/src.git"
+  ! grep -E "readlink(at)?\\(.*/proc/self/fd" trace || fail "a path was read back through /proc/self/fd"
+  ! grep -E "^[0-9]+ +lseek\\(" trace || fail "the user was read through stdio (its lseek back), not the lean reader"
+'
+
 test_case "--dry-run without the data home: mkdir planned, a missing repo and .. refused, nothing made" '
   executor "{\"command\":\"git.worktree.add\",\"params\":{\"repoPath\":\"acme/src.git\",\"worktreeName\":\"w\",\"worktreePath\":\"acme/w\"}}" --dry-run
   expect_error NOT_FOUND 1
