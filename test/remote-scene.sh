@@ -12,9 +12,11 @@ REMOTE_SCENE='
   PIDS=""
   # two hosts: a network namespace each, held by a sleeping process, joined by a veth pair
   unshare --net sleep 900 & A=$!; unshare --net sleep 900 & B=$!; PIDS="$A $B"
-  scene_cleanup() { # the tmux server of agor_executor (terminals), then the pids the scene started
-    setpriv --reuid=agor_executor --regid=agor_executor --init-groups tmux -L "$(tmux_server agor_executor "$T/data")" kill-server 2> /dev/null || true
+  scene_cleanup() { # the tmux server of agor_executor (terminals, listening in the executor host network
+    local rc=0       # namespace; the case fails when it does not stop), then the pids the scene started
+    tmux_stop_as agor_executor "$(tmux_server agor_executor "$T/data")" || rc=1
     kill $PIDS 2> /dev/null; wait 2> /dev/null || true
+    [ $rc = 0 ] || exit 1
   }
   trap scene_cleanup EXIT   # start_daemon keeps it: its cleanup runs scene_cleanup
   for i in $(seq 1 100); do [ "$(readlink /proc/$B/ns/net)" != "$(readlink /proc/self/ns/net)" ] && [ "$(readlink /proc/$A/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.02; done

@@ -185,7 +185,8 @@ test_case "the daemon's end closing mid-run kills the executor's process group; 
 
 stop_steps() {
   kill -TERM "$(cat "$STATE/pid")" "$(cat "$STATE/serve.pid")"
-  setpriv --reuid=agor_executor --regid=agor_executor --init-groups tmux -L "agor-agor_executor-$(printf %s /srv/agor | sha256sum | cut -c1-8)" kill-server 2> /dev/null || true
+  tmux_stop_as agor_executor "agor-agor_executor-$(printf %s /srv/agor | sha256sum | cut -c1-8)" ||
+    fail "the tmux server of agor_executor's terminals did not stop on kill-server, or came back"
 }
 test_case "the daemon and the server stop" stop_steps
 

@@ -190,7 +190,11 @@ test_case "strict: a command and a terminal outside a session run as the caller:
   id=$(json_get wt.json worktree.id); w=$(json_get wt.json worktree.path)
   agor_as alice worktree add-owner "$id" bob --json > /dev/null 2> add.err || { cat add.err daemon.log; false; }
   for u in alice bob; do "$BIN" admin cgroup-delegate $u > /dev/null; done
-  scene_cleanup() { for u in alice bob; do as $u tmux -L "agor-$u-$(printf %s "$T/data" | sha256sum | cut -c1-8)" kill-server 2> /dev/null || true; done; }
+  scene_cleanup() { # the tmux servers of alice and bob: the case fails when one does not stop (tmux_stop_as says why)
+    local rc=0 u
+    for u in alice bob; do tmux_stop_as $u "agor-$u-$(printf %s "$T/data" | sha256sum | cut -c1-8)" || rc=1; done
+    [ $rc = 0 ] || exit 1
+  }
   exec_as() { local u=$1; shift; as "$u" AGOR_HOME="/home/$u/.agor" "$BIN" exec --url unix:/run/agor/agor.sock "$@"; }
   exec_as bob "$id" -- sh -c "id -un > by-exec.txt; id -un" > bob.out 2> bob.err || { cat bob.out bob.err daemon.log; false; }
   grep -qx bob bob.out || { cat bob.out; fail "the command of bob ran as someone else"; }

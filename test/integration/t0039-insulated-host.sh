@@ -58,7 +58,8 @@ test_case "a terminal in the worktree: the nologin executor user setup made gets
 
 stop_steps() {
   host_daemon_stop
-  setpriv --reuid=agor_executor --regid=agor_executor --init-groups tmux -L "agor-agor_executor-$(printf %s /srv/agor | sha256sum | cut -c1-8)" kill-server 2> /dev/null || true
+  tmux_stop_as agor_executor "agor-agor_executor-$(printf %s /srv/agor | sha256sum | cut -c1-8)" ||
+    fail "the tmux server of agor_executor's terminal did not stop on kill-server, or came back"
 }
 test_case "the daemon stops cleanly" stop_steps
 

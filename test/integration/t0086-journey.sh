@@ -23,10 +23,12 @@ fi
 JOURNEY='
   eval "prompt_$(declare -f scene_cleanup)"   # the scene'"'"'s own cleanup, run by ours
   node_pid="" daemon_pid=""
-  scene_cleanup() {
+  scene_cleanup() { # the node, the tmux server of agor_executor (the case fails when it does not stop), the scene
+    local rc=0
     [ -z "$node_pid" ] || { kill "$node_pid" 2> /dev/null; wait "$node_pid" 2> /dev/null || true; }
-    setpriv --reuid=agor_executor --regid=agor_executor --init-groups tmux -L "$(tmux_server agor_executor "$T/data")" kill-server 2> /dev/null || true
+    tmux_stop_as agor_executor "$(tmux_server agor_executor "$T/data")" || rc=1
     prompt_scene_cleanup
+    [ $rc = 0 ] || exit 1
   }
   # human OUT [STEP…] -- CMD… — CMD as a person runs it: on a pseudo-terminal, typing the pty-drive STEPs; OUT is
   # what they saw (carriage returns dropped), $rc its exit status. Human output is never JSON nor an epoch time.
