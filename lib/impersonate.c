@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdio.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,16 +32,24 @@ const char *impersonate_sudo_path(void)
 	return NULL;
 }
 
-/* The name on line (a NUL-terminated /etc/passwd entry, "name:password:uid:…") when its uid field is uid, else NULL. */
+/* The name on line (a NUL-terminated /etc/passwd entry) when it is a whole entry of uid, else NULL. As libc reads
+ * it: seven fields, "name:password:uid:gid:gecos:home:shell", the uid in decimal. */
 static char *name_if_uid(const char *line, uid_t uid)
 {
 	const char *colon = strchr(line, ':');
 	const char *uid_field = colon ? strchr(colon + 1, ':') : NULL;
 	if (!uid_field || colon == line)
 		return NULL;
-	char digits[16];
-	int n = snprintf(digits, sizeof(digits), "%u:", (unsigned)uid);
-	return strncmp(uid_field + 1, digits, (size_t)n) ? NULL : xstrndup(line, (size_t)(colon - line));
+	unsigned long long value = 0;
+	const char *p = uid_field + 1;
+	for (; *p >= '0' && *p <= '9' && value <= UINT32_MAX; p++)
+		value = value * 10 + (unsigned)(*p - '0');
+	if (p == uid_field + 1 || *p != ':' || value != (unsigned long long)uid)
+		return NULL;
+	int fields = 1;
+	for (const char *c = line; *c; c++)
+		fields += *c == ':';
+	return fields >= 7 ? xstrndup(line, (size_t)(colon - line)) : NULL; /* the shell may hold a colon */
 }
 
 /* Streams the file through a stack buffer: the executor asks on every run, and stdio's getpwuid costs a heap page

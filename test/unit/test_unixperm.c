@@ -511,22 +511,23 @@ TEST(adminconf_override_is_refused_through_sudo)
 	err_clear(&e);
 }
 
-/* The executor's own passwd reader: the first entry of exactly that uid, a last line without a newline, and "not
- * settled" (1, getpwuid decides) for a missing file, no entry, or a line longer than its buffer. */
+/* The executor's own passwd reader, read as libc does: the first whole entry (seven fields) of that uid in decimal, a
+ * last line without a newline; "not settled" (1, getpwuid decides) for a missing file, no entry, a line cut short
+ * or one longer than its buffer. */
 TEST(impersonate_passwd_name_reads_the_file_like_getpwuid)
 {
 	_cleanup_free_ char *file = xasprintf("%s/passwd", unit_tmpdir()),
 			    *missing = xasprintf("%s/none", unit_tmpdir());
 	struct strbuf text = STRBUF_INIT;
-	strbuf_addstr(
-		&text,
-		"junk without fields\n:x:7:7::/:/bin/sh\nbob:x:10000:10000::/home/bob:/bin/sh\n"
-		"alice:x:1000:1000::/home/alice:/bin/sh\nalice2:x:1000:1000::/:/bin/sh\ncarol:x:42:42::/:/bin/sh");
+	strbuf_addstr(&text, "junk without fields\n:x:7:7::/:/bin/sh\nbob:x:10000:10000::/home/bob:/bin/sh\n"
+			     "alice:x:1000:1000::/home/alice:/bin/sh\nalice2:x:1000:1000::/:/bin/sh\nshort:x:77:77\n"
+			     "zed:x:0099:99::/:/bin/sh\ncarol:x:42:42::/:/bin/sh");
 	write_file(file, text.buf);
 	const struct {
 		unsigned uid;
 		const char *want;
-	} cases[] = { { 1000, "alice" }, { 10000, "bob" }, { 42, "carol" }, { 100, NULL }, { 7, NULL } };
+	} cases[] = { { 1000, "alice" }, { 10000, "bob" }, { 42, "carol" }, { 99, "zed" },
+		      { 100, NULL },	 { 7, NULL },	   { 77, NULL } };
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *name = NULL;
 		CHECK_INT(impersonate_passwd_name(file, cases[i].uid, &name), cases[i].want ? 0 : 1);
