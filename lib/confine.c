@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "confine.h"
+#include "fsutil.h"
 #include "openat2.h"
 #include "strbuf.h"
 #include "strvec.h"
@@ -102,29 +103,6 @@ static char *pop_component(char *rel)
 	return copy;
 }
 
-/* base followed by path's components, "" and "." dropped and each ".." taking off the one before it: the canonical
- * path of a resolution that met no symlink (with none, ".." is lexical). base is canonical and absolute. */
-static char *lexical_join(const char *base, const char *path)
-{
-	struct strbuf sb = STRBUF_INIT;
-	strbuf_addstr(&sb, base);
-	while (sb.len > 1 && sb.buf[sb.len - 1] == '/')
-		strbuf_setlen(&sb, sb.len - 1);
-	for (const char *c = path; *c;) {
-		size_t n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.') {
-			char *slash = strrchr(sb.buf, '/');
-			strbuf_setlen(&sb, slash && slash != sb.buf ? (size_t)(slash - sb.buf) : 1);
-		} else if (n && !(n == 1 && c[0] == '.')) {
-			if (sb.buf[sb.len - 1] != '/')
-				strbuf_addch(&sb, '/');
-			strbuf_add(&sb, c, n);
-		}
-		c += n + (c[n] == '/');
-	}
-	return strbuf_detach(&sb, NULL);
-}
-
 /* Opens rel beneath rootfd and sets *resolved to its canonical path. Without a symlink on the way (the common case)
  * the kernel's own resolution is lexical, so the path follows from canonical_root; a symlink that stays beneath
  * (ELOOP here) is followed and the path read back from the descriptor. -1 with errno when it does not open. */
@@ -134,7 +112,7 @@ static int resolve_beneath(int rootfd, const char *canonical_root, const char *r
 			      OPENAT2_RESOLVE_BENEATH | OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS);
 	if (fd >= 0) {
 		close(fd);
-		*resolved = lexical_join(canonical_root, rel);
+		*resolved = fs_lexical_join(canonical_root, rel);
 		return 0;
 	}
 	if (errno != ELOOP && !openat2_unavailable(errno))
@@ -153,7 +131,7 @@ static int open_root(const char *root, char **canonical, struct err *e)
 					       OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS)
 				: -1;
 	if (fd >= 0) {
-		*canonical = lexical_join("/", root);
+		*canonical = fs_lexical_join("/", root);
 		return fd;
 	}
 	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);

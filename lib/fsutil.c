@@ -13,6 +13,8 @@
 #include "fault.h"
 #include "fsutil.h"
 #include "log.h"
+#include "openat2.h"
+#include "strbuf.h"
 #include "strvec.h"
 #include "banned.h"
 
@@ -321,8 +323,37 @@ char *fs_tidy_path(const char *path)
 	return t;
 }
 
+char *fs_lexical_join(const char *base, const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, base);
+	while (sb.len > 1 && sb.buf[sb.len - 1] == '/')
+		strbuf_setlen(&sb, sb.len - 1);
+	for (const char *c = path; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			char *slash = strrchr(sb.buf, '/');
+			strbuf_setlen(&sb, slash && slash != sb.buf ? (size_t)(slash - sb.buf) : 1);
+		} else if (n && !(n == 1 && c[0] == '.')) {
+			if (sb.buf[sb.len - 1] != '/')
+				strbuf_addch(&sb, '/');
+			strbuf_add(&sb, c, n);
+		}
+		c += n + (c[n] == '/');
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
 char *fs_canonical(const char *path)
 {
+	/* no readlink per component (musl's realpath) for the usual path without a symlink */
+	int fd = path[0] == '/' ? openat2_call(AT_FDCWD, path, O_PATH,
+					       OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS)
+				: -1;
+	if (fd >= 0) {
+		close(fd);
+		return fs_lexical_join("/", path);
+	}
 	_cleanup_free_ char *real = realpath(path, NULL);
 	return fs_tidy_path(real ? real : path);
 }

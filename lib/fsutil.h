@@ -49,9 +49,14 @@ char *fs_tidy_path(const char *path);
 int fs_relative_path_is_clean(const char *path);
 /* 1 when path is dir or lies below it, compared as strings (give both tidy or canonical; "/" holds everything). */
 int fs_path_is_or_below(const char *path, const char *dir);
-/* The canonical form of path (realpath, then tidied: musl keeps a leading "//"), malloc'd; or, when it does not
- * resolve (missing), fs_tidy_path's. */
+/* The canonical form of path, malloc'd: reached without a symlink (openat2 RESOLVE_NO_SYMLINKS), an absolute path
+ * is its own canonical form, lexically (fs_lexical_join "/" path); otherwise realpath's, then tidied (musl keeps a
+ * leading "//"); when it does not resolve (missing), fs_tidy_path's. */
 char *fs_canonical(const char *path);
+/* base followed by path's components, "" and "." dropped and each ".." taking off the one before it (never above
+ * "/"), malloc'd: the canonical path of a resolution from base that met no symlink, where ".." is lexical. base is
+ * canonical and absolute. */
+char *fs_lexical_join(const char *base, const char *path);
 /* 1 when something (anything, even a dangling symlink) exists at path. */
 int fs_exists(const char *path);
 

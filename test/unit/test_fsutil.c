@@ -338,6 +338,35 @@ TEST(confine_path_gives_the_canonical_path_with_and_without_links)
 	CHECK(outside_intact());
 }
 
+/* fs_canonical: lexical for a path without a symlink, realpath's through one, tidied when nothing resolves. */
+TEST(fs_canonical_is_lexical_without_links_and_real_through_them)
+{
+	mkdirs("canon/a/b");
+	_cleanup_free_ char *dir = tmp_path("canon"), *alias = tmp_path("canon-alias");
+	CHECK(symlink(dir, alias) == 0);
+	char real[PATH_MAX];
+	CHECK(realpath(dir, real) != NULL);
+	_cleanup_free_ char *want = xasprintf("%s/a/b", real), *missing = xasprintf("%s//none/x/", real);
+	const char *const same[] = { "/a/b", "//a/./b/", "/a/../a/b", "/a/b/." };
+	for (size_t i = 0; i < ARRAY_SIZE(same); i++) {
+		_cleanup_free_ char *given = xasprintf("%s%s", real, same[i]), *got = fs_canonical(given);
+		CHECK_STR(got, want);
+	}
+	_cleanup_free_ char *through = xasprintf("%s/a/../a/b", alias), *got = fs_canonical(through);
+	CHECK_STR(got, want); /* the link resolved, and ".." after it physically */
+	_cleanup_free_ char *none = fs_canonical(missing), *want_none = xasprintf("%s/none/x", real);
+	CHECK_STR(none, want_none);
+	const struct {
+		const char *base, *path, *want;
+	} joins[] = {
+		{ "/", "a/../../b", "/b" }, { "/x/", "./y//z/..", "/x/y" }, { "/x", "", "/x" }, { "/", "..", "/" }
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(joins); i++) {
+		_cleanup_free_ char *joined = fs_lexical_join(joins[i].base, joins[i].path);
+		CHECK_STR(joined, joins[i].want);
+	}
+}
+
 TEST(fs_path_is_or_below_compares_whole_components)
 {
 	CHECK(fs_path_is_or_below("/srv/agor", "/srv/agor"));
