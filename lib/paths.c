@@ -71,6 +71,22 @@ static int make_dir_at(int at, const char *name, const char *shown, mode_t mode,
 	return err_errno(e, errno, "cannot create %s", shown);
 }
 
+/* make_dir_at(AT_FDCWD, path), its missing parents made first: tried alone before, since an existing directory (the
+ * usual case) then costs one call rather than one per ancestor. */
+static int make_dir_and_parents(const char *path, mode_t mode, bool *created, struct err *e)
+{
+	*created = false;
+	if (mkdirat(AT_FDCWD, path, mode) == 0) {
+		*created = true;
+		return 0;
+	}
+	if (errno == EEXIST)
+		return 0;
+	if (make_parents(path, e) < 0)
+		return -1;
+	return make_dir_at(AT_FDCWD, path, path, mode, created, e);
+}
+
 /* Opens an existing directory without following a symlink at its last component. */
 static int open_dir_nofollow(int at, const char *name, const char *shown, struct err *e)
 {
@@ -121,7 +137,7 @@ static int ensure_private_subdir(int home_fd, const char *name, const char *show
 int paths_ensure_home(const struct agor_paths *p, struct err *e)
 {
 	bool created;
-	if (make_parents(p->home, e) < 0 || make_dir_at(AT_FDCWD, p->home, p->home, 0700, &created, e) < 0)
+	if (make_dir_and_parents(p->home, 0700, &created, e) < 0)
 		return -1;
 	_cleanup_close_ int home_fd = open_dir_nofollow(AT_FDCWD, p->home, p->home, e);
 	if (home_fd < 0 || make_private(home_fd, p->home, created, e) < 0)
@@ -139,7 +155,7 @@ int paths_ensure_home(const struct agor_paths *p, struct err *e)
 static int ensure_data_dir(const char *path, mode_t mode, struct err *e)
 {
 	bool created;
-	if (make_parents(path, e) < 0 || make_dir_at(AT_FDCWD, path, path, mode, &created, e) < 0)
+	if (make_dir_and_parents(path, mode, &created, e) < 0)
 		return -1;
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
