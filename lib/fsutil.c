@@ -358,6 +358,39 @@ char *fs_canonical(const char *path)
 	return fs_tidy_path(real ? real : path);
 }
 
+int fs_dir_start(struct fs_dir *d, int fd)
+{
+	d->fd = fd;
+	d->pos = d->len = 0;
+	return fd < 0 ? -1 : 0;
+}
+
+struct dirent *fs_dir_next(struct fs_dir *d)
+{
+	for (;;) {
+		if (d->pos >= d->len) {
+			long n = syscall(SYS_getdents64, d->fd, d->buf, sizeof(d->buf));
+			if (n <= 0) {
+				errno = n < 0 ? errno : 0;
+				return NULL;
+			}
+			d->pos = 0;
+			d->len = (size_t)n;
+		}
+		struct dirent *de = (struct dirent *)(void *)(d->buf + d->pos);
+		d->pos += de->d_reclen;
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			return de;
+	}
+}
+
+void fs_dir_end(struct fs_dir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
 int fs_exists(const char *path)
 {
 	struct stat st;

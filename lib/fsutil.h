@@ -3,6 +3,7 @@
 #ifndef AGOR_FSUTIL_H
 #define AGOR_FSUTIL_H
 
+#include <dirent.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -57,6 +58,18 @@ char *fs_canonical(const char *path);
  * "/"), malloc'd: the canonical path of a resolution from base that met no symlink, where ".." is lexical. base is
  * canonical and absolute. */
 char *fs_lexical_join(const char *base, const char *path);
+/* A directory read without the heap: fdopendir's DIR takes a page the allocator maps and unmaps for each directory
+ * (the git layout check reads a dozen after every run). fs_dir_start takes fd (a directory at its start; -1 with
+ * errno when fd < 0); fs_dir_next gives the entries as readdir would, "." and ".." left out, NULL at the end (errno
+ * 0) or on an error (errno set); fs_dir_end closes fd. Entries may be renamed away while it reads. */
+struct fs_dir {
+	int fd;
+	size_t pos, len;
+	_Alignas(struct dirent) char buf[2048];
+};
+int fs_dir_start(struct fs_dir *d, int fd);
+struct dirent *fs_dir_next(struct fs_dir *d);
+void fs_dir_end(struct fs_dir *d);
 /* 1 when something (anything, even a dangling symlink) exists at path. */
 int fs_exists(const char *path);
 

@@ -295,23 +295,18 @@ int git_layout_open_common(const struct config *cfg, const struct git_layout *l)
 /* {name: "mode size mtime"} of a directory's entries (symlinks not followed); NULL when it cannot be read. */
 static json_t *list_entries(int parent, const char *name)
 {
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	struct fs_dir d;
+	if (fs_dir_start(&d, openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return NULL;
-	}
 	json_t *entries = json_object();
 	struct dirent *de;
 	struct stat st;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	while ((de = fs_dir_next(&d)))
+		if (fstatat(d.fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			json_object_set_new(entries, de->d_name,
 					    json_sprintf("%o %lld %lld", (unsigned)st.st_mode, (long long)st.st_size,
 							 (long long)st.st_mtime));
-	closedir(d);
+	fs_dir_end(&d);
 	return entries;
 }
 
@@ -545,31 +540,24 @@ static unsigned char type_of(int dirfd, const struct dirent *de)
 static void quarantine_specials(struct repair *r, int parent, const char *name, const char *path, int depth,
 				off_t max_size)
 {
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	struct fs_dir d;
+	if (fs_dir_start(&d, openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
-	}
 	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
+	while ((de = fs_dir_next(&d))) {
 		_cleanup_free_ char *sub = xasprintf("%s/%s", path, de->d_name);
-		unsigned char type = type_of(dirfd(d), de);
+		unsigned char type = type_of(d.fd, de);
 		struct stat st;
 		if (type == DT_DIR && depth > 0)
-			quarantine_specials(r, dirfd(d), de->d_name, sub, depth - 1, max_size);
+			quarantine_specials(r, d.fd, de->d_name, sub, depth - 1, max_size);
 		else if (type == DT_DIR)
-			quarantine(r, dirfd(d), de->d_name, sub, "directories nested too deep");
+			quarantine(r, d.fd, de->d_name, sub, "directories nested too deep");
 		else if (type != DT_REG)
-			quarantine(r, dirfd(d), de->d_name, sub, special_kind(type));
-		else if (max_size && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			 st.st_size > max_size)
-			quarantine(r, dirfd(d), de->d_name, sub, "an oversized file (a ref is 41 bytes)");
+			quarantine(r, d.fd, de->d_name, sub, special_kind(type));
+		else if (max_size && fstatat(d.fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > max_size)
+			quarantine(r, d.fd, de->d_name, sub, "an oversized file (a ref is 41 bytes)");
 	}
-	closedir(d);
+	fs_dir_end(&d);
 }
 
 static void repair_repository(struct repair *r, const struct git_layout *l)

@@ -367,6 +367,36 @@ TEST(fs_canonical_is_lexical_without_links_and_real_through_them)
 	}
 }
 
+/* fs_dir reads what readdir reads, over several buffers of entries, without "." and "..". */
+TEST(fs_dir_lists_every_entry_like_readdir)
+{
+	mkdirs("many");
+	_cleanup_free_ char *dir = tmp_path("many");
+	for (int i = 0; i < 300; i++) {
+		_cleanup_free_ char *f = xasprintf("%s/entry-with-a-rather-long-name-%03d", dir, i);
+		write_file(f, "x");
+	}
+	struct fs_dir d;
+	CHECK_INT(fs_dir_start(&d, open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)), 0);
+	int seen[300] = { 0 }, total = 0, others = 0, n;
+	for (struct dirent *de; (de = fs_dir_next(&d)); total++)
+		if (sscanf(de->d_name, "entry-with-a-rather-long-name-%3d", &n) == 1 && n >= 0 && n < 300 &&
+		    de->d_type == DT_REG)
+			seen[n]++;
+		else
+			others++;
+	CHECK_INT(errno, 0);
+	fs_dir_end(&d);
+	CHECK_INT(total, 300);
+	CHECK_INT(others, 0);
+	for (int i = 0; i < 300; i++)
+		CHECK_INT(seen[i], 1);
+	errno = 0;
+	CHECK_INT(fs_dir_start(&d, -1), -1);
+	CHECK(fs_dir_start(&d, open(dir, O_RDONLY | O_CLOEXEC | O_PATH)) == 0 && !fs_dir_next(&d) && errno == EBADF);
+	fs_dir_end(&d);
+}
+
 TEST(fs_path_is_or_below_compares_whole_components)
 {
 	CHECK(fs_path_is_or_below("/srv/agor", "/srv/agor"));
