@@ -185,7 +185,7 @@ build/bench/tmux_parse: build/musl/test/bench/tmux_parse.o $(MUSL_LIB_OBJS)
 
 # Network test server (test/helpers/net_echo.c) for t0020-net, in both flavors. It links only the modules the
 # message server needs (lib/net and what it uses), so a half-written unrelated module never breaks it.
-NET_HELPER_LIB := net addrcount fdpass http ws ndjson tls loop strbuf err xalloc log json fsutil fault strvec
+NET_HELPER_LIB := net addrcount fdpass http ws ndjson tls loop strbuf err xalloc log json fsutil fault strvec openat2
 build/musl/net-echo: build/musl/test/helpers/net_echo.o $(NET_HELPER_LIB:%=build/musl/lib/%.o)
 	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^ $(LIBS)
 
