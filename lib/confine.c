@@ -126,14 +126,9 @@ static int resolve_beneath(int rootfd, const char *canonical_root, const char *r
 
 static int open_root(const char *root, char **canonical, struct err *e)
 {
-	/* an absolute root reached without a symlink is its own canonical path: nothing to read back from /proc */
-	int fd = root[0] == '/' ? openat2_call(AT_FDCWD, root, O_PATH | O_DIRECTORY,
-					       OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS)
-				: -1;
-	if (fd >= 0) {
-		*canonical = fs_lexical_join("/", root);
+	int fd = fs_open_linkless(root, O_DIRECTORY, canonical); /* nothing to read back from /proc */
+	if (fd >= 0)
 		return fd;
-	}
 	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return err_errno(e, errno, "opening %s", root), -1;

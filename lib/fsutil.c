@@ -344,15 +344,24 @@ char *fs_lexical_join(const char *base, const char *path)
 	return strbuf_detach(&sb, NULL);
 }
 
+int fs_open_linkless(const char *path, int flags, char **canonical)
+{
+	if (path[0] != '/')
+		return errno = EINVAL, -1;
+	int fd = openat2_call(AT_FDCWD, path, (uint64_t)(O_PATH | flags),
+			      OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS);
+	if (fd >= 0)
+		*canonical = fs_lexical_join("/", path);
+	return fd;
+}
+
 char *fs_canonical(const char *path)
 {
-	/* no readlink per component (musl's realpath) for the usual path without a symlink */
-	int fd = path[0] == '/' ? openat2_call(AT_FDCWD, path, O_PATH,
-					       OPENAT2_RESOLVE_NO_SYMLINKS | OPENAT2_RESOLVE_NO_MAGICLINKS)
-				: -1;
+	char *canonical; /* no readlink per component (musl's realpath) for the usual path without a symlink */
+	int fd = fs_open_linkless(path, 0, &canonical);
 	if (fd >= 0) {
 		close(fd);
-		return fs_lexical_join("/", path);
+		return canonical;
 	}
 	_cleanup_free_ char *real = realpath(path, NULL);
 	return fs_tidy_path(real ? real : path);

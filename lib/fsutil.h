@@ -50,9 +50,12 @@ char *fs_tidy_path(const char *path);
 int fs_relative_path_is_clean(const char *path);
 /* 1 when path is dir or lies below it, compared as strings (give both tidy or canonical; "/" holds everything). */
 int fs_path_is_or_below(const char *path, const char *dir);
-/* The canonical form of path, malloc'd: reached without a symlink (openat2 RESOLVE_NO_SYMLINKS), an absolute path
- * is its own canonical form, lexically (fs_lexical_join "/" path); otherwise realpath's, then tidied (musl keeps a
- * leading "//"); when it does not resolve (missing), fs_tidy_path's. */
+/* Opens absolute path (O_PATH | flags) only when no symlink is on the way (openat2 RESOLVE_NO_SYMLINKS): a path so
+ * reached is its own canonical form, lexically, set in *canonical (fs_lexical_join "/" path, malloc'd). -1 with
+ * errno otherwise: ELOOP for a symlink, EINVAL for a relative path; the caller resolves those another way. */
+int fs_open_linkless(const char *path, int flags, char **canonical);
+/* The canonical form of path, malloc'd: fs_open_linkless's when it opens; otherwise realpath's, then tidied (musl
+ * keeps a leading "//"); when it does not resolve (missing), fs_tidy_path's. */
 char *fs_canonical(const char *path);
 /* base followed by path's components, "" and "." dropped and each ".." taking off the one before it (never above
  * "/"), malloc'd: the canonical path of a resolution from base that met no symlink, where ".." is lexical. base is

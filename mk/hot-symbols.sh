@@ -28,7 +28,7 @@ done
 nm -S -n "$agor" > "$work/symbols"
 # Reached only where openat2 works, which valgrind (3.19) does not implement: its runs take lib/confine.c's
 # fallback instead of resolving with RESOLVE_NO_SYMLINKS. Listed after what the traces show, each name once.
-not_traced=(resolve_beneath fs_lexical_join strbuf_addch)
+not_traced=(fs_open_linkless resolve_beneath fs_lexical_join strbuf_addch)
 {
 python3 - "$work/symbols" "$work"/trace.* <<'PY'
 import bisect, sys
